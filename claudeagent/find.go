@@ -1,0 +1,110 @@
+package claudeagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// MinVersion is the oldest CLI this package drives; older ones lack parts of
+// the control protocol.
+const MinVersion = "2.0.0"
+
+// InstallHint says how to get the CLI.
+const InstallHint = "install it with: npm install -g @anthropic-ai/claude-code"
+
+// ErrCLINotFound reports that no claude binary could be found.
+var ErrCLINotFound = errors.New("claude CLI not found")
+
+// FindCLI returns the claude binary to run: path itself when set (it must
+// exist and be a file), else "claude" looked up on PATH (on Windows also
+// claude.cmd and claude.exe). The error names what was searched and how to
+// install the CLI.
+func FindCLI(path string) (string, error) {
+	if path != "" {
+		if strings.ContainsRune(path, os.PathSeparator) || strings.Contains(path, "/") {
+			st, err := os.Stat(path)
+			if err != nil {
+				return "", fmt.Errorf("%w at %s (%v); %s", ErrCLINotFound, path, err, InstallHint)
+			}
+			if st.IsDir() {
+				return "", fmt.Errorf("%w: %s is a directory; %s", ErrCLINotFound, path, InstallHint)
+			}
+			return path, nil
+		}
+		p, err := exec.LookPath(path)
+		if err != nil {
+			return "", fmt.Errorf("%w: %q is not on PATH (%s); %s", ErrCLINotFound, path, os.Getenv("PATH"), InstallHint)
+		}
+		return p, nil
+	}
+	names := []string{"claude"}
+	if runtime.GOOS == "windows" {
+		names = append(names, "claude.cmd", "claude.exe")
+	}
+	for _, n := range names {
+		if p, err := exec.LookPath(n); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w: searched PATH (%s) for %s; %s", ErrCLINotFound,
+		os.Getenv("PATH"), strings.Join(names, ", "), InstallHint)
+}
+
+var versionRE = regexp.MustCompile(`(\d+)\.(\d+)\.(\d+)`)
+
+// ParseVersion extracts X.Y.Z from `claude --version` output such as
+// "2.1.197 (Claude Code)".
+func ParseVersion(out string) (string, bool) {
+	m := versionRE.FindString(out)
+	return m, m != ""
+}
+
+// CompareVersions compares two X.Y.Z versions: -1, 0 or 1.
+func CompareVersions(a, b string) int {
+	pa, pb := versionRE.FindStringSubmatch(a), versionRE.FindStringSubmatch(b)
+	for i := 1; i <= 3; i++ {
+		var x, y int
+		if pa != nil {
+			x, _ = strconv.Atoi(pa[i])
+		}
+		if pb != nil {
+			y, _ = strconv.Atoi(pb[i])
+		}
+		if x != y {
+			if x < y {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
+
+// CLIVersion runs `path --version` (bounded by ctx and 10 s) and returns the
+// version. A CLI older than [MinVersion] is an error naming the path.
+func CLIVersion(ctx context.Context, path string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, "--version")
+	cmd.Env = (&Options{}).Environ("")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("running %s --version: %v: %s; %s", path, err, strings.TrimSpace(string(out)), InstallHint)
+	}
+	v, ok := ParseVersion(string(out))
+	if !ok {
+		return "", fmt.Errorf("%s --version printed no version (%q); is it the Claude Code CLI? %s", path, strings.TrimSpace(string(out)), InstallHint)
+	}
+	if CompareVersions(v, MinVersion) < 0 {
+		return v, fmt.Errorf("claude CLI at %s is version %s, older than the minimum %s; update it with: npm install -g @anthropic-ai/claude-code", path, v, MinVersion)
+	}
+	return v, nil
+}

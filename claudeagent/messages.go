@@ -1,0 +1,357 @@
+package claudeagent
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Message is one line of the CLI's stream-json output, decoded. The concrete
+// types are [*SystemMessage], [*AssistantMessage], [*UserMessage],
+// [*ResultMessage], [*StreamEvent] and, for anything this package does not
+// know, [*RawMessage]. Control messages never appear here: [Process]
+// handles them itself.
+type Message interface {
+	// Type is the line's top-level "type".
+	Type() string
+	// Raw is the line exactly as the CLI wrote it.
+	Raw() json.RawMessage
+}
+
+type rawLine struct{ raw json.RawMessage }
+
+func (r rawLine) Raw() json.RawMessage { return r.raw }
+
+// RawMessage is a message of a type (or system subtype) this package does
+// not model. It is passed through so that newer CLIs lose nothing.
+type RawMessage struct {
+	rawLine
+	MsgType string
+	Subtype string
+}
+
+// Type implements [Message].
+func (m *RawMessage) Type() string { return m.MsgType }
+
+// SystemMessage is a "system" line. Subtype selects which fields are set:
+//   - "init": CWD, Tools, MCPServers, Model, PermissionMode, ClaudeCodeVersion, …
+//   - "status": Status, PermissionMode, CompactResult
+//   - "api_retry": Attempt, MaxRetries, RetryDelayMs, ErrorStatus, Error
+//   - "compact_boundary": CompactMetadata
+//   - "task_started", "task_updated", "task_notification", "task_progress":
+//     TaskID, ToolUseID, Description, TaskType, Status, Summary, Patch
+//
+// Other subtypes arrive as *SystemMessage too, with only the common fields
+// and Raw.
+type SystemMessage struct {
+	rawLine
+	Subtype   string `json:"subtype"`
+	SessionID string `json:"session_id"`
+	UUID      string `json:"uuid"`
+
+	// init
+	CWD               string            `json:"cwd"`
+	Tools             []string          `json:"tools"`
+	MCPServers        []MCPServerStatus `json:"mcp_servers"`
+	Model             string            `json:"model"`
+	PermissionMode    string            `json:"permissionMode"`
+	SlashCommands     []string          `json:"slash_commands"`
+	APIKeySource      string            `json:"apiKeySource"`
+	ClaudeCodeVersion string            `json:"claude_code_version"`
+	OutputStyle       string            `json:"output_style"`
+	Agents            []string          `json:"agents"`
+
+	// status
+	Status        *string `json:"status"`
+	CompactResult string  `json:"compact_result"`
+
+	// api_retry
+	Attempt      int     `json:"attempt"`
+	MaxRetries   int     `json:"max_retries"`
+	RetryDelayMs float64 `json:"retry_delay_ms"`
+	ErrorStatus  *int    `json:"error_status"`
+	Error        string  `json:"error"`
+
+	// compact_boundary
+	CompactMetadata json.RawMessage `json:"compact_metadata"`
+
+	// task_*
+	TaskID      string          `json:"task_id"`
+	ToolUseID   string          `json:"tool_use_id"`
+	Description string          `json:"description"`
+	TaskType    string          `json:"task_type"`
+	Summary     string          `json:"summary"`
+	Patch       json.RawMessage `json:"patch"`
+}
+
+// Type implements [Message].
+func (*SystemMessage) Type() string { return "system" }
+
+// MCPServerStatus is one entry of system/init's mcp_servers.
+type MCPServerStatus struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+}
+
+// ContentBlock is one Anthropic content block. Type selects the fields:
+// "text" (Text), "thinking" (Thinking, Signature), "tool_use" (ID, Name,
+// Input), "tool_result" (ToolUseID, Content, IsError). Any other block keeps
+// its JSON in Raw.
+type ContentBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text,omitempty"`
+	Thinking  string          `json:"thinking,omitempty"`
+	Signature string          `json:"signature,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	Content   json.RawMessage `json:"content,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
+	Raw       json.RawMessage `json:"-"`
+}
+
+// UnmarshalJSON keeps the block's raw JSON beside the decoded fields.
+func (b *ContentBlock) UnmarshalJSON(data []byte) error {
+	type plain ContentBlock
+	if err := json.Unmarshal(data, (*plain)(b)); err != nil {
+		return err
+	}
+	b.Raw = append(json.RawMessage(nil), data...)
+	return nil
+}
+
+// ResultText flattens a tool_result's Content, which the CLI sends either as
+// a string or as a list of blocks, into plain text.
+func (b *ContentBlock) ResultText() string { return flattenContent(b.Content) }
+
+// flattenContent turns a string or a list of content blocks into text.
+func flattenContent(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var blocks []ContentBlock
+	if json.Unmarshal(raw, &blocks) != nil {
+		return string(raw)
+	}
+	var parts []string
+	for _, b := range blocks {
+		switch b.Type {
+		case "text":
+			parts = append(parts, b.Text)
+		case "tool_result":
+			parts = append(parts, b.ResultText())
+		default:
+			parts = append(parts, "["+b.Type+"]")
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// Usage is the token usage the API reported.
+type Usage struct {
+	InputTokens              int64  `json:"input_tokens"`
+	OutputTokens             int64  `json:"output_tokens"`
+	CacheCreationInputTokens int64  `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64  `json:"cache_read_input_tokens"`
+	ServiceTier              string `json:"service_tier,omitempty"`
+}
+
+// APIMessage is the "message" object of an assistant line.
+type APIMessage struct {
+	ID         string         `json:"id"`
+	Role       string         `json:"role"`
+	Model      string         `json:"model"`
+	Content    []ContentBlock `json:"content"`
+	StopReason *string        `json:"stop_reason"`
+	Usage      *Usage         `json:"usage"`
+}
+
+// AssistantMessage is an "assistant" line. The CLI emits one line per
+// content block; all lines of one API response share Message.ID. A
+// synthetic message (Message.Model "<synthetic>") with Error set reports an
+// API failure.
+type AssistantMessage struct {
+	rawLine
+	Message         APIMessage `json:"message"`
+	ParentToolUseID *string    `json:"parent_tool_use_id"`
+	SessionID       string     `json:"session_id"`
+	UUID            string     `json:"uuid"`
+	Error           string     `json:"error"`
+}
+
+// Type implements [Message].
+func (*AssistantMessage) Type() string { return "assistant" }
+
+// UserMessage is a "user" line: tool results, interrupt markers, replayed
+// local-command output and subagent prompts.
+type UserMessage struct {
+	rawLine
+	Message struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"message"`
+	ParentToolUseID *string         `json:"parent_tool_use_id"`
+	SessionID       string          `json:"session_id"`
+	UUID            string          `json:"uuid"`
+	Timestamp       string          `json:"timestamp"`
+	IsReplay        bool            `json:"isReplay"`
+	ToolUseResult   json.RawMessage `json:"tool_use_result"`
+}
+
+// Type implements [Message].
+func (*UserMessage) Type() string { return "user" }
+
+// Blocks returns the message content as blocks; a plain string content is
+// returned as a single text block.
+func (m *UserMessage) Blocks() []ContentBlock {
+	var s string
+	if json.Unmarshal(m.Message.Content, &s) == nil {
+		return []ContentBlock{{Type: "text", Text: s}}
+	}
+	var blocks []ContentBlock
+	_ = json.Unmarshal(m.Message.Content, &blocks)
+	return blocks
+}
+
+// PermissionDenial is one entry of a result's permission_denials.
+type PermissionDenial struct {
+	ToolName  string          `json:"tool_name"`
+	ToolUseID string          `json:"tool_use_id"`
+	ToolInput json.RawMessage `json:"tool_input"`
+}
+
+// ModelUsage is one entry of a result's modelUsage (cumulative per process).
+type ModelUsage struct {
+	InputTokens              int64   `json:"inputTokens"`
+	OutputTokens             int64   `json:"outputTokens"`
+	CacheReadInputTokens     int64   `json:"cacheReadInputTokens"`
+	CacheCreationInputTokens int64   `json:"cacheCreationInputTokens"`
+	WebSearchRequests        int64   `json:"webSearchRequests"`
+	CostUSD                  float64 `json:"costUSD"`
+	ContextWindow            int64   `json:"contextWindow"`
+	MaxOutputTokens          int64   `json:"maxOutputTokens"`
+}
+
+// ResultMessage is the "result" line that ends every turn. Check IsError,
+// not only Subtype: API failures arrive as subtype "success" with IsError.
+// TotalCostUSD and ModelUsage accumulate over the whole process.
+type ResultMessage struct {
+	rawLine
+	Subtype           string                `json:"subtype"`
+	IsError           bool                  `json:"is_error"`
+	APIErrorStatus    *int                  `json:"api_error_status"`
+	DurationMs        int64                 `json:"duration_ms"`
+	DurationAPIMs     int64                 `json:"duration_api_ms"`
+	NumTurns          int                   `json:"num_turns"`
+	Result            string                `json:"result"`
+	StopReason        *string               `json:"stop_reason"`
+	SessionID         string                `json:"session_id"`
+	TotalCostUSD      float64               `json:"total_cost_usd"`
+	Usage             *Usage                `json:"usage"`
+	ModelUsage        map[string]ModelUsage `json:"modelUsage"`
+	PermissionDenials []PermissionDenial    `json:"permission_denials"`
+	TerminalReason    string                `json:"terminal_reason"`
+	Errors            []string              `json:"errors"`
+	UUID              string                `json:"uuid"`
+	StructuredOutput  json.RawMessage       `json:"structured_output"`
+}
+
+// Type implements [Message].
+func (*ResultMessage) Type() string { return "result" }
+
+// ErrorText says what went wrong in a failed turn: the errors list, else the
+// result text, else the API status. It is "" for a successful turn.
+func (m *ResultMessage) ErrorText() string {
+	if !m.IsError {
+		return ""
+	}
+	switch {
+	case len(m.Errors) > 0:
+		return strings.Join(m.Errors, "; ")
+	case m.Result != "":
+		return m.Result
+	case m.APIErrorStatus != nil:
+		return fmt.Sprintf("API error %d", *m.APIErrorStatus)
+	}
+	return m.Subtype
+}
+
+// StreamEvent is a "stream_event" line (only with IncludePartialMessages):
+// a raw Anthropic SSE event in Event, its "type" in EventType.
+type StreamEvent struct {
+	rawLine
+	Event           json.RawMessage `json:"event"`
+	EventType       string          `json:"-"`
+	SessionID       string          `json:"session_id"`
+	ParentToolUseID *string         `json:"parent_tool_use_id"`
+	UUID            string          `json:"uuid"`
+}
+
+// Type implements [Message].
+func (*StreamEvent) Type() string { return "stream_event" }
+
+// envelope is decoded first to pick the concrete type.
+type envelope struct {
+	Type    string `json:"type"`
+	Subtype string `json:"subtype"`
+}
+
+// ErrNotJSON reports a stdout line that is not a JSON object.
+var ErrNotJSON = errors.New("line is not a JSON object")
+
+// DecodeMessage decodes one stream-json line (without its newline) into a
+// [Message]. Control messages decode to *RawMessage; [Process] intercepts
+// them before that. Unknown types are returned as *RawMessage, never as an
+// error. An error means the line is not a JSON object or a known type's
+// fields have the wrong JSON types.
+func DecodeMessage(line []byte) (Message, error) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 || line[0] != '{' {
+		return nil, ErrNotJSON
+	}
+	var env envelope
+	if err := json.Unmarshal(line, &env); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotJSON, err)
+	}
+	raw := rawLine{raw: append(json.RawMessage(nil), line...)}
+	var (
+		m   Message
+		err error
+	)
+	switch env.Type {
+	case "system":
+		v := &SystemMessage{rawLine: raw}
+		err, m = json.Unmarshal(line, v), v
+	case "assistant":
+		v := &AssistantMessage{rawLine: raw}
+		err, m = json.Unmarshal(line, v), v
+	case "user":
+		v := &UserMessage{rawLine: raw}
+		err, m = json.Unmarshal(line, v), v
+	case "result":
+		v := &ResultMessage{rawLine: raw}
+		err, m = json.Unmarshal(line, v), v
+	case "stream_event":
+		v := &StreamEvent{rawLine: raw}
+		if err = json.Unmarshal(line, v); err == nil {
+			var ev envelope
+			_ = json.Unmarshal(v.Event, &ev)
+			v.EventType = ev.Type
+		}
+		m = v
+	default:
+		return &RawMessage{rawLine: raw, MsgType: env.Type, Subtype: env.Subtype}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("decoding %s message: %w", env.Type, err)
+	}
+	return m, nil
+}

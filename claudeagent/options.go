@@ -1,0 +1,174 @@
+package claudeagent
+
+import (
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Entrypoint is the CLAUDE_CODE_ENTRYPOINT value a [Process] gets unless
+// Options.Env overrides it; the CLI reports it in its User-Agent.
+const Entrypoint = "claude-agent-mcp"
+
+// Defaults for the zero values of [Options].
+const (
+	DefaultMaxLineBytes   = 256 << 20
+	DefaultControlTimeout = 60 * time.Second
+	DefaultCloseTimeout   = 5 * time.Second
+)
+
+// Options configure a [Process]. The zero value starts `claude` from PATH in
+// the current directory with the CLI's defaults.
+type Options struct {
+	// Path is the claude binary; "" looks it up with [FindCLI].
+	Path string
+	// Cwd is the working directory of the CLI; "" is the current one.
+	Cwd string
+
+	Model          string
+	PermissionMode string
+	// SystemPrompt, when set, replaces Claude Code's system prompt.
+	SystemPrompt string
+	// AppendSystemPrompt is appended to the default system prompt.
+	AppendSystemPrompt string
+	// AllowedTools and DisallowedTools are permission rules such as "Bash"
+	// or "Bash(git:*)".
+	AllowedTools    []string
+	DisallowedTools []string
+	// MaxTurns caps API round trips per user message; 0 means no cap.
+	MaxTurns int
+	// Resume continues the conversation with this Claude session id; with
+	// ForkSession it continues into a new id.
+	Resume      string
+	ForkSession bool
+	// SessionID makes the CLI use this UUID as its session id.
+	SessionID string
+	// MCPConfig is a JSON document ({"mcpServers":{…}}) or a file path.
+	MCPConfig       string
+	StrictMCPConfig bool
+	AddDirs         []string
+	// Env is added to the inherited environment (and wins over it).
+	Env map[string]string
+	// IncludePartialMessages makes the CLI emit stream_event lines.
+	IncludePartialMessages bool
+	// PermissionPromptStdio routes permission questions to the host as
+	// can_use_tool control requests (--permission-prompt-tool stdio).
+	PermissionPromptStdio bool
+	// AllowDangerouslySkipPermissions lets the session switch to
+	// bypassPermissions later (--allow-dangerously-skip-permissions).
+	AllowDangerouslySkipPermissions bool
+	// ExtraArgs are appended verbatim.
+	ExtraArgs []string
+
+	// OnControlRequest answers the CLI's control requests; nil answers every
+	// one with an "unsupported" error.
+	OnControlRequest ControlHandler
+	// Logger receives diagnostics (stderr lines at debug, skipped lines at
+	// warn); nil discards them.
+	Logger *slog.Logger
+
+	// MaxLineBytes caps one stdout line (default 256 MiB); a longer line is
+	// skipped and logged.
+	MaxLineBytes int
+	// ControlTimeout bounds each control request (default 60 s).
+	ControlTimeout time.Duration
+	// CloseTimeout is how long each stage of Close waits (default 5 s).
+	CloseTimeout time.Duration
+	// StderrLines is how many trailing stderr lines are kept (default 40).
+	StderrLines int
+}
+
+func (o *Options) maxLineBytes() int {
+	if o.MaxLineBytes > 0 {
+		return o.MaxLineBytes
+	}
+	return DefaultMaxLineBytes
+}
+
+func (o *Options) controlTimeout() time.Duration {
+	if o.ControlTimeout > 0 {
+		return o.ControlTimeout
+	}
+	return DefaultControlTimeout
+}
+
+func (o *Options) closeTimeout() time.Duration {
+	if o.CloseTimeout > 0 {
+		return o.CloseTimeout
+	}
+	return DefaultCloseTimeout
+}
+
+// Args returns the CLI arguments for o, without the binary. Prompts never
+// appear here: they go over stdin.
+func (o *Options) Args() []string {
+	args := []string{"--output-format", "stream-json", "--input-format", "stream-json", "--verbose"}
+	add := func(flag, v string) {
+		if v != "" {
+			args = append(args, flag, v)
+		}
+	}
+	add("--model", o.Model)
+	add("--permission-mode", o.PermissionMode)
+	add("--system-prompt", o.SystemPrompt)
+	add("--append-system-prompt", o.AppendSystemPrompt)
+	add("--allowedTools", strings.Join(o.AllowedTools, ","))
+	add("--disallowedTools", strings.Join(o.DisallowedTools, ","))
+	if o.MaxTurns > 0 {
+		args = append(args, "--max-turns", strconv.Itoa(o.MaxTurns))
+	}
+	if o.Resume != "" {
+		// The = form keeps an id that starts with a dash from reading as a flag.
+		args = append(args, "--resume="+o.Resume)
+	}
+	if o.ForkSession {
+		args = append(args, "--fork-session")
+	}
+	if o.SessionID != "" {
+		args = append(args, "--session-id="+o.SessionID)
+	}
+	add("--mcp-config", o.MCPConfig)
+	if o.StrictMCPConfig {
+		args = append(args, "--strict-mcp-config")
+	}
+	for _, d := range o.AddDirs {
+		args = append(args, "--add-dir", d)
+	}
+	if o.IncludePartialMessages {
+		args = append(args, "--include-partial-messages")
+	}
+	if o.PermissionPromptStdio {
+		args = append(args, "--permission-prompt-tool", "stdio")
+	}
+	if o.AllowDangerouslySkipPermissions {
+		args = append(args, "--allow-dangerously-skip-permissions")
+	}
+	return append(args, o.ExtraArgs...)
+}
+
+// Environ returns the child's environment: the inherited one without
+// CLAUDECODE (so the child does not think it runs inside Claude Code), with
+// CLAUDE_CODE_ENTRYPOINT and PWD set, and Env on top.
+func (o *Options) Environ(cwd string) []string {
+	set := map[string]string{"CLAUDE_CODE_ENTRYPOINT": Entrypoint}
+	if cwd != "" {
+		set["PWD"] = cwd
+	}
+	for k, v := range o.Env {
+		set[k] = v
+	}
+	env := make([]string, 0, len(os.Environ())+len(set))
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, over := set[k]; over || k == "CLAUDECODE" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	for k, v := range set {
+		env = append(env, k+"="+v)
+	}
+	return env
+}

@@ -1,0 +1,700 @@
+package claudeagent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Errors a [Process] returns.
+var (
+	// ErrClosed reports a write or request after the CLI's stdin was closed
+	// or the process ended.
+	ErrClosed = errors.New("claude process is closed")
+	// ErrControlTimeout reports a control request the CLI did not answer in
+	// time.
+	ErrControlTimeout = errors.New("claude did not answer the control request in time")
+)
+
+// ExitError reports how the CLI process ended, with the last lines it wrote
+// to stderr (fatal startup problems appear only there).
+type ExitError struct {
+	Code       int    // exit code, or -1 when killed by a signal
+	Signal     string // the signal that ended it, if any
+	StderrTail string
+}
+
+func (e *ExitError) Error() string {
+	var s string
+	if e.Signal != "" {
+		s = "claude was killed by " + e.Signal
+	} else {
+		s = fmt.Sprintf("claude exited with code %d", e.Code)
+	}
+	if e.StderrTail != "" {
+		s += "; stderr: " + e.StderrTail
+	}
+	return s
+}
+
+// Process owns one running claude CLI in stream-json mode.
+//
+// Goroutines: one reads stdout and dispatches (control responses to their
+// waiters, control requests to Options.OnControlRequest, everything else to
+// the queue read by [Process.Next]); one drains stderr; one waits for the
+// exit. Writes to stdin are serialised. All methods are safe for concurrent
+// use; Close may be called more than once.
+type Process struct {
+	opts Options
+	path string
+	cwd  string
+	cmd  *exec.Cmd
+	log  *slog.Logger
+
+	wmu         sync.Mutex // serialises stdin writes
+	stdin       io.WriteCloser
+	stdinClosed atomic.Bool
+
+	queue msgQueue
+
+	mu       sync.Mutex
+	pending  map[string]chan controlResult
+	incoming map[string]context.CancelFunc
+	seq      uint64
+	idSalt   string
+
+	stderr tailBuffer
+
+	life       context.Context // cancelled when the process is done
+	endLife    context.CancelFunc
+	exited     chan struct{} // closed when the process has exited
+	done       chan struct{} // closed when exited and stdout is drained
+	exitErr    error
+	closeOnce  sync.Once
+	closeErr   error
+	readerDone chan struct{}
+}
+
+// Start starts the CLI. ctx bounds only the start itself; the process lives
+// until [Process.Close] or until it exits. Nothing is written to the CLI:
+// call [Process.Initialize] and [Process.SendUser].
+func Start(ctx context.Context, opts Options) (*Process, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	path, err := FindCLI(opts.Path)
+	if err != nil {
+		return nil, err
+	}
+	cwd := opts.Cwd
+	if cwd == "" {
+		if cwd, err = os.Getwd(); err != nil {
+			return nil, fmt.Errorf("getting working directory: %w", err)
+		}
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	cmd := exec.Command(path, opts.Args()...)
+	cmd.Dir = cwd
+	cmd.Env = opts.Environ(cwd)
+	setProcAttr(cmd)
+
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("creating stdin pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("creating stdout pipe: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("creating stderr pipe: %w", err)
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	startErr := cmd.Start()
+	outW.Close()
+	errW.Close()
+	if startErr != nil {
+		outR.Close()
+		errR.Close()
+		stdin.Close()
+		return nil, fmt.Errorf("starting claude at %s: %w", path, startErr)
+	}
+
+	var salt [4]byte
+	_, _ = rand.Read(salt[:])
+	life, endLife := context.WithCancel(context.Background())
+	p := &Process{
+		opts:       opts,
+		path:       path,
+		cwd:        cwd,
+		cmd:        cmd,
+		log:        logger.With("pid", cmd.Process.Pid),
+		stdin:      stdin,
+		pending:    map[string]chan controlResult{},
+		incoming:   map[string]context.CancelFunc{},
+		idSalt:     hex.EncodeToString(salt[:]),
+		life:       life,
+		endLife:    endLife,
+		exited:     make(chan struct{}),
+		done:       make(chan struct{}),
+		readerDone: make(chan struct{}),
+	}
+	p.queue.init()
+	p.stderr.max = opts.StderrLines
+	if p.stderr.max <= 0 {
+		p.stderr.max = 40
+	}
+	stderrDone := make(chan struct{})
+	go p.readStdout(outR)
+	go func() {
+		defer close(stderrDone)
+		p.readStderr(errR)
+	}()
+	go p.wait(outR, errR, stderrDone)
+	return p, nil
+}
+
+// PID is the CLI's process id.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
+// Path is the binary that runs.
+func (p *Process) Path() string { return p.path }
+
+// Cwd is the CLI's working directory.
+func (p *Process) Cwd() string { return p.cwd }
+
+// Done is closed when the process has exited and its output is drained.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Exited is closed as soon as the process has exited.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// Wait waits for the process to end and returns nil for exit code 0, else
+// an *ExitError.
+func (p *Process) Wait() error {
+	<-p.done
+	return p.exitErr
+}
+
+// StderrTail returns the last lines the CLI wrote to stderr.
+func (p *Process) StderrTail() string { return p.stderr.String() }
+
+// Next returns the next message from the CLI. It returns io.EOF once stdout
+// has ended and every message was returned, or ctx's error.
+func (p *Process) Next(ctx context.Context) (Message, error) {
+	return p.queue.pop(ctx)
+}
+
+// SendUser sends a user message; content is a string or a list of content
+// blocks. The turn's messages follow on [Process.Next], ending with a
+// *ResultMessage.
+func (p *Process) SendUser(content any) error {
+	return p.writeJSON(map[string]any{
+		"type":               "user",
+		"message":            map[string]any{"role": "user", "content": content},
+		"parent_tool_use_id": nil,
+		"session_id":         "",
+	})
+}
+
+// Send writes one raw message (any JSON object) to the CLI.
+func (p *Process) Send(v any) error { return p.writeJSON(v) }
+
+func (p *Process) writeJSON(v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding message: %w", err)
+	}
+	data = append(data, '\n')
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	if p.stdinClosed.Load() {
+		return ErrClosed
+	}
+	if _, err := p.stdin.Write(data); err != nil {
+		return fmt.Errorf("writing to claude: %w (%w)", ErrClosed, err)
+	}
+	return nil
+}
+
+// closeStdin ends the CLI's input; it does not take the write lock, so it
+// also unblocks a write stuck on a full pipe.
+func (p *Process) closeStdin() {
+	if p.stdinClosed.CompareAndSwap(false, true) {
+		_ = p.stdin.Close()
+	}
+}
+
+// CloseInput closes the CLI's stdin: an idle CLI then exits; a busy one
+// finishes its turn first.
+func (p *Process) CloseInput() { p.closeStdin() }
+
+// Control sends a control request and waits for its response payload (a
+// missing payload is {}). body is marshalled into the request object next to
+// "subtype"; nil sends only the subtype. The wait is bounded by ctx, the
+// control timeout and the life of the process; it never blocks the reader.
+func (p *Process) Control(ctx context.Context, subtype string, body any) (json.RawMessage, error) {
+	req := map[string]json.RawMessage{}
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("encoding %s request: %w", subtype, err)
+		}
+		if err := json.Unmarshal(data, &req); err != nil {
+			return nil, fmt.Errorf("encoding %s request: body is not an object: %w", subtype, err)
+		}
+	}
+	req["subtype"], _ = json.Marshal(subtype)
+
+	ch := make(chan controlResult, 1)
+	p.mu.Lock()
+	p.seq++
+	id := fmt.Sprintf("req_%d_%s", p.seq, p.idSalt)
+	p.pending[id] = ch
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.pending, id)
+		p.mu.Unlock()
+	}()
+
+	if err := p.writeJSON(map[string]any{"type": "control_request", "request_id": id, "request": req}); err != nil {
+		return nil, err
+	}
+	timer := time.NewTimer(p.opts.controlTimeout())
+	defer timer.Stop()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return nil, &ControlError{Subtype: subtype, Message: r.err.Error()}
+		}
+		return r.payload, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-timer.C:
+		return nil, fmt.Errorf("%w: %s after %s", ErrControlTimeout, subtype, p.opts.controlTimeout())
+	case <-p.life.Done():
+		return nil, fmt.Errorf("%w: it ended before answering %s", ErrClosed, subtype)
+	}
+}
+
+// Initialize sends the initialize request; send it before the first user
+// message. The response lists models (aliases → ids), commands and the pid.
+func (p *Process) Initialize(ctx context.Context, req InitializeRequest) (*InitializeResponse, error) {
+	payload, err := p.Control(ctx, "initialize", req)
+	if err != nil {
+		return nil, err
+	}
+	var resp InitializeResponse
+	if err := json.Unmarshal(payload, &resp); err != nil {
+		return nil, fmt.Errorf("decoding initialize response: %w", err)
+	}
+	resp.Raw = payload
+	return &resp, nil
+}
+
+// Interrupt stops the running turn (the CLI then emits the partial reply and
+// a result with subtype error_during_execution). It is a no-op when idle.
+func (p *Process) Interrupt(ctx context.Context) error {
+	_, err := p.Control(ctx, "interrupt", nil)
+	return err
+}
+
+// SetModel switches the model for the next turns; "" selects the default.
+func (p *Process) SetModel(ctx context.Context, model string) error {
+	var m any
+	if model != "" {
+		m = model
+	}
+	_, err := p.Control(ctx, "set_model", map[string]any{"model": m})
+	return err
+}
+
+// SetPermissionMode switches the permission mode. The CLI does not validate
+// the mode: callers must.
+func (p *Process) SetPermissionMode(ctx context.Context, mode string) error {
+	_, err := p.Control(ctx, "set_permission_mode", map[string]any{"mode": mode})
+	return err
+}
+
+// Close ends the process in stages: close stdin and wait, SIGTERM the
+// process group and wait, SIGKILL it. Each wait is Options.CloseTimeout. It
+// returns once the process is gone; an error means it could not be ended.
+func (p *Process) Close() error {
+	p.closeOnce.Do(func() { p.closeErr = p.shutdown() })
+	return p.closeErr
+}
+
+func (p *Process) shutdown() error {
+	p.closeStdin()
+	stage := p.opts.closeTimeout()
+	if p.waitExited(stage) {
+		return nil
+	}
+	p.log.Debug("claude did not exit after stdin closed; sending SIGTERM")
+	_ = terminate(p.cmd.Process)
+	if p.waitExited(stage) {
+		return nil
+	}
+	p.log.Warn("claude ignored SIGTERM; killing it")
+	_ = kill(p.cmd.Process)
+	if p.waitExited(stage) {
+		return nil
+	}
+	return fmt.Errorf("claude (pid %d) did not exit after SIGKILL", p.PID())
+}
+
+// Kill ends the process group at once, without a graceful stage.
+func (p *Process) Kill() {
+	p.closeStdin()
+	_ = kill(p.cmd.Process)
+}
+
+// waitExited waits up to d for the exit and then for the output to drain.
+func (p *Process) waitExited(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		<-p.done
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// wait reaps the process, then makes sure both readers finish: tools the
+// CLI started may still hold the pipes, so the group is killed and, after a
+// short grace, the read ends are closed.
+func (p *Process) wait(outR, errR *os.File, stderrDone <-chan struct{}) {
+	err := p.cmd.Wait()
+	_ = kill(p.cmd.Process) // orphans in the CLI's group
+	waitOrClose(stderrDone, errR)
+	p.exitErr = p.exitError(err)
+	close(p.exited)
+	waitOrClose(p.readerDone, outR)
+	errR.Close()
+	outR.Close()
+	p.closeStdin()
+	p.endLife()
+	p.queue.close()
+	close(p.done)
+	if p.exitErr != nil {
+		p.log.Debug("claude exited", "err", p.exitErr)
+	}
+}
+
+// waitOrClose waits a moment for a reader to finish, then closes its pipe
+// to unblock it.
+func waitOrClose(done <-chan struct{}, r *os.File) {
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		r.Close()
+		<-done
+	}
+}
+
+func (p *Process) exitError(err error) error {
+	if err == nil {
+		return nil
+	}
+	ee := &ExitError{Code: -1, StderrTail: p.stderr.String()}
+	var xe *exec.ExitError
+	if errors.As(err, &xe) {
+		ee.Code = xe.ExitCode()
+		if sig := exitSignal(xe); sig != "" {
+			ee.Signal = sig
+		}
+	} else {
+		ee.StderrTail = strings.TrimSpace(ee.StderrTail + "\n" + err.Error())
+	}
+	return ee
+}
+
+func (p *Process) readStdout(r io.Reader) {
+	defer close(p.readerDone)
+	br := bufio.NewReaderSize(r, 64<<10)
+	max := p.opts.maxLineBytes()
+	for {
+		line, err := readLine(br, max)
+		if errors.Is(err, errLineTooLong) {
+			p.log.Warn("skipping a stdout line longer than the cap", "max_bytes", max)
+			continue
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			p.dispatch(line)
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
+				p.log.Debug("reading claude stdout", "err", err)
+			}
+			return
+		}
+	}
+}
+
+func (p *Process) dispatch(line []byte) {
+	msg, err := DecodeMessage(line)
+	if err != nil {
+		p.log.Warn("skipping a stdout line that is not stream-json", "err", err, "line", truncate(string(line), 200))
+		return
+	}
+	if raw, ok := msg.(*RawMessage); ok && strings.HasPrefix(raw.MsgType, "control_") {
+		p.handleControl(raw)
+		return
+	}
+	p.queue.push(msg)
+}
+
+func (p *Process) handleControl(raw *RawMessage) {
+	var env controlEnvelope
+	if err := json.Unmarshal(raw.Raw(), &env); err != nil {
+		p.log.Warn("skipping a malformed control message", "err", err)
+		return
+	}
+	switch env.Type {
+	case "control_response":
+		if env.Response == nil {
+			p.log.Warn("control_response without response")
+			return
+		}
+		p.mu.Lock()
+		ch := p.pending[env.Response.RequestID]
+		p.mu.Unlock()
+		if ch == nil {
+			p.log.Debug("control_response for no pending request", "request_id", env.Response.RequestID)
+			return
+		}
+		r := controlResult{payload: env.Response.Response}
+		if len(bytes.TrimSpace(r.payload)) == 0 || string(r.payload) == "null" {
+			r.payload = json.RawMessage("{}")
+		}
+		if env.Response.Subtype == "error" {
+			msg := env.Response.Error
+			if msg == "" {
+				msg = "error without a message"
+			}
+			r.err = errors.New(msg)
+		}
+		ch <- r
+	case "control_request":
+		var sub envelope
+		_ = json.Unmarshal(env.Request, &sub)
+		req := &ControlRequest{RequestID: env.RequestID, Subtype: sub.Subtype, Request: env.Request}
+		ctx, cancel := context.WithCancel(p.life)
+		p.mu.Lock()
+		p.incoming[req.RequestID] = cancel
+		p.mu.Unlock()
+		go p.serveControl(ctx, cancel, req)
+	case "control_cancel_request":
+		p.mu.Lock()
+		cancel := p.incoming[env.RequestID]
+		delete(p.incoming, env.RequestID)
+		p.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+	default:
+		p.queue.push(raw)
+	}
+}
+
+// serveControl answers one control request from the CLI, exactly once,
+// unless the CLI cancelled it.
+func (p *Process) serveControl(ctx context.Context, cancel context.CancelFunc, req *ControlRequest) {
+	defer cancel()
+	payload, err := p.callHandler(ctx, req)
+	p.mu.Lock()
+	_, live := p.incoming[req.RequestID]
+	delete(p.incoming, req.RequestID)
+	p.mu.Unlock()
+	if !live {
+		p.log.Debug("control request cancelled by claude; not answering", "subtype", req.Subtype, "request_id", req.RequestID)
+		return
+	}
+	resp := map[string]any{"request_id": req.RequestID}
+	if err != nil {
+		resp["subtype"] = "error"
+		resp["error"] = err.Error()
+	} else {
+		resp["subtype"] = "success"
+		if payload == nil {
+			payload = map[string]any{}
+		}
+		resp["response"] = payload
+	}
+	if werr := p.writeJSON(map[string]any{"type": "control_response", "response": resp}); werr != nil {
+		p.log.Debug("answering control request", "subtype", req.Subtype, "err", werr)
+	}
+}
+
+func (p *Process) callHandler(ctx context.Context, req *ControlRequest) (payload any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("control handler panicked: %v", r)
+		}
+	}()
+	if p.opts.OnControlRequest == nil {
+		return nil, fmt.Errorf("Unsupported control request subtype: %s", req.Subtype)
+	}
+	payload, err = p.opts.OnControlRequest(ctx, req)
+	if errors.Is(err, ErrUnsupportedControl) {
+		err = fmt.Errorf("Unsupported control request subtype: %s", req.Subtype)
+	}
+	return payload, err
+}
+
+func (p *Process) readStderr(r io.Reader) {
+	br := bufio.NewReaderSize(r, 16<<10)
+	for {
+		line, err := readLine(br, 64<<10)
+		if s := strings.TrimRight(string(line), "\r\n"); s != "" {
+			p.stderr.add(s)
+			p.log.Debug("claude stderr", "line", truncate(s, 500))
+		}
+		if err != nil && !errors.Is(err, errLineTooLong) {
+			return
+		}
+	}
+}
+
+// errLineTooLong reports a line over the cap; the rest of it was discarded.
+var errLineTooLong = errors.New("line too long")
+
+// readLine reads one '\n'-terminated line of any length up to max bytes.
+// A longer line is consumed and discarded and errLineTooLong returned.
+func readLine(r *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	tooLong := false
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(chunk) > max {
+				tooLong, line = true, nil
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if tooLong {
+			if err == nil {
+				return nil, errLineTooLong
+			}
+			return nil, errors.Join(errLineTooLong, err)
+		}
+		return line, err
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// tailBuffer keeps the last max lines written.
+type tailBuffer struct {
+	mu    sync.Mutex
+	max   int
+	lines []string
+}
+
+func (t *tailBuffer) add(line string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lines = append(t.lines, truncate(line, 2000))
+	if len(t.lines) > t.max {
+		t.lines = append(t.lines[:0], t.lines[len(t.lines)-t.max:]...)
+	}
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.Join(t.lines, "\n")
+}
+
+// msgQueue is an unbounded FIFO: the reader never blocks on a slow
+// consumer, so control responses are always read.
+type msgQueue struct {
+	mu     sync.Mutex
+	items  []Message
+	closed bool
+	ready  chan struct{} // has a token while items or closed
+}
+
+func (q *msgQueue) init() { q.ready = make(chan struct{}, 1) }
+
+func (q *msgQueue) signal() {
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+func (q *msgQueue) push(m Message) {
+	q.mu.Lock()
+	q.items = append(q.items, m)
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *msgQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *msgQueue) pop(ctx context.Context) (Message, error) {
+	for {
+		q.mu.Lock()
+		if len(q.items) > 0 {
+			m := q.items[0]
+			q.items[0] = nil
+			q.items = q.items[1:]
+			more := len(q.items) > 0 || q.closed
+			q.mu.Unlock()
+			if more {
+				q.signal()
+			}
+			return m, nil
+		}
+		if q.closed {
+			q.mu.Unlock()
+			q.signal()
+			return nil, io.EOF
+		}
+		q.mu.Unlock()
+		select {
+		case <-q.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,499 @@
+// Package sessions manages Claude Code sessions: ids, process lifecycle,
+// the single-slot query queue, limits, idle reaping and the aggregation of a
+// turn's messages into a result. It knows nothing about MCP wire types.
+//
+// A [Manager] owns its sessions. Each live [Session] owns one
+// claudeagent.Process and one pump goroutine that feeds the running turn.
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+)
+
+// Config configures a [Manager]. Zero values select the defaults.
+type Config struct {
+	// CLIPath is the claude binary; "" finds it on PATH.
+	CLIPath string
+	// MaxSessions caps open sessions (live or dormant); default 64.
+	MaxSessions int
+	// MaxLive caps live claude processes; starting one more makes the
+	// least recently used idle session dormant. Default 4.
+	MaxLive int
+	// IdleTimeout makes a session dormant after this long without a
+	// query; 0 never does.
+	IdleTimeout time.Duration
+	// QueryTimeout interrupts a turn that runs longer; 0 means none.
+	QueryTimeout time.Duration
+	// InterruptGrace is how long an interrupted turn may take to end
+	// before its process is killed; default 10 s.
+	InterruptGrace time.Duration
+	// StartTimeout bounds a process start up to its initialize answer;
+	// default 60 s.
+	StartTimeout time.Duration
+	// PermissionPolicy answers permission questions nobody else answered:
+	// "deny" (default) or "allow".
+	PermissionPolicy string
+	// PermissionTimeout bounds a question to the caller; default 120 s.
+	PermissionTimeout time.Duration
+	// AllowedModes restricts permission modes; nil allows all.
+	AllowedModes []string
+	// AllowedRoots, when set, must contain every cwd and addDir.
+	AllowedRoots []string
+	// Env is added to every CLI's environment.
+	Env map[string]string
+	// CloseStage is how long each stage of stopping a process waits
+	// (stdin EOF, SIGTERM, SIGKILL); default 5 s.
+	CloseStage time.Duration
+	// Registry persists sessions across restarts; nil keeps them in memory.
+	Registry *Registry
+	// ProfileEnv returns the environment of a named profile, for sessions
+	// restored from the registry.
+	ProfileEnv func(name string) (map[string]string, error)
+	Logger   *slog.Logger
+}
+
+func (c *Config) interruptGrace() time.Duration {
+	if c.InterruptGrace > 0 {
+		return c.InterruptGrace
+	}
+	return 10 * time.Second
+}
+
+// Manager owns the sessions. Its methods are safe for concurrent use.
+type Manager struct {
+	cfg Config
+	log *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*Session
+	live     map[*Session]bool
+	closed   bool
+
+	cliMu      sync.Mutex
+	cliPath    string
+	cliVersion string
+}
+
+// NewManager returns a manager. When cfg.Registry is set, the sessions it
+// holds are restored as dormant.
+func NewManager(cfg Config) *Manager {
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = 64
+	}
+	if cfg.MaxLive <= 0 {
+		cfg.MaxLive = 4
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = 60 * time.Second
+	}
+	if cfg.PermissionTimeout <= 0 {
+		cfg.PermissionTimeout = 120 * time.Second
+	}
+	if cfg.PermissionPolicy == "" {
+		cfg.PermissionPolicy = "deny"
+	}
+	if cfg.CloseStage <= 0 {
+		cfg.CloseStage = claudeagent.DefaultCloseTimeout
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	m := &Manager{cfg: cfg, log: logger, sessions: map[string]*Session{}, live: map[*Session]bool{}}
+	m.restore()
+	return m
+}
+
+// Config returns the manager's configuration with defaults filled in.
+func (m *Manager) Config() Config { return m.cfg }
+
+// CLI resolves the claude binary and checks its version, once.
+func (m *Manager) CLI(ctx context.Context) (path, version string, err error) {
+	m.cliMu.Lock()
+	defer m.cliMu.Unlock()
+	if m.cliPath != "" {
+		return m.cliPath, m.cliVersion, nil
+	}
+	path, err = claudeagent.FindCLI(m.cfg.CLIPath)
+	if err != nil {
+		return "", "", err
+	}
+	version, err = claudeagent.CLIVersion(ctx, path)
+	if err != nil {
+		return "", "", err
+	}
+	m.cliPath, m.cliVersion = path, version
+	return path, version, nil
+}
+
+// BypassAvailable reports whether sessions may use bypassPermissions: the
+// mode is allowed, and the CLI will accept the flag (as root it refuses
+// without IS_SANDBOX=1).
+func (m *Manager) BypassAvailable() bool {
+	if !m.modeAllowed("bypassPermissions") {
+		return false
+	}
+	if os.Geteuid() == 0 && os.Getenv("IS_SANDBOX") == "" && m.cfg.Env["IS_SANDBOX"] == "" {
+		return false
+	}
+	return true
+}
+
+func (m *Manager) modeAllowed(mode string) bool {
+	return m.cfg.AllowedModes == nil || slices.Contains(m.cfg.AllowedModes, mode)
+}
+
+func (m *Manager) checkMode(mode string) error {
+	if err := ValidatePermissionMode(mode); err != nil {
+		return err
+	}
+	if mode == "" {
+		return nil
+	}
+	if !m.modeAllowed(mode) {
+		return fmt.Errorf("permissionMode %q is not allowed by this server (allowed: %s)", mode, strings.Join(m.cfg.AllowedModes, ", "))
+	}
+	if mode == "bypassPermissions" && !m.BypassAvailable() {
+		return fmt.Errorf("permissionMode bypassPermissions is unavailable: the server runs as root and the claude CLI refuses it there unless IS_SANDBOX=1 is set in the server's environment")
+	}
+	return nil
+}
+
+// checkDir validates a directory parameter against the allowed roots.
+func (m *Manager) checkDir(what, dir string) (string, error) {
+	clean, err := ValidateDir(what, dir)
+	if err != nil {
+		return "", err
+	}
+	if len(m.cfg.AllowedRoots) == 0 {
+		return clean, nil
+	}
+	real, err := filepath.EvalSymlinks(clean)
+	if err != nil {
+		return "", fmt.Errorf("resolving %s %q: %v", what, dir, err)
+	}
+	for _, root := range m.cfg.AllowedRoots {
+		r, err := filepath.EvalSymlinks(root)
+		if err != nil {
+			continue
+		}
+		if rel, err := filepath.Rel(r, real); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return clean, nil
+		}
+	}
+	return "", fmt.Errorf("%s %q is outside the directories this server allows (%s): pass a directory inside one of them", what, dir, strings.Join(m.cfg.AllowedRoots, ", "))
+}
+
+// Validate checks and normalises create options without starting anything.
+func (m *Manager) Validate(opts *CreateOptions) error {
+	var err error
+	if opts.Cwd == "" {
+		if opts.Cwd, err = os.Getwd(); err != nil {
+			return fmt.Errorf("getting the server's working directory: %w", err)
+		}
+	}
+	if opts.Cwd, err = m.checkDir("cwd", opts.Cwd); err != nil {
+		return err
+	}
+	for i, d := range opts.AddDirs {
+		if opts.AddDirs[i], err = m.checkDir("addDirs entry", d); err != nil {
+			return err
+		}
+	}
+	if err := ValidateModel(opts.Model); err != nil {
+		return err
+	}
+	if err := m.checkMode(opts.PermissionMode); err != nil {
+		return err
+	}
+	if err := ValidateToolRules("allowedTools", opts.AllowedTools); err != nil {
+		return err
+	}
+	if err := ValidateToolRules("disallowedTools", opts.DisallowedTools); err != nil {
+		return err
+	}
+	if opts.MaxTurns < 0 {
+		return fmt.Errorf("invalid maxTurns %d: use a positive number, or omit it for no limit", opts.MaxTurns)
+	}
+	if opts.ForkSession && opts.ResumeSessionID == "" {
+		return errors.New("forkSession needs resumeSessionId: name the Claude session to fork")
+	}
+	if opts.ResumeSessionID != "" && !isUUID(opts.ResumeSessionID) {
+		return fmt.Errorf("invalid resumeSessionId %q: it must be a Claude session id (a UUID, as returned in claudeSessionId)", opts.ResumeSessionID)
+	}
+	return nil
+}
+
+// Create validates opts, starts a session's process and initializes it.
+func (m *Manager) Create(ctx context.Context, opts CreateOptions) (*Session, error) {
+	if err := m.Validate(&opts); err != nil {
+		return nil, err
+	}
+	if _, _, err := m.CLI(ctx); err != nil {
+		return nil, err
+	}
+	s := newSession(m, opts)
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, ErrShuttingDown
+	}
+	if len(m.sessions) >= m.cfg.MaxSessions {
+		n := len(m.sessions)
+		m.mu.Unlock()
+		return nil, fmt.Errorf("%w: %d sessions are open and --max-sessions is %d; close one with claude_session_close first", ErrTooMany, n, m.cfg.MaxSessions)
+	}
+	m.sessions[s.ID] = s
+	m.mu.Unlock()
+
+	s.slot <- struct{}{}
+	err := s.start(ctx)
+	<-s.slot
+	if err != nil {
+		m.mu.Lock()
+		delete(m.sessions, s.ID)
+		m.mu.Unlock()
+		s.close()
+		return nil, err
+	}
+	s.resetIdleTimer()
+	m.persist()
+	return s, nil
+}
+
+// Get returns the open session with id.
+func (m *Manager) Get(id string) (*Session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.sessions[id]
+	if s == nil {
+		return nil, fmt.Errorf("%w: no open session has id %q; it was closed or never existed: create one with claude_session_create (claude_session_list shows the open ones)", ErrNotFound, id)
+	}
+	return s, nil
+}
+
+// List returns all open sessions, oldest first.
+func (m *Manager) List() []*Session {
+	m.mu.Lock()
+	out := make([]*Session, 0, len(m.sessions))
+	for _, s := range m.sessions {
+		out = append(out, s)
+	}
+	m.mu.Unlock()
+	slices.SortFunc(out, func(a, b *Session) int { return a.created.Compare(b.created) })
+	return out
+}
+
+// Count returns the number of open sessions.
+func (m *Manager) Count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.sessions)
+}
+
+// Close closes the session with id and returns how many remain open.
+func (m *Manager) Close(id string) (int, error) {
+	m.mu.Lock()
+	s := m.sessions[id]
+	delete(m.sessions, id)
+	n := len(m.sessions)
+	m.mu.Unlock()
+	if s == nil {
+		return n, fmt.Errorf("%w: no open session has id %q; it was already closed or never existed", ErrNotFound, id)
+	}
+	s.close()
+	m.persist()
+	return n, nil
+}
+
+// Discard closes a session and forgets it without touching the registry
+// entry of other sessions; used for temporary sessions.
+func (m *Manager) Discard(s *Session) {
+	m.mu.Lock()
+	delete(m.sessions, s.ID)
+	m.mu.Unlock()
+	s.close()
+	m.persist()
+}
+
+// Shutdown stops every process, in parallel, and refuses new sessions.
+// Sessions stay in the registry as dormant so a restart can resume them.
+func (m *Manager) Shutdown() {
+	m.mu.Lock()
+	m.closed = true
+	all := make([]*Session, 0, len(m.sessions))
+	for _, s := range m.sessions {
+		all = append(all, s)
+	}
+	m.mu.Unlock()
+	m.persist()
+	var wg sync.WaitGroup
+	for _, s := range all {
+		wg.Go(func() { s.shutdown() })
+	}
+	wg.Wait()
+}
+
+// reserveLive counts s as live, making the least recently used idle session
+// dormant when MaxLive is reached.
+func (m *Manager) reserveLive(s *Session) error {
+	for attempt := 0; ; attempt++ {
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return ErrShuttingDown
+		}
+		if m.live[s] || len(m.live) < m.cfg.MaxLive {
+			m.live[s] = true
+			m.mu.Unlock()
+			return nil
+		}
+		var victim *Session
+		var oldest time.Time
+		for v := range m.live {
+			v.mu.Lock()
+			idle, used := v.state == StateIdle && v.cur == nil, v.lastUsed
+			v.mu.Unlock()
+			if idle && (victim == nil || used.Before(oldest)) {
+				victim, oldest = v, used
+			}
+		}
+		n := len(m.live)
+		m.mu.Unlock()
+		if victim == nil || attempt > 2*m.cfg.MaxLive {
+			return fmt.Errorf("%w: all %d live sessions (--max-live) are running queries; wait for one to finish or close one", ErrTooMany, n)
+		}
+		if !victim.makeDormant("max-live reached") {
+			// It became busy meanwhile; pick again.
+			continue
+		}
+	}
+}
+
+func (m *Manager) releaseLive(s *Session) {
+	m.mu.Lock()
+	delete(m.live, s)
+	m.mu.Unlock()
+}
+
+// LiveCount returns how many sessions have a process.
+func (m *Manager) LiveCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.live)
+}
+
+// startProcess starts and initializes a CLI. On failure the process is gone
+// and the error carries its exit code and stderr tail when it died.
+func (m *Manager) startProcess(ctx context.Context, opts claudeagent.Options, log *slog.Logger) (*claudeagent.Process, *claudeagent.InitializeResponse, error) {
+	path, _, err := m.CLI(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts.Path = path
+	opts.Logger = log
+	opts.CloseTimeout = m.cfg.CloseStage
+	opts.AllowDangerouslySkipPermissions = m.BypassAvailable()
+	if len(m.cfg.Env) > 0 {
+		env := make(map[string]string, len(m.cfg.Env)+len(opts.Env))
+		for k, v := range m.cfg.Env {
+			env[k] = v
+		}
+		for k, v := range opts.Env {
+			env[k] = v
+		}
+		opts.Env = env
+	}
+	p, err := claudeagent.Start(ctx, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	ictx, cancel := context.WithTimeout(ctx, m.cfg.StartTimeout)
+	defer cancel()
+	resp, err := p.Initialize(ictx, claudeagent.InitializeRequest{})
+	if err == nil {
+		return p, resp, nil
+	}
+	died := false
+	select {
+	case <-p.Exited():
+		died = true
+	default:
+		p.Kill()
+	}
+	<-p.Done()
+	if exitErr := p.Wait(); died && exitErr != nil {
+		return nil, nil, fmt.Errorf("starting claude: %w", exitErr)
+	}
+	if tail := p.StderrTail(); tail != "" {
+		return nil, nil, fmt.Errorf("starting claude: %w; stderr: %s", err, tail)
+	}
+	return nil, nil, fmt.Errorf("starting claude: %w", err)
+}
+
+// decidePermission asks the caller when it can, else applies the policy.
+// It always returns an answer, within the permission timeout.
+func (m *Manager) decidePermission(ctx context.Context, req *PermissionRequest,
+	ask func(context.Context, *PermissionRequest) (*claudeagent.PermissionResult, error)) *claudeagent.PermissionResult {
+	why := "the caller cannot be asked (its MCP client did not declare elicitation)"
+	if ask != nil {
+		actx, cancel := context.WithTimeout(ctx, m.cfg.PermissionTimeout)
+		res, err := ask(actx, req)
+		cancel()
+		switch {
+		case err == nil && res != nil:
+			if res.Behavior == "allow" && len(res.UpdatedInput) == 0 {
+				res.UpdatedInput = req.Input
+			}
+			if res.Behavior == "allow" && len(res.UpdatedInput) == 0 {
+				res.UpdatedInput = []byte("{}")
+			}
+			return res
+		case errors.Is(err, context.DeadlineExceeded):
+			why = fmt.Sprintf("the caller did not answer within %s", m.cfg.PermissionTimeout)
+		case ctx.Err() != nil:
+			why = "the request was cancelled"
+		default:
+			why = fmt.Sprintf("asking the caller failed (%v)", err)
+		}
+		m.log.Info("permission question unanswered; applying policy", "tool", req.ToolName, "why", why, "policy", m.cfg.PermissionPolicy)
+	}
+	if m.cfg.PermissionPolicy == "allow" {
+		return claudeagent.Allow(req.Input)
+	}
+	rule := req.ToolName
+	return claudeagent.Deny(fmt.Sprintf(
+		"Permission to use %s was denied: %s and the server's policy is to deny. "+
+			"To allow it, the caller can switch the session's permission mode (claude_chat_mode, e.g. acceptEdits or bypassPermissions) "+
+			"or create the session with allowedTools including %q.", req.ToolName, why, rule))
+}
+
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range s {
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !strings.ContainsRune("0123456789abcdefABCDEF", c) {
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -1,0 +1,637 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/google/uuid"
+)
+
+// State is where a session is in its life.
+type State string
+
+// Session states.
+const (
+	StateStarting State = "starting" // its process is starting
+	StateIdle     State = "idle"     // live, no query running
+	StateRunning  State = "running"  // a query is running
+	StateDormant  State = "dormant"  // no process; the next query resumes it
+	StateFailed   State = "failed"   // it cannot be resumed
+	StateClosed   State = "closed"
+)
+
+// Errors callers branch on.
+var (
+	ErrNotFound      = errors.New("session not found")
+	ErrBusy          = errors.New("session is busy")
+	ErrClosed        = errors.New("session is closed")
+	ErrFailed        = errors.New("session has failed")
+	ErrTooMany       = errors.New("too many sessions")
+	ErrShuttingDown  = errors.New("server is shutting down")
+	ErrEmptyPrompt   = errors.New("prompt is empty")
+	ErrDepthExceeded = errors.New("nesting depth exceeded")
+)
+
+// CreateOptions describe a new session. Cwd must be absolute; the rest is
+// optional.
+type CreateOptions struct {
+	Cwd                string
+	Model              string
+	PermissionMode     string
+	SystemPrompt       string
+	AppendSystemPrompt string
+	AllowedTools       []string
+	DisallowedTools    []string
+	MaxTurns           int
+	AddDirs            []string
+	MCPConfig          string // a --mcp-config JSON document
+	StrictMCPConfig    bool
+	ResumeSessionID    string // a Claude session id to continue
+	ForkSession        bool
+	Env                map[string]string // e.g. from a profile; never persisted
+	Profile            string            // the profile Env came from
+	// Temporary sessions (one-shot queries) are not persisted.
+	Temporary bool
+}
+
+// QueryOptions tune one query.
+type QueryOptions struct {
+	IncludeThinking bool
+	// OnEvent receives the turn's events in order, from one goroutine, all
+	// before Query returns.
+	OnEvent func(Event)
+	// AskPermission asks the caller about a tool call; nil (or an error)
+	// applies the manager's policy.
+	AskPermission func(ctx context.Context, req *PermissionRequest) (*claudeagent.PermissionResult, error)
+}
+
+// PermissionRequest is a tool call the CLI wants permission for.
+type PermissionRequest struct {
+	SessionID string
+	Cwd       string
+	*claudeagent.CanUseToolRequest
+}
+
+// Info describes a session for listing.
+type Info struct {
+	SessionID       string
+	ClaudeSessionID string
+	Cwd             string
+	Model           string
+	PermissionMode  string
+	State           State
+	Created         time.Time
+	LastUsed        time.Time
+	Queries         int
+	Usage           Usage
+	CostUSD         float64
+	PID             int
+	Profile         string
+	Failure         string
+}
+
+// Session is one conversation with Claude Code. Its process may come and
+// go (dormant sessions resume with --resume); its id stays.
+type Session struct {
+	ID  string
+	m   *Manager
+	log *slog.Logger
+
+	slot chan struct{} // the single query slot
+
+	mu              sync.Mutex
+	opts            CreateOptions
+	state           State
+	proc            *claudeagent.Process
+	pumpDone        chan struct{}
+	claudeSessionID string
+	resumable       bool // a transcript exists, so --resume works
+	model           string
+	models          []claudeagent.ModelInfo
+	cur             *turn
+	curAsk          func(ctx context.Context, req *PermissionRequest) (*claudeagent.PermissionResult, error)
+	procCost        float64 // cumulative cost the current process reported
+	created         time.Time
+	lastUsed        time.Time
+	queries         int
+	usage           Usage
+	cost            float64
+	failure         string
+	idleTimer       *time.Timer
+}
+
+func newSession(m *Manager, opts CreateOptions) *Session {
+	id := uuid.NewString()
+	now := time.Now()
+	s := &Session{
+		ID:       id,
+		m:        m,
+		log:      m.log.With("session_id", id),
+		slot:     make(chan struct{}, 1),
+		opts:     opts,
+		state:    StateStarting,
+		created:  now,
+		lastUsed: now,
+	}
+	switch {
+	case opts.ResumeSessionID != "" && !opts.ForkSession:
+		s.claudeSessionID, s.resumable = opts.ResumeSessionID, true
+	case opts.ResumeSessionID != "":
+		s.resumable = true // the fork's id is known after its first turn
+	default:
+		s.claudeSessionID = uuid.NewString()
+	}
+	return s
+}
+
+// Info returns a snapshot of the session.
+func (s *Session) Info() Info {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in := Info{
+		SessionID: s.ID, ClaudeSessionID: s.claudeSessionID, Cwd: s.opts.Cwd, Model: s.model,
+		PermissionMode: s.opts.PermissionMode, State: s.state, Created: s.created, LastUsed: s.lastUsed,
+		Queries: s.queries, Usage: s.usage, CostUSD: s.cost, Profile: s.opts.Profile, Failure: s.failure,
+	}
+	if in.PermissionMode == "" {
+		in.PermissionMode = "default"
+	}
+	if s.proc != nil {
+		in.PID = s.proc.PID()
+	}
+	return in
+}
+
+// start is called with the slot held (or before the session is
+// published): it starts the process and initializes it.
+func (s *Session) start(ctx context.Context) error {
+	s.mu.Lock()
+	if s.state == StateClosed {
+		s.mu.Unlock()
+		return fmt.Errorf("%w: %s", ErrClosed, s.ID)
+	}
+	if s.state == StateFailed {
+		f := s.failure
+		s.mu.Unlock()
+		return fmt.Errorf("%w: %s: %s", ErrFailed, s.ID, f)
+	}
+	if s.proc != nil {
+		s.mu.Unlock()
+		return nil
+	}
+	s.state = StateStarting
+	opts := s.processOptions()
+	resuming := opts.Resume != ""
+	s.mu.Unlock()
+
+	if err := s.m.reserveLive(s); err != nil {
+		s.setState(StateDormant)
+		return err
+	}
+	p, resp, err := s.m.startProcess(ctx, opts, s.log)
+	if err != nil {
+		s.m.releaseLive(s)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if resuming && !errors.Is(err, context.Canceled) && !errors.Is(err, claudeagent.ErrCLINotFound) {
+			s.state = StateFailed
+			s.failure = fmt.Sprintf("resuming Claude session %s failed: %v", opts.Resume, err)
+			return fmt.Errorf("%w: %s", ErrFailed, s.failure)
+		}
+		s.state = StateDormant
+		return err
+	}
+	s.mu.Lock()
+	s.proc, s.procCost = p, 0
+	s.pumpDone = make(chan struct{})
+	s.models = resp.Models
+	if s.model == "" || s.opts.Model != "" {
+		s.model = s.resolveModel(s.opts.Model)
+	}
+	closed := s.state == StateClosed
+	if !closed {
+		s.state = StateIdle
+	}
+	done := s.pumpDone
+	s.mu.Unlock()
+	go s.pump(p, done)
+	if closed {
+		s.stopProcess(p)
+		return fmt.Errorf("%w: %s", ErrClosed, s.ID)
+	}
+	s.log.Info("claude process started", "pid", p.PID(), "resume", opts.Resume != "")
+	return nil
+}
+
+// processOptions builds the CLI options for the next start; s.mu is held.
+func (s *Session) processOptions() claudeagent.Options {
+	o := s.opts
+	opts := claudeagent.Options{
+		Cwd:                   o.Cwd,
+		Model:                 o.Model,
+		PermissionMode:        o.PermissionMode,
+		SystemPrompt:          o.SystemPrompt,
+		AppendSystemPrompt:    o.AppendSystemPrompt,
+		AllowedTools:          o.AllowedTools,
+		DisallowedTools:       o.DisallowedTools,
+		MaxTurns:              o.MaxTurns,
+		AddDirs:               o.AddDirs,
+		MCPConfig:             o.MCPConfig,
+		StrictMCPConfig:       o.StrictMCPConfig,
+		Env:                   o.Env,
+		PermissionPromptStdio: true,
+		OnControlRequest:      s.onControl,
+	}
+	switch {
+	case s.resumable && s.claudeSessionID != "":
+		opts.Resume = s.claudeSessionID
+	case s.resumable: // a fork that has not run yet
+		opts.Resume, opts.ForkSession = o.ResumeSessionID, true
+	default:
+		opts.SessionID = s.claudeSessionID
+	}
+	return opts
+}
+
+func (s *Session) resolveModel(requested string) string {
+	if requested == "" {
+		requested = "default"
+	}
+	if id, ok := claudeagent.ResolveModel(s.models, requested); ok {
+		return id
+	}
+	if requested == "default" {
+		return ""
+	}
+	return requested
+}
+
+func (s *Session) setState(st State) {
+	s.mu.Lock()
+	if s.state != StateClosed && s.state != StateFailed {
+		s.state = st
+	}
+	s.mu.Unlock()
+}
+
+// pump reads the process's messages and feeds the running turn. When the
+// process ends it fails the running turn and makes the session dormant.
+func (s *Session) pump(p *claudeagent.Process, done chan struct{}) {
+	defer close(done)
+	for {
+		m, err := p.Next(context.Background())
+		if err != nil {
+			break
+		}
+		s.mu.Lock()
+		t := s.cur
+		s.mu.Unlock()
+		if t == nil {
+			s.log.Debug("message outside a query", "type", m.Type())
+			continue
+		}
+		if t.handle(m) {
+			t.finish()
+		}
+	}
+	exitErr := p.Wait()
+	s.m.releaseLive(s)
+	s.mu.Lock()
+	t := s.cur
+	if s.proc == p {
+		s.proc = nil
+		if s.state != StateClosed && s.state != StateFailed {
+			s.state = StateDormant
+		}
+	}
+	s.mu.Unlock()
+	if t != nil {
+		reason := "the claude process ended during the turn"
+		if exitErr != nil {
+			reason = "the claude process ended during the turn: " + exitErr.Error()
+		}
+		t.fail(reason)
+	}
+	s.log.Debug("claude process ended", "err", exitErr)
+}
+
+// Query sends prompt and waits for the end of the turn. Only one query runs
+// at a time: a second one fails at once with ErrBusy. Cancelling ctx
+// interrupts the turn and returns what it produced; the session survives.
+// A turn that fails is a *TurnResult with IsError, not an error; errors are
+// for queries that could not start.
+func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*TurnResult, error) {
+	if prompt == "" {
+		return nil, ErrEmptyPrompt
+	}
+	select {
+	case s.slot <- struct{}{}:
+	default:
+		return nil, fmt.Errorf("%w: session %s is already running a query; wait for it to finish or call claude_chat_interrupt", ErrBusy, s.ID)
+	}
+	defer func() { <-s.slot }()
+
+	s.stopIdleTimer()
+	if err := s.start(ctx); err != nil {
+		return nil, err
+	}
+	t := newTurn(qo.OnEvent)
+	s.mu.Lock()
+	p := s.proc
+	if p == nil || s.state == StateClosed {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("%w: %s", ErrClosed, s.ID)
+	}
+	s.cur, s.curAsk = t, qo.AskPermission
+	s.state = StateRunning
+	s.queries++
+	s.lastUsed = time.Now()
+	s.resumable = s.claudeSessionID != "" || s.resumable
+	prevCost := s.procCost
+	s.mu.Unlock()
+
+	t.emit(Event{Kind: EventTurnStarted})
+	if err := p.SendUser(prompt); err != nil {
+		t.fail("sending the prompt to claude: " + err.Error())
+	}
+	s.wait(ctx, t, p)
+
+	s.mu.Lock()
+	s.cur, s.curAsk = nil, nil
+	if t.result != nil {
+		s.procCost = t.result.TotalCostUSD
+	}
+	r := t.snapshot(prevCost, qo.IncludeThinking)
+	if r.ClaudeSessionID != "" {
+		s.claudeSessionID = r.ClaudeSessionID
+	} else {
+		r.ClaudeSessionID = s.claudeSessionID
+	}
+	if r.Model != "" {
+		s.model = r.Model
+	} else {
+		r.Model = s.model
+	}
+	s.usage.InputTokens += r.Usage.InputTokens
+	s.usage.OutputTokens += r.Usage.OutputTokens
+	s.usage.CacheCreationInputTokens += r.Usage.CacheCreationInputTokens
+	s.usage.CacheReadInputTokens += r.Usage.CacheReadInputTokens
+	s.cost += r.CostUSD
+	s.lastUsed = time.Now()
+	if s.state == StateRunning {
+		s.state = StateIdle
+	}
+	s.mu.Unlock()
+	s.resetIdleTimer()
+	s.m.persist()
+	t.emit(Event{Kind: EventDone, IsError: r.IsError, Text: r.ErrorText})
+	return r, nil
+}
+
+// wait blocks until the turn ends. On cancellation or the query timeout it
+// interrupts the turn; a CLI that does not honour the interrupt within the
+// grace period is killed.
+func (s *Session) wait(ctx context.Context, t *turn, p *claudeagent.Process) {
+	var timeout <-chan time.Time
+	if d := s.m.cfg.QueryTimeout; d > 0 {
+		tm := time.NewTimer(d)
+		defer tm.Stop()
+		timeout = tm.C
+	}
+	select {
+	case <-t.done:
+		return
+	case <-ctx.Done():
+		s.log.Info("query cancelled; interrupting the turn")
+	case <-timeout:
+		t.mu.Lock()
+		t.timedOut = true
+		t.mu.Unlock()
+		s.log.Info("query timed out; interrupting the turn", "timeout", s.m.cfg.QueryTimeout)
+	}
+	s.abort(t, p)
+}
+
+// abort interrupts the turn and waits for it to end, killing the process
+// when the interrupt is not honoured within the grace period.
+func (s *Session) abort(t *turn, p *claudeagent.Process) {
+	t.markInterrupted()
+	grace := s.m.cfg.interruptGrace()
+	ictx, cancel := context.WithTimeout(context.Background(), grace)
+	err := p.Interrupt(ictx)
+	cancel()
+	if err != nil {
+		s.log.Warn("interrupt failed", "err", err)
+	}
+	tm := time.NewTimer(grace)
+	defer tm.Stop()
+	select {
+	case <-t.done:
+		return
+	case <-tm.C:
+	}
+	s.log.Warn("claude did not honour the interrupt; killing it", "grace", grace)
+	p.Kill()
+	<-t.done
+}
+
+// Interrupt interrupts the running query, if any, and reports whether one
+// was running. The query returns with Interrupted set.
+func (s *Session) Interrupt(ctx context.Context) (bool, error) {
+	s.mu.Lock()
+	t, p := s.cur, s.proc
+	s.mu.Unlock()
+	if t == nil || p == nil {
+		return false, nil
+	}
+	t.markInterrupted()
+	if err := p.Interrupt(ctx); err != nil {
+		return true, fmt.Errorf("interrupting session %s: %w", s.ID, err)
+	}
+	return true, nil
+}
+
+// SetModel switches the model and returns the resolved id ("" when it
+// cannot be known). A dormant session uses it when it resumes.
+func (s *Session) SetModel(ctx context.Context, model string) (string, error) {
+	if err := ValidateModel(model); err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	if err := s.usableLocked(); err != nil {
+		s.mu.Unlock()
+		return "", err
+	}
+	p := s.proc
+	s.mu.Unlock()
+	if p != nil {
+		if err := p.SetModel(ctx, model); err != nil {
+			return "", fmt.Errorf("switching model of session %s: %w", s.ID, err)
+		}
+	}
+	s.mu.Lock()
+	s.opts.Model = model
+	s.model = s.resolveModel(model)
+	resolved := s.model
+	s.mu.Unlock()
+	s.m.persist()
+	return resolved, nil
+}
+
+// SetPermissionMode switches the permission mode.
+func (s *Session) SetPermissionMode(ctx context.Context, mode string) error {
+	if err := s.m.checkMode(mode); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if err := s.usableLocked(); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	p := s.proc
+	s.mu.Unlock()
+	if p != nil {
+		if err := p.SetPermissionMode(ctx, mode); err != nil {
+			return fmt.Errorf("switching permission mode of session %s: %w", s.ID, err)
+		}
+	}
+	s.mu.Lock()
+	s.opts.PermissionMode = mode
+	s.mu.Unlock()
+	s.m.persist()
+	return nil
+}
+
+func (s *Session) usableLocked() error {
+	switch s.state {
+	case StateClosed:
+		return fmt.Errorf("%w: %s", ErrClosed, s.ID)
+	case StateFailed:
+		return fmt.Errorf("%w: %s: %s", ErrFailed, s.ID, s.failure)
+	}
+	return nil
+}
+
+// close marks the session closed, interrupts a running query and stops the
+// process. It returns when the process is gone.
+func (s *Session) close() {
+	s.mu.Lock()
+	if s.state == StateClosed {
+		s.mu.Unlock()
+		return
+	}
+	s.state = StateClosed
+	if s.idleTimer != nil {
+		s.idleTimer.Stop()
+	}
+	s.mu.Unlock()
+	s.shutdown()
+}
+
+// shutdown interrupts a running query and stops the process, leaving the
+// state as it is (the pump makes a live session dormant).
+func (s *Session) shutdown() {
+	s.mu.Lock()
+	p, t := s.proc, s.cur
+	s.mu.Unlock()
+	if p == nil {
+		return
+	}
+	if t != nil {
+		t.markInterrupted()
+		ictx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = p.Interrupt(ictx)
+		cancel()
+	}
+	s.stopProcess(p)
+}
+
+func (s *Session) stopProcess(p *claudeagent.Process) {
+	if err := p.Close(); err != nil {
+		s.log.Warn("stopping claude", "err", err)
+	}
+	s.mu.Lock()
+	done := s.pumpDone
+	s.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+}
+
+// makeDormant stops an idle session's process; the next query resumes it.
+// It reports false when the session was busy or not live.
+func (s *Session) makeDormant(reason string) bool {
+	select {
+	case s.slot <- struct{}{}:
+	default:
+		return false
+	}
+	defer func() { <-s.slot }()
+	s.mu.Lock()
+	p := s.proc
+	live := p != nil && s.state == StateIdle
+	s.mu.Unlock()
+	if !live {
+		return false
+	}
+	s.log.Info("making session dormant", "reason", reason)
+	s.stopProcess(p)
+	s.setState(StateDormant)
+	return true
+}
+
+func (s *Session) stopIdleTimer() {
+	s.mu.Lock()
+	if s.idleTimer != nil {
+		s.idleTimer.Stop()
+	}
+	s.mu.Unlock()
+}
+
+func (s *Session) resetIdleTimer() {
+	d := s.m.cfg.IdleTimeout
+	if d <= 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.idleTimer != nil {
+		s.idleTimer.Stop()
+	}
+	s.idleTimer = time.AfterFunc(d, func() { s.makeDormant("idle timeout") })
+}
+
+// onControl answers the CLI's control requests for this session.
+func (s *Session) onControl(ctx context.Context, req *claudeagent.ControlRequest) (any, error) {
+	if req.Subtype != "can_use_tool" {
+		return nil, claudeagent.ErrUnsupportedControl
+	}
+	c, err := req.CanUseTool()
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	t, ask, cwd := s.cur, s.curAsk, s.opts.Cwd
+	s.mu.Unlock()
+	res := s.m.decidePermission(ctx, &PermissionRequest{SessionID: s.ID, Cwd: cwd, CanUseToolRequest: c}, ask)
+	if t != nil {
+		if res.Behavior == "deny" {
+			t.addDenial(PermissionDenial{ToolName: c.ToolName, ToolUseID: c.ToolUseID, ToolInput: c.Input})
+		}
+		t.emit(Event{Kind: EventPermission, Tool: c.ToolName, ToolID: c.ToolUseID, IsError: res.Behavior == "deny",
+			Text: permissionSummary(c, res)})
+	}
+	return res, nil
+}
+
+func permissionSummary(c *claudeagent.CanUseToolRequest, res *claudeagent.PermissionResult) string {
+	if res.Behavior == "deny" {
+		return fmt.Sprintf("denied %s (%s): %s", c.ToolName, summarizeInput(c.Input), res.Message)
+	}
+	return fmt.Sprintf("allowed %s (%s)", c.ToolName, summarizeInput(c.Input))
+}

@@ -1,0 +1,310 @@
+package sessions
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+)
+
+// EventKind names what happened during a turn.
+type EventKind string
+
+// Event kinds, in the order they typically occur.
+const (
+	EventTurnStarted  EventKind = "turn_started"
+	EventText         EventKind = "text"
+	EventThinking     EventKind = "thinking"
+	EventToolStarted  EventKind = "tool_started"
+	EventToolFinished EventKind = "tool_finished"
+	EventRetry        EventKind = "api_retry"
+	EventPermission   EventKind = "permission"
+	EventError        EventKind = "error"
+	EventHeartbeat    EventKind = "heartbeat"
+	EventDone         EventKind = "done"
+)
+
+// Event is one thing that happened during a turn, for streaming to the
+// caller. Only the fields that fit Kind are set.
+type Event struct {
+	Kind    EventKind
+	Text    string // assistant text, thinking text, error or permission message
+	Tool    string // tool name
+	ToolID  string
+	IsError bool
+	// Elapsed, Turns and ToolsUsed describe the turn so far.
+	Elapsed   time.Duration
+	ToolsUsed int
+}
+
+// ToolInvocation is one tool call of a turn: the tool_use paired with its
+// tool_result by id.
+type ToolInvocation struct {
+	ID      string          `json:"id"`
+	Name    string          `json:"name"`
+	Input   json.RawMessage `json:"input"`
+	Output  string          `json:"output"`
+	IsError bool            `json:"isError"`
+	Error   string          `json:"error,omitempty"`
+	Done    bool            `json:"-"`
+}
+
+// Usage is a turn's token usage.
+type Usage struct {
+	InputTokens              int64 `json:"inputTokens"`
+	OutputTokens             int64 `json:"outputTokens"`
+	CacheCreationInputTokens int64 `json:"cacheCreationInputTokens"`
+	CacheReadInputTokens     int64 `json:"cacheReadInputTokens"`
+}
+
+// PermissionDenial is a tool call the turn was not allowed to make.
+type PermissionDenial struct {
+	ToolName  string          `json:"toolName"`
+	ToolUseID string          `json:"toolUseId"`
+	ToolInput json.RawMessage `json:"toolInput,omitempty"`
+}
+
+// TurnResult is everything a query produced. A failed turn is still a
+// TurnResult, with IsError and ErrorText set and the rest as far as known.
+type TurnResult struct {
+	FinalText         string
+	Thinking          []string
+	ToolInvocations   []ToolInvocation
+	ClaudeSessionID   string
+	Usage             Usage
+	DurationMs        int64
+	DurationAPIMs     int64
+	NumTurns          int
+	CostUSD           float64 // this turn only
+	Model             string
+	StopReason        string
+	Subtype           string
+	TerminalReason    string
+	IsError           bool
+	ErrorText         string
+	PermissionDenials []PermissionDenial
+	Interrupted       bool
+	TimedOut          bool
+}
+
+// turn aggregates the messages of one query. The session's pump goroutine
+// feeds it; the querying goroutine waits on done.
+type turn struct {
+	start   time.Time
+	onEvent func(Event)
+
+	mu          sync.Mutex
+	texts       []string // assistant texts in order, for partial results
+	thinking    []string
+	tools       []ToolInvocation
+	toolIndex   map[string]int
+	model       string
+	sessionID   string
+	interrupted bool
+	timedOut    bool
+	result      *claudeagent.ResultMessage
+	failure     string // set when the turn ended without a result
+	denials     []PermissionDenial
+
+	done     chan struct{}
+	doneOnce sync.Once
+}
+
+func newTurn(onEvent func(Event)) *turn {
+	if onEvent == nil {
+		onEvent = func(Event) {}
+	}
+	return &turn{start: time.Now(), onEvent: onEvent, toolIndex: map[string]int{}, done: make(chan struct{})}
+}
+
+func (t *turn) emit(e Event) {
+	t.mu.Lock()
+	e.Elapsed = time.Since(t.start)
+	e.ToolsUsed = len(t.tools)
+	t.mu.Unlock()
+	t.onEvent(e)
+}
+
+// handle folds one CLI message into the turn; it reports whether the turn
+// has ended.
+func (t *turn) handle(m claudeagent.Message) bool {
+	switch m := m.(type) {
+	case *claudeagent.SystemMessage:
+		switch m.Subtype {
+		case "init":
+			t.mu.Lock()
+			t.model, t.sessionID = m.Model, m.SessionID
+			t.mu.Unlock()
+		case "api_retry":
+			t.emit(Event{Kind: EventRetry, Text: "API error " + m.Error + "; retrying (attempt " + strconv.Itoa(m.Attempt) + " of " + strconv.Itoa(m.MaxRetries) + ")"})
+		}
+	case *claudeagent.AssistantMessage:
+		for _, b := range m.Message.Content {
+			switch b.Type {
+			case "text":
+				t.mu.Lock()
+				t.texts = append(t.texts, b.Text)
+				t.mu.Unlock()
+				t.emit(Event{Kind: EventText, Text: b.Text, IsError: m.Error != ""})
+			case "thinking":
+				t.mu.Lock()
+				t.thinking = append(t.thinking, b.Thinking)
+				t.mu.Unlock()
+				t.emit(Event{Kind: EventThinking, Text: b.Thinking})
+			case "tool_use":
+				t.mu.Lock()
+				if _, seen := t.toolIndex[b.ID]; !seen {
+					t.toolIndex[b.ID] = len(t.tools)
+					t.tools = append(t.tools, ToolInvocation{ID: b.ID, Name: b.Name, Input: b.Input})
+				}
+				t.mu.Unlock()
+				t.emit(Event{Kind: EventToolStarted, Tool: b.Name, ToolID: b.ID, Text: summarizeInput(b.Input)})
+			}
+		}
+	case *claudeagent.UserMessage:
+		for _, b := range m.Blocks() {
+			if b.Type != "tool_result" {
+				continue
+			}
+			out := b.ResultText()
+			t.mu.Lock()
+			i, ok := t.toolIndex[b.ToolUseID]
+			var name string
+			if ok {
+				inv := &t.tools[i]
+				inv.Output, inv.IsError, inv.Done = out, b.IsError, true
+				if b.IsError {
+					inv.Error = out
+				}
+				name = inv.Name
+			}
+			t.mu.Unlock()
+			t.emit(Event{Kind: EventToolFinished, Tool: name, ToolID: b.ToolUseID, IsError: b.IsError, Text: out})
+		}
+	case *claudeagent.ResultMessage:
+		t.mu.Lock()
+		t.result = m
+		if m.SessionID != "" {
+			t.sessionID = m.SessionID
+		}
+		t.mu.Unlock()
+		return true
+	}
+	return false
+}
+
+// fail ends the turn without a result message (the process died, or the
+// turn was abandoned).
+func (t *turn) fail(reason string) {
+	t.mu.Lock()
+	if t.result == nil && t.failure == "" {
+		t.failure = reason
+	}
+	t.mu.Unlock()
+	t.finish()
+}
+
+func (t *turn) finish() { t.doneOnce.Do(func() { close(t.done) }) }
+
+func (t *turn) markInterrupted() {
+	t.mu.Lock()
+	t.interrupted = true
+	t.mu.Unlock()
+}
+
+func (t *turn) addDenial(d PermissionDenial) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, have := range t.denials {
+		if have.ToolUseID == d.ToolUseID && d.ToolUseID != "" {
+			return
+		}
+	}
+	t.denials = append(t.denials, d)
+}
+
+// partialText is the assistant text so far.
+func (t *turn) partialText() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.Join(t.texts, "\n\n")
+}
+
+// snapshot builds the result. prevCost is the process's cumulative cost
+// before this turn (the CLI reports a running total).
+func (t *turn) snapshot(prevCost float64, includeThinking bool) *TurnResult {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := &TurnResult{
+		ClaudeSessionID: t.sessionID,
+		Model:           t.model,
+		Interrupted:     t.interrupted,
+		TimedOut:        t.timedOut,
+		ToolInvocations: append([]ToolInvocation(nil), t.tools...),
+	}
+	if includeThinking {
+		r.Thinking = append([]string{}, t.thinking...)
+	}
+	r.PermissionDenials = append(r.PermissionDenials, t.denials...)
+	res := t.result
+	if res == nil {
+		r.IsError = true
+		r.ErrorText = t.failure
+		r.FinalText = strings.Join(t.texts, "\n\n")
+		r.DurationMs = time.Since(t.start).Milliseconds()
+		r.Subtype = "error_no_result"
+		return r
+	}
+	r.FinalText = res.Result
+	if r.FinalText == "" && len(t.texts) > 0 {
+		// An interrupted or failed turn has no result text; keep what was said.
+		r.FinalText = strings.Join(t.texts, "\n\n")
+	}
+	r.Subtype, r.IsError, r.TerminalReason = res.Subtype, res.IsError, res.TerminalReason
+	r.ErrorText = res.ErrorText()
+	r.DurationMs, r.DurationAPIMs, r.NumTurns = res.DurationMs, res.DurationAPIMs, res.NumTurns
+	if res.StopReason != nil {
+		r.StopReason = *res.StopReason
+	}
+	if res.Usage != nil {
+		r.Usage = Usage{res.Usage.InputTokens, res.Usage.OutputTokens, res.Usage.CacheCreationInputTokens, res.Usage.CacheReadInputTokens}
+	}
+	r.CostUSD = res.TotalCostUSD - prevCost
+	if r.CostUSD < 0 {
+		r.CostUSD = res.TotalCostUSD
+	}
+	for _, d := range res.PermissionDenials {
+		dup := false
+		for _, have := range r.PermissionDenials {
+			dup = dup || (have.ToolUseID == d.ToolUseID && d.ToolUseID != "")
+		}
+		if !dup {
+			r.PermissionDenials = append(r.PermissionDenials, PermissionDenial{ToolName: d.ToolName, ToolUseID: d.ToolUseID, ToolInput: d.ToolInput})
+		}
+	}
+	return r
+}
+
+// summarizeInput renders a tool input for a person: the Bash command, the
+// file path, or compact JSON.
+func summarizeInput(input json.RawMessage) string {
+	var m map[string]any
+	if json.Unmarshal(input, &m) == nil {
+		for _, k := range []string{"command", "file_path", "path", "pattern", "url", "query", "prompt"} {
+			if s, ok := m[k].(string); ok && s != "" {
+				return truncate(s, 300)
+			}
+		}
+	}
+	return truncate(string(input), 300)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
