@@ -60,7 +60,7 @@ type Config struct {
 	// ProfileEnv returns the environment of a named profile, for sessions
 	// restored from the registry.
 	ProfileEnv func(name string) (map[string]string, error)
-	Logger   *slog.Logger
+	Logger     *slog.Logger
 }
 
 func (c *Config) interruptGrace() time.Duration {

@@ -1,0 +1,253 @@
+package fakeapi
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Reply describes the answer to one /v1/messages request.
+type Reply struct {
+	// Status other than 0 and 200 sends an Anthropic error body
+	// {"type":"error","error":{"type":...,"message":...}} with that status.
+	Status       int
+	ErrorMessage string
+	// Blocks are the content blocks of the assistant message.
+	Blocks []Block
+	// StopReason defaults to "tool_use" when a tool_use block is present,
+	// else "end_turn".
+	StopReason string
+	// DeltaDelay is the pause between consecutive text deltas.
+	DeltaDelay time.Duration
+	// Deltas splits each text block into this many text_delta events
+	// (at word boundaries when there are enough words). 0 means 3.
+	Deltas int
+}
+
+// Block is one content block of a reply.
+type Block struct {
+	Type      string // "text", "thinking" or "tool_use"
+	Text      string // text
+	Thinking  string // thinking
+	Signature string // thinking; a fixed fake signature when empty
+	ID, Name  string // tool_use; ID defaults to toolu_fake_<n>
+	Input     any    // tool_use; marshalled to JSON (json.RawMessage is used as is); nil means {}
+}
+
+// FakeSignature is the signature sent for thinking blocks without one.
+const FakeSignature = "RmFrZVNpZ25hdHVyZUZvclRoaW5raW5nQmxvY2tzT25seUZvclRlc3Rz"
+
+func (b Block) signature() string {
+	if b.Signature != "" {
+		return b.Signature
+	}
+	return FakeSignature
+}
+
+// TextReply is a reply with a single text block.
+func TextReply(text string) *Reply {
+	return &Reply{Blocks: []Block{{Type: "text", Text: text}}}
+}
+
+// ErrorReply is an error reply with the given HTTP status.
+func ErrorReply(status int, msg string) *Reply {
+	return &Reply{Status: status, ErrorMessage: msg}
+}
+
+// Keyword behaviour constants.
+const (
+	SlowDelay     = 500 * time.Millisecond
+	SlowDeltas    = 20
+	BigTextSize   = 2_000_000
+	BigTextDelta  = 64 * 1024
+	ThinkingText  = "Let me think about this."
+	BashPreamble  = "Running a command."
+	WritePreamble = "Writing a file."
+)
+
+var (
+	errRe  = regexp.MustCompile(`ERR(400|401|404|429|500|529)`)
+	slowRe = regexp.MustCompile(`SLOW(\d*)`)
+)
+
+// DefaultReply returns the keyword-driven reply for r, without the
+// once-per-prompt bookkeeping of ERRnnn (it always fails). The server uses
+// the same logic but lets each ERRnnn prompt fail only once unless it
+// contains ALWAYS.
+func DefaultReply(r *Request) *Reply {
+	return keywordReply(r, func(string, bool) bool { return true }, nil)
+}
+
+func (s *Server) defaultReply(r *Request) *Reply {
+	return keywordReply(r, s.failOnce, &s.toolSeq)
+}
+
+type counter interface{ Add(int64) int64 }
+
+// keywordReply implements the keyword behaviour, looking at the last user
+// message of r:
+//
+//   - model containing "nonexistent": 404 not_found_error.
+//   - tool_result blocks: "Tool said: <content>" ("Tool error: <content>"
+//     when is_error), for the first tool_result.
+//   - ERR400/401/404/429/500/529: that status; once per prompt text unless
+//     the text contains ALWAYS.
+//   - TOOL_BASH[cmd]: text "Running a command." + Bash tool_use.
+//   - TOOL_WRITE[path|content]: text "Writing a file." + Write tool_use.
+//   - THINK: a thinking block before the text.
+//   - BIGTEXT: a 2,000,000-byte text in ~64 KiB deltas.
+//   - ECHO: the user's text.
+//   - SLOW / SLOW<n>: "chunk0 " … in 20 (or n) deltas 0.5 s apart.
+//   - otherwise "Hello from fake API (n_messages=<n>)" where n counts the
+//     user and assistant messages (Request.ConversationLen).
+func keywordReply(r *Request, fail func(string, bool) bool, ids counter) *Reply {
+	if strings.Contains(r.Model, "nonexistent") {
+		return ErrorReply(404, fmt.Sprintf("model: %s", r.Model))
+	}
+	if trs := r.LastToolResults(); len(trs) > 0 {
+		tr := trs[0]
+		if tr.IsError {
+			return TextReply("Tool error: " + tr.Content)
+		}
+		return TextReply("Tool said: " + tr.Content)
+	}
+
+	text := r.LastUserText()
+	if m := errRe.FindStringSubmatch(text); m != nil {
+		if fail(text, strings.Contains(text, "ALWAYS")) {
+			status, _ := strconv.Atoi(m[1])
+			return ErrorReply(status, fmt.Sprintf("fake %d error", status))
+		}
+	}
+
+	reply := &Reply{}
+	if strings.Contains(text, "THINK") {
+		reply.Blocks = append(reply.Blocks, Block{Type: "thinking", Thinking: ThinkingText})
+	}
+	toolID := func() string {
+		if ids == nil {
+			return ""
+		}
+		return "toolu_fake_" + strconv.FormatInt(ids.Add(1), 10)
+	}
+	if arg, ok := bracketArg(text, "TOOL_BASH["); ok {
+		reply.Blocks = append(reply.Blocks,
+			Block{Type: "text", Text: BashPreamble},
+			Block{Type: "tool_use", ID: toolID(), Name: "Bash", Input: map[string]any{
+				"command":     arg,
+				"description": "Run a command",
+			}})
+		return reply
+	}
+	if arg, ok := bracketArg(text, "TOOL_WRITE["); ok {
+		path, content, _ := strings.Cut(arg, "|")
+		reply.Blocks = append(reply.Blocks,
+			Block{Type: "text", Text: WritePreamble},
+			Block{Type: "tool_use", ID: toolID(), Name: "Write", Input: map[string]any{
+				"file_path": path,
+				"content":   content,
+			}})
+		return reply
+	}
+
+	var out string
+	switch {
+	case strings.Contains(text, "BIGTEXT"):
+		out = strings.Repeat("abcdefghij", BigTextSize/10)
+		reply.Deltas = (len(out) + BigTextDelta - 1) / BigTextDelta
+	case strings.Contains(text, "ECHO"):
+		out = text
+	case slowRe.MatchString(text):
+		n := SlowDeltas
+		if m := slowRe.FindStringSubmatch(text); m[1] != "" {
+			if v, err := strconv.Atoi(m[1]); err == nil && v > 0 {
+				n = v
+			}
+		}
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "chunk%d ", i)
+		}
+		out = b.String()
+		reply.Deltas = n
+		reply.DeltaDelay = SlowDelay
+	default:
+		out = fmt.Sprintf("Hello from fake API (n_messages=%d)", r.ConversationLen())
+	}
+	reply.Blocks = append(reply.Blocks, Block{Type: "text", Text: out})
+	return reply
+}
+
+// bracketArg finds prefix (ending in "[") in text and returns what follows up
+// to the matching "]" (nested brackets are balanced), or to the end of the
+// text when there is none.
+func bracketArg(text, prefix string) (string, bool) {
+	i := strings.Index(text, prefix)
+	if i < 0 {
+		return "", false
+	}
+	rest := text[i+len(prefix):]
+	depth := 0
+	for j := 0; j < len(rest); j++ {
+		switch rest[j] {
+		case '[':
+			depth++
+		case ']':
+			if depth == 0 {
+				return rest[:j], true
+			}
+			depth--
+		}
+	}
+	return rest, true
+}
+
+// splitText splits s into n pieces (fewer if s is short). When s has at least
+// n space-separated words the pieces end at word boundaries (so "chunk0
+// chunk1 " in 2 pieces is "chunk0 ", "chunk1 "); otherwise it is cut into
+// pieces of about equal size without splitting UTF-8 sequences. The pieces
+// always concatenate to s. Empty s gives no pieces.
+func splitText(s string, n int) []string {
+	if s == "" {
+		return nil
+	}
+	if n <= 1 {
+		return []string{s}
+	}
+	words := strings.SplitAfter(s, " ")
+	if words[len(words)-1] == "" {
+		words = words[:len(words)-1]
+	}
+	if len(words) >= n {
+		out := make([]string, 0, n)
+		for k := range n {
+			lo, hi := k*len(words)/n, (k+1)*len(words)/n
+			out = append(out, strings.Join(words[lo:hi], ""))
+		}
+		return dropEmpty(out)
+	}
+	size := (len(s) + n - 1) / n
+	out := make([]string, 0, n)
+	for len(s) > 0 {
+		cut := min(size, len(s))
+		for cut < len(s) && !utf8.RuneStart(s[cut]) {
+			cut++
+		}
+		out = append(out, s[:cut])
+		s = s[cut:]
+	}
+	return out
+}
+
+func dropEmpty(in []string) []string {
+	out := in[:0]
+	for _, p := range in {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
