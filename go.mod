@@ -3,10 +3,19 @@ module github.com/claude-agent-mcp/claude-agent-mcp
 go 1.26.0
 
 require (
-	github.com/google/uuid v1.6.0 // indirect
-	github.com/lmittmann/tint v1.2.1 // indirect
-	github.com/modelcontextprotocol/go-sdk v1.8.0 // indirect
+	github.com/google/jsonschema-go v0.4.3
+	github.com/google/uuid v1.6.0
+	github.com/lmittmann/tint v1.2.1
+	github.com/modelcontextprotocol/go-sdk v1.8.0
+	golang.org/x/term v0.47.0
+)
+
+require (
+	github.com/segmentio/asm v1.1.3 // indirect
+	github.com/segmentio/encoding v0.5.4 // indirect
+	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
+	golang.org/x/oauth2 v0.35.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/term v0.47.0 // indirect
+	golang.org/x/time v0.15.0 // indirect
 )

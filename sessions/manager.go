@@ -55,6 +55,9 @@ type Config struct {
 	// CloseStage is how long each stage of stopping a process waits
 	// (stdin EOF, SIGTERM, SIGKILL); default 5 s.
 	CloseStage time.Duration
+	// Depth is how deeply this server is nested in claude-agent-mcp sessions
+	// (CLAUDE_AGENT_MCP_DEPTH); at MaxDepth or beyond, Create refuses.
+	Depth, MaxDepth int
 	// Registry persists sessions across restarts; nil keeps them in memory.
 	Registry *Registry
 	// ProfileEnv returns the environment of a named profile, for sessions
@@ -242,6 +245,9 @@ func (m *Manager) Create(ctx context.Context, opts CreateOptions) (*Session, err
 	}
 	if _, _, err := m.CLI(ctx); err != nil {
 		return nil, err
+	}
+	if m.cfg.MaxDepth > 0 && m.cfg.Depth >= m.cfg.MaxDepth {
+		return nil, fmt.Errorf("%w: this server runs inside %d nested claude-agent-mcp session(s) and --max-depth is %d, so it creates no further sessions (this stops unbounded fan-out); do the work directly instead", ErrDepthExceeded, m.cfg.Depth, m.cfg.MaxDepth)
 	}
 	s := newSession(m, opts)
 	m.mu.Lock()

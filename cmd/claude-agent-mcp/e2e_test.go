@@ -1,0 +1,286 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/e2eenv"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/fakeapi"
+)
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// serverBinary builds the server once per test run.
+func serverBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "claude-agent-mcp-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, "claude-agent-mcp")
+		out, err := exec.Command("go", "build", "-race", "-o", builtBin, ".").CombinedOutput()
+		if err != nil {
+			buildErr = err
+			builtBin = string(out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("building the server: %v\n%s", buildErr, builtBin)
+	}
+	return builtBin
+}
+
+// e2e is one server process, driven over stdio by the go-sdk client, with
+// the real CLI behind it talking to a fake API.
+type e2e struct {
+	api     *fakeapi.Server
+	home    string
+	cwd     string
+	session *mcp.ClientSession
+	cmd     *exec.Cmd
+
+	mu       sync.Mutex
+	logs     []*mcp.LoggingMessageParams
+	progress []*mcp.ProgressNotificationParams
+}
+
+type e2eOptions struct {
+	protocol string // "" = the SDK's newest
+	args     []string
+	env      map[string]string
+}
+
+func startE2E(t *testing.T, o e2eOptions) *e2e {
+	t.Helper()
+	claude := e2eenv.FindClaude(t)
+	bin := serverBinary(t)
+	api, err := fakeapi.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(api.Close)
+	home, env := e2eenv.Env(t, api.URL())
+	cwd := filepath.Join(home, "proj")
+	if err := os.MkdirAll(cwd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := &e2e{api: api, home: home, cwd: cwd}
+	cmd := exec.Command(bin, append([]string{"--claude-path", claude, "--log-level", "debug",
+		"--state-file", filepath.Join(home, "state", "sessions.json")}, o.args...)...)
+	cmd.Dir = cwd
+	cmd.Env = os.Environ()
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	for k, v := range o.env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	stderr, err := os.Create(filepath.Join(home, "server.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = stderr
+	e.cmd = cmd
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{
+		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+			e.mu.Lock()
+			e.logs = append(e.logs, r.Params)
+			e.mu.Unlock()
+		},
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			e.mu.Lock()
+			e.progress = append(e.progress, r.Params)
+			e.mu.Unlock()
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 15 * time.Second},
+		&mcp.ClientSessionOptions{ProtocolVersion: o.protocol})
+	if err != nil {
+		t.Fatalf("connecting: %v", err)
+	}
+	e.session = cs
+	t.Cleanup(func() {
+		cs.Close()
+		stderr.Close()
+		if t.Failed() {
+			log, _ := os.ReadFile(stderr.Name())
+			t.Logf("server stderr:\n%s", tail(string(log), 8000))
+		}
+	})
+	if o.protocol != "" {
+		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+			t.Fatalf("setLevel: %v", err)
+		}
+	}
+	return e
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
+
+func (e *e2e) call(t *testing.T, ctx context.Context, name string, args any, progressToken any) (*mcp.CallToolResult, map[string]any) {
+	t.Helper()
+	p := &mcp.CallToolParams{Name: name, Arguments: args}
+	if progressToken != nil {
+		p.Meta = mcp.Meta{"progressToken": progressToken}
+	}
+	res, err := e.session.CallTool(ctx, p)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var out map[string]any
+	if res.StructuredContent != nil {
+		b, _ := json.Marshal(res.StructuredContent)
+		_ = json.Unmarshal(b, &out)
+	}
+	return res, out
+}
+
+func text(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func TestE2EServerSessionLifecycle(t *testing.T) {
+	t.Parallel()
+	e := startE2E(t, e2eOptions{protocol: "2025-11-25"})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	res, out := e.call(t, ctx, "claude_session_create", map[string]any{"cwd": e.cwd, "model": "sonnet"}, nil)
+	if res.IsError {
+		t.Fatalf("create failed: %s", text(res))
+	}
+	sid, _ := out["sessionId"].(string)
+	if sid == "" || out["active"] != true || out["cwd"] != e.cwd {
+		t.Fatalf("create output = %v", out)
+	}
+	if m, _ := out["model"].(string); !strings.HasPrefix(m, "claude-sonnet") {
+		t.Errorf("model = %q, want a resolved claude-sonnet id", m)
+	}
+
+	res, out = e.call(t, ctx, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "hi"}, "tok-1")
+	if res.IsError {
+		t.Fatalf("query failed: %s", text(res))
+	}
+	if got := out["finalText"]; got != "Hello from fake API (n_messages=1)" {
+		t.Errorf("finalText = %q", got)
+	}
+	csid, _ := out["claudeSessionId"].(string)
+	if csid == "" || !strings.Contains(text(res), csid) {
+		t.Errorf("claudeSessionId %q missing from text %q", csid, text(res))
+	}
+	res, out = e.call(t, ctx, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "again"}, nil)
+	if got := out["finalText"]; got != "Hello from fake API (n_messages=3)" {
+		t.Errorf("second finalText = %q (res %s)", got, text(res))
+	}
+
+	e.mu.Lock()
+	nprog, nlogs := len(e.progress), len(e.logs)
+	e.mu.Unlock()
+	if nprog == 0 {
+		t.Errorf("no progress notifications for a call with a progress token")
+	}
+	if nlogs == 0 {
+		t.Errorf("no log notifications after setLevel debug")
+	}
+
+	res, out = e.call(t, ctx, "claude_chat_model", map[string]any{"sessionId": sid, "model": "claude-haiku-4-5"}, nil)
+	if res.IsError || out["resolvedModel"] != "claude-haiku-4-5" {
+		t.Fatalf("model: %s %v", text(res), out)
+	}
+	e.call(t, ctx, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "third"}, nil)
+	reqs := e.api.MessageRequests()
+	if last := reqs[len(reqs)-1]; last.Model != "claude-haiku-4-5" {
+		t.Errorf("API model after switch = %q", last.Model)
+	}
+
+	res, out = e.call(t, ctx, "claude_chat_mode", map[string]any{"sessionId": sid, "permissionMode": "acceptEdits"}, nil)
+	if res.IsError || out["permissionMode"] != "acceptEdits" {
+		t.Fatalf("mode: %s", text(res))
+	}
+
+	res, out = e.call(t, ctx, "claude_session_close", map[string]any{"sessionId": sid}, nil)
+	if res.IsError || out["closed"] != true {
+		t.Fatalf("close: %s", text(res))
+	}
+	res, _ = e.call(t, ctx, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "hi"}, nil)
+	if !res.IsError || !strings.Contains(text(res), "claude_session_create") {
+		t.Errorf("query on a closed session: isError=%v %q", res.IsError, text(res))
+	}
+}
+
+func TestE2EDirectQueryAndInterrupt(t *testing.T) {
+	t.Parallel()
+	e := startE2E(t, e2eOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	res, out := e.call(t, ctx, "claude_direct_query", map[string]any{"prompt": "ECHO direct", "cwd": e.cwd}, nil)
+	if res.IsError || out["finalText"] != "ECHO direct" {
+		t.Fatalf("direct: %s %v", text(res), out)
+	}
+
+	_, out = e.call(t, ctx, "claude_session_create", map[string]any{"cwd": e.cwd}, nil)
+	sid := out["sessionId"].(string)
+	done := make(chan map[string]any, 1)
+	go func() {
+		_, out := e.call(t, ctx, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "SLOW"}, nil)
+		done <- out
+	}()
+	if _, err := e.api.WaitMessageRequests(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	// The second query is refused at once while the first runs.
+	_, err := e.session.CallTool(ctx, &mcp.CallToolParams{Name: "claude_chat_query", Arguments: map[string]any{"sessionId": sid, "prompt": "x"}})
+	if err == nil || !strings.Contains(err.Error(), "already running a query") {
+		t.Errorf("busy query: err = %v", err)
+	}
+	start := time.Now()
+	res, iout := e.call(t, ctx, "claude_chat_interrupt", map[string]any{"sessionId": sid}, nil)
+	if res.IsError || iout["interrupted"] != true {
+		t.Fatalf("interrupt: %s", text(res))
+	}
+	select {
+	case out := <-done:
+		if out["interrupted"] != true {
+			t.Errorf("interrupted query output = %v", out)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("interrupted query returned after %s", d)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("interrupted query did not return")
+	}
+	_, out = e.call(t, ctx, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "ECHO after"}, nil)
+	// The CLI folds the interrupt marker into the next user message.
+	if ft, _ := out["finalText"].(string); !strings.HasSuffix(ft, "ECHO after") || out["interrupted"] != false {
+		t.Errorf("query after interrupt = %v", out)
+	}
+}

@@ -1,0 +1,166 @@
+package mcptools
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+)
+
+// notifier turns a turn's events into MCP notifications for one tool call:
+// logging messages (logger claude/<sessionId>, honouring the client's
+// level) and, when the call carries a progress token, progress
+// notifications with a monotonically increasing progress value. After
+// close nothing more is sent, so every notification precedes the result.
+type notifier struct {
+	ctx      context.Context
+	ss       *mcp.ServerSession
+	token    any
+	logger   string
+	session  string
+	thinking bool
+	log      *slog.Logger
+
+	mu       sync.Mutex
+	closed   bool
+	progress float64
+	last     sessions.Event
+}
+
+func newNotifier(ctx context.Context, req *mcp.CallToolRequest, sessionID string, thinking bool, log *slog.Logger) *notifier {
+	n := &notifier{ctx: ctx, logger: "claude/" + sessionID, session: sessionID, thinking: thinking, log: log}
+	if req != nil {
+		n.ss = req.Session
+		if req.Params != nil {
+			n.token = req.Params.GetProgressToken()
+		}
+	}
+	return n
+}
+
+func (n *notifier) event(e sessions.Event) {
+	switch e.Kind {
+	case sessions.EventTurnStarted:
+		n.send("", nil, "turn started")
+	case sessions.EventText:
+		level := mcp.LoggingLevel("info")
+		if e.IsError {
+			level = "error"
+		}
+		n.send(level, map[string]any{"type": "text", "text": e.Text}, "text: "+truncate(e.Text, 200))
+	case sessions.EventThinking:
+		if n.thinking {
+			n.send("info", map[string]any{"type": "thinking", "text": e.Text}, "thinking: "+truncate(e.Text, 200))
+		}
+	case sessions.EventToolStarted:
+		n.send("debug", map[string]any{"type": "tool_use", "tool": e.Tool, "id": e.ToolID, "input": e.Text},
+			fmt.Sprintf("tool %s started: %s", e.Tool, truncate(e.Text, 200)))
+	case sessions.EventToolFinished:
+		status := "finished"
+		if e.IsError {
+			status = "failed"
+		}
+		n.send("debug", map[string]any{"type": "tool_result", "tool": e.Tool, "id": e.ToolID, "isError": e.IsError, "output": truncate(e.Text, 2000)},
+			fmt.Sprintf("tool %s %s", orTool(e.Tool), status))
+	case sessions.EventPermission:
+		level := mcp.LoggingLevel("info")
+		if e.IsError {
+			level = "warning"
+		}
+		n.send(level, map[string]any{"type": "permission", "tool": e.Tool, "id": e.ToolID, "denied": e.IsError, "message": e.Text}, "permission: "+e.Text)
+	case sessions.EventRetry:
+		n.send("warning", map[string]any{"type": "api_retry", "message": e.Text}, e.Text)
+	case sessions.EventError:
+		n.send("error", map[string]any{"type": "error", "message": e.Text}, "error: "+e.Text)
+	case sessions.EventHeartbeat:
+		n.send("", nil, fmt.Sprintf("running for %s, %d tool call(s) so far", e.Elapsed.Round(time.Second), e.ToolsUsed))
+	case sessions.EventDone:
+		if e.IsError {
+			n.send("error", map[string]any{"type": "error", "message": e.Text}, "failed: "+truncate(e.Text, 200))
+		}
+		n.send("info", n.session+" completed", "done")
+	}
+	n.mu.Lock()
+	n.last = e
+	n.mu.Unlock()
+}
+
+// send emits a log message (when level is set) and a progress notification
+// (when the call has a token).
+func (n *notifier) send(level mcp.LoggingLevel, data any, progress string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed || n.ss == nil {
+		return
+	}
+	if level != "" {
+		if err := n.ss.Log(n.ctx, &mcp.LoggingMessageParams{Level: level, Logger: n.logger, Data: data}); err != nil {
+			n.log.Debug("sending log notification", "err", err)
+		}
+	}
+	if n.token != nil && progress != "" {
+		n.progress++
+		if err := n.ss.NotifyProgress(n.ctx, &mcp.ProgressNotificationParams{
+			ProgressToken: n.token, Progress: n.progress, Message: progress,
+		}); err != nil {
+			n.log.Debug("sending progress notification", "err", err)
+		}
+	}
+}
+
+// heartbeat sends a progress notification every interval until the
+// returned stop is called; stop waits for the goroutine to end.
+func (n *notifier) heartbeat(interval time.Duration) (stop func()) {
+	if n.token == nil || interval <= 0 {
+		return func() {}
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-n.ctx.Done():
+				return
+			case <-t.C:
+				n.mu.Lock()
+				tools := n.last.ToolsUsed
+				n.mu.Unlock()
+				n.event(sessions.Event{Kind: sessions.EventHeartbeat, Elapsed: time.Since(start), ToolsUsed: tools})
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(quit); <-done })
+	}
+}
+
+func (n *notifier) close() {
+	n.mu.Lock()
+	n.closed = true
+	n.mu.Unlock()
+}
+
+func truncate(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "…"
+}
+
+func orTool(s string) string {
+	if s == "" {
+		return "(unknown)"
+	}
+	return s
+}

@@ -1,0 +1,158 @@
+package mcptools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+)
+
+// Answers offered in a permission question.
+const (
+	decisionAllowOnce    = "allow_once"
+	decisionAllowSession = "allow_session"
+	decisionDeny         = "deny"
+)
+
+
+// permissionSchema is the form of a permission question: flat primitives
+// only, as elicitation requires.
+var permissionSchema = json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "decision": {
+      "type": "string",
+      "title": "Decision",
+      "enum": ["allow_once", "allow_session", "deny"],
+      "enumNames": ["Allow once", "Allow for the rest of this session", "Deny"],
+      "default": "deny"
+    },
+    "reason": {
+      "type": "string",
+      "title": "Reason (optional)",
+      "description": "Told to Claude when you deny."
+    }
+  },
+  "required": ["decision"]
+}`)
+
+// asker returns the function that forwards a permission question to the
+// calling client as elicitation/create, or nil when the client cannot be
+// asked (the manager's policy then applies).
+func (h *handlers) asker(req *mcp.CallToolRequest) func(context.Context, *sessions.PermissionRequest) (*claudeagent.PermissionResult, error) {
+	if req == nil || req.Session == nil {
+		return nil
+	}
+	caps := req.ClientCapabilities()
+	if caps == nil || caps.Elicitation == nil {
+		return nil
+	}
+	ss := req.Session
+	return func(ctx context.Context, pr *sessions.PermissionRequest) (*claudeagent.PermissionResult, error) {
+		res, err := ss.Elicit(ctx, &mcp.ElicitParams{
+			Mode:            "form",
+			Message:         permissionMessage(pr),
+			RequestedSchema: permissionSchema,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("asking the client: %w", err)
+		}
+		return permissionAnswer(pr, res)
+	}
+}
+
+// permissionMessage tells a person what is being asked.
+func permissionMessage(pr *sessions.PermissionRequest) string {
+	var b strings.Builder
+	name := pr.ToolName
+	if pr.DisplayName != "" && pr.DisplayName != pr.ToolName {
+		name += " (" + pr.DisplayName + ")"
+	}
+	fmt.Fprintf(&b, "Claude Code wants to use %s", name)
+	if s := inputSummary(pr.Input); s != "" {
+		fmt.Fprintf(&b, ": %s", s)
+	}
+	if pr.Description != "" && !strings.Contains(b.String(), pr.Description) {
+		fmt.Fprintf(&b, "\nPurpose: %s", pr.Description)
+	}
+	if pr.BlockedPath != "" {
+		fmt.Fprintf(&b, "\nPath: %s", pr.BlockedPath)
+	}
+	if pr.DecisionReason != "" {
+		fmt.Fprintf(&b, "\nWhy it asks: %s", pr.DecisionReason)
+	}
+	fmt.Fprintf(&b, "\nSession %s, working in %s.", pr.SessionID, pr.Cwd)
+	return b.String()
+}
+
+func inputSummary(input json.RawMessage) string {
+	var m map[string]any
+	if json.Unmarshal(input, &m) != nil {
+		return truncate(string(input), 500)
+	}
+	if c, ok := m["command"].(string); ok {
+		return "$ " + truncate(c, 500)
+	}
+	for _, k := range []string{"file_path", "notebook_path", "path", "url", "pattern"} {
+		if s, ok := m[k].(string); ok {
+			return truncate(s, 500)
+		}
+	}
+	return truncate(string(input), 500)
+}
+
+// permissionAnswer maps the client's answer to the CLI's.
+func permissionAnswer(pr *sessions.PermissionRequest, res *mcp.ElicitResult) (*claudeagent.PermissionResult, error) {
+	if res == nil {
+		return nil, errors.New("the client returned no answer")
+	}
+	switch res.Action {
+	case "accept":
+	case "decline":
+		return claudeagent.Deny(fmt.Sprintf("The user declined permission to use %s. Do not retry it; continue without it or ask for guidance.", pr.ToolName)), nil
+	default: // cancel or anything unknown
+		return claudeagent.Deny(fmt.Sprintf("The user dismissed the permission question for %s without allowing it.", pr.ToolName)), nil
+	}
+	decision, _ := res.Content["decision"].(string)
+	reason, _ := res.Content["reason"].(string)
+	switch decision {
+	case decisionAllowOnce:
+		return claudeagent.Allow(pr.Input), nil
+	case decisionAllowSession:
+		return claudeagent.Allow(pr.Input, sessionRules(pr.PermissionSuggestions)...), nil
+	default:
+		msg := fmt.Sprintf("The user denied permission to use %s.", pr.ToolName)
+		if reason = strings.TrimSpace(reason); reason != "" {
+			msg += " Reason: " + reason
+		}
+		return claudeagent.Deny(msg), nil
+	}
+}
+
+// sessionRules turns the CLI's permission suggestions into updates that
+// last for this session only.
+func sessionRules(suggestions []claudeagent.PermissionUpdate) []claudeagent.PermissionUpdate {
+	var out []claudeagent.PermissionUpdate
+	for _, s := range suggestions {
+		if s.Type == "setMode" {
+			continue // allowing one tool must not change the whole mode
+		}
+		var m map[string]any
+		if json.Unmarshal(s.Raw, &m) != nil {
+			continue
+		}
+		m["destination"] = "session"
+		raw, err := json.Marshal(m)
+		if err != nil {
+			continue
+		}
+		out = append(out, claudeagent.PermissionUpdate{Type: s.Type, Destination: "session", Raw: raw})
+	}
+	return out
+}

@@ -1,0 +1,433 @@
+// Package mcptools exposes Claude Code sessions as MCP tools: schemas and
+// descriptions, handlers, the mapping of a turn's events to progress and
+// logging notifications, and of errors to MCP results.
+package mcptools
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+)
+
+//go:embed instructions.md
+var instructions string
+
+// Options configure the MCP server.
+type Options struct {
+	Version string
+	Logger  *slog.Logger
+	// Profiles maps profile names to the environment they give the CLI.
+	Profiles map[string]map[string]string
+	// HeartbeatInterval is how often a running query sends a progress
+	// heartbeat when the call has a progress token; default 15 s.
+	HeartbeatInterval time.Duration
+}
+
+// NewServer returns an MCP server whose tools drive mgr's sessions.
+func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.HeartbeatInterval <= 0 {
+		opts.HeartbeatInterval = 15 * time.Second
+	}
+	version := opts.Version
+	if version == "" {
+		version = "dev"
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "claude-agent-mcp", Title: "Claude Code sessions", Version: version},
+		&mcp.ServerOptions{Instructions: instructions, Logger: logger})
+	h := &handlers{mgr: mgr, log: logger, opts: opts}
+	for _, t := range h.tools() {
+		t.add(srv)
+	}
+	return srv
+}
+
+type handlers struct {
+	mgr  *sessions.Manager
+	log  *slog.Logger
+	opts Options
+}
+
+// tool is one registration; add binds the typed handler.
+type tool struct {
+	def *mcp.Tool
+	add func(*mcp.Server)
+}
+
+func newTool[In, Out any](def *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) tool {
+	def.InputSchema = mustSchema[In]()
+	def.OutputSchema = mustSchema[Out]()
+	return tool{def: def, add: func(s *mcp.Server) { mcp.AddTool(s, def, h) }}
+}
+
+// Tools returns the tool definitions, for documentation and tests.
+func Tools() []*mcp.Tool {
+	var out []*mcp.Tool
+	for _, t := range (&handlers{}).tools() {
+		out = append(out, t.def)
+	}
+	return out
+}
+
+var schemaTypes = map[reflect.Type]*jsonschema.Schema{
+	reflect.TypeFor[PermissionMode](): {Type: "string", Enum: enumOf(sessions.PermissionModes)},
+	reflect.TypeFor[Model](): {Type: "string", Pattern: `^[A-Za-z0-9._\-\[\]]{1,100}$`,
+		Examples: []any{"sonnet", "opus", "haiku", "claude-sonnet-4-5"}},
+	reflect.TypeFor[json.RawMessage](): {},
+}
+
+func enumOf(vals []string) []any {
+	out := make([]any, len(vals))
+	for i, v := range vals {
+		out[i] = v
+	}
+	return out
+}
+
+// mustSchema derives a schema from T; a failure is a programming error.
+func mustSchema[T any]() *jsonschema.Schema {
+	s, err := jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: schemaTypes})
+	if err != nil {
+		panic(fmt.Sprintf("schema for %T: %v", *new(T), err))
+	}
+	return s
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func (h *handlers) tools() []tool {
+	return []tool{
+		newTool(&mcp.Tool{
+			Name:  "claude_session_create",
+			Title: "Create a Claude Code session",
+			Description: `Start a Claude Code session: a long-lived claude process working in a directory, ready for claude_chat_query. ` +
+				`Use it for multi-step work where later prompts build on earlier ones; for a single question use claude_direct_query instead. ` +
+				`Returns sessionId (pass it to the claude_chat_* tools) and claudeSessionId. Close the session with claude_session_close when done. ` +
+				`Example: {"cwd": "/home/me/project", "model": "sonnet", "permissionMode": "acceptEdits"}`,
+			Annotations: &mcp.ToolAnnotations{Title: "Create a Claude Code session", DestructiveHint: ptr(false), OpenWorldHint: ptr(true)},
+		}, h.create),
+		newTool(&mcp.Tool{
+			Name:  "claude_session_close",
+			Title: "Close a Claude Code session",
+			Description: `Close a session: interrupt its running query if any, stop its claude process and forget it. ` +
+				`Use it when a session's work is done; it frees about 300 MB. Example: {"sessionId": "4b1c…"}`,
+			Annotations: &mcp.ToolAnnotations{Title: "Close a Claude Code session", DestructiveHint: ptr(true), IdempotentHint: false, OpenWorldHint: ptr(false)},
+		}, h.close),
+		newTool(&mcp.Tool{
+			Name:  "claude_chat_query",
+			Title: "Ask a Claude Code session",
+			Description: `Send a prompt to a session and wait for the end of the turn. Claude Code may read and edit files and run commands in the session's directory, as its permission mode allows. ` +
+				`Returns finalText, the tools it used with their output, usage and cost, and claudeSessionId. One query at a time per session; a second one is refused while one runs. ` +
+				`Progress notifications are sent while it works when you pass a progressToken. Example: {"sessionId": "4b1c…", "prompt": "Run the tests and fix what fails"}`,
+			Annotations: &mcp.ToolAnnotations{Title: "Ask a Claude Code session", DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
+		}, h.query),
+		newTool(&mcp.Tool{
+			Name:  "claude_chat_interrupt",
+			Title: "Interrupt a running query",
+			Description: `Interrupt the query running in a session. The interrupted claude_chat_query returns promptly with what was produced so far and interrupted: true; the session keeps its history and takes the next query. ` +
+				`Example: {"sessionId": "4b1c…"}`,
+			Annotations: &mcp.ToolAnnotations{Title: "Interrupt a running query", DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)},
+		}, h.interrupt),
+		newTool(&mcp.Tool{
+			Name:  "claude_chat_model",
+			Title: "Switch a session's model",
+			Description: `Switch the model a session uses from its next turn on. Returns the resolved full model id. ` +
+				`Example: {"sessionId": "4b1c…", "model": "opus"}`,
+			Annotations: &mcp.ToolAnnotations{Title: "Switch a session's model", DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)},
+		}, h.model),
+		newTool(&mcp.Tool{
+			Name:  "claude_chat_mode",
+			Title: "Switch a session's permission mode",
+			Description: `Switch a session's permission mode, e.g. to acceptEdits so that file edits no longer ask, or to plan to have it only plan. ` +
+				`Example: {"sessionId": "4b1c…", "permissionMode": "acceptEdits"}`,
+			Annotations: &mcp.ToolAnnotations{Title: "Switch a session's permission mode", DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)},
+		}, h.mode),
+		newTool(&mcp.Tool{
+			Name:  "claude_direct_query",
+			Title: "One-shot Claude Code query",
+			Description: `Run one prompt in a temporary Claude Code session and return the same result as claude_chat_query; the session is closed afterwards, also on error or cancellation. ` +
+				`Use it for a self-contained task; use claude_session_create for a conversation. Example: {"prompt": "Summarise README.md", "cwd": "/home/me/project", "model": "haiku"}`,
+			Annotations: &mcp.ToolAnnotations{Title: "One-shot Claude Code query", DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
+		}, h.direct),
+		newTool(&mcp.Tool{
+			Name:  "claude_session_list",
+			Title: "List Claude Code sessions",
+			Description: `List open sessions (or one, by sessionId): ids, directory, model, permission mode, state (starting, idle, running, dormant, failed), times, query count, tokens, cost and pid. ` +
+				`Example: {} or {"sessionId": "4b1c…"}`,
+			Annotations: &mcp.ToolAnnotations{Title: "List Claude Code sessions", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
+		}, h.list),
+	}
+}
+
+func (h *handlers) create(ctx context.Context, req *mcp.CallToolRequest, in CreateInput) (*mcp.CallToolResult, CreateOutput, error) {
+	opts, err := h.createOptions(in.SessionOptions, string(in.Model), string(in.PermissionMode), in.SystemPrompt, in.AppendSystemPrompt, in.Cwd)
+	if err != nil {
+		return nil, CreateOutput{}, err
+	}
+	s, err := h.mgr.Create(ctx, opts)
+	if err != nil {
+		return nil, CreateOutput{}, toolError(err)
+	}
+	info := s.Info()
+	out := CreateOutput{SessionID: s.ID, ClaudeSessionID: info.ClaudeSessionID, Model: info.Model, Cwd: info.Cwd,
+		PermissionMode: info.PermissionMode, Active: info.PID != 0}
+	return textResult(fmt.Sprintf("Created session %s (claudeSessionId %s) in %s, model %s, permission mode %s.",
+		out.SessionID, out.ClaudeSessionID, out.Cwd, orUnknown(out.Model), out.PermissionMode)), out, nil
+}
+
+func (h *handlers) createOptions(so SessionOptions, model, mode, system, appendSystem, cwd string) (sessions.CreateOptions, error) {
+	mcpConfig, err := sessions.ValidateMCPServers(so.MCPServers)
+	if err != nil {
+		return sessions.CreateOptions{}, err
+	}
+	opts := sessions.CreateOptions{
+		Cwd: cwd, Model: model, PermissionMode: mode, SystemPrompt: system, AppendSystemPrompt: appendSystem,
+		AllowedTools: so.AllowedTools, DisallowedTools: so.DisallowedTools, MaxTurns: so.MaxTurns, AddDirs: so.AddDirs,
+		MCPConfig: mcpConfig, StrictMCPConfig: so.StrictMCPConfig, ResumeSessionID: so.ResumeSessionID, ForkSession: so.ForkSession,
+	}
+	if so.StrictMCPConfig && mcpConfig == "" {
+		// --strict-mcp-config alone strips every server; say so explicitly.
+		opts.MCPConfig = `{"mcpServers":{}}`
+	}
+	if so.Profile != "" {
+		env, ok := h.opts.Profiles[so.Profile]
+		if !ok {
+			return sessions.CreateOptions{}, fmt.Errorf("unknown profile %q: the server knows %s", so.Profile, profileNames(h.opts.Profiles))
+		}
+		opts.Env, opts.Profile = env, so.Profile
+	}
+	return opts, nil
+}
+
+func profileNames(p map[string]map[string]string) string {
+	if len(p) == 0 {
+		return "no profiles (start it with --profiles FILE)"
+	}
+	var names []string
+	for n := range p {
+		names = append(names, n)
+	}
+	return strings.Join(names, ", ")
+}
+
+func (h *handlers) close(ctx context.Context, req *mcp.CallToolRequest, in SessionInput) (*mcp.CallToolResult, CloseOutput, error) {
+	n, err := h.mgr.Close(in.SessionID)
+	if err != nil {
+		return nil, CloseOutput{}, toolError(err)
+	}
+	out := CloseOutput{SessionID: in.SessionID, Closed: true, ActiveSessions: n}
+	return textResult(fmt.Sprintf("Closed session %s; %d session(s) remain open.", in.SessionID, n)), out, nil
+}
+
+func (h *handlers) query(ctx context.Context, req *mcp.CallToolRequest, in QueryInput) (*mcp.CallToolResult, QueryOutput, error) {
+	if strings.TrimSpace(in.Prompt) == "" {
+		return nil, QueryOutput{}, errors.New("prompt is empty: pass the text to send to Claude Code")
+	}
+	s, err := h.mgr.Get(in.SessionID)
+	if err != nil {
+		return nil, QueryOutput{}, toolError(err)
+	}
+	if in.CloseAfter {
+		defer h.mgr.Close(s.ID)
+	}
+	return h.runQuery(ctx, req, s, in.Prompt, in.IncludeThinking)
+}
+
+func (h *handlers) direct(ctx context.Context, req *mcp.CallToolRequest, in DirectInput) (*mcp.CallToolResult, QueryOutput, error) {
+	if strings.TrimSpace(in.Prompt) == "" {
+		return nil, QueryOutput{}, errors.New("prompt is empty: pass the text to send to Claude Code")
+	}
+	opts, err := h.createOptions(in.SessionOptions, string(in.Model), string(in.PermissionMode), in.SystemPrompt, in.AppendSystemPrompt, in.Cwd)
+	if err != nil {
+		return nil, QueryOutput{}, err
+	}
+	opts.Temporary = true
+	s, err := h.mgr.Create(ctx, opts)
+	if err != nil {
+		return nil, QueryOutput{}, toolError(err)
+	}
+	defer h.mgr.Discard(s)
+	return h.runQuery(ctx, req, s, in.Prompt, in.IncludeThinking)
+}
+
+// runQuery runs one query with notifications and maps its result.
+func (h *handlers) runQuery(ctx context.Context, req *mcp.CallToolRequest, s *sessions.Session, prompt string, thinking bool) (*mcp.CallToolResult, QueryOutput, error) {
+	n := newNotifier(ctx, req, s.ID, thinking, h.log)
+	stop := n.heartbeat(h.opts.HeartbeatInterval)
+	r, err := s.Query(ctx, prompt, sessions.QueryOptions{
+		IncludeThinking: thinking,
+		OnEvent:         n.event,
+		AskPermission:   h.asker(req),
+	})
+	stop()
+	n.close()
+	if err != nil {
+		return nil, QueryOutput{}, toolError(err)
+	}
+	out := queryOutput(s.ID, r)
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: resultText(s.ID, r)}}, IsError: r.IsError}
+	return res, out, nil
+}
+
+func queryOutput(sessionID string, r *sessions.TurnResult) QueryOutput {
+	out := QueryOutput{
+		FinalText:       r.FinalText,
+		Thinking:        r.Thinking,
+		ToolInvocations: make([]ToolInvocation, 0, len(r.ToolInvocations)),
+		SessionID:       sessionID,
+		ClaudeSessionID: r.ClaudeSessionID,
+		Interrupted:     r.Interrupted,
+		Metadata: Metadata{
+			Usage: r.Usage, DurationMs: r.DurationMs, DurationAPIMs: r.DurationAPIMs, NumTurns: r.NumTurns,
+			TotalCostUSD: r.CostUSD, Model: r.Model, StopReason: r.StopReason, Subtype: r.Subtype,
+			TerminalReason: r.TerminalReason, IsError: r.IsError,
+			PermissionDenials: append([]sessions.PermissionDenial{}, r.PermissionDenials...),
+		},
+	}
+	if r.IsError {
+		out.Error = r.ErrorText
+		if r.TimedOut {
+			out.Error = "the query timed out and was interrupted; " + out.Error
+		}
+	}
+	for _, t := range r.ToolInvocations {
+		in := t.Input
+		if len(in) == 0 {
+			in = json.RawMessage("{}")
+		}
+		out.ToolInvocations = append(out.ToolInvocations, ToolInvocation{ID: t.ID, Name: t.Name, Input: in, Output: t.Output, IsError: t.IsError, Error: t.Error})
+	}
+	return out
+}
+
+// resultText is the text content: the final text, with a line naming the
+// Claude session id (some clients read only the text).
+func resultText(sessionID string, r *sessions.TurnResult) string {
+	var b strings.Builder
+	switch {
+	case r.TimedOut:
+		fmt.Fprintf(&b, "The query timed out and was interrupted. ")
+	case r.Interrupted:
+		fmt.Fprintf(&b, "The query was interrupted. ")
+	}
+	if r.IsError && r.ErrorText != "" {
+		fmt.Fprintf(&b, "The turn failed: %s\n\n", r.ErrorText)
+	}
+	if r.FinalText != "" {
+		b.WriteString(r.FinalText)
+	} else if !r.IsError {
+		b.WriteString("(Claude Code produced no final text.)")
+	}
+	fmt.Fprintf(&b, "\n\n[sessionId %s · claudeSessionId %s]", sessionID, r.ClaudeSessionID)
+	return strings.TrimLeft(b.String(), "\n")
+}
+
+func (h *handlers) interrupt(ctx context.Context, req *mcp.CallToolRequest, in SessionInput) (*mcp.CallToolResult, InterruptOutput, error) {
+	s, err := h.mgr.Get(in.SessionID)
+	if err != nil {
+		return nil, InterruptOutput{}, toolError(err)
+	}
+	was, err := s.Interrupt(ctx)
+	if err != nil {
+		return nil, InterruptOutput{}, toolError(err)
+	}
+	msg := "No query was running in session " + s.ID + "."
+	if was {
+		msg = "Interrupted the running query of session " + s.ID + "."
+	}
+	return textResult(msg), InterruptOutput{SessionID: s.ID, Interrupted: was}, nil
+}
+
+func (h *handlers) model(ctx context.Context, req *mcp.CallToolRequest, in ModelInput) (*mcp.CallToolResult, ModelOutput, error) {
+	if in.Model == "" {
+		return nil, ModelOutput{}, errors.New("model is empty: pass an alias (opus, sonnet, haiku) or a model id")
+	}
+	s, err := h.mgr.Get(in.SessionID)
+	if err != nil {
+		return nil, ModelOutput{}, toolError(err)
+	}
+	resolved, err := s.SetModel(ctx, string(in.Model))
+	if err != nil {
+		return nil, ModelOutput{}, toolError(err)
+	}
+	out := ModelOutput{SessionID: s.ID, RequestedModel: string(in.Model)}
+	if resolved != "" {
+		out.ResolvedModel = &resolved
+	}
+	return textResult(fmt.Sprintf("Session %s now uses %s (%s).", s.ID, in.Model, orUnknown(resolved))), out, nil
+}
+
+func (h *handlers) mode(ctx context.Context, req *mcp.CallToolRequest, in ModeInput) (*mcp.CallToolResult, ModeOutput, error) {
+	s, err := h.mgr.Get(in.SessionID)
+	if err != nil {
+		return nil, ModeOutput{}, toolError(err)
+	}
+	if err := s.SetPermissionMode(ctx, string(in.PermissionMode)); err != nil {
+		return nil, ModeOutput{}, toolError(err)
+	}
+	return textResult(fmt.Sprintf("Session %s now uses permission mode %s.", s.ID, in.PermissionMode)),
+		ModeOutput{SessionID: s.ID, PermissionMode: string(in.PermissionMode)}, nil
+}
+
+func (h *handlers) list(ctx context.Context, req *mcp.CallToolRequest, in ListInput) (*mcp.CallToolResult, ListOutput, error) {
+	var list []*sessions.Session
+	if in.SessionID != "" {
+		s, err := h.mgr.Get(in.SessionID)
+		if err != nil {
+			return nil, ListOutput{}, toolError(err)
+		}
+		list = []*sessions.Session{s}
+	} else {
+		list = h.mgr.List()
+	}
+	cfg := h.mgr.Config()
+	out := ListOutput{Sessions: []SessionInfo{}, LiveCount: h.mgr.LiveCount(), MaxSessions: cfg.MaxSessions, MaxLive: cfg.MaxLive}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d open session(s), %d live process(es).\n", len(list), out.LiveCount)
+	for _, s := range list {
+		i := s.Info()
+		out.Sessions = append(out.Sessions, SessionInfo{
+			SessionID: i.SessionID, ClaudeSessionID: i.ClaudeSessionID, Cwd: i.Cwd, Model: i.Model,
+			PermissionMode: i.PermissionMode, State: string(i.State), Created: i.Created.UTC().Format(time.RFC3339),
+			LastUsed: i.LastUsed.UTC().Format(time.RFC3339), Queries: i.Queries, Usage: i.Usage, TotalCostUSD: i.CostUSD,
+			PID: i.PID, Profile: i.Profile, Failure: i.Failure,
+		})
+		fmt.Fprintf(&b, "- %s (claudeSessionId %s): %s, %s, %d queries, cwd %s\n", i.SessionID, i.ClaudeSessionID, i.State, orUnknown(i.Model), i.Queries, i.Cwd)
+	}
+	return textResult(b.String()), out, nil
+}
+
+func textResult(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "the CLI's default model"
+	}
+	return s
+}
+
+// toolError maps a sessions error: a busy session is a protocol error
+// (InvalidParams), the rest are tool errors the model can read.
+func toolError(err error) error {
+	if errors.Is(err, sessions.ErrBusy) {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
+	return err
+}

@@ -1,0 +1,178 @@
+package mcptools
+
+import (
+	"encoding/json"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+)
+
+// PermissionMode is a permission mode; its schema is an enum.
+type PermissionMode string
+
+// Model is a model alias or id; its schema carries a pattern.
+type Model string
+
+// CreateInput is claude_session_create's arguments. The options from
+// SessionOptions are shared with claude_direct_query.
+type CreateInput struct {
+	Cwd                string         `json:"cwd,omitempty" jsonschema:"Absolute path of an existing directory the session works in. Default: the server's working directory."`
+	Model              Model          `json:"model,omitempty" jsonschema:"Model alias (opus, sonnet, haiku) or full model id such as claude-sonnet-4-5. Default: the CLI's default model."`
+	PermissionMode     PermissionMode `json:"permissionMode,omitempty" jsonschema:"How tool permissions are handled. default asks before risky tools (questions are forwarded to you when your client supports elicitation); acceptEdits auto-accepts file edits; plan only plans; bypassPermissions skips all checks; dontAsk denies what is not pre-allowed; auto lets a classifier decide. Default: default."`
+	SystemPrompt       string         `json:"systemPrompt,omitempty" jsonschema:"Replaces Claude Code's whole system prompt. Prefer appendSystemPrompt unless you need full control."`
+	AppendSystemPrompt string         `json:"appendSystemPrompt,omitempty" jsonschema:"Text appended to Claude Code's default system prompt."`
+	SessionOptions
+}
+
+// SessionOptions are the process options of create and direct queries.
+type SessionOptions struct {
+	AllowedTools    []string                   `json:"allowedTools,omitempty" jsonschema:"Tools that run without asking, as permission rules: Bash, Edit, Bash(git:*), mcp__server__tool."`
+	DisallowedTools []string                   `json:"disallowedTools,omitempty" jsonschema:"Tools removed from the session, as permission rules."`
+	MaxTurns        int                        `json:"maxTurns,omitempty" jsonschema:"Maximum API round trips per query; the turn ends with an error result when reached."`
+	AddDirs         []string                   `json:"addDirs,omitempty" jsonschema:"Further absolute directories the session may access."`
+	MCPServers      map[string]json.RawMessage `json:"mcpServers,omitempty" jsonschema:"MCP servers for the session, in the CLI's mcpServers form: {\"name\": {\"command\": \"…\", \"args\": […], \"env\": {…}}} or {\"name\": {\"type\": \"http\", \"url\": \"…\"}}."`
+	StrictMCPConfig bool                       `json:"strictMcpConfig,omitempty" jsonschema:"Use only mcpServers, ignoring the MCP servers of the user's and project's settings."`
+	ResumeSessionID string                     `json:"resumeSessionId,omitempty" jsonschema:"A Claude session id (claudeSessionId of an earlier result) whose conversation this session continues."`
+	ForkSession     bool                       `json:"forkSession,omitempty" jsonschema:"With resumeSessionId: continue into a new Claude session id, leaving the original unchanged."`
+	Profile         string                     `json:"profile,omitempty" jsonschema:"Name of a backend profile configured on the server (another Anthropic-compatible endpoint)."`
+}
+
+// CreateOutput is claude_session_create's result.
+type CreateOutput struct {
+	SessionID       string `json:"sessionId" jsonschema:"Our id of the session; pass it to the claude_chat_* tools."`
+	ClaudeSessionID string `json:"claudeSessionId" jsonschema:"The CLI's own session id (usable as resumeSessionId)."`
+	Model           string `json:"model" jsonschema:"The resolved model id (empty when the CLI did not say)."`
+	Cwd             string `json:"cwd"`
+	PermissionMode  string `json:"permissionMode"`
+	Active          bool   `json:"active" jsonschema:"True when the claude process is up and answered initialize."`
+}
+
+// SessionInput names a session.
+type SessionInput struct {
+	SessionID string `json:"sessionId" jsonschema:"The sessionId returned by claude_session_create."`
+}
+
+// CloseOutput is claude_session_close's result.
+type CloseOutput struct {
+	SessionID      string `json:"sessionId"`
+	Closed         bool   `json:"closed"`
+	ActiveSessions int    `json:"activeSessions" jsonschema:"How many sessions remain open."`
+}
+
+// QueryInput is claude_chat_query's arguments.
+type QueryInput struct {
+	SessionID       string `json:"sessionId" jsonschema:"The sessionId returned by claude_session_create."`
+	Prompt          string `json:"prompt" jsonschema:"What to ask or tell Claude Code."`
+	CloseAfter      bool   `json:"closeAfter,omitempty" jsonschema:"Close the session after this query. Default false."`
+	IncludeThinking bool   `json:"includeThinking,omitempty" jsonschema:"Include Claude's thinking texts in the result and the log stream. Default false."`
+}
+
+// DirectInput is claude_direct_query's arguments.
+type DirectInput struct {
+	Prompt             string         `json:"prompt" jsonschema:"What to ask or tell Claude Code."`
+	Cwd                string         `json:"cwd,omitempty" jsonschema:"Absolute path of an existing directory to work in. Default: the server's working directory."`
+	Model              Model          `json:"model,omitempty" jsonschema:"Model alias (opus, sonnet, haiku) or full model id. Default: the CLI's default."`
+	PermissionMode     PermissionMode `json:"permissionMode,omitempty" jsonschema:"Permission mode; see claude_session_create. Default: default."`
+	IncludeThinking    bool           `json:"includeThinking,omitempty" jsonschema:"Include thinking texts in the result. Default false."`
+	SystemPrompt       string         `json:"systemPrompt,omitempty" jsonschema:"Replaces Claude Code's system prompt."`
+	AppendSystemPrompt string         `json:"appendSystemPrompt,omitempty" jsonschema:"Appended to Claude Code's default system prompt."`
+	SessionOptions
+}
+
+// ToolInvocation is one tool call of a turn.
+type ToolInvocation struct {
+	ID      string          `json:"id"`
+	Name    string          `json:"name"`
+	Input   json.RawMessage `json:"input"`
+	Output  string          `json:"output"`
+	IsError bool            `json:"isError"`
+	Error   string          `json:"error,omitempty"`
+}
+
+// Metadata describes how a turn went.
+type Metadata struct {
+	Usage             sessions.Usage              `json:"usage"`
+	DurationMs        int64                       `json:"durationMs"`
+	DurationAPIMs     int64                       `json:"durationApiMs"`
+	NumTurns          int                         `json:"numTurns"`
+	TotalCostUSD      float64                     `json:"totalCostUsd" jsonschema:"Cost of this query in USD as the CLI computes it (API-equivalent; not a bill on subscription plans)."`
+	Model             string                      `json:"model"`
+	StopReason        string                      `json:"stopReason"`
+	Subtype           string                      `json:"subtype"`
+	TerminalReason    string                      `json:"terminalReason,omitempty"`
+	IsError           bool                        `json:"isError"`
+	PermissionDenials []sessions.PermissionDenial `json:"permissionDenials"`
+}
+
+// QueryOutput is the result of claude_chat_query and claude_direct_query.
+type QueryOutput struct {
+	FinalText       string           `json:"finalText" jsonschema:"The turn's final answer."`
+	Error           string           `json:"error,omitempty" jsonschema:"What went wrong, when the turn failed."`
+	Thinking        []string         `json:"thinking,omitempty"`
+	ToolInvocations []ToolInvocation `json:"toolInvocations"`
+	SessionID       string           `json:"sessionId"`
+	ClaudeSessionID string           `json:"claudeSessionId"`
+	Interrupted     bool             `json:"interrupted"`
+	Metadata        Metadata         `json:"metadata"`
+}
+
+// InterruptOutput is claude_chat_interrupt's result.
+type InterruptOutput struct {
+	SessionID   string `json:"sessionId"`
+	Interrupted bool   `json:"interrupted" jsonschema:"True if a query was running and was interrupted."`
+}
+
+// ModelInput is claude_chat_model's arguments.
+type ModelInput struct {
+	SessionID string `json:"sessionId" jsonschema:"The sessionId returned by claude_session_create."`
+	Model     Model  `json:"model" jsonschema:"Model alias (opus, sonnet, haiku) or full model id such as claude-sonnet-4-5."`
+}
+
+// ModelOutput is claude_chat_model's result.
+type ModelOutput struct {
+	SessionID      string  `json:"sessionId"`
+	RequestedModel string  `json:"requestedModel"`
+	ResolvedModel  *string `json:"resolvedModel" jsonschema:"The full model id, or null when it cannot be known."`
+}
+
+// ModeInput is claude_chat_mode's arguments.
+type ModeInput struct {
+	SessionID      string         `json:"sessionId" jsonschema:"The sessionId returned by claude_session_create."`
+	PermissionMode PermissionMode `json:"permissionMode" jsonschema:"The new permission mode."`
+}
+
+// ModeOutput is claude_chat_mode's result.
+type ModeOutput struct {
+	SessionID      string `json:"sessionId"`
+	PermissionMode string `json:"permissionMode"`
+}
+
+// ListInput is claude_session_list's arguments.
+type ListInput struct {
+	SessionID string `json:"sessionId,omitempty" jsonschema:"Only this session. Default: all open sessions."`
+}
+
+// SessionInfo describes one session.
+type SessionInfo struct {
+	SessionID       string         `json:"sessionId"`
+	ClaudeSessionID string         `json:"claudeSessionId"`
+	Cwd             string         `json:"cwd"`
+	Model           string         `json:"model"`
+	PermissionMode  string         `json:"permissionMode"`
+	State           string         `json:"state" jsonschema:"starting, idle, running, dormant (no process; the next query resumes it) or failed."`
+	Created         string         `json:"created"`
+	LastUsed        string         `json:"lastUsed"`
+	Queries         int            `json:"queries"`
+	Usage           sessions.Usage `json:"usage"`
+	TotalCostUSD    float64        `json:"totalCostUsd"`
+	PID             int            `json:"pid,omitempty" jsonschema:"The claude process id while live."`
+	Profile         string         `json:"profile,omitempty"`
+	Failure         string         `json:"failure,omitempty"`
+}
+
+// ListOutput is claude_session_list's result.
+type ListOutput struct {
+	Sessions    []SessionInfo `json:"sessions"`
+	LiveCount   int           `json:"liveProcesses"`
+	MaxSessions int           `json:"maxSessions"`
+	MaxLive     int           `json:"maxLive"`
+}
