@@ -20,7 +20,6 @@ const (
 	decisionDeny         = "deny"
 )
 
-
 // permissionSchema is the form of a permission question: flat primitives
 // only, as elicitation requires.
 var permissionSchema = json.RawMessage(`{
