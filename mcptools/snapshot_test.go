@@ -1,0 +1,211 @@
+package mcptools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/toolsnaps")
+
+// listTools connects an in-memory client to a server (no sessions are
+// started) and returns tools/list.
+func listTools(t *testing.T) []*mcp.Tool {
+	t.Helper()
+	srv := NewServer(sessions.NewManager(sessions.Config{}), Options{Version: "test"})
+	st, ct := mcp.NewInMemoryTransports()
+	ctx := t.Context()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "snap", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Tools
+}
+
+// TestToolSnapshots keeps every tool's definition (name, description,
+// schemas, annotations) in testdata/toolsnaps so that nothing changes by
+// accident. Run with -update to accept a change.
+func TestToolSnapshots(t *testing.T) {
+	dir := filepath.Join("..", "testdata", "toolsnaps")
+	tools := listTools(t)
+	seen := map[string]bool{}
+	for _, tool := range tools {
+		seen[tool.Name+".json"] = true
+		got, err := json.MarshalIndent(tool, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(normalizeJSON(t, got), '\n')
+		path := filepath.Join(dir, tool.Name+".json")
+		if *update {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Errorf("no snapshot for %s (%v); run go test ./mcptools -run TestToolSnapshots -update and commit it", tool.Name, err)
+			continue
+		}
+		if !bytes.Equal(want, got) {
+			t.Errorf("tool %s differs from %s; if intended, rerun with -update.\n--- want\n%s\n--- got\n%s", tool.Name, path, want, got)
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if !seen[e.Name()] && !*update {
+			t.Errorf("snapshot %s has no tool; delete it", e.Name())
+		}
+	}
+}
+
+// normalizeJSON sorts keys by round-tripping through a map.
+func normalizeJSON(t *testing.T, b []byte) []byte {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	out, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestToolDefinitions checks what every tool must have.
+func TestToolDefinitions(t *testing.T) {
+	tools := listTools(t)
+	want := []string{"claude_session_create", "claude_session_close", "claude_chat_query", "claude_chat_interrupt",
+		"claude_chat_model", "claude_chat_mode", "claude_direct_query", "claude_session_list"}
+	names := map[string]*mcp.Tool{}
+	for _, tool := range tools {
+		names[tool.Name] = tool
+	}
+	for _, n := range want {
+		if names[n] == nil {
+			t.Errorf("tool %s missing", n)
+		}
+	}
+	for _, tool := range tools {
+		if !strings.HasPrefix(tool.Name, "claude_") {
+			t.Errorf("%s: name lacks the claude_ prefix", tool.Name)
+		}
+		if len(tool.Description) < 80 || !strings.Contains(tool.Description, "Example") {
+			t.Errorf("%s: description must say what, when and give an example: %q", tool.Name, tool.Description)
+		}
+		if tool.Annotations == nil || tool.Annotations.Title == "" {
+			t.Errorf("%s: annotations with a title are required", tool.Name)
+		}
+		if tool.OutputSchema == nil {
+			t.Errorf("%s: no output schema", tool.Name)
+		}
+		in, _ := json.Marshal(tool.InputSchema)
+		var schema map[string]any
+		_ = json.Unmarshal(in, &schema)
+		if schema["type"] != "object" {
+			t.Errorf("%s: input schema type = %v", tool.Name, schema["type"])
+		}
+		for _, k := range []string{"anyOf", "oneOf", "allOf"} {
+			if _, ok := schema[k]; ok {
+				t.Errorf("%s: top-level %s in the input schema (some clients reject it)", tool.Name, k)
+			}
+		}
+	}
+	// Enumerations are real enums.
+	in, _ := json.Marshal(names["claude_chat_mode"].InputSchema)
+	if !strings.Contains(string(in), `"enum":["default","acceptEdits","plan","bypassPermissions","dontAsk","auto"]`) {
+		t.Errorf("claude_chat_mode permissionMode is not an enum: %s", in)
+	}
+	if tool := names["claude_session_list"]; tool != nil && !tool.Annotations.ReadOnlyHint {
+		t.Error("claude_session_list must be read-only")
+	}
+	if tool := names["claude_session_close"]; tool != nil && (tool.Annotations.DestructiveHint == nil || !*tool.Annotations.DestructiveHint) {
+		t.Error("claude_session_close must be marked destructive")
+	}
+}
+
+// TestValidationErrors covers bad input that never reaches a process.
+func TestValidationErrors(t *testing.T) {
+	srv := NewServer(sessions.NewManager(sessions.Config{}), Options{Version: "test"})
+	st, ct := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "v", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	file := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"claude_chat_query", map[string]any{"sessionId": "nope", "prompt": "hi"}, "no open session has id"},
+		{"claude_chat_query", map[string]any{"sessionId": "nope", "prompt": "  "}, "prompt is empty"},
+		{"claude_chat_query", map[string]any{"sessionId": "nope"}, "prompt"},
+		{"claude_session_create", map[string]any{"cwd": "relative/dir"}, "not an absolute path"},
+		{"claude_session_create", map[string]any{"cwd": "/does/not/exist"}, "does not exist"},
+		{"claude_session_create", map[string]any{"cwd": file}, "is not a directory"},
+		{"claude_session_create", map[string]any{"permissionMode": "yolo"}, "permissionMode"},
+		{"claude_session_create", map[string]any{"model": "bad model!"}, "model"},
+		{"claude_session_create", map[string]any{"maxTurns": -1}, "maxTurns"},
+		{"claude_session_create", map[string]any{"forkSession": true}, "forkSession needs resumeSessionId"},
+		{"claude_session_create", map[string]any{"resumeSessionId": "abc"}, "invalid resumeSessionId"},
+		{"claude_session_create", map[string]any{"allowedTools": []string{"Bash(\n)"}}, "allowedTools"},
+		{"claude_session_create", map[string]any{"mcpServers": map[string]any{"x": map[string]any{"args": []string{"a"}}}}, "needs \"command\""},
+		{"claude_session_create", map[string]any{"profile": "nope"}, "unknown profile"},
+		{"claude_session_close", map[string]any{"sessionId": "nope"}, "no open session has id"},
+		{"claude_chat_interrupt", map[string]any{"sessionId": "nope"}, "no open session has id"},
+		{"claude_chat_model", map[string]any{"sessionId": "nope", "model": "opus"}, "no open session has id"},
+		{"claude_chat_mode", map[string]any{"sessionId": "nope", "permissionMode": "plan"}, "no open session has id"},
+		{"claude_direct_query", map[string]any{"prompt": ""}, "prompt is empty"},
+		{"claude_session_list", map[string]any{"sessionId": "nope"}, "no open session has id"},
+	}
+	for _, c := range cases {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: c.tool, Arguments: c.args})
+		if err != nil {
+			t.Errorf("%s %v: protocol error %v, want a tool error", c.tool, c.args, err)
+			continue
+		}
+		var text string
+		for _, ct := range res.Content {
+			if tc, ok := ct.(*mcp.TextContent); ok {
+				text += tc.Text
+			}
+		}
+		if !res.IsError || !strings.Contains(text, c.want) {
+			t.Errorf("%s %v: isError=%v text=%q, want an error containing %q", c.tool, c.args, res.IsError, text, c.want)
+		}
+	}
+}
