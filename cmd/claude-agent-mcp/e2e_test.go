@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,10 +50,13 @@ func serverBinary(t *testing.T) string {
 // the real CLI behind it talking to a fake API.
 type e2e struct {
 	api     *fakeapi.Server
+	claude  string
+	env     map[string]string // the offline environment for the server and its CLIs
 	home    string
 	cwd     string
 	session *mcp.ClientSession
 	cmd     *exec.Cmd
+	stdin   io.WriteCloser
 
 	mu       sync.Mutex
 	logs     []*mcp.LoggingMessageParams
@@ -79,7 +83,7 @@ func startE2E(t *testing.T, o e2eOptions) *e2e {
 	if err := os.MkdirAll(cwd, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	e := &e2e{api: api, home: home, cwd: cwd}
+	e := &e2e{api: api, claude: claude, env: env, home: home, cwd: cwd}
 	cmd := exec.Command(bin, append([]string{"--claude-path", claude, "--log-level", "debug",
 		"--state-file", filepath.Join(home, "state", "sessions.json")}, o.args...)...)
 	cmd.Dir = cwd
@@ -110,14 +114,37 @@ func startE2E(t *testing.T, o e2eOptions) *e2e {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 15 * time.Second},
-		&mcp.ClientSessionOptions{ProtocolVersion: o.protocol})
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	e.stdin = stdin
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: stdout, Writer: stdin}, &mcp.ClientSessionOptions{ProtocolVersion: o.protocol})
 	if err != nil {
 		t.Fatalf("connecting: %v", err)
 	}
 	e.session = cs
 	t.Cleanup(func() {
-		cs.Close()
+		stdin.Close()
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			t.Errorf("server did not exit 20 s after stdin closed")
+			_ = cmd.Process.Kill()
+			<-exited
+		}
 		stderr.Close()
 		if t.Failed() {
 			log, _ := os.ReadFile(stderr.Name())

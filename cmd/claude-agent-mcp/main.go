@@ -16,6 +16,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -251,15 +252,49 @@ func serve(c *config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) er
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logger.Info("claude-agent-mcp serving on stdio", "version", versionString(), "depth", depth, "pid", os.Getpid())
-	err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
+	in := &eofReader{r: stdin, eof: make(chan struct{})}
+	runErr := make(chan error, 1)
+	go func() {
+		runErr <- srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{stdout}})
+	}()
+	// The SDK finishes in-flight calls before Run returns, so stop the
+	// sessions as soon as stdin ends or a signal arrives: their running
+	// turns are interrupted and the calls return.
+	select {
+	case err = <-runErr:
+	case <-in.eof:
+		logger.Info("stdin closed; stopping")
+	case <-ctx.Done():
+		logger.Info("signal received; stopping")
+	}
 	stop()
 	start := time.Now()
 	mgr.Shutdown()
 	logger.Info("all sessions stopped", "took", time.Since(start).Round(time.Millisecond))
+	select {
+	case err = <-runErr:
+	case <-time.After(3 * time.Second):
+		logger.Warn("MCP server did not stop in time; exiting")
+	}
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) && !errors.Is(err, mcp.ErrConnectionClosed) {
 		return err
 	}
 	return nil
+}
+
+// eofReader closes eof when the underlying reader ends.
+type eofReader struct {
+	r    io.Reader
+	eof  chan struct{}
+	once sync.Once
+}
+
+func (e *eofReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil {
+		e.once.Do(func() { close(e.eof) })
+	}
+	return n, err
 }
 
 type nopWriteCloser struct{ io.Writer }

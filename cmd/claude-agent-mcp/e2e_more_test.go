@@ -1,0 +1,268 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// descendants lists the pids below pid (Linux /proc).
+func descendants(t *testing.T, pid int) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skip("no /proc")
+	}
+	children := map[int][]int{}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …; comm may hold spaces, so cut at the last ')'.
+		s := string(data)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 2 || f[0] == "Z" {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		children[ppid] = append(children[ppid], p)
+	}
+	var out []int
+	var walk func(int)
+	walk = func(p int) {
+		for _, c := range children[p] {
+			out = append(out, c)
+			walk(c)
+		}
+	}
+	walk(pid)
+	return out
+}
+
+// alive reports whether any of pids still exists (and is not a zombie).
+func alive(pids []int) []int {
+	var out []int
+	for _, p := range pids {
+		data, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(data)
+		if i := strings.LastIndexByte(s, ')'); i >= 0 {
+			if f := strings.Fields(s[i+1:]); len(f) > 0 && f[0] == "Z" {
+				continue
+			}
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// waitGone waits up to d for every pid to disappear.
+func waitGone(pids []int, d time.Duration) []int {
+	deadline := time.Now().Add(d)
+	for {
+		left := alive(pids)
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(50 * time.Millisecond) // polling the OS is the only way to observe foreign pids
+	}
+}
+
+func TestE2EParallelSessionsAndDirectCleanup(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("process accounting uses /proc")
+	}
+	t.Parallel()
+	e := startE2E(t, e2eOptions{protocol: "2025-11-25"})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	serverPID := e.cmd.Process.Pid
+
+	var ids []string
+	for i := 0; i < 2; i++ {
+		res, out := e.call(t, ctx, "claude_session_create", map[string]any{"cwd": e.cwd}, nil)
+		if res.IsError {
+			t.Fatalf("create: %s", text(res))
+		}
+		ids = append(ids, out["sessionId"].(string))
+	}
+	var wg sync.WaitGroup
+	results := make([]string, 2)
+	start := time.Now()
+	for i, id := range ids {
+		wg.Go(func() {
+			_, out := e.call(t, ctx, "claude_chat_query", map[string]any{"sessionId": id, "prompt": "SLOW4 p" + strconv.Itoa(i)}, nil)
+			results[i], _ = out["finalText"].(string)
+		})
+	}
+	wg.Wait()
+	// Each SLOW4 turn streams for ~2 s; in parallel both finish well before 2×.
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("two parallel queries took %s", d)
+	}
+	for i, r := range results {
+		if !strings.Contains(r, "chunk") {
+			t.Errorf("session %d finalText = %q", i, r)
+		}
+	}
+
+	before := descendants(t, serverPID)
+	res, _ := e.call(t, ctx, "claude_direct_query", map[string]any{"prompt": "ECHO once", "cwd": e.cwd}, nil)
+	if res.IsError {
+		t.Fatalf("direct: %s", text(res))
+	}
+	res, out := e.call(t, ctx, "claude_direct_query", map[string]any{"prompt": "ERR400 ALWAYS", "cwd": e.cwd}, nil)
+	if !res.IsError || !strings.Contains(text(res), "400") || out["finalText"] == nil {
+		t.Errorf("failing direct query: isError=%v text=%q out=%v", res.IsError, text(res), out)
+	}
+	// A cancelled direct query also cleans up.
+	cctx, ccancel := context.WithCancel(ctx)
+	go func() {
+		if _, err := e.api.WaitMessageRequests(ctx, len(e.api.MessageRequests())+1); err == nil {
+			ccancel()
+		}
+	}()
+	_, _ = e.session.CallTool(cctx, &mcp.CallToolParams{Name: "claude_direct_query", Arguments: map[string]any{"prompt": "SLOW", "cwd": e.cwd}})
+	ccancel()
+	if left := waitGone(newPIDs(descendants(t, serverPID), before), 15*time.Second); len(left) > 0 {
+		t.Errorf("direct queries left processes behind: %v", left)
+	}
+}
+
+func newPIDs(now, before []int) []int {
+	old := map[int]bool{}
+	for _, p := range before {
+		old[p] = true
+	}
+	var out []int
+	for _, p := range now {
+		if !old[p] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TestE2EShutdown checks that stdin EOF, SIGTERM and SIGINT each leave no
+// claude process behind within 10 s, also with a turn running.
+func TestE2EShutdown(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("process accounting uses /proc")
+	}
+	for _, how := range []string{"eof", "sigterm", "sigint"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			e := startE2E(t, e2eOptions{})
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			for i := 0; i < 2; i++ {
+				if res, _ := e.call(t, ctx, "claude_session_create", map[string]any{"cwd": e.cwd}, nil); res.IsError {
+					t.Fatalf("create: %s", text(res))
+				}
+			}
+			_, out := e.call(t, ctx, "claude_session_list", map[string]any{}, nil)
+			if n := len(out["sessions"].([]any)); n != 2 {
+				t.Fatalf("list shows %d sessions", n)
+			}
+			// Start a slow turn in a third session and stop the server mid-turn.
+			_, out = e.call(t, ctx, "claude_session_create", map[string]any{"cwd": e.cwd}, nil)
+			go e.session.CallTool(ctx, &mcp.CallToolParams{Name: "claude_chat_query", Arguments: map[string]any{"sessionId": out["sessionId"], "prompt": "SLOW"}})
+			if _, err := e.api.WaitMessageRequests(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			pid := e.cmd.Process.Pid
+			kids := descendants(t, pid)
+			if len(kids) < 3 {
+				t.Fatalf("expected ≥3 claude processes under the server, found %v", kids)
+			}
+			start := time.Now()
+			switch how {
+			case "eof":
+				e.stdin.Close()
+			case "sigterm":
+				_ = e.cmd.Process.Signal(syscall.SIGTERM)
+			case "sigint":
+				_ = e.cmd.Process.Signal(syscall.SIGINT)
+			}
+			if left := waitGone(append(kids, pid), 10*time.Second); len(left) > 0 {
+				t.Fatalf("%s: processes alive 10 s later: %v", how, left)
+			}
+			if d := time.Since(start); d > 10*time.Second {
+				t.Fatalf("%s: shutdown took %s, more than 10 s", how, d)
+			}
+			t.Logf("%s: server and %d children gone in %s", how, len(kids), time.Since(start).Round(time.Millisecond))
+		})
+	}
+}
+
+// TestE2EInspector runs a third-party client, the MCP Inspector CLI, against
+// the binary: it lists the tools and calls claude_direct_query.
+func TestE2EInspector(t *testing.T) {
+	insp := os.Getenv("MCP_INSPECTOR_BIN")
+	if insp == "" {
+		if root, err := filepath.Abs("../.."); err == nil {
+			insp = filepath.Join(root, ".tools", "node_modules", ".bin", "mcp-inspector")
+		}
+	}
+	if _, err := os.Stat(insp); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("MCP Inspector not found at %s and CI=true (scripts/test installs it)", insp)
+		}
+		t.Skip("MCP Inspector not installed; run scripts/test")
+	}
+	t.Parallel()
+	e := startE2E(t, e2eOptions{}) // for the API, HOME and env; the Inspector starts its own server
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	bin := serverBinary(t)
+	// The Inspector gives the server only a minimal environment: pass ours
+	// with -e, the server's flags through their env twins.
+	base := []string{"--cli", "-e", "CLAUDE_AGENT_MCP_CLAUDE_PATH=" + e.claude,
+		"-e", "CLAUDE_AGENT_MCP_STATE_FILE=" + filepath.Join(e.home, "insp.json")}
+	for k, v := range e.env {
+		if v != "" {
+			base = append(base, "-e", k+"="+v)
+		}
+	}
+	base = append(base, bin)
+	run := func(args ...string) string {
+		cmd := exec.CommandContext(ctx, insp, append(append([]string{}, base...), args...)...)
+		cmd.Dir = e.cwd
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("inspector %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	out := run("--method", "tools/list", "--format", "json", "-q")
+	for _, name := range []string{"claude_session_create", "claude_chat_query", "claude_direct_query"} {
+		if !strings.Contains(out, name) {
+			t.Errorf("tools/list lacks %s:\n%s", name, tail(out, 2000))
+		}
+	}
+	out = run("--method", "tools/call", "--tool-name", "claude_direct_query", "--tool-args-json", `{"prompt":"ECHO from inspector","cwd":"`+e.cwd+`"}`, "--format", "json", "-q")
+	if !strings.Contains(out, "ECHO from inspector") {
+		t.Errorf("direct query through the Inspector:\n%s", tail(out, 2000))
+	}
+}
