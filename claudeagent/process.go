@@ -498,7 +498,10 @@ func (p *Process) handleControl(raw *RawMessage) {
 			}
 			r.err = errors.New(msg)
 		}
-		ch <- r
+		select {
+		case ch <- r:
+		default: // a duplicate answer; the first one counts
+		}
 	case "control_request":
 		var sub envelope
 		_ = json.Unmarshal(env.Request, &sub)

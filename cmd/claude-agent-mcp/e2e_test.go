@@ -67,6 +67,7 @@ type e2eOptions struct {
 	protocol string // "" = the SDK's newest
 	args     []string
 	env      map[string]string
+	elicit   func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)
 }
 
 func startE2E(t *testing.T, o e2eOptions) *e2e {
@@ -101,6 +102,7 @@ func startE2E(t *testing.T, o e2eOptions) *e2e {
 	cmd.Stderr = stderr
 	e.cmd = cmd
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: o.elicit,
 		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
 			e.mu.Lock()
 			e.logs = append(e.logs, r.Params)
