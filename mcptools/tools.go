@@ -10,9 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -30,6 +34,10 @@ type Options struct {
 	Logger  *slog.Logger
 	// Profiles maps profile names to the environment they give the CLI.
 	Profiles map[string]map[string]string
+	// MaxResultChars caps finalText (default 60000, under Claude Code's
+	// 25k-token tool-result limit); longer text is cut with a marker that
+	// names the transcript holding everything. Negative disables the cap.
+	MaxResultChars int
 	// HeartbeatInterval is how often a running query sends a progress
 	// heartbeat when the call has a progress token; default 15 s.
 	HeartbeatInterval time.Duration
@@ -43,6 +51,9 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 	}
 	if opts.HeartbeatInterval <= 0 {
 		opts.HeartbeatInterval = 15 * time.Second
+	}
+	if opts.MaxResultChars == 0 {
+		opts.MaxResultChars = 60000
 	}
 	version := opts.Version
 	if version == "" {
@@ -279,9 +290,41 @@ func (h *handlers) runQuery(ctx context.Context, req *mcp.CallToolRequest, s *se
 	if err != nil {
 		return nil, QueryOutput{}, toolError(err)
 	}
+	h.capText(s, r)
 	out := queryOutput(s.ID, r)
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: resultText(s.ID, r)}}, IsError: r.IsError}
 	return res, out, nil
+}
+
+// capText cuts an over-long final text, naming the transcript file that
+// holds all of it.
+func (h *handlers) capText(s *sessions.Session, r *sessions.TurnResult) {
+	max := h.opts.MaxResultChars
+	if max < 0 || len(r.FinalText) <= max {
+		return
+	}
+	cut := r.FinalText[:max]
+	for len(cut) > 0 && !utf8.ValidString(cut) { // do not split a character
+		cut = cut[:len(cut)-1]
+	}
+	r.FinalText = fmt.Sprintf("%s\n\n[… truncated: showing %d of %d characters. The full conversation is in the transcript %s]",
+		cut, len(cut), len(r.FinalText), transcriptPath(s.Info().Cwd, r.ClaudeSessionID))
+}
+
+// transcriptPath is where the CLI keeps a session's transcript:
+// $HOME/.claude/projects/<cwd with every non-alphanumeric rune as '-'>/<id>.jsonl.
+func transcriptPath(cwd, claudeSessionID string) string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = "~"
+	}
+	slug := strings.Map(func(r rune) rune {
+		if r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			return r
+		}
+		return '-'
+	}, cwd)
+	return filepath.Join(home, ".claude", "projects", slug, claudeSessionID+".jsonl")
 }
 
 func queryOutput(sessionID string, r *sessions.TurnResult) QueryOutput {

@@ -266,3 +266,26 @@ func TestE2EInspector(t *testing.T) {
 		t.Errorf("direct query through the Inspector:\n%s", tail(out, 2000))
 	}
 }
+
+// TestE2EResultCap checks that an over-long final text is cut with a marker
+// naming the transcript, and that the transcript really holds the turn.
+func TestE2EResultCap(t *testing.T) {
+	t.Parallel()
+	e := startE2E(t, e2eOptions{args: []string{"--max-result-chars", "1000"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, out := e.call(t, ctx, "claude_direct_query", map[string]any{"prompt": "BIGTEXT", "cwd": e.cwd}, nil)
+	if res.IsError {
+		t.Fatalf("query: %s", text(res))
+	}
+	ft, _ := out["finalText"].(string)
+	if !strings.HasPrefix(ft, "abcdefghij") || !strings.Contains(ft, "truncated: showing 1000 of 2000000 characters") {
+		t.Fatalf("finalText not capped as expected: %q", tail(ft, 300))
+	}
+	i := strings.Index(ft, "transcript ")
+	path := strings.TrimSuffix(ft[i+len("transcript "):], "]")
+	st, err := os.Stat(path)
+	if err != nil || st.Size() < 2000000 {
+		t.Errorf("the named transcript %s does not hold the full text: %v", path, err)
+	}
+}

@@ -55,6 +55,7 @@ type config struct {
 	maxDepth          int
 	profiles          string
 	stateFile         string
+	maxResultChars    int
 	persist           bool
 	showVersion       bool
 }
@@ -105,6 +106,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, *flag.FlagSet, error)
 	fs.IntVar(&c.maxDepth, "max-depth", 2, "refuse to create sessions when nested this deep in claude-agent-mcp sessions")
 	fs.StringVar(&c.profiles, "profiles", "", "JSON file of backend profiles (see README)")
 	fs.StringVar(&c.stateFile, "state-file", "", "session registry file (default: $XDG_STATE_HOME/claude-agent-mcp/sessions.json)")
+	fs.IntVar(&c.maxResultChars, "max-result-chars", 60000, "cut a query's final text beyond this many characters (naming the transcript that holds all of it); -1 never")
 	fs.BoolVar(&c.persist, "persist", true, "keep sessions in the registry so they survive a restart")
 	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
 	fs.Usage = func() {
@@ -247,7 +249,7 @@ func serve(c *config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) er
 		mcfg.Registry = sessions.NewRegistry(path, logger)
 	}
 	mgr := sessions.NewManager(mcfg)
-	srv := mcptools.NewServer(mgr, mcptools.Options{Version: versionString(), Logger: logger, Profiles: profiles})
+	srv := mcptools.NewServer(mgr, mcptools.Options{Version: versionString(), Logger: logger, Profiles: profiles, MaxResultChars: c.maxResultChars})
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
