@@ -289,3 +289,95 @@ func TestE2EResultCap(t *testing.T) {
 		t.Errorf("the named transcript %s does not hold the full text: %v", path, err)
 	}
 }
+
+// TestE2ECrashResume kills a session's claude mid-turn: the query returns
+// at once as an error with the exit status, and the next query resumes the
+// conversation in a new process (the API sees the earlier messages).
+func TestE2ECrashResume(t *testing.T) {
+	t.Parallel()
+	e := startE2E(t, e2eOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, out := e.call(t, ctx, "claude_session_create", map[string]any{"cwd": e.cwd}, nil)
+	sid := out["sessionId"]
+	if _, out = e.call(t, ctx, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "first"}, nil); out["finalText"] != "Hello from fake API (n_messages=1)" {
+		t.Fatalf("first query: %v", out)
+	}
+	_, out = e.call(t, ctx, "claude_session_list", map[string]any{"sessionId": sid}, nil)
+	info := out["sessions"].([]any)[0].(map[string]any)
+	pid := int(info["pid"].(float64))
+
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, _ := e.call(t, ctx, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "SLOW"}, nil)
+		done <- res
+	}()
+	if _, err := e.api.WaitMessageRequests(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	// The CLI writes its transcript lazily (about a second after a turn);
+	// a crash before that leaves nothing to resume (then the session is
+	// marked failed, see TestE2EResumeFailure). Wait until it exists.
+	transcript := transcriptPath(e, info["claudeSessionId"].(string))
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		if _, err := os.Stat(transcript); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("transcript %s never appeared", transcript)
+		}
+		time.Sleep(100 * time.Millisecond) // the CLI's file write is only observable by polling
+	}
+	killed := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case res := <-done:
+		if d := time.Since(killed); d > 2*time.Second {
+			t.Errorf("the query returned %s after the crash, want ≤ 2 s", d)
+		}
+		if !res.IsError || !strings.Contains(text(res), "killed") {
+			t.Errorf("crashed query: isError=%v %q", res.IsError, text(res))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the query did not return after its claude was killed")
+	}
+	_, out = e.call(t, ctx, "claude_session_list", map[string]any{"sessionId": sid}, nil)
+	if st := out["sessions"].([]any)[0].(map[string]any)["state"]; st != "dormant" {
+		t.Errorf("state after crash = %v, want dormant", st)
+	}
+	res, out := e.call(t, ctx, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "after crash"}, nil)
+	if res.IsError {
+		t.Fatalf("query after crash: %s", text(res))
+	}
+	reqs := e.api.MessageRequests()
+	if n := reqs[len(reqs)-1].ConversationLen(); n < 3 {
+		t.Errorf("the resumed conversation sent %d messages; the history was lost", n)
+	}
+}
+
+// transcriptPath is where the CLI under e keeps a session's transcript.
+func transcriptPath(e *e2e, claudeSessionID string) string {
+	slug := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, e.cwd)
+	return filepath.Join(e.home, ".claude", "projects", slug, claudeSessionID+".jsonl")
+}
+
+// TestE2EResumeFailure: a session whose transcript cannot be resumed (the
+// CLI died before writing it, or it was deleted) is marked failed with a
+// plain error, never silently restarted empty.
+func TestE2EResumeFailure(t *testing.T) {
+	t.Parallel()
+	e := startE2E(t, e2eOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, out := e.call(t, ctx, "claude_session_create", map[string]any{"cwd": e.cwd, "resumeSessionId": "00000000-0000-4000-8000-000000000000"}, nil)
+	if !res.IsError || !strings.Contains(text(res), "No conversation found") {
+		t.Errorf("resuming an unknown conversation: isError=%v %q %v", res.IsError, text(res), out)
+	}
+}
