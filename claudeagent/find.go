@@ -91,10 +91,16 @@ func CompareVersions(a, b string) int {
 // CLIVersion runs `path --version` (bounded by ctx and 10 s) and returns the
 // version. A CLI older than [MinVersion] is an error naming the path.
 func CLIVersion(ctx context.Context, path string) (string, error) {
+	return CLIVersionEnv(ctx, path, nil)
+}
+
+// CLIVersionEnv is [CLIVersion] with env added to the inherited environment,
+// as Options.Env is for a [Process].
+func CLIVersionEnv(ctx context.Context, path string, env map[string]string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, "--version")
-	cmd.Env = (&Options{}).Environ("")
+	cmd.Env = (&Options{Env: env}).Environ("")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("running %s --version: %v: %s; %s", path, err, strings.TrimSpace(string(out)), InstallHint)

@@ -132,7 +132,7 @@ func (m *Manager) CLI(ctx context.Context) (path, version string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	version, err = claudeagent.CLIVersion(ctx, path)
+	version, err = claudeagent.CLIVersionEnv(ctx, path, m.cfg.Env)
 	if err != nil {
 		return "", "", err
 	}

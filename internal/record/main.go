@@ -1,0 +1,501 @@
+// Command record runs the real claude CLI against the fake Messages API
+// (internal/fakeapi) for a fixed set of scenarios and writes what crossed
+// the CLI's stdin and stdout to testdata/streams/<scenario>.jsonl. The
+// captures feed the fake CLI (internal/fakecli) and the decoder fuzz seeds.
+//
+// Usage, from the module root:
+//
+//	go run ./internal/record [-bin path/to/claude] [-out testdata/streams] [scenario ...]
+//
+// Capture format, one JSON object per line:
+//
+//	{"dir":"in","msg":<what the host wrote to stdin>}
+//	{"dir":"out","ms":<ms since the previous line>,"msg":<a line the CLI wrote>}
+//
+// The command line is built by claudeagent.Options.Args and the environment
+// by claudeagent.Options.Environ (minus anything that could reach a real
+// API), so a capture is what a claudeagent.Process sees. Each scenario runs
+// in a fresh process with a fresh HOME (cwd is HOME/proj) and starts with
+// an initialize control request. The only scrubbing: the temporary HOME and
+// cwd paths (and their project-slug forms) become /HOME and /CWD.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/fakeapi"
+)
+
+// scenario is one recorded CLI run.
+type scenario struct {
+	name string
+	opts claudeagent.Options
+	run  func(s *session) error
+}
+
+var scenarios = []scenario{
+	{name: "plain", run: func(s *session) error { return s.turn("hi") }},
+	{name: "two_turns", run: func(s *session) error {
+		if err := s.turn("hi"); err != nil {
+			return err
+		}
+		return s.turn("again")
+	}},
+	{name: "tool_use", opts: claudeagent.Options{PermissionMode: "bypassPermissions"},
+		run: func(s *session) error { return s.turn("TOOL_BASH[echo hi]") }},
+	{name: "thinking", run: func(s *session) error { return s.turn("THINK") }},
+	{name: "interrupt", run: func(s *session) error {
+		// SLOW streams a delta every 0.5 s; interrupt after about three.
+		if err := s.sendUser("SLOW"); err != nil {
+			return err
+		}
+		if _, err := s.until(func(m map[string]any) bool { return m["type"] == "system" && m["subtype"] == "init" }); err != nil {
+			return err
+		}
+		if err := s.pause(1500 * time.Millisecond); err != nil {
+			return err
+		}
+		if _, err := s.control("interrupt", nil); err != nil {
+			return err
+		}
+		_, err := s.until(isResult)
+		return err
+	}},
+	{name: "api_error", run: func(s *session) error { return s.turn("ERR400 ALWAYS") }},
+	{name: "max_turns", opts: claudeagent.Options{PermissionMode: "bypassPermissions", MaxTurns: 1},
+		run: func(s *session) error { return s.turn("TOOL_BASH[echo hi]") }},
+	{name: "set_model", run: func(s *session) error {
+		if _, err := s.control("set_model", map[string]any{"model": "opus"}); err != nil {
+			return err
+		}
+		return s.turn("hi")
+	}},
+	{name: "can_use_tool", opts: claudeagent.Options{PermissionMode: "default", PermissionPromptStdio: true},
+		run: func(s *session) error { return s.turn("TOOL_BASH[touch made_by_tool.txt && echo hi]") }},
+	{name: "big_line", run: func(s *session) error { return s.turn("BIGTEXT") }},
+}
+
+func isResult(m map[string]any) bool { return m["type"] == "result" }
+
+func main() {
+	log.SetFlags(0)
+	log.SetPrefix("record: ")
+	bin := flag.String("bin", os.Getenv("CLAUDE_BIN"), "the claude binary (default $CLAUDE_BIN, else .tools/node_modules/.bin/claude, else PATH)")
+	out := flag.String("out", filepath.Join("testdata", "streams"), "directory for the captures")
+	timeout := flag.Duration("timeout", 90*time.Second, "limit per scenario")
+	flag.Parse()
+
+	path := *bin
+	if path == "" {
+		if _, err := os.Stat(filepath.Join(".tools", "node_modules", ".bin", "claude")); err == nil {
+			path = filepath.Join(".tools", "node_modules", ".bin", "claude")
+		}
+	}
+	path, err := claudeagent.FindCLI(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if path, err = filepath.Abs(path); err != nil {
+		log.Fatal(err)
+	}
+	version, err := claudeagent.CLIVersion(context.Background(), path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	log.Printf("claude %s at %s", version, path)
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		log.Fatal(err)
+	}
+
+	want := map[string]bool{}
+	for _, a := range flag.Args() {
+		want[a] = true
+	}
+	failed := false
+	for _, sc := range scenarios {
+		if len(want) > 0 && !want[sc.name] {
+			continue
+		}
+		delete(want, sc.name)
+		start := time.Now()
+		n, size, err := record(sc, path, filepath.Join(*out, sc.name+".jsonl"), *timeout)
+		if err != nil {
+			log.Printf("%s: FAILED: %v", sc.name, err)
+			failed = true
+			continue
+		}
+		log.Printf("%s: %d lines, %d bytes, %s", sc.name, n, size, time.Since(start).Round(time.Millisecond))
+	}
+	for name := range want {
+		log.Printf("unknown scenario %q", name)
+		failed = true
+	}
+	if failed {
+		os.Exit(1)
+	}
+}
+
+// event is one stdout line and when it arrived.
+type event struct {
+	line []byte
+	at   time.Time
+}
+
+// session is one running CLI being recorded.
+type session struct {
+	ctx      context.Context
+	stdin    io.WriteCloser
+	lines    <-chan event
+	readErr  chan error
+	capture  *bufio.Writer
+	last     time.Time
+	nlines   int
+	seq      int
+	scrub    func([]byte) []byte
+	answered map[string]bool
+}
+
+// record runs one scenario and writes its capture to file. It returns the
+// number of capture lines and the file size.
+func record(sc scenario, bin, file string, limit time.Duration) (int, int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+
+	srv, err := fakeapi.Start()
+	if err != nil {
+		return 0, 0, err
+	}
+	defer srv.Close()
+
+	home, err := os.MkdirTemp("", "record-home-")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer os.RemoveAll(home)
+	// Resolve symlinks so the paths the CLI prints match (macOS /var → /private/var).
+	if h, err := filepath.EvalSymlinks(home); err == nil {
+		home = h
+	}
+	cwd := filepath.Join(home, "proj")
+	if err := os.Mkdir(cwd, 0o755); err != nil {
+		return 0, 0, err
+	}
+
+	opts := sc.opts
+	opts.Path, opts.Cwd = bin, cwd
+	opts.Env = map[string]string{
+		"HOME":               home,
+		"ANTHROPIC_BASE_URL": srv.URL(),
+		"ANTHROPIC_API_KEY":  "sk-test",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+		"DISABLE_AUTOUPDATER":                      "1",
+		"IS_SANDBOX":                               "1",
+		"NO_PROXY":                                 "127.0.0.1,localhost",
+	}
+	cmd := exec.CommandContext(ctx, bin, opts.Args()...)
+	cmd.Dir = cwd
+	cmd.Env = offline(opts.Environ(cwd), opts.Env)
+	cmd.WaitDelay = 5 * time.Second
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return 0, 0, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return 0, 0, err
+	}
+
+	f, err := os.Create(file)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+
+	if err := cmd.Start(); err != nil {
+		return 0, 0, err
+	}
+	lines := make(chan event, 64)
+	s := &session{
+		ctx:      ctx,
+		stdin:    stdin,
+		lines:    lines,
+		readErr:  make(chan error, 1),
+		capture:  bufio.NewWriterSize(f, 1<<20),
+		last:     time.Now(),
+		scrub:    scrubber(home, cwd),
+		answered: map[string]bool{},
+	}
+	go func() {
+		br := bufio.NewReaderSize(stdout, 1<<20)
+		for {
+			b, err := br.ReadBytes('\n')
+			if len(bytes.TrimSpace(b)) > 0 {
+				lines <- event{line: bytes.TrimRight(b, "\r\n"), at: time.Now()}
+			}
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					err = nil
+				}
+				s.readErr <- err
+				close(lines)
+				return
+			}
+		}
+	}()
+
+	runErr := func() error {
+		if _, err := s.control("initialize", map[string]any{}); err != nil {
+			return fmt.Errorf("initialize: %w", err)
+		}
+		return sc.run(s)
+	}()
+	// stdin stays open until the last result has arrived (the CLI truncates
+	// a big stdout line when stdin closes first); then the CLI exits.
+	_ = stdin.Close()
+	for ev := range lines {
+		if err := s.out(ev); err != nil && runErr == nil {
+			runErr = err
+		}
+	}
+	readErr := <-s.readErr
+	waitErr := cmd.Wait()
+	if err := s.capture.Flush(); err != nil {
+		return 0, 0, err
+	}
+	if err := f.Close(); err != nil {
+		return 0, 0, err
+	}
+	code := cmd.ProcessState.ExitCode()
+	log.Printf("%s: exit code %d (%v); stderr: %q", sc.name, code, waitErr, truncate(stderr.String(), 500))
+	if err := errors.Join(runErr, readErr, ctx.Err()); err != nil {
+		return 0, 0, fmt.Errorf("%w; stderr: %s", err, stderr.String())
+	}
+	st, err := os.Stat(file)
+	if err != nil {
+		return 0, 0, err
+	}
+	return s.nlines, st.Size(), nil
+}
+
+// offline drops from env everything that could point the CLI at a real API
+// or account, except the keys in keep.
+func offline(env []string, keep map[string]string) []string {
+	var out []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := keep[k]; !ok {
+			switch {
+			case k == "CLAUDECODE", strings.HasPrefix(k, "ANTHROPIC_"),
+				strings.HasPrefix(k, "CLAUDE_") && k != "CLAUDE_CODE_ENTRYPOINT",
+				strings.HasPrefix(k, "AWS_"), strings.HasPrefix(k, "GOOGLE_"), strings.HasPrefix(k, "VERTEX_"),
+				strings.EqualFold(k, "HTTP_PROXY"), strings.EqualFold(k, "HTTPS_PROXY"), strings.EqualFold(k, "ALL_PROXY"):
+				continue
+			}
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+var nonAlnum = regexp.MustCompile(`[^A-Za-z0-9]`)
+
+// scrubber replaces the temporary paths (and the CLI's project-slug form of
+// them, as in ~/.claude/projects/<slug>) by /HOME and /CWD.
+func scrubber(home, cwd string) func([]byte) []byte {
+	r := strings.NewReplacer(
+		cwd, "/CWD",
+		home, "/HOME",
+		nonAlnum.ReplaceAllString(cwd, "-"), "-CWD",
+		nonAlnum.ReplaceAllString(home, "-"), "-HOME",
+	)
+	return func(b []byte) []byte { return []byte(r.Replace(string(b))) }
+}
+
+func (s *session) write(rec map[string]any, msg []byte) error {
+	if !json.Valid(msg) {
+		return fmt.Errorf("the CLI wrote a line that is not JSON: %.200q", msg)
+	}
+	rec["msg"] = json.RawMessage(s.scrub(msg))
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	s.nlines++
+	_, err = s.capture.Write(append(b, '\n'))
+	return err
+}
+
+// out records one stdout line and answers the CLI's own control requests.
+func (s *session) out(ev event) error {
+	ms := ev.at.Sub(s.last).Milliseconds()
+	if ms < 0 {
+		ms = 0
+	}
+	s.last = ev.at
+	if err := s.write(map[string]any{"dir": "out", "ms": ms}, ev.line); err != nil {
+		return err
+	}
+	var m struct {
+		Type      string `json:"type"`
+		RequestID string `json:"request_id"`
+		Request   struct {
+			Subtype string          `json:"subtype"`
+			Input   json.RawMessage `json:"input"`
+		} `json:"request"`
+	}
+	if json.Unmarshal(ev.line, &m) != nil || m.Type != "control_request" || s.answered[m.RequestID] {
+		return nil
+	}
+	s.answered[m.RequestID] = true
+	resp := map[string]any{"request_id": m.RequestID}
+	if m.Request.Subtype == "can_use_tool" {
+		resp["subtype"] = "success"
+		resp["response"] = map[string]any{"behavior": "allow", "updatedInput": m.Request.Input}
+	} else {
+		resp["subtype"] = "error"
+		resp["error"] = "Unsupported control request subtype: " + m.Request.Subtype
+	}
+	return s.send(map[string]any{"type": "control_response", "response": resp})
+}
+
+// send records and writes one line to the CLI, after recording the lines
+// that already arrived (so the capture keeps the real order).
+func (s *session) send(v any) error {
+	if err := s.drain(); err != nil {
+		return err
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	s.last = time.Now()
+	if err := s.write(map[string]any{"dir": "in"}, b); err != nil {
+		return err
+	}
+	_, err = s.stdin.Write(append(b, '\n'))
+	return err
+}
+
+func (s *session) drain() error {
+	for {
+		select {
+		case ev, ok := <-s.lines:
+			if !ok {
+				return nil
+			}
+			if err := s.out(ev); err != nil {
+				return err
+			}
+		default:
+			return nil
+		}
+	}
+}
+
+func (s *session) sendUser(text string) error {
+	return s.send(map[string]any{
+		"type":               "user",
+		"message":            map[string]any{"role": "user", "content": text},
+		"parent_tool_use_id": nil,
+		"session_id":         "",
+	})
+}
+
+// turn sends one user message and records up to its result.
+func (s *session) turn(text string) error {
+	if err := s.sendUser(text); err != nil {
+		return err
+	}
+	_, err := s.until(isResult)
+	return err
+}
+
+// control sends a control request and records up to its response.
+func (s *session) control(subtype string, body map[string]any) (map[string]any, error) {
+	s.seq++
+	id := fmt.Sprintf("req_%d_record", s.seq)
+	req := map[string]any{"subtype": subtype}
+	for k, v := range body {
+		req[k] = v
+	}
+	if err := s.send(map[string]any{"type": "control_request", "request_id": id, "request": req}); err != nil {
+		return nil, err
+	}
+	m, err := s.until(func(m map[string]any) bool {
+		r, _ := m["response"].(map[string]any)
+		return m["type"] == "control_response" && r["request_id"] == id
+	})
+	if err != nil {
+		return nil, err
+	}
+	if r, _ := m["response"].(map[string]any); r["subtype"] != "success" {
+		return nil, fmt.Errorf("%s refused: %v", subtype, r["error"])
+	}
+	return m, nil
+}
+
+// until records lines until one satisfies done, and returns it.
+func (s *session) until(done func(map[string]any) bool) (map[string]any, error) {
+	for {
+		select {
+		case ev, ok := <-s.lines:
+			if !ok {
+				return nil, errors.New("the CLI closed stdout early")
+			}
+			if err := s.out(ev); err != nil {
+				return nil, err
+			}
+			var m map[string]any
+			if json.Unmarshal(ev.line, &m) == nil && done(m) {
+				return m, nil
+			}
+		case <-s.ctx.Done():
+			return nil, s.ctx.Err()
+		}
+	}
+}
+
+// pause waits d while recording what arrives meanwhile.
+func (s *session) pause(d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case ev, ok := <-s.lines:
+			if !ok {
+				return errors.New("the CLI closed stdout early")
+			}
+			if err := s.out(ev); err != nil {
+				return err
+			}
+		case <-t.C:
+			return nil
+		case <-s.ctx.Done():
+			return s.ctx.Err()
+		}
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,183 @@
+package mcptools
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+)
+
+// fakeServer connects an in-memory client to a server whose sessions run
+// the fake CLI.
+type fakeServer struct {
+	mgr *sessions.Manager
+	cs  *mcp.ClientSession
+
+	mu     sync.Mutex
+	events []string // "log:<level>" and "progress:<message>", in arrival order
+}
+
+func newFakeServer(tb testing.TB, protocol string, cfg sessions.Config, opts Options) *fakeServer {
+	tb.Helper()
+	path, env := fakecli.Command(tb)
+	cfg.CLIPath, cfg.Env = path, env
+	f := &fakeServer{mgr: sessions.NewManager(cfg)}
+	tb.Cleanup(f.mgr.Shutdown)
+	srv := NewServer(f.mgr, opts)
+	st, ct := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ss.Close() })
+	client := mcp.NewClient(&mcp.Implementation{Name: "fake", Version: "1"}, &mcp.ClientOptions{
+		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+			f.mu.Lock()
+			f.events = append(f.events, "log:"+string(r.Params.Level))
+			f.mu.Unlock()
+		},
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			f.mu.Lock()
+			f.events = append(f.events, "progress:"+r.Params.Message)
+			f.mu.Unlock()
+		},
+	})
+	cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { cs.Close() })
+	if protocol != "" {
+		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	f.cs = cs
+	return f
+}
+
+func (f *fakeServer) call(tb testing.TB, name string, args any, meta mcp.Meta) (*mcp.CallToolResult, map[string]any) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := f.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args, Meta: meta})
+	if err != nil {
+		tb.Fatalf("%s: %v", name, err)
+	}
+	var out map[string]any
+	b, _ := json.Marshal(res.StructuredContent)
+	_ = json.Unmarshal(b, &out)
+	return res, out
+}
+
+func resText(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func TestFakeQueryNotifications(t *testing.T) {
+	for _, proto := range []string{"2025-11-25", ""} {
+		t.Run("protocol="+proto, func(t *testing.T) {
+			f := newFakeServer(t, proto, sessions.Config{}, Options{})
+			cwd := t.TempDir()
+			res, out := f.call(t, "claude_session_create", map[string]any{"cwd": cwd}, nil)
+			if res.IsError {
+				t.Fatalf("create: %s", resText(res))
+			}
+			sid := out["sessionId"].(string)
+			meta := mcp.Meta{"progressToken": "p1"}
+			if proto == "" {
+				meta[mcp.MetaKeyLogLevel] = "debug"
+			}
+			res, out = f.call(t, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "TOOL_BASH[echo hi]"}, meta)
+			if res.IsError {
+				t.Fatalf("query: %s", resText(res))
+			}
+			inv, _ := out["toolInvocations"].([]any)
+			if len(inv) != 1 || inv[0].(map[string]any)["name"] != "Bash" {
+				t.Errorf("toolInvocations = %v", out["toolInvocations"])
+			}
+			f.mu.Lock()
+			events := strings.Join(f.events, "\n")
+			f.mu.Unlock()
+			for _, want := range []string{"progress:turn started", "progress:tool Bash started", "progress:tool Bash failed", "progress:permission: denied Bash", "progress:done", "log:info", "log:debug"} {
+				if !strings.Contains(events, want) {
+					t.Errorf("events lack %q:\n%s", want, events)
+				}
+			}
+			if i, j := strings.Index(events, "turn started"), strings.Index(events, "progress:done"); i > j {
+				t.Errorf("events out of order:\n%s", events)
+			}
+		})
+	}
+}
+
+func TestFakeCancellationInterrupts(t *testing.T) {
+	f := newFakeServer(t, "2025-11-25", sessions.Config{}, Options{})
+	_, out := f.call(t, "claude_session_create", map[string]any{"cwd": t.TempDir()}, nil)
+	sid := out["sessionId"].(string)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.cs.CallTool(ctx, &mcp.CallToolParams{Name: "claude_chat_query", Arguments: map[string]any{"sessionId": sid, "prompt": "SLOW"}})
+		done <- err
+	}()
+	// Wait until the session runs the query, then cancel the call.
+	s, err := f.mgr.Get(sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for s.Info().State != sessions.StateRunning {
+		if time.Now().After(deadline) {
+			t.Fatal("query never started")
+		}
+		time.Sleep(10 * time.Millisecond) // observing another goroutine's state
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Error("cancelled call returned no error to the client")
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for s.Info().State != sessions.StateIdle {
+		if time.Now().After(deadline) {
+			t.Fatalf("session did not return to idle after cancellation: %s", s.Info().State)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	res, out := f.call(t, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "hi"}, nil)
+	if res.IsError || out["finalText"] == "" {
+		t.Errorf("session unusable after cancellation: %s", resText(res))
+	}
+}
+
+// BenchmarkWarmQuery measures a warm claude_chat_query through the whole
+// server (in-memory MCP client → tools → sessions → claudeagent → fake CLI
+// replaying the plain capture with no pauses).
+func BenchmarkWarmQuery(b *testing.B) {
+	b.Setenv("FAKE_CLAUDE_SPEED", "1000000")
+	f := newFakeServer(b, "2025-11-25", sessions.Config{}, Options{})
+	_, out := f.call(b, "claude_session_create", map[string]any{"cwd": b.TempDir()}, nil)
+	sid := out["sessionId"].(string)
+	f.call(b, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "hi"}, nil)
+	b.ResetTimer()
+	for b.Loop() {
+		res, _ := f.call(b, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "hi"}, nil)
+		if res.IsError {
+			b.Fatal(resText(res))
+		}
+	}
+}
