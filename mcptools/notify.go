@@ -113,14 +113,14 @@ func (n *notifier) send(level mcp.LoggingLevel, data any, progress string) {
 	}
 }
 
-// heartbeat sends a progress notification every interval until the
-// returned stop is called; stop waits for the goroutine to end.
-func (n *notifier) heartbeat(interval time.Duration) (stop func()) {
+// heartbeat sends a progress notification every interval (with the time
+// since start and the tool calls so far) until the returned stop is
+// called; stop waits for the goroutine to end.
+func (n *notifier) heartbeat(interval time.Duration, start time.Time) (stop func()) {
 	if n.token == nil || interval <= 0 {
 		return func() {}
 	}
 	quit, done := make(chan struct{}), make(chan struct{})
-	start := time.Now()
 	go func() {
 		defer close(done)
 		t := time.NewTicker(interval)
@@ -143,6 +143,13 @@ func (n *notifier) heartbeat(interval time.Duration) (stop func()) {
 	return func() {
 		once.Do(func() { close(quit); <-done })
 	}
+}
+
+// sawDone reports whether the turn's done event was sent through n.
+func (n *notifier) sawDone() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.last.Kind == sessions.EventDone
 }
 
 func (n *notifier) close() {

@@ -99,7 +99,7 @@ func normalizeJSON(t *testing.T, b []byte) []byte {
 func TestToolDefinitions(t *testing.T) {
 	tools := listTools(t)
 	want := []string{"claude_session_create", "claude_session_close", "claude_chat_query", "claude_chat_interrupt",
-		"claude_chat_model", "claude_chat_mode", "claude_direct_query", "claude_session_list"}
+		"claude_chat_model", "claude_chat_mode", "claude_direct_query", "claude_session_list", "claude_chat_wait", "claude_session_history"}
 	names := map[string]*mcp.Tool{}
 	for _, tool := range tools {
 		names[tool.Name] = tool

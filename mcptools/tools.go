@@ -13,7 +13,9 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -38,6 +40,9 @@ type Options struct {
 	// 25k-token tool-result limit); longer text is cut with a marker that
 	// names the transcript holding everything. Negative disables the cap.
 	MaxResultChars int
+	// DefaultWait is how long a query call waits before it returns status
+	// running when the call gives no waitSeconds; 0 waits for the end.
+	DefaultWait time.Duration
 	// HeartbeatInterval is how often a running query sends a progress
 	// heartbeat when the call has a progress token; default 15 s.
 	HeartbeatInterval time.Duration
@@ -61,7 +66,7 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "claude-agent-mcp", Title: "Claude Code sessions", Version: version},
 		&mcp.ServerOptions{Instructions: instructions, Logger: logger})
-	h := &handlers{mgr: mgr, log: logger, opts: opts}
+	h := &handlers{mgr: mgr, log: logger, opts: opts, runs: map[string]*run{}}
 	for _, t := range h.tools() {
 		t.add(srv)
 	}
@@ -72,6 +77,9 @@ type handlers struct {
 	mgr  *sessions.Manager
 	log  *slog.Logger
 	opts Options
+
+	mu   sync.Mutex
+	runs map[string]*run // by session id: the query not yet collected
 }
 
 // tool is one registration; add binds the typed handler.
@@ -182,7 +190,73 @@ func (h *handlers) tools() []tool {
 				`Example: {} or {"sessionId": "4b1c…"}`,
 			Annotations: &mcp.ToolAnnotations{Title: "List Claude Code sessions", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
 		}, h.list),
+		newTool(&mcp.Tool{
+			Name:  "claude_chat_wait",
+			Title: "Wait for a running query",
+			Description: `Wait for the query of a session whose claude_chat_query or claude_direct_query returned status running, and return its final result (exactly once), ` +
+				`or status running again with what happened since the last call if waitSeconds pass first. Cancelling this call only stops the waiting. ` +
+				`Example: {"sessionId": "4b1c…", "waitSeconds": 90}`,
+			Annotations: &mcp.ToolAnnotations{Title: "Wait for a running query", ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+		}, h.wait),
+		newTool(&mcp.Tool{
+			Name:  "claude_session_history",
+			Title: "Read a session's conversation",
+			Description: `Page through a session's conversation — prompts, assistant texts, tool calls with short results — oldest first within a page. ` +
+				`Without cursor it returns the newest entries; pass olderCursor to go back. Example: {"sessionId": "4b1c…", "limit": 20}`,
+			Annotations: &mcp.ToolAnnotations{Title: "Read a session's conversation", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
+		}, h.history),
 	}
+}
+
+func (h *handlers) history(ctx context.Context, req *mcp.CallToolRequest, in HistoryInput) (*mcp.CallToolResult, HistoryOutput, error) {
+	s, err := h.mgr.Get(in.SessionID)
+	if err != nil {
+		return nil, HistoryOutput{}, toolError(err)
+	}
+	limit := in.Limit
+	switch {
+	case limit == 0:
+		limit = 20
+	case limit < 1 || limit > 200:
+		return nil, HistoryOutput{}, fmt.Errorf("invalid limit %d: use 1 to 200", limit)
+	}
+	all := s.History()
+	start := max(len(all)-limit, 0)
+	if in.Cursor != "" {
+		n, err := strconv.Atoi(in.Cursor)
+		if err != nil || n < 0 || n > len(all) {
+			return nil, HistoryOutput{}, fmt.Errorf("invalid cursor %q: pass a cursor from an earlier claude_session_history answer (this conversation has %d entries)", in.Cursor, len(all))
+		}
+		start = n
+	}
+	end := min(start+limit, len(all))
+	out := HistoryOutput{SessionID: s.ID, Entries: append([]sessions.HistoryEntry{}, all[start:end]...), Total: len(all), Cursor: strconv.Itoa(start)}
+	if start > 0 {
+		out.OlderCursor = strconv.Itoa(max(start-limit, 0))
+	}
+	if end < len(all) {
+		out.NewerCursor = strconv.Itoa(end)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Entries %d–%d of %d in session %s:\n", start+1, end, len(all), s.ID)
+	for _, e := range out.Entries {
+		switch e.Kind {
+		case "prompt":
+			fmt.Fprintf(&b, "> %s\n", truncate(e.Text, 500))
+		case "text":
+			fmt.Fprintf(&b, "%s\n", truncate(e.Text, 1000))
+		case "tool":
+			status := ""
+			if e.IsError {
+				status = " (error)"
+			}
+			fmt.Fprintf(&b, "[%s %s]%s → %s\n", e.Tool, truncate(string(e.Input), 200), status, truncate(e.Result, 200))
+		}
+	}
+	if out.OlderCursor != "" {
+		fmt.Fprintf(&b, "(older entries: cursor %s)\n", out.OlderCursor)
+	}
+	return textResult(b.String()), out, nil
 }
 
 func (h *handlers) create(ctx context.Context, req *mcp.CallToolRequest, in CreateInput) (*mcp.CallToolResult, CreateOutput, error) {
@@ -249,19 +323,29 @@ func (h *handlers) query(ctx context.Context, req *mcp.CallToolRequest, in Query
 	if strings.TrimSpace(in.Prompt) == "" {
 		return nil, QueryOutput{}, errors.New("prompt is empty: pass the text to send to Claude Code")
 	}
+	wait, err := h.waitDuration(in.WaitSeconds)
+	if err != nil {
+		return nil, QueryOutput{}, err
+	}
 	s, err := h.mgr.Get(in.SessionID)
 	if err != nil {
 		return nil, QueryOutput{}, toolError(err)
 	}
-	if in.CloseAfter {
-		defer h.mgr.Close(s.ID)
+	n := newNotifier(ctx, req, s.ID, in.IncludeThinking, h.log)
+	r, err := h.startRun(s, in.Prompt, in.IncludeThinking, false, in.CloseAfter, n, h.asker(req))
+	if err != nil {
+		return nil, QueryOutput{}, toolError(err)
 	}
-	return h.runQuery(ctx, req, s, in.Prompt, in.IncludeThinking)
+	return h.await(ctx, n, r, wait, true)
 }
 
 func (h *handlers) direct(ctx context.Context, req *mcp.CallToolRequest, in DirectInput) (*mcp.CallToolResult, QueryOutput, error) {
 	if strings.TrimSpace(in.Prompt) == "" {
 		return nil, QueryOutput{}, errors.New("prompt is empty: pass the text to send to Claude Code")
+	}
+	wait, err := h.waitDuration(in.WaitSeconds)
+	if err != nil {
+		return nil, QueryOutput{}, err
 	}
 	opts, err := h.createOptions(in.SessionOptions, string(in.Model), string(in.PermissionMode), in.SystemPrompt, in.AppendSystemPrompt, in.Cwd)
 	if err != nil {
@@ -272,28 +356,13 @@ func (h *handlers) direct(ctx context.Context, req *mcp.CallToolRequest, in Dire
 	if err != nil {
 		return nil, QueryOutput{}, toolError(err)
 	}
-	defer h.mgr.Discard(s)
-	return h.runQuery(ctx, req, s, in.Prompt, in.IncludeThinking)
-}
-
-// runQuery runs one query with notifications and maps its result.
-func (h *handlers) runQuery(ctx context.Context, req *mcp.CallToolRequest, s *sessions.Session, prompt string, thinking bool) (*mcp.CallToolResult, QueryOutput, error) {
-	n := newNotifier(ctx, req, s.ID, thinking, h.log)
-	stop := n.heartbeat(h.opts.HeartbeatInterval)
-	r, err := s.Query(ctx, prompt, sessions.QueryOptions{
-		IncludeThinking: thinking,
-		OnEvent:         n.event,
-		AskPermission:   h.asker(req),
-	})
-	stop()
-	n.close()
+	n := newNotifier(ctx, req, s.ID, in.IncludeThinking, h.log)
+	r, err := h.startRun(s, in.Prompt, in.IncludeThinking, true, false, n, h.asker(req))
 	if err != nil {
+		h.mgr.Discard(s)
 		return nil, QueryOutput{}, toolError(err)
 	}
-	h.capText(s, r)
-	out := queryOutput(s.ID, r)
-	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: resultText(s.ID, r)}}, IsError: r.IsError}
-	return res, out, nil
+	return h.await(ctx, n, r, wait, true)
 }
 
 // capText cuts an over-long final text, naming the transcript file that

@@ -64,6 +64,7 @@ type QueryInput struct {
 	Prompt          string `json:"prompt" jsonschema:"What to ask or tell Claude Code."`
 	CloseAfter      bool   `json:"closeAfter,omitempty" jsonschema:"Close the session after this query. Default false."`
 	IncludeThinking bool   `json:"includeThinking,omitempty" jsonschema:"Include Claude's thinking texts in the result and the log stream. Default false."`
+	WaitSeconds     int    `json:"waitSeconds,omitempty" jsonschema:"Return status running (with the progress so far) if the turn has not ended after this many seconds; the turn goes on and claude_chat_wait collects it. Default: the server's --default-wait (0 waits for the end)."`
 }
 
 // DirectInput is claude_direct_query's arguments.
@@ -75,6 +76,7 @@ type DirectInput struct {
 	IncludeThinking    bool           `json:"includeThinking,omitempty" jsonschema:"Include thinking texts in the result. Default false."`
 	SystemPrompt       string         `json:"systemPrompt,omitempty" jsonschema:"Replaces Claude Code's system prompt."`
 	AppendSystemPrompt string         `json:"appendSystemPrompt,omitempty" jsonschema:"Appended to Claude Code's default system prompt."`
+	WaitSeconds        int            `json:"waitSeconds,omitempty" jsonschema:"Return status running if the turn has not ended after this many seconds; collect the result with claude_chat_wait. Default: the server's --default-wait (0 waits for the end)."`
 	SessionOptions
 }
 
@@ -105,7 +107,11 @@ type Metadata struct {
 
 // QueryOutput is the result of claude_chat_query and claude_direct_query.
 type QueryOutput struct {
-	FinalText       string           `json:"finalText" jsonschema:"The turn's final answer."`
+	FinalText       string           `json:"finalText" jsonschema:"The turn's final answer (empty while running)."`
+	Status          string           `json:"status" jsonschema:"completed, or running when waitSeconds passed first: then collect the result with claude_chat_wait."`
+	PartialText     string           `json:"partialText,omitempty" jsonschema:"While running: the assistant text so far."`
+	Activity        []string         `json:"activity,omitempty" jsonschema:"While running: what happened since the last report."`
+	ElapsedMs       int64            `json:"elapsedMs,omitempty"`
 	Error           string           `json:"error,omitempty" jsonschema:"What went wrong, when the turn failed."`
 	Thinking        []string         `json:"thinking,omitempty"`
 	ToolInvocations []ToolInvocation `json:"toolInvocations"`
@@ -175,4 +181,21 @@ type ListOutput struct {
 	LiveCount   int           `json:"liveProcesses"`
 	MaxSessions int           `json:"maxSessions"`
 	MaxLive     int           `json:"maxLive"`
+}
+
+// HistoryInput is claude_session_history's arguments.
+type HistoryInput struct {
+	SessionID string `json:"sessionId" jsonschema:"The session whose conversation to show."`
+	Cursor    string `json:"cursor,omitempty" jsonschema:"Where a page starts: an olderCursor or newerCursor from an earlier answer. Default: the newest entries."`
+	Limit     int    `json:"limit,omitempty" jsonschema:"Entries per page, 1 to 200. Default 20."`
+}
+
+// HistoryOutput is one page of a conversation, oldest first.
+type HistoryOutput struct {
+	SessionID   string                  `json:"sessionId"`
+	Entries     []sessions.HistoryEntry `json:"entries"`
+	Total       int                     `json:"total"`
+	Cursor      string                  `json:"cursor" jsonschema:"Where this page starts."`
+	OlderCursor string                  `json:"olderCursor,omitempty" jsonschema:"Pass as cursor for the page before this one."`
+	NewerCursor string                  `json:"newerCursor,omitempty" jsonschema:"Pass as cursor for the page after this one."`
 }

@@ -173,6 +173,7 @@ func (m *Manager) restore() {
 		} else {
 			s.opts.Env = env
 		}
+		s.loadHistory()
 		m.sessions[s.ID] = s
 	}
 	if n := len(m.sessions); n > 0 {

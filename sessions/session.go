@@ -123,6 +123,7 @@ type Session struct {
 	cost            float64
 	failure         string
 	idleTimer       *time.Timer
+	history         []HistoryEntry
 }
 
 func newSession(m *Manager, opts CreateOptions) *Session {
@@ -146,7 +147,21 @@ func newSession(m *Manager, opts CreateOptions) *Session {
 	default:
 		s.claudeSessionID = uuid.NewString()
 	}
+	if s.resumable {
+		s.loadHistory()
+	}
 	return s
+}
+
+// loadHistory starts the history with the transcript of the conversation
+// this session continues.
+func (s *Session) loadHistory() {
+	path := s.transcriptPath()
+	h, err := loadTranscript(path)
+	if err != nil {
+		s.log.Warn("reading the transcript for the history", "path", path, "err", err)
+	}
+	s.history = h
 }
 
 // Info returns a snapshot of the session.
@@ -341,6 +356,7 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 		return nil, err
 	}
 	t := newTurn(qo.OnEvent)
+	started := time.Now()
 	s.mu.Lock()
 	p := s.proc
 	if p == nil || s.state == StateClosed {
@@ -367,6 +383,7 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 		s.procCost = t.result.TotalCostUSD
 	}
 	r := t.snapshot(prevCost, qo.IncludeThinking)
+	s.recordTurn(prompt, started, t)
 	if r.ClaudeSessionID != "" {
 		s.claudeSessionID = r.ClaudeSessionID
 	} else {

@@ -98,6 +98,7 @@ type turn struct {
 
 	mu          sync.Mutex
 	texts       []string // assistant texts in order, for partial results
+	steps       []HistoryEntry
 	thinking    []string
 	tools       []ToolInvocation
 	toolIndex   map[string]int
@@ -147,6 +148,7 @@ func (t *turn) handle(m claudeagent.Message) bool {
 			case "text":
 				t.mu.Lock()
 				t.texts = append(t.texts, b.Text)
+				t.steps = append(t.steps, HistoryEntry{Kind: "text", Text: b.Text, Time: time.Now()})
 				t.mu.Unlock()
 				t.emit(Event{Kind: EventText, Text: b.Text, IsError: m.Error != ""})
 			case "thinking":
@@ -159,6 +161,7 @@ func (t *turn) handle(m claudeagent.Message) bool {
 				if _, seen := t.toolIndex[b.ID]; !seen {
 					t.toolIndex[b.ID] = len(t.tools)
 					t.tools = append(t.tools, ToolInvocation{ID: b.ID, Name: b.Name, Input: b.Input})
+					t.steps = append(t.steps, HistoryEntry{Kind: "tool", Tool: b.Name, ToolID: b.ID, Input: b.Input, Time: time.Now()})
 				}
 				t.mu.Unlock()
 				t.emit(Event{Kind: EventToolStarted, Tool: b.Name, ToolID: b.ID, Text: summarizeInput(b.Input)})

@@ -56,6 +56,8 @@ type config struct {
 	profiles          string
 	stateFile         string
 	maxResultChars    int
+	defaultWait       time.Duration
+	heartbeat         time.Duration
 	persist           bool
 	showVersion       bool
 }
@@ -107,6 +109,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, *flag.FlagSet, error)
 	fs.StringVar(&c.profiles, "profiles", "", "JSON file of backend profiles (see README)")
 	fs.StringVar(&c.stateFile, "state-file", "", "session registry file (default: $XDG_STATE_HOME/claude-agent-mcp/sessions.json)")
 	fs.IntVar(&c.maxResultChars, "max-result-chars", 60000, "cut a query's final text beyond this many characters (naming the transcript that holds all of it); -1 never")
+	fs.DurationVar(&c.defaultWait, "default-wait", 0, "how long a query call waits before returning status running when it gives no waitSeconds (e.g. 100s for Claude Code, below its 120 s auto-background); 0 waits for the end")
+	fs.DurationVar(&c.heartbeat, "heartbeat-interval", 15*time.Second, "how often a running query sends a progress notification when the call has a progress token")
 	fs.BoolVar(&c.persist, "persist", true, "keep sessions in the registry so they survive a restart")
 	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
 	fs.Usage = func() {
@@ -249,7 +253,7 @@ func serve(c *config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) er
 		mcfg.Registry = sessions.NewRegistry(path, logger)
 	}
 	mgr := sessions.NewManager(mcfg)
-	srv := mcptools.NewServer(mgr, mcptools.Options{Version: versionString(), Logger: logger, Profiles: profiles, MaxResultChars: c.maxResultChars})
+	srv := mcptools.NewServer(mgr, mcptools.Options{Version: versionString(), Logger: logger, Profiles: profiles, MaxResultChars: c.maxResultChars, DefaultWait: c.defaultWait, HeartbeatInterval: c.heartbeat})
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

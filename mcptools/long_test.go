@@ -1,0 +1,140 @@
+package mcptools
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+)
+
+// TestWaitSecondsAndChatWait: a slow turn with waitSeconds returns status
+// running with the progress so far; claude_chat_wait returns running again
+// with what is new, then the final result exactly once.
+func TestWaitSecondsAndChatWait(t *testing.T) {
+	f := newFakeServer(t, "2025-11-25", sessions.Config{}, Options{})
+	_, out := f.call(t, "claude_session_create", map[string]any{"cwd": t.TempDir()}, nil)
+	sid := out["sessionId"].(string)
+
+	// SLOW8: 8 chunks 0.5 s apart, about 4 s.
+	res, out := f.call(t, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "SLOW8", "waitSeconds": 1}, nil)
+	if res.IsError || out["status"] != "running" {
+		t.Fatalf("first call: status=%v isError=%v %s", out["status"], res.IsError, resText(res))
+	}
+	if !strings.Contains(resText(res), "claude_chat_wait") || !strings.Contains(resText(res), sid) {
+		t.Errorf("running text does not say how to continue: %s", resText(res))
+	}
+	// Busy while it runs in the background.
+	_, err := f.cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "claude_chat_query", Arguments: map[string]any{"sessionId": sid, "prompt": "x"}})
+	if err == nil || !strings.Contains(err.Error(), "already running") {
+		t.Errorf("query while running in the background: %v", err)
+	}
+	res, out = f.call(t, "claude_chat_wait", map[string]any{"sessionId": sid, "waitSeconds": 1}, nil)
+	if out["status"] != "running" {
+		t.Fatalf("second call should still be running: %v %s", out["status"], resText(res))
+	}
+	res, out = f.call(t, "claude_chat_wait", map[string]any{"sessionId": sid}, mcp.Meta{"progressToken": "w"})
+	if res.IsError || out["status"] != "completed" || !strings.Contains(out["finalText"].(string), "chunk7") {
+		t.Fatalf("final wait: %v %s", out, resText(res))
+	}
+	f.mu.Lock()
+	events := strings.Join(f.events, "\n")
+	f.mu.Unlock()
+	if !strings.Contains(events, "progress:done") {
+		t.Errorf("the waiting call got no completion notice:\n%s", events)
+	}
+	// Exactly once.
+	res, _ = f.call(t, "claude_chat_wait", map[string]any{"sessionId": sid}, nil)
+	if !res.IsError || !strings.Contains(resText(res), "no query to wait for") {
+		t.Errorf("second collection: isError=%v %s", res.IsError, resText(res))
+	}
+	// The session goes on normally.
+	res, out = f.call(t, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "hi"}, nil)
+	if res.IsError || out["status"] != "completed" {
+		t.Errorf("query after wait: %s", resText(res))
+	}
+}
+
+// TestDirectQueryRunningKeepsSession: a direct query that returned running
+// keeps its temporary session until the result is collected.
+func TestDirectQueryRunningKeepsSession(t *testing.T) {
+	f := newFakeServer(t, "2025-11-25", sessions.Config{}, Options{})
+	res, out := f.call(t, "claude_direct_query", map[string]any{"cwd": t.TempDir(), "prompt": "SLOW4", "waitSeconds": 1}, nil)
+	if out["status"] != "running" {
+		t.Fatalf("direct: %v %s", out["status"], resText(res))
+	}
+	sid := out["sessionId"].(string)
+	if f.mgr.Count() != 1 {
+		t.Fatalf("the temporary session is gone while running")
+	}
+	res, out = f.call(t, "claude_chat_wait", map[string]any{"sessionId": sid}, nil)
+	if res.IsError || out["status"] != "completed" {
+		t.Fatalf("collect: %s", resText(res))
+	}
+	if n := f.mgr.Count(); n != 0 {
+		t.Errorf("%d sessions left after collecting the direct query", n)
+	}
+}
+
+// TestHeartbeat: a running query sends progress at least every interval.
+func TestHeartbeat(t *testing.T) {
+	f := newFakeServer(t, "2025-11-25", sessions.Config{}, Options{HeartbeatInterval: 300 * time.Millisecond})
+	_, out := f.call(t, "claude_session_create", map[string]any{"cwd": t.TempDir()}, nil)
+	sid := out["sessionId"].(string)
+	start := time.Now()
+	f.call(t, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "SLOW6"}, mcp.Meta{"progressToken": 7})
+	elapsed := time.Since(start)
+	f.mu.Lock()
+	n := 0
+	for _, e := range f.events {
+		if strings.HasPrefix(e, "progress:running for") {
+			n++
+		}
+	}
+	f.mu.Unlock()
+	if want := int(elapsed/(300*time.Millisecond)) - 2; n < want || n == 0 {
+		t.Errorf("%d heartbeats in %s, want ≥ %d", n, elapsed, want)
+	}
+}
+
+// TestHistory pages through a conversation, newest last.
+func TestHistory(t *testing.T) {
+	f := newFakeServer(t, "2025-11-25", sessions.Config{}, Options{})
+	_, out := f.call(t, "claude_session_create", map[string]any{"cwd": t.TempDir()}, nil)
+	sid := out["sessionId"].(string)
+	f.call(t, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "hi"}, nil)
+	f.call(t, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "TOOL_BASH[echo hi]"}, nil)
+	res, out := f.call(t, "claude_session_history", map[string]any{"sessionId": sid}, nil)
+	if res.IsError {
+		t.Fatal(resText(res))
+	}
+	entries := out["entries"].([]any)
+	kinds := []string{}
+	for _, e := range entries {
+		kinds = append(kinds, e.(map[string]any)["kind"].(string))
+	}
+	got := strings.Join(kinds, ",")
+	if !strings.HasPrefix(got, "prompt,text,prompt,") || !strings.Contains(got, "tool") {
+		t.Errorf("entry kinds = %s", got)
+	}
+	if entries[0].(map[string]any)["text"] != "hi" {
+		t.Errorf("first entry = %v", entries[0])
+	}
+	total := int(out["total"].(float64))
+	res, out = f.call(t, "claude_session_history", map[string]any{"sessionId": sid, "limit": 2}, nil)
+	page := out["entries"].([]any)
+	if len(page) != 2 || out["olderCursor"] == nil || out["cursor"] != strconv.Itoa(total-2) {
+		t.Fatalf("last page = %v", out)
+	}
+	_, out = f.call(t, "claude_session_history", map[string]any{"sessionId": sid, "limit": 2, "cursor": out["olderCursor"]}, nil)
+	if out["newerCursor"] != strconv.Itoa(total-2) {
+		t.Errorf("older page = %v", out)
+	}
+	res, _ = f.call(t, "claude_session_history", map[string]any{"sessionId": sid, "cursor": "x"}, nil)
+	if !res.IsError || !strings.Contains(resText(res), "invalid cursor") {
+		t.Errorf("bad cursor: %s", resText(res))
+	}
+}

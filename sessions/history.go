@@ -1,0 +1,172 @@
+package sessions
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+)
+
+// HistoryEntry is one step of a conversation: a prompt, an assistant text,
+// or a tool call with a short result.
+type HistoryEntry struct {
+	Kind    string          `json:"kind"` // "prompt", "text" or "tool"
+	Text    string          `json:"text,omitempty"`
+	Tool    string          `json:"tool,omitempty"`
+	ToolID  string          `json:"toolId,omitempty"`
+	Input   json.RawMessage `json:"input,omitempty"`
+	Result  string          `json:"result,omitempty"`
+	IsError bool            `json:"isError,omitempty"`
+	Time    time.Time       `json:"time,omitzero"`
+}
+
+// historyResultChars caps a tool result kept in the history.
+const historyResultChars = 500
+
+// History returns the conversation so far, oldest first. For a session
+// that continues an earlier conversation (resumeSessionId, or restored
+// after a restart) it starts with what the CLI's transcript held then.
+func (s *Session) History() []HistoryEntry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]HistoryEntry(nil), s.history...)
+}
+
+// recordTurn appends a finished turn to the history; s.mu is held.
+func (s *Session) recordTurn(prompt string, started time.Time, t *turn) {
+	s.history = append(s.history, HistoryEntry{Kind: "prompt", Text: prompt, Time: started})
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, e := range t.steps {
+		if e.Kind == "tool" {
+			if i, ok := t.toolIndex[e.ToolID]; ok {
+				inv := t.tools[i]
+				e.Result, e.IsError = truncate(inv.Output, historyResultChars), inv.IsError
+			}
+		}
+		s.history = append(s.history, e)
+	}
+}
+
+// TranscriptPath is where the CLI keeps the transcript of a Claude session
+// started in cwd: <config dir>/projects/<cwd with every character other
+// than ASCII letters and digits replaced by '-'>/<id>.jsonl, where the
+// config dir is $CLAUDE_CONFIG_DIR or $HOME/.claude (env first, then the
+// server's environment).
+func TranscriptPath(env map[string]string, cwd, claudeSessionID string) string {
+	lookup := func(k string) string {
+		if v, ok := env[k]; ok {
+			return v
+		}
+		return os.Getenv(k)
+	}
+	dir := lookup("CLAUDE_CONFIG_DIR")
+	if dir == "" {
+		home := lookup("HOME")
+		if home == "" {
+			home, _ = os.UserHomeDir()
+		}
+		dir = filepath.Join(home, ".claude")
+	}
+	slug := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, cwd)
+	return filepath.Join(dir, "projects", slug, claudeSessionID+".jsonl")
+}
+
+// transcriptPath is this session's transcript; s.mu is held.
+func (s *Session) transcriptPath() string {
+	env := map[string]string{}
+	for k, v := range s.m.cfg.Env {
+		env[k] = v
+	}
+	for k, v := range s.opts.Env {
+		env[k] = v
+	}
+	id := s.claudeSessionID
+	if id == "" {
+		id = s.opts.ResumeSessionID
+	}
+	return TranscriptPath(env, s.opts.Cwd, id)
+}
+
+// TranscriptPath is the file in which the CLI keeps this session's whole
+// conversation.
+func (s *Session) TranscriptPath() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.transcriptPath()
+}
+
+// loadTranscript reads a CLI transcript into history entries. A missing
+// file is no history.
+func loadTranscript(path string) ([]HistoryEntry, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []HistoryEntry
+	tools := map[string]int{}
+	r := bufio.NewReaderSize(f, 64<<10)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 {
+			out = appendTranscriptLine(out, tools, line)
+		}
+		if err != nil {
+			break
+		}
+	}
+	return out, nil
+}
+
+func appendTranscriptLine(out []HistoryEntry, tools map[string]int, line []byte) []HistoryEntry {
+	var e struct {
+		Type      string    `json:"type"`
+		IsMeta    bool      `json:"isMeta"`
+		Timestamp time.Time `json:"timestamp"`
+		Message   struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"message"`
+	}
+	if json.Unmarshal(line, &e) != nil || e.IsMeta {
+		return out
+	}
+	var blocks []claudeagent.ContentBlock
+	var text string
+	if json.Unmarshal(e.Message.Content, &text) == nil {
+		blocks = []claudeagent.ContentBlock{{Type: "text", Text: text}}
+	} else if json.Unmarshal(e.Message.Content, &blocks) != nil {
+		return out
+	}
+	for _, b := range blocks {
+		switch {
+		case e.Type == "user" && b.Type == "text":
+			if t := strings.TrimSpace(b.Text); t != "" && !strings.HasPrefix(t, "<") {
+				out = append(out, HistoryEntry{Kind: "prompt", Text: b.Text, Time: e.Timestamp})
+			}
+		case e.Type == "user" && b.Type == "tool_result":
+			if i, ok := tools[b.ToolUseID]; ok {
+				out[i].Result, out[i].IsError = truncate(b.ResultText(), historyResultChars), b.IsError
+			}
+		case e.Type == "assistant" && b.Type == "text":
+			out = append(out, HistoryEntry{Kind: "text", Text: b.Text, Time: e.Timestamp})
+		case e.Type == "assistant" && b.Type == "tool_use":
+			tools[b.ID] = len(out)
+			out = append(out, HistoryEntry{Kind: "tool", Tool: b.Name, ToolID: b.ID, Input: b.Input, Time: e.Timestamp})
+		}
+	}
+	return out
+}
