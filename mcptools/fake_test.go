@@ -26,6 +26,14 @@ type fakeServer struct {
 
 func newFakeServer(tb testing.TB, protocol string, cfg sessions.Config, opts Options) *fakeServer {
 	tb.Helper()
+	return newFakeServerWith(tb, protocol, cfg, opts, nil)
+}
+
+// newFakeServerWith is newFakeServer with a client that answers
+// elicitation with elicit (nil: the client declares no elicitation).
+func newFakeServerWith(tb testing.TB, protocol string, cfg sessions.Config, opts Options,
+	elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)) *fakeServer {
+	tb.Helper()
 	path, env := fakecli.Command(tb)
 	cfg.CLIPath, cfg.Env = path, env
 	f := &fakeServer{mgr: sessions.NewManager(cfg)}
@@ -39,6 +47,7 @@ func newFakeServer(tb testing.TB, protocol string, cfg sessions.Config, opts Opt
 	}
 	tb.Cleanup(func() { ss.Close() })
 	client := mcp.NewClient(&mcp.Implementation{Name: "fake", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: elicit,
 		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
 			f.mu.Lock()
 			f.events = append(f.events, "log:"+string(r.Params.Level))

@@ -9,7 +9,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -42,6 +41,8 @@ type run struct {
 	tools     int
 	collected bool
 	startOnce sync.Once
+	questions map[string]*question // permission questions for a retried call (modern protocol)
+	asked     chan struct{}        // a token when a question was added
 }
 
 func (r *run) onEvent(e sessions.Event) {
@@ -92,11 +93,15 @@ func (r *run) detach(n *notifier) {
 //
 // n, the notifier of the call that starts it, receives the events from the
 // first one on.
-func (h *handlers) startRun(s *sessions.Session, prompt string, thinking, temporary, closeAfter bool, n *notifier,
-	ask func(context.Context, *sessions.PermissionRequest) (*claudeagent.PermissionResult, error)) (*run, error) {
+func (h *handlers) startRun(req *mcp.CallToolRequest, s *sessions.Session, prompt string, thinking, temporary, closeAfter bool, n *notifier) (*run, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &run{sessionID: s.ID, session: s, temporary: temporary, closeAfter: closeAfter, thinking: thinking,
-		start: time.Now(), cancel: cancel, started: make(chan struct{}), done: make(chan struct{}), listener: n}
+		start: time.Now(), cancel: cancel, started: make(chan struct{}), done: make(chan struct{}), listener: n,
+		questions: map[string]*question{}, asked: make(chan struct{}, 1)}
+	ask := h.asker(req)
+	if ask != nil && modernEra(req) {
+		ask = questionAsker(r)
+	}
 	go func() {
 		defer cancel()
 		r.result, r.err = s.Query(ctx, prompt, sessions.QueryOptions{IncludeThinking: thinking, OnEvent: r.onEvent, AskPermission: ask})
@@ -164,8 +169,18 @@ func (h *handlers) release(r *run) {
 // interrupts the turn when interruptOnCancel is set.
 //
 // n is the call's notifier; it is attached here if it is not yet.
-func (h *handlers) await(ctx context.Context, n *notifier, r *run, wait time.Duration, interruptOnCancel bool) (*mcp.CallToolResult, QueryOutput, error) {
+// On the modern protocol a permission question ends the call with an
+// input-required result (see mrtr.go).
+func (h *handlers) await(ctx context.Context, req *mcp.CallToolRequest, n *notifier, r *run, wait time.Duration, interruptOnCancel bool) (*mcp.CallToolResult, QueryOutput, error) {
 	r.attach(n)
+	var asked <-chan struct{}
+	if modernEra(req) {
+		asked = r.asked
+		if q := r.nextQuestion(); q != nil {
+			r.detach(n)
+			return h.inputRequired(r, q), QueryOutput{}, nil
+		}
+	}
 	stop := n.heartbeat(h.opts.HeartbeatInterval, r.start)
 	var timeout <-chan time.Time
 	if wait > 0 {
@@ -174,8 +189,11 @@ func (h *handlers) await(ctx context.Context, n *notifier, r *run, wait time.Dur
 		timeout = t.C
 	}
 	var cancelled bool
+	var q *question
 	select {
 	case <-r.done:
+	case <-asked:
+		q = r.nextQuestion()
 	case <-timeout:
 	case <-ctx.Done():
 		if interruptOnCancel {
@@ -209,6 +227,9 @@ func (h *handlers) await(ctx context.Context, n *notifier, r *run, wait time.Dur
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: resultText(r.sessionID, r.result)}}, IsError: r.result.IsError}, out, nil
 	}
 	r.detach(n)
+	if q != nil && !finished {
+		return h.inputRequired(r, q), QueryOutput{}, nil
+	}
 	if finished {
 		return nil, QueryOutput{}, fmt.Errorf("the result of the query in session %s was already returned to another call", r.sessionID)
 	}
@@ -258,6 +279,13 @@ func (h *handlers) wait(ctx context.Context, req *mcp.CallToolRequest, in WaitIn
 	if err != nil {
 		return nil, QueryOutput{}, err
 	}
+	if req.Params.RequestState != "" {
+		r, err := h.resumeCall(req)
+		if err != nil {
+			return nil, QueryOutput{}, err
+		}
+		return h.await(ctx, req, newNotifier(ctx, req, r.sessionID, r.thinking, h.log), r, wait, false)
+	}
 	h.mu.Lock()
 	r := h.runs[in.SessionID]
 	h.mu.Unlock()
@@ -267,7 +295,7 @@ func (h *handlers) wait(ctx context.Context, req *mcp.CallToolRequest, in WaitIn
 		}
 		return nil, QueryOutput{}, fmt.Errorf("no query to wait for in session %s: none is running and every result was already returned; start one with claude_chat_query", in.SessionID)
 	}
-	return h.await(ctx, newNotifier(ctx, req, r.sessionID, r.thinking, h.log), r, wait, false)
+	return h.await(ctx, req, newNotifier(ctx, req, r.sessionID, r.thinking, h.log), r, wait, false)
 }
 
 func (h *handlers) waitDuration(seconds int) (time.Duration, error) {

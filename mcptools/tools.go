@@ -66,7 +66,7 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "claude-agent-mcp", Title: "Claude Code sessions", Version: version},
 		&mcp.ServerOptions{Instructions: instructions, Logger: logger})
-	h := &handlers{mgr: mgr, log: logger, opts: opts, runs: map[string]*run{}}
+	h := &handlers{mgr: mgr, log: logger, opts: opts, runs: map[string]*run{}, stateKey: newStateKey()}
 	for _, t := range h.tools() {
 		t.add(srv)
 	}
@@ -78,8 +78,9 @@ type handlers struct {
 	log  *slog.Logger
 	opts Options
 
-	mu   sync.Mutex
-	runs map[string]*run // by session id: the query not yet collected
+	mu       sync.Mutex
+	runs     map[string]*run // by session id: the query not yet collected
+	stateKey []byte          // signs RequestState of input-required results
 }
 
 // tool is one registration; add binds the typed handler.
@@ -327,16 +328,29 @@ func (h *handlers) query(ctx context.Context, req *mcp.CallToolRequest, in Query
 	if err != nil {
 		return nil, QueryOutput{}, err
 	}
+	if req.Params.RequestState != "" {
+		return h.retried(ctx, req, wait)
+	}
 	s, err := h.mgr.Get(in.SessionID)
 	if err != nil {
 		return nil, QueryOutput{}, toolError(err)
 	}
 	n := newNotifier(ctx, req, s.ID, in.IncludeThinking, h.log)
-	r, err := h.startRun(s, in.Prompt, in.IncludeThinking, false, in.CloseAfter, n, h.asker(req))
+	r, err := h.startRun(req, s, in.Prompt, in.IncludeThinking, false, in.CloseAfter, n)
 	if err != nil {
 		return nil, QueryOutput{}, toolError(err)
 	}
-	return h.await(ctx, n, r, wait, true)
+	return h.await(ctx, req, n, r, wait, true)
+}
+
+// retried continues a query call that the client retried with the answer
+// to a permission question.
+func (h *handlers) retried(ctx context.Context, req *mcp.CallToolRequest, wait time.Duration) (*mcp.CallToolResult, QueryOutput, error) {
+	r, err := h.resumeCall(req)
+	if err != nil {
+		return nil, QueryOutput{}, err
+	}
+	return h.await(ctx, req, newNotifier(ctx, req, r.sessionID, r.thinking, h.log), r, wait, true)
 }
 
 func (h *handlers) direct(ctx context.Context, req *mcp.CallToolRequest, in DirectInput) (*mcp.CallToolResult, QueryOutput, error) {
@@ -346,6 +360,9 @@ func (h *handlers) direct(ctx context.Context, req *mcp.CallToolRequest, in Dire
 	wait, err := h.waitDuration(in.WaitSeconds)
 	if err != nil {
 		return nil, QueryOutput{}, err
+	}
+	if req.Params.RequestState != "" {
+		return h.retried(ctx, req, wait)
 	}
 	opts, err := h.createOptions(in.SessionOptions, string(in.Model), string(in.PermissionMode), in.SystemPrompt, in.AppendSystemPrompt, in.Cwd)
 	if err != nil {
@@ -357,12 +374,12 @@ func (h *handlers) direct(ctx context.Context, req *mcp.CallToolRequest, in Dire
 		return nil, QueryOutput{}, toolError(err)
 	}
 	n := newNotifier(ctx, req, s.ID, in.IncludeThinking, h.log)
-	r, err := h.startRun(s, in.Prompt, in.IncludeThinking, true, false, n, h.asker(req))
+	r, err := h.startRun(req, s, in.Prompt, in.IncludeThinking, true, false, n)
 	if err != nil {
 		h.mgr.Discard(s)
 		return nil, QueryOutput{}, toolError(err)
 	}
-	return h.await(ctx, n, r, wait, true)
+	return h.await(ctx, req, n, r, wait, true)
 }
 
 // capText cuts an over-long final text, naming the transcript file that
