@@ -42,7 +42,9 @@
 //     into an is_error one with the message; an allow whose updatedInput
 //     differs from the recorded input gets the tool_result
 //     "fake claude ran updatedInput: <json>". An interrupt while waiting sends
-//     control_cancel_request for it and ends the turn with aborted_tools.
+//     control_cancel_request for it and ends the turn with aborted_tools; an
+//     answer to a cancelled request is reported on stderr ("fake claude: got
+//     an answer to cancelled control request <id>").
 //   - An interrupt during a turn ends it like the interrupt capture: the
 //     success response, the partial assistant text, the user line
 //     "[Request interrupted by user]" and an error_during_execution result.
@@ -110,8 +112,9 @@ const (
 )
 
 // Command returns the fake CLI to start from a test: the running test
-// binary, and the environment it needs (EnvVar=1 and the captures'
-// directory). The test binary's TestMain must call [Main] when EnvVar is
+// binary, and the environment it needs (EnvVar=1, the captures' directory,
+// and GORACE with atexit_sleep_ms=0 so a -race binary exits at once). The
+// test binary's TestMain must call [Main] when EnvVar is
 // "1".
 func Command(t testing.TB) (path string, env map[string]string) {
 	t.Helper()
@@ -123,7 +126,10 @@ func Command(t testing.TB) (path string, env map[string]string) {
 	if err != nil {
 		t.Fatalf("fakecli: %v", err)
 	}
-	return exe, map[string]string{EnvVar: "1", EnvStreams: dir}
+	// A -race binary sleeps 1 s at exit by default (atexit_sleep_ms);
+	// the fake has no threads worth waiting for.
+	gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
+	return exe, map[string]string{EnvVar: "1", EnvStreams: dir, "GORACE": gorace}
 }
 
 // StreamsDir returns the absolute path of testdata/streams: found from the
@@ -184,7 +190,8 @@ type fake struct {
 	mode       string // permission mode, "" as recorded
 	model      string // model, "" as recorded
 	answers    map[string]chan json.RawMessage
-	interrupts chan string // interrupt request ids for the running turn
+	cancelled  map[string]bool // requests withdrawn with control_cancel_request
+	interrupts chan string     // interrupt request ids for the running turn
 
 	eof chan struct{} // closed at stdin EOF
 
@@ -260,6 +267,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		errw:       stderr,
 		out:        stdout,
 		answers:    map[string]chan json.RawMessage{},
+		cancelled:  map[string]bool{},
 		interrupts: make(chan string, 16),
 		eof:        make(chan struct{}),
 	}
@@ -390,9 +398,15 @@ func (f *fake) input(line []byte, queue chan<- string) (code int, fatal bool) {
 		f.mu.Lock()
 		ch := f.answers[r.RequestID]
 		delete(f.answers, r.RequestID)
+		late := f.cancelled[r.RequestID]
 		f.mu.Unlock()
 		if ch != nil {
 			ch <- in.Response // buffered; each channel gets one answer
+		}
+		if late {
+			// The CLI ignores these silently; the fake reports them so
+			// that tests can tell a host that answers after a cancel.
+			fmt.Fprintf(f.errw, "fake claude: got an answer to cancelled control request %s\n", r.RequestID)
 		}
 	}
 	return 0, false
@@ -975,6 +989,9 @@ func (f *fake) forget(id string) {
 // the CLI cancels its request, answers the interrupt, rejects the tool and
 // ends with error_during_execution/aborted_tools.
 func (f *fake) abortTool(c *capture, reqID, interruptID string, rest []entry) {
+	f.mu.Lock()
+	f.cancelled[reqID] = true
+	f.mu.Unlock()
 	f.emitLine(marshal(struct {
 		Type      string `json:"type"`
 		RequestID string `json:"request_id"`

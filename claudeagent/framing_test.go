@@ -1,0 +1,117 @@
+package claudeagent
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+// lineResult is what one readLine call returned.
+type lineResult struct {
+	line    string
+	tooLong bool  // errLineTooLong
+	err     error // io.EOF or another error besides errLineTooLong
+}
+
+// readLines calls readLine until it reports the end of input.
+func readLines(t *testing.T, r io.Reader, bufSize, max int) []lineResult {
+	t.Helper()
+	br := bufio.NewReaderSize(r, bufSize)
+	var out []lineResult
+	for range 1000 {
+		line, err := readLine(br, max)
+		res := lineResult{line: string(line), tooLong: errors.Is(err, errLineTooLong)}
+		switch {
+		case errors.Is(err, io.EOF):
+			res.err = io.EOF
+		case err != nil && !res.tooLong:
+			res.err = err
+		}
+		out = append(out, res)
+		if res.err != nil {
+			return out
+		}
+	}
+	t.Fatal("readLine never reached the end")
+	return nil
+}
+
+func TestReadLine(t *testing.T) {
+	long := strings.Repeat("x", 100) // > the 16-byte bufio buffer used below
+	for _, tc := range []struct {
+		name  string
+		input string
+		max   int
+		want  []lineResult
+	}{
+		{"simple", "a\nb\n", 100, []lineResult{{line: "a\n"}, {line: "b\n"}, {err: io.EOF}}},
+		{"longer_than_buffer", long + "\nnext\n", 1000, []lineResult{{line: long + "\n"}, {line: "next\n"}, {err: io.EOF}}},
+		{"no_trailing_newline", "a\nlast", 100, []lineResult{{line: "a\n"}, {line: "last", err: io.EOF}}},
+		{"long_no_trailing_newline", long, 1000, []lineResult{{line: long, err: io.EOF}}},
+		{"blank_lines", "\n\n{}\n", 100, []lineResult{{line: "\n"}, {line: "\n"}, {line: "{}\n"}, {err: io.EOF}}},
+		{"crlf", "a\r\n", 100, []lineResult{{line: "a\r\n"}, {err: io.EOF}}},
+		{"over_max_skipped", long + "\nnext\n", 50, []lineResult{{tooLong: true}, {line: "next\n"}, {err: io.EOF}}},
+		{"over_max_twice", long + "\n" + long + "\nok\n", 50, []lineResult{{tooLong: true}, {tooLong: true}, {line: "ok\n"}, {err: io.EOF}}},
+		{"over_max_at_eof", "ok\n" + long, 50, []lineResult{{line: "ok\n"}, {tooLong: true, err: io.EOF}}},
+		// The cap counts the newline.
+		{"exactly_max", "abcd\nx\n", 5, []lineResult{{line: "abcd\n"}, {line: "x\n"}, {err: io.EOF}}},
+		{"one_over_max", "abcde\nx\n", 5, []lineResult{{tooLong: true}, {line: "x\n"}, {err: io.EOF}}},
+		{"empty", "", 5, []lineResult{{err: io.EOF}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, mode := range []string{"whole", "one_byte_reads"} {
+				var r io.Reader = strings.NewReader(tc.input)
+				if mode == "one_byte_reads" {
+					r = iotest.OneByteReader(r)
+				}
+				got := readLines(t, r, 16, tc.max)
+				if !equalResults(got, tc.want) {
+					t.Errorf("%s: got %+v\nwant %+v", mode, got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func equalResults(a, b []lineResult) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].line != b[i].line || a[i].tooLong != b[i].tooLong || a[i].err != b[i].err {
+			return false
+		}
+	}
+	return true
+}
+
+// TestReadLineReaderError: an I/O error other than EOF is returned with
+// what was read.
+func TestReadLineReaderError(t *testing.T) {
+	boom := errors.New("boom")
+	br := bufio.NewReaderSize(io.MultiReader(strings.NewReader("partial"), iotest.ErrReader(boom)), 16)
+	line, err := readLine(br, 100)
+	if string(line) != "partial" || !errors.Is(err, boom) {
+		t.Errorf("readLine = %q, %v", line, err)
+	}
+}
+
+// TestReadLineBig reads a 3 MB line through the 64 KiB buffer the process
+// uses, with the default cap.
+func TestReadLineBig(t *testing.T) {
+	big := bytes.Repeat([]byte("0123456789abcdef"), 3<<20/16)
+	input := append(append(append([]byte(nil), big...), '\n'), "{}\n"...)
+	br := bufio.NewReaderSize(bytes.NewReader(input), 64<<10)
+	line, err := readLine(br, DefaultMaxLineBytes)
+	if err != nil || len(line) != len(big)+1 || !bytes.Equal(line[:len(big)], big) {
+		t.Fatalf("big line: %d bytes, %v", len(line), err)
+	}
+	line, err = readLine(br, DefaultMaxLineBytes)
+	if err != nil || string(line) != "{}\n" {
+		t.Errorf("next line %q, %v", line, err)
+	}
+}
