@@ -57,6 +57,8 @@ type e2e struct {
 	session *mcp.ClientSession
 	cmd     *exec.Cmd
 	stdin   io.WriteCloser
+	exited  chan struct{} // closed when the server process has exited
+	logPath string        // the server's stderr
 
 	mu       sync.Mutex
 	logs     []*mcp.LoggingMessageParams
@@ -68,6 +70,7 @@ type e2eOptions struct {
 	args     []string
 	env      map[string]string
 	elicit   func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)
+	home     string // reuse this HOME (and so the default state file) of an earlier server
 }
 
 func startE2E(t *testing.T, o e2eOptions) *e2e {
@@ -80,6 +83,10 @@ func startE2E(t *testing.T, o e2eOptions) *e2e {
 	}
 	t.Cleanup(api.Close)
 	home, env := e2eenv.Env(t, api.URL())
+	if o.home != "" {
+		home = o.home
+		env["HOME"], env["CLAUDE_CONFIG_DIR"] = home, filepath.Join(home, ".claude")
+	}
 	cwd := filepath.Join(home, "proj")
 	if err := os.MkdirAll(cwd, 0o755); err != nil {
 		t.Fatal(err)
@@ -95,12 +102,12 @@ func startE2E(t *testing.T, o e2eOptions) *e2e {
 	for k, v := range o.env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	stderr, err := os.Create(filepath.Join(home, "server.log"))
+	stderr, err := os.CreateTemp(home, "server-*.log")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd.Stderr = stderr
-	e.cmd = cmd
+	e.cmd, e.logPath = cmd, stderr.Name()
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{
 		ElicitationHandler: o.elicit,
 		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
@@ -129,6 +136,7 @@ func startE2E(t *testing.T, o e2eOptions) *e2e {
 	}
 	e.stdin = stdin
 	exited := make(chan struct{})
+	e.exited = exited
 	go func() {
 		_ = cmd.Wait()
 		close(exited)
