@@ -12,6 +12,11 @@ import (
 // Options.Env overrides it; the CLI reports it in its User-Agent.
 const Entrypoint = "claude-agent-mcp"
 
+// MarkerEnv is the variable each [Process] gets with a value of its own, so
+// that the tools it starts can be found (see [KillMarked]) when they outlive
+// it.
+const MarkerEnv = "CLAUDE_AGENT_MCP_PROCESS"
+
 // Defaults for the zero values of [Options].
 const (
 	DefaultMaxLineBytes   = 256 << 20
@@ -152,7 +157,14 @@ func (o *Options) Args() []string {
 // CLAUDECODE (so the child does not think it runs inside Claude Code), with
 // CLAUDE_CODE_ENTRYPOINT and PWD set, and Env on top.
 func (o *Options) Environ(cwd string) []string {
+	return o.environ(cwd, "")
+}
+
+func (o *Options) environ(cwd, marker string) []string {
 	set := map[string]string{"CLAUDE_CODE_ENTRYPOINT": Entrypoint}
+	if marker != "" {
+		set[MarkerEnv] = marker
+	}
 	if cwd != "" {
 		set["PWD"] = cwd
 	}

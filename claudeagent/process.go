@@ -75,6 +75,7 @@ type Process struct {
 	incoming map[string]context.CancelFunc
 	seq      uint64
 	idSalt   string
+	marker   string // MarkerEnv=value, in the CLI's environment and so its tools'
 
 	stderr tailBuffer
 
@@ -109,9 +110,14 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	var salt [4]byte
+	_, _ = rand.Read(salt[:])
+	var mark [8]byte
+	_, _ = rand.Read(mark[:])
+	marker := hex.EncodeToString(mark[:])
 	cmd := exec.Command(path, opts.Args()...)
 	cmd.Dir = cwd
-	cmd.Env = opts.Environ(cwd)
+	cmd.Env = opts.environ(cwd, marker)
 	setProcAttr(cmd)
 
 	stdin, err := cmd.StdinPipe()
@@ -139,8 +145,6 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 		return nil, fmt.Errorf("starting claude at %s: %w", path, startErr)
 	}
 
-	var salt [4]byte
-	_, _ = rand.Read(salt[:])
 	life, endLife := context.WithCancel(context.Background())
 	p := &Process{
 		opts:       opts,
@@ -152,6 +156,7 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 		pending:    map[string]chan controlResult{},
 		incoming:   map[string]context.CancelFunc{},
 		idSalt:     hex.EncodeToString(salt[:]),
+		marker:     MarkerEnv + "=" + marker,
 		life:       life,
 		endLife:    endLife,
 		exited:     make(chan struct{}),
@@ -388,6 +393,9 @@ func (p *Process) waitExited(d time.Duration) bool {
 func (p *Process) wait(outR, errR *os.File, stderrDone <-chan struct{}) {
 	err := p.cmd.Wait()
 	_ = kill(p.cmd.Process) // orphans in the CLI's group
+	if n := KillMarked(p.marker); n > 0 {
+		p.log.Debug("killed tool processes the CLI left behind", "count", n)
+	}
 	waitOrClose(stderrDone, errR)
 	p.exitErr = p.exitError(err)
 	close(p.exited)

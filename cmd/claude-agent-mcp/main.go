@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/lmittmann/tint"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/term"
@@ -67,6 +68,9 @@ func main() {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 2 && args[0] == watchdogArg {
+		return runWatchdog(args[1], stdin)
+	}
 	cfg, _, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -196,6 +200,8 @@ func newLogger(level string, w io.Writer) (*slog.Logger, error) {
 
 func serve(c *config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) error {
 	depth, _ := strconv.Atoi(os.Getenv(DepthEnv))
+	marker := uuid.NewString()
+	defer startWatchdog(marker, logger)()
 	mcfg := sessions.Config{
 		CLIPath:           c.claudePath,
 		MaxSessions:       c.maxSessions,
@@ -205,7 +211,7 @@ func serve(c *config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) er
 		PermissionTimeout: c.permissionTimeout,
 		Depth:             depth,
 		MaxDepth:          c.maxDepth,
-		Env:               map[string]string{DepthEnv: strconv.Itoa(depth + 1)},
+		Env:               map[string]string{DepthEnv: strconv.Itoa(depth + 1), ServerMarkerEnv: marker},
 		Logger:            logger,
 	}
 	switch c.permissionPolicy {
