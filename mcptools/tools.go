@@ -430,9 +430,6 @@ func queryOutput(sessionID string, r *sessions.TurnResult) QueryOutput {
 	}
 	if r.IsError {
 		out.Error = r.ErrorText
-		if r.TimedOut {
-			out.Error = "the query timed out and was interrupted; " + out.Error
-		}
 	}
 	for _, t := range r.ToolInvocations {
 		in := t.Input
@@ -450,11 +447,10 @@ func resultText(sessionID string, r *sessions.TurnResult) string {
 	var b strings.Builder
 	switch {
 	case r.TimedOut:
-		fmt.Fprintf(&b, "The query timed out and was interrupted. ")
+		b.WriteString("The query timed out and was interrupted.\n\n")
 	case r.Interrupted:
-		fmt.Fprintf(&b, "The query was interrupted. ")
-	}
-	if r.IsError && r.ErrorText != "" {
+		b.WriteString("The query was interrupted.\n\n")
+	case r.IsError && r.ErrorText != "":
 		fmt.Fprintf(&b, "The turn failed: %s\n\n", r.ErrorText)
 	}
 	if r.FinalText != "" {

@@ -92,8 +92,8 @@ func (s *Session) transcriptPath() string {
 		env[k] = v
 	}
 	id := s.claudeSessionID
-	if id == "" {
-		id = s.opts.ResumeSessionID
+	if s.forkPending || id == "" {
+		id = s.opts.ResumeSessionID // the fork's own transcript does not exist yet
 	}
 	return TranscriptPath(env, s.opts.Cwd, id)
 }

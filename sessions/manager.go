@@ -243,11 +243,11 @@ func (m *Manager) Create(ctx context.Context, opts CreateOptions) (*Session, err
 	if err := m.Validate(&opts); err != nil {
 		return nil, err
 	}
-	if _, _, err := m.CLI(ctx); err != nil {
-		return nil, err
-	}
 	if m.cfg.MaxDepth > 0 && m.cfg.Depth >= m.cfg.MaxDepth {
 		return nil, fmt.Errorf("%w: this server runs inside %d nested claude-agent-mcp session(s) and --max-depth is %d, so it creates no further sessions (this stops unbounded fan-out); do the work directly instead", ErrDepthExceeded, m.cfg.Depth, m.cfg.MaxDepth)
+	}
+	if _, _, err := m.CLI(ctx); err != nil {
+		return nil, err
 	}
 	s := newSession(m, opts)
 	m.mu.Lock()

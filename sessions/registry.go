@@ -27,6 +27,7 @@ type RegistryEntry struct {
 	SessionID       string        `json:"sessionId"`
 	ClaudeSessionID string        `json:"claudeSessionId"`
 	Resumable       bool          `json:"resumable"`
+	ForkPending     bool          `json:"forkPending,omitempty"`
 	Model           string        `json:"model,omitempty"`
 	Created         time.Time     `json:"created"`
 	LastUsed        time.Time     `json:"lastUsed"`
@@ -140,7 +141,7 @@ func (m *Manager) persist() {
 			opts := s.opts
 			opts.Env = nil
 			entries = append(entries, RegistryEntry{
-				SessionID: s.ID, ClaudeSessionID: s.claudeSessionID, Resumable: s.resumable, Model: s.model,
+				SessionID: s.ID, ClaudeSessionID: s.claudeSessionID, Resumable: s.resumable, ForkPending: s.forkPending, Model: s.model,
 				Created: s.created, LastUsed: s.lastUsed, Queries: s.queries, CostUSD: s.cost, Usage: s.usage,
 				Options: opts,
 			})
@@ -164,7 +165,7 @@ func (m *Manager) restore() {
 		s := newSession(m, e.Options)
 		s.ID = e.SessionID
 		s.log = m.log.With("session_id", s.ID)
-		s.claudeSessionID, s.resumable = e.ClaudeSessionID, e.Resumable
+		s.claudeSessionID, s.resumable, s.forkPending = e.ClaudeSessionID, e.Resumable, e.ForkPending
 		s.model, s.created, s.lastUsed = e.Model, e.Created, e.LastUsed
 		s.queries, s.cost, s.usage = e.Queries, e.CostUSD, e.Usage
 		s.state = StateDormant

@@ -111,6 +111,7 @@ type Session struct {
 	pumpDone        chan struct{}
 	claudeSessionID string
 	resumable       bool // a transcript exists, so --resume works
+	forkPending     bool // a fork whose first turn has not run: fork again on start
 	model           string
 	models          []claudeagent.ModelInfo
 	cur             *turn
@@ -143,7 +144,8 @@ func newSession(m *Manager, opts CreateOptions) *Session {
 	case opts.ResumeSessionID != "" && !opts.ForkSession:
 		s.claudeSessionID, s.resumable = opts.ResumeSessionID, true
 	case opts.ResumeSessionID != "":
-		s.resumable = true // the fork's id is known after its first turn
+		// A fork gets its id up front (--session-id with --fork-session).
+		s.claudeSessionID, s.resumable, s.forkPending = uuid.NewString(), true, true
 	default:
 		s.claudeSessionID = uuid.NewString()
 	}
@@ -213,7 +215,7 @@ func (s *Session) start(ctx context.Context) error {
 		s.m.releaseLive(s)
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if resuming && !errors.Is(err, context.Canceled) && !errors.Is(err, claudeagent.ErrCLINotFound) {
+		if resuming && ctx.Err() == nil && !errors.Is(err, context.Canceled) && !errors.Is(err, claudeagent.ErrCLINotFound) {
 			s.state = StateFailed
 			s.failure = fmt.Sprintf("resuming Claude session %s failed: %v", opts.Resume, err)
 			return fmt.Errorf("%w: %s", ErrFailed, s.failure)
@@ -263,10 +265,10 @@ func (s *Session) processOptions() claudeagent.Options {
 		OnControlRequest:      s.onControl,
 	}
 	switch {
-	case s.resumable && s.claudeSessionID != "":
+	case s.forkPending:
+		opts.Resume, opts.ForkSession, opts.SessionID = o.ResumeSessionID, true, s.claudeSessionID
+	case s.resumable:
 		opts.Resume = s.claudeSessionID
-	case s.resumable: // a fork that has not run yet
-		opts.Resume, opts.ForkSession = o.ResumeSessionID, true
 	default:
 		opts.SessionID = s.claudeSessionID
 	}
@@ -367,7 +369,7 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 	s.state = StateRunning
 	s.queries++
 	s.lastUsed = time.Now()
-	s.resumable = s.claudeSessionID != "" || s.resumable
+	s.resumable = true // from now on the CLI has (or will have) a transcript
 	prevCost := s.procCost
 	s.mu.Unlock()
 
@@ -381,6 +383,7 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 	s.cur, s.curAsk = nil, nil
 	if t.result != nil {
 		s.procCost = t.result.TotalCostUSD
+		s.forkPending = false // the fork exists now; later starts resume it
 	}
 	r := t.snapshot(prevCost, qo.IncludeThinking)
 	s.recordTurn(prompt, started, t)

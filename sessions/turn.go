@@ -112,6 +112,9 @@ type turn struct {
 
 	done     chan struct{}
 	doneOnce sync.Once
+
+	emitMu sync.Mutex // one onEvent call at a time
+	ended  bool       // EventDone was emitted; later events are dropped
 }
 
 func newTurn(onEvent func(Event)) *turn {
@@ -126,6 +129,14 @@ func (t *turn) emit(e Event) {
 	e.Elapsed = time.Since(t.start)
 	e.ToolsUsed = len(t.tools)
 	t.mu.Unlock()
+	// The pump and permission handlers both emit; a handler may finish
+	// after the turn (an interrupt cancels its question).
+	t.emitMu.Lock()
+	defer t.emitMu.Unlock()
+	if t.ended {
+		return
+	}
+	t.ended = e.Kind == EventDone
 	t.onEvent(e)
 }
 
@@ -268,6 +279,15 @@ func (t *turn) snapshot(prevCost float64, includeThinking bool) *TurnResult {
 	}
 	r.Subtype, r.IsError, r.TerminalReason = res.Subtype, res.IsError, res.TerminalReason
 	r.ErrorText = res.ErrorText()
+	if t.interrupted && res.Subtype == "error_during_execution" {
+		// The CLI reports its own diagnostics here; say what happened.
+		if t.timedOut {
+			r.ErrorText = "the query timed out and was interrupted"
+		} else {
+			// An interrupt the caller asked for is an outcome, not a failure.
+			r.IsError, r.ErrorText = false, ""
+		}
+	}
 	r.DurationMs, r.DurationAPIMs, r.NumTurns = res.DurationMs, res.DurationAPIMs, res.NumTurns
 	if res.StopReason != nil {
 		r.StopReason = *res.StopReason

@@ -335,7 +335,9 @@ func TestE2EResumeAndFork(t *testing.T) {
 	if got := e.info(t, ctx, c)["claudeSessionId"]; got != csidC {
 		t.Errorf("list shows the fork's claudeSessionId %v, want %s", got, csidC)
 	}
-	t.Logf("fork: claudeSessionId at create %q, after the first query %q", cout["claudeSessionId"], csidC)
+	if cout["claudeSessionId"] != csidC {
+		t.Errorf("the fork's claudeSessionId at create (%v) differs from the one it runs under (%s)", cout["claudeSessionId"], csidC)
+	}
 
 	res, _ = e.call(t, ctx, "claude_session_create", map[string]any{"cwd": e.cwd, "forkSession": true}, nil)
 	wantToolError(t, "forkSession without resumeSessionId", res, "resumeSessionId")

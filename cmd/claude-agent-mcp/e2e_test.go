@@ -95,7 +95,13 @@ func startE2E(t *testing.T, o e2eOptions) *e2e {
 	cmd := exec.Command(bin, append([]string{"--claude-path", claude, "--log-level", "debug",
 		"--state-file", filepath.Join(home, "state", "sessions.json")}, o.args...)...)
 	cmd.Dir = cwd
-	cmd.Env = os.Environ()
+	// The server's own settings come from the test, never from an outer
+	// environment (a nested session sets CLAUDE_AGENT_MCP_DEPTH, say).
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CLAUDE_AGENT_MCP_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
