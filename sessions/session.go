@@ -215,6 +215,9 @@ func (s *Session) start(ctx context.Context) error {
 		s.m.releaseLive(s)
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		if s.state == StateClosed { // closed while starting
+			return fmt.Errorf("%w: %s", ErrClosed, s.ID)
+		}
 		if resuming && ctx.Err() == nil && !errors.Is(err, context.Canceled) && !errors.Is(err, claudeagent.ErrCLINotFound) {
 			s.state = StateFailed
 			s.failure = fmt.Sprintf("resuming Claude session %s failed: %v", opts.Resume, err)
