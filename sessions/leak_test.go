@@ -51,19 +51,9 @@ func checkLeaks(t *testing.T, b baseline, settle time.Duration) (goroutines, fds
 }
 
 func leakReport(b baseline, settle time.Duration) (goroutines, fds int, problems []string) {
-	deadline := time.Now().Add(settle)
-	for {
-		goroutines = runtime.NumGoroutine()
-		fds, _ = openFDs()
-		if goroutines <= b.goroutines && (!b.fdsOK || fds <= b.fds) {
-			return goroutines, fds, nil
-		}
-		if time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond) // polling: exits cannot be awaited
-	}
-	if goroutines > b.goroutines {
+	// A goroutine is a leak when it did not exist at the baseline; counting
+	// alone would let one that ends meanwhile hide a new one.
+	newStacks := func() []string {
 		var added []string
 		for id, st := range goroutineStacks() {
 			if _, old := b.stacks[id]; !old {
@@ -71,6 +61,23 @@ func leakReport(b baseline, settle time.Duration) (goroutines, fds int, problems
 			}
 		}
 		slices.Sort(added)
+		return added
+	}
+	deadline := time.Now().Add(settle)
+	var added []string
+	for {
+		goroutines = runtime.NumGoroutine()
+		added = newStacks()
+		fds, _ = openFDs()
+		if len(added) == 0 && (!b.fdsOK || fds <= b.fds) {
+			return goroutines, fds, nil
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond) // polling: exits cannot be awaited
+	}
+	if len(added) > 0 {
 		problems = append(problems, fmt.Sprintf("goroutines: %d, baseline %d; %d new ones:\n\n%s\n\nall goroutines:\n\n%s",
 			goroutines, b.goroutines, len(added), strings.Join(added, "\n\n"), allStacks()))
 	}

@@ -387,6 +387,14 @@ func (m *Manager) reserveLive(s *Session) error {
 	}
 }
 
+// shuttingDown reports whether Shutdown has begun. Lock order: m.mu before
+// any session's mu, so never call it with a session's lock held.
+func (m *Manager) shuttingDown() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.closed
+}
+
 func (m *Manager) releaseLive(s *Session) {
 	m.mu.Lock()
 	delete(m.live, s)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
@@ -102,7 +103,8 @@ type Session struct {
 	m   *Manager
 	log *slog.Logger
 
-	slot chan struct{} // the single query slot
+	slot     chan struct{} // held while a query runs or the process is started or stopped
+	querying atomic.Bool    // a query is running (or about to)
 
 	mu              sync.Mutex
 	opts            CreateOptions
@@ -226,6 +228,7 @@ func (s *Session) start(ctx context.Context) error {
 		s.state = StateDormant
 		return err
 	}
+	stopping := s.m.shuttingDown() // before s.mu: the manager's lock comes first
 	s.mu.Lock()
 	s.proc, s.procCost = p, 0
 	s.pumpDone = make(chan struct{})
@@ -233,7 +236,7 @@ func (s *Session) start(ctx context.Context) error {
 	if s.model == "" || s.opts.Model != "" {
 		s.model = s.resolveModel(s.opts.Model)
 	}
-	closed := s.state == StateClosed
+	closed := s.state == StateClosed || stopping
 	if !closed {
 		s.state = StateIdle
 	}
@@ -349,10 +352,18 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 	if prompt == "" {
 		return nil, ErrEmptyPrompt
 	}
+	// querying is the one-query-at-a-time gate: a second query is refused
+	// at once. The slot is the lock for the process's lifecycle; it may be
+	// held for a moment by something else (making the session dormant), so
+	// the query waits for it.
+	if !s.querying.CompareAndSwap(false, true) {
+		return nil, fmt.Errorf("%w: session %s is already running a query; wait for it to finish or call claude_chat_interrupt", ErrBusy, s.ID)
+	}
+	defer s.querying.Store(false)
 	select {
 	case s.slot <- struct{}{}:
-	default:
-		return nil, fmt.Errorf("%w: session %s is already running a query; wait for it to finish or call claude_chat_interrupt", ErrBusy, s.ID)
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 	defer func() { <-s.slot }()
 
@@ -377,7 +388,9 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 	s.mu.Unlock()
 
 	t.emit(Event{Kind: EventTurnStarted})
-	if err := p.SendUser(prompt); err != nil {
+	if err := ctx.Err(); err != nil {
+		t.fail("the query was cancelled before it was sent")
+	} else if err := p.SendUser(prompt); err != nil {
 		t.fail("sending the prompt to claude: " + err.Error())
 	}
 	s.wait(ctx, t, p)
