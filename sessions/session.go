@@ -104,7 +104,7 @@ type Session struct {
 	log *slog.Logger
 
 	slot     chan struct{} // held while a query runs or the process is started or stopped
-	querying atomic.Bool    // a query is running (or about to)
+	querying atomic.Bool   // a query is running (or about to)
 
 	mu              sync.Mutex
 	opts            CreateOptions
