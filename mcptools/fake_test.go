@@ -87,6 +87,34 @@ func (f *fakeServer) call(tb testing.TB, name string, args any, meta mcp.Meta) (
 	return res, out
 }
 
+// waitEvents waits until every want has arrived (the client dispatches
+// notifications apart from responses, so one sent before a result may be
+// handled just after it) and returns all events.
+func (f *fakeServer) waitEvents(tb testing.TB, want ...string) string {
+	tb.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		f.mu.Lock()
+		events := strings.Join(f.events, "\n")
+		f.mu.Unlock()
+		missing := ""
+		for _, w := range want {
+			if !strings.Contains(events, w) {
+				missing = w
+				break
+			}
+		}
+		if missing == "" {
+			return events
+		}
+		if time.Now().After(deadline) {
+			tb.Errorf("events lack %q:\n%s", missing, events)
+			return events
+		}
+		time.Sleep(10 * time.Millisecond) // notifications arrive on the client's own goroutine
+	}
+}
+
 func resText(res *mcp.CallToolResult) string {
 	var b strings.Builder
 	for _, c := range res.Content {
@@ -119,14 +147,7 @@ func TestFakeQueryNotifications(t *testing.T) {
 			if len(inv) != 1 || inv[0].(map[string]any)["name"] != "Bash" {
 				t.Errorf("toolInvocations = %v", out["toolInvocations"])
 			}
-			f.mu.Lock()
-			events := strings.Join(f.events, "\n")
-			f.mu.Unlock()
-			for _, want := range []string{"progress:turn started", "progress:tool Bash started", "progress:tool Bash failed", "progress:permission: denied Bash", "progress:done", "log:info", "log:debug"} {
-				if !strings.Contains(events, want) {
-					t.Errorf("events lack %q:\n%s", want, events)
-				}
-			}
+			events := f.waitEvents(t, "progress:turn started", "progress:tool Bash started", "progress:tool Bash failed", "progress:permission: denied Bash", "progress:done", "log:info", "log:debug")
 			if i, j := strings.Index(events, "turn started"), strings.Index(events, "progress:done"); i > j {
 				t.Errorf("events out of order:\n%s", events)
 			}

@@ -40,12 +40,7 @@ func TestWaitSecondsAndChatWait(t *testing.T) {
 	if res.IsError || out["status"] != "completed" || !strings.Contains(out["finalText"].(string), "chunk7") {
 		t.Fatalf("final wait: %v %s", out, resText(res))
 	}
-	f.mu.Lock()
-	events := strings.Join(f.events, "\n")
-	f.mu.Unlock()
-	if !strings.Contains(events, "progress:done") {
-		t.Errorf("the waiting call got no completion notice:\n%s", events)
-	}
+	f.waitEvents(t, "progress:done") // the waiting call gets the completion notice
 	// Exactly once.
 	res, _ = f.call(t, "claude_chat_wait", map[string]any{"sessionId": sid}, nil)
 	if !res.IsError || !strings.Contains(resText(res), "no query to wait for") {

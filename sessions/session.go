@@ -368,17 +368,25 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 	defer func() { <-s.slot }()
 
 	s.stopIdleTimer()
-	if err := s.start(ctx); err != nil {
-		return nil, err
-	}
 	t := newTurn(qo.OnEvent)
-	started := time.Now()
-	s.mu.Lock()
-	p := s.proc
-	if p == nil || s.state == StateClosed {
+	var p *claudeagent.Process
+	for attempt := 0; ; attempt++ {
+		if err := s.start(ctx); err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		p = s.proc
+		if p != nil && s.state != StateClosed {
+			break // s.mu stays held
+		}
+		closed := s.state == StateClosed
 		s.mu.Unlock()
-		return nil, fmt.Errorf("%w: %s", ErrClosed, s.ID)
+		if closed || attempt > 0 {
+			return nil, fmt.Errorf("%w: %s", ErrClosed, s.ID)
+		}
+		// The idle process died just now; start it again (with --resume).
 	}
+	started := time.Now()
 	s.cur, s.curAsk = t, qo.AskPermission
 	s.state = StateRunning
 	s.queries++
