@@ -321,10 +321,7 @@ func (h *handlers) close(ctx context.Context, req *mcp.CallToolRequest, in Sessi
 }
 
 func (h *handlers) query(ctx context.Context, req *mcp.CallToolRequest, in QueryInput) (*mcp.CallToolResult, QueryOutput, error) {
-	if strings.TrimSpace(in.Prompt) == "" {
-		return nil, QueryOutput{}, errors.New("prompt is empty: pass the text to send to Claude Code")
-	}
-	wait, err := h.waitDuration(in.WaitSeconds)
+	wait, err := h.queryArgs(in.Prompt, in.WaitSeconds)
 	if err != nil {
 		return nil, QueryOutput{}, err
 	}
@@ -335,9 +332,28 @@ func (h *handlers) query(ctx context.Context, req *mcp.CallToolRequest, in Query
 	if err != nil {
 		return nil, QueryOutput{}, toolError(err)
 	}
-	n := newNotifier(ctx, req, s.ID, in.IncludeThinking, h.log)
-	r, err := h.startRun(req, s, in.Prompt, in.IncludeThinking, false, in.CloseAfter, n)
+	return h.launch(ctx, req, s, in.Prompt, in.IncludeThinking, false, in.CloseAfter, wait)
+}
+
+// queryArgs checks what query and direct calls share and returns how long
+// the call waits.
+func (h *handlers) queryArgs(prompt string, waitSeconds int) (time.Duration, error) {
+	if strings.TrimSpace(prompt) == "" {
+		return 0, errors.New("prompt is empty: pass the text to send to Claude Code")
+	}
+	return h.waitDuration(waitSeconds)
+}
+
+// launch starts a query in s and waits for it on behalf of this call; a
+// temporary session is discarded when the query cannot start.
+func (h *handlers) launch(ctx context.Context, req *mcp.CallToolRequest, s *sessions.Session, prompt string,
+	thinking, temporary, closeAfter bool, wait time.Duration) (*mcp.CallToolResult, QueryOutput, error) {
+	n := newNotifier(ctx, req, s.ID, thinking, h.log)
+	r, err := h.startRun(req, s, prompt, thinking, temporary, closeAfter, n)
 	if err != nil {
+		if temporary {
+			h.mgr.Discard(s)
+		}
 		return nil, QueryOutput{}, toolError(err)
 	}
 	return h.await(ctx, req, n, r, wait, true)
@@ -354,10 +370,7 @@ func (h *handlers) retried(ctx context.Context, req *mcp.CallToolRequest, wait t
 }
 
 func (h *handlers) direct(ctx context.Context, req *mcp.CallToolRequest, in DirectInput) (*mcp.CallToolResult, QueryOutput, error) {
-	if strings.TrimSpace(in.Prompt) == "" {
-		return nil, QueryOutput{}, errors.New("prompt is empty: pass the text to send to Claude Code")
-	}
-	wait, err := h.waitDuration(in.WaitSeconds)
+	wait, err := h.queryArgs(in.Prompt, in.WaitSeconds)
 	if err != nil {
 		return nil, QueryOutput{}, err
 	}
@@ -373,13 +386,7 @@ func (h *handlers) direct(ctx context.Context, req *mcp.CallToolRequest, in Dire
 	if err != nil {
 		return nil, QueryOutput{}, toolError(err)
 	}
-	n := newNotifier(ctx, req, s.ID, in.IncludeThinking, h.log)
-	r, err := h.startRun(req, s, in.Prompt, in.IncludeThinking, true, false, n)
-	if err != nil {
-		h.mgr.Discard(s)
-		return nil, QueryOutput{}, toolError(err)
-	}
-	return h.await(ctx, req, n, r, wait, true)
+	return h.launch(ctx, req, s, in.Prompt, in.IncludeThinking, true, false, wait)
 }
 
 // capText cuts an over-long final text, naming the transcript file that

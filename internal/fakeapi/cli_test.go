@@ -5,76 +5,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/e2eenv"
 )
-
-// findClaude locates the real claude CLI: $CLAUDE_BIN, then
-// .tools/node_modules/.bin/claude under the module root, then
-// /tmp/cli/node_modules/.bin/claude, then claude on PATH. When none is found
-// the test is skipped, or fails when CI=true.
-func findClaude(t testing.TB) string {
-	t.Helper()
-	if p := os.Getenv("CLAUDE_BIN"); p != "" {
-		if isExecutable(p) {
-			return p
-		}
-		t.Fatalf("CLAUDE_BIN=%q is not an executable file", p)
-	}
-	var candidates []string
-	if root, err := moduleRoot(); err == nil {
-		candidates = append(candidates, filepath.Join(root, ".tools", "node_modules", ".bin", "claude"))
-	}
-	candidates = append(candidates, "/tmp/cli/node_modules/.bin/claude")
-	for _, c := range candidates {
-		if isExecutable(c) {
-			return c
-		}
-	}
-	if p, err := exec.LookPath("claude"); err == nil {
-		return p
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("claude CLI not found (set CLAUDE_BIN or install it into .tools/) and CI=true")
-	}
-	t.Skip("claude CLI not found; set CLAUDE_BIN to run the real-CLI tests")
-	return ""
-}
-
-func isExecutable(p string) bool {
-	fi, err := os.Stat(p)
-	if err != nil || !fi.Mode().IsRegular() {
-		return false
-	}
-	return runtime.GOOS == "windows" || fi.Mode().Perm()&0o111 != 0
-}
-
-// moduleRoot walks up from the working directory to the directory holding
-// go.mod.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("go.mod not found")
-		}
-		dir = parent
-	}
-}
 
 // cliEnv is the environment for an offline CLI run against srv: the parent
 // environment minus anything that could redirect or authenticate the CLI,
@@ -235,7 +176,7 @@ func startServer(t *testing.T) *Server {
 }
 
 func TestRealCLI(t *testing.T) {
-	bin := findClaude(t)
+	bin := e2eenv.FindClaude(t)
 
 	t.Run("hi", func(t *testing.T) {
 		t.Parallel()
@@ -327,7 +268,7 @@ func TestRealCLI(t *testing.T) {
 
 // TestRealCLIMore checks the other keyword behaviours against the real CLI.
 func TestRealCLIMore(t *testing.T) {
-	bin := findClaude(t)
+	bin := e2eenv.FindClaude(t)
 
 	t.Run("echo_ignores_system_reminders", func(t *testing.T) {
 		t.Parallel()
