@@ -252,7 +252,7 @@ func (h *handlers) running(r *run) (*mcp.CallToolResult, QueryOutput, error) {
 	info := r.session.Info()
 	out := QueryOutput{
 		Status: "running", PartialText: truncate(partial, 4000), Activity: activity, ElapsedMs: elapsed.Milliseconds(),
-		ToolInvocations: []ToolInvocation{}, SessionID: r.sessionID, ClaudeSessionID: info.ClaudeSessionID,
+		ToolInvocations: []sessions.ToolInvocation{}, SessionID: r.sessionID, ClaudeSessionID: info.ClaudeSessionID,
 		Metadata: Metadata{Model: info.Model, PermissionDenials: []sessions.PermissionDenial{}},
 	}
 	var b strings.Builder

@@ -424,7 +424,7 @@ func queryOutput(sessionID string, r *sessions.TurnResult) QueryOutput {
 	out := QueryOutput{
 		FinalText:       r.FinalText,
 		Thinking:        r.Thinking,
-		ToolInvocations: make([]ToolInvocation, 0, len(r.ToolInvocations)),
+		ToolInvocations: make([]sessions.ToolInvocation, 0, len(r.ToolInvocations)),
 		SessionID:       sessionID,
 		ClaudeSessionID: r.ClaudeSessionID,
 		Interrupted:     r.Interrupted,
@@ -443,7 +443,8 @@ func queryOutput(sessionID string, r *sessions.TurnResult) QueryOutput {
 		if len(in) == 0 {
 			in = json.RawMessage("{}")
 		}
-		out.ToolInvocations = append(out.ToolInvocations, ToolInvocation{ID: t.ID, Name: t.Name, Input: in, Output: t.Output, IsError: t.IsError, Error: t.Error})
+		t.Input = in
+		out.ToolInvocations = append(out.ToolInvocations, t)
 	}
 	return out
 }

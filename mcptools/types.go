@@ -80,16 +80,6 @@ type DirectInput struct {
 	SessionOptions
 }
 
-// ToolInvocation is one tool call of a turn.
-type ToolInvocation struct {
-	ID      string          `json:"id"`
-	Name    string          `json:"name"`
-	Input   json.RawMessage `json:"input"`
-	Output  string          `json:"output"`
-	IsError bool            `json:"isError"`
-	Error   string          `json:"error,omitempty"`
-}
-
 // Metadata describes how a turn went.
 type Metadata struct {
 	Usage             sessions.Usage              `json:"usage"`
@@ -107,18 +97,18 @@ type Metadata struct {
 
 // QueryOutput is the result of claude_chat_query and claude_direct_query.
 type QueryOutput struct {
-	FinalText       string           `json:"finalText" jsonschema:"The turn's final answer (empty while running)."`
-	Status          string           `json:"status" jsonschema:"completed, or running when waitSeconds passed first: then collect the result with claude_chat_wait."`
-	PartialText     string           `json:"partialText,omitempty" jsonschema:"While running: the assistant text so far."`
-	Activity        []string         `json:"activity,omitempty" jsonschema:"While running: what happened since the last report."`
-	ElapsedMs       int64            `json:"elapsedMs,omitempty"`
-	Error           string           `json:"error,omitempty" jsonschema:"What went wrong, when the turn failed."`
-	Thinking        []string         `json:"thinking,omitempty"`
-	ToolInvocations []ToolInvocation `json:"toolInvocations"`
-	SessionID       string           `json:"sessionId"`
-	ClaudeSessionID string           `json:"claudeSessionId"`
-	Interrupted     bool             `json:"interrupted"`
-	Metadata        Metadata         `json:"metadata"`
+	FinalText       string                    `json:"finalText" jsonschema:"The turn's final answer (empty while running)."`
+	Status          string                    `json:"status" jsonschema:"completed, or running when waitSeconds passed first: then collect the result with claude_chat_wait."`
+	PartialText     string                    `json:"partialText,omitempty" jsonschema:"While running: the assistant text so far."`
+	Activity        []string                  `json:"activity,omitempty" jsonschema:"While running: what happened since the last report."`
+	ElapsedMs       int64                     `json:"elapsedMs,omitempty"`
+	Error           string                    `json:"error,omitempty" jsonschema:"What went wrong, when the turn failed."`
+	Thinking        []string                  `json:"thinking,omitempty"`
+	ToolInvocations []sessions.ToolInvocation `json:"toolInvocations"`
+	SessionID       string                    `json:"sessionId"`
+	ClaudeSessionID string                    `json:"claudeSessionId"`
+	Interrupted     bool                      `json:"interrupted"`
+	Metadata        Metadata                  `json:"metadata"`
 }
 
 // InterruptOutput is claude_chat_interrupt's result.
