@@ -78,7 +78,7 @@ func (n *notifier) event(e sessions.Event) {
 	case sessions.EventError:
 		n.send("error", map[string]any{"type": "error", "message": e.Text}, "error: "+e.Text)
 	case sessions.EventHeartbeat:
-		n.send("", nil, fmt.Sprintf("running for %s, %d tool call(s) so far", e.Elapsed.Round(time.Second), e.ToolsUsed))
+		n.send("", nil, fmt.Sprintf("running for %s: %d API turn(s), %d tool call(s) so far", e.Elapsed.Round(time.Second), e.Turns, e.ToolsUsed))
 	case sessions.EventDone:
 		if e.IsError {
 			n.send("error", map[string]any{"type": "error", "message": e.Text}, "failed: "+truncate(e.Text, 200))
@@ -133,9 +133,9 @@ func (n *notifier) heartbeat(interval time.Duration, start time.Time) (stop func
 				return
 			case <-t.C:
 				n.mu.Lock()
-				tools := n.last.ToolsUsed
+				last := n.last
 				n.mu.Unlock()
-				n.event(sessions.Event{Kind: sessions.EventHeartbeat, Elapsed: time.Since(start), ToolsUsed: tools})
+				n.event(sessions.Event{Kind: sessions.EventHeartbeat, Elapsed: time.Since(start), Turns: last.Turns, ToolsUsed: last.ToolsUsed})
 			}
 		}
 	}()

@@ -35,8 +35,10 @@ type Event struct {
 	Tool    string // tool name
 	ToolID  string
 	IsError bool
-	// Elapsed, Turns and ToolsUsed describe the turn so far.
+	// Elapsed, Turns (API round trips) and ToolsUsed describe the turn so
+	// far.
 	Elapsed   time.Duration
+	Turns     int
 	ToolsUsed int
 }
 
@@ -99,6 +101,8 @@ type turn struct {
 	mu          sync.Mutex
 	texts       []string // assistant texts in order, for partial results
 	steps       []HistoryEntry
+	apiCalls    int    // distinct assistant message ids: API round trips
+	lastMsgID   string
 	thinking    []string
 	tools       []ToolInvocation
 	toolIndex   map[string]int
@@ -127,6 +131,7 @@ func newTurn(onEvent func(Event)) *turn {
 func (t *turn) emit(e Event) {
 	t.mu.Lock()
 	e.Elapsed = time.Since(t.start)
+	e.Turns = t.apiCalls
 	e.ToolsUsed = len(t.tools)
 	t.mu.Unlock()
 	// The pump and permission handlers both emit; a handler may finish
@@ -154,6 +159,11 @@ func (t *turn) handle(m claudeagent.Message) bool {
 			t.emit(Event{Kind: EventRetry, Text: "API error " + m.Error + "; retrying (attempt " + strconv.Itoa(m.Attempt) + " of " + strconv.Itoa(m.MaxRetries) + ")"})
 		}
 	case *claudeagent.AssistantMessage:
+		t.mu.Lock()
+		if id := m.Message.ID; id != "" && id != t.lastMsgID {
+			t.apiCalls, t.lastMsgID = t.apiCalls+1, id
+		}
+		t.mu.Unlock()
 		for _, b := range m.Message.Content {
 			switch b.Type {
 			case "text":
