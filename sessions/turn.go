@@ -101,7 +101,7 @@ type turn struct {
 	mu          sync.Mutex
 	texts       []string // assistant texts in order, for partial results
 	steps       []HistoryEntry
-	apiCalls    int    // distinct assistant message ids: API round trips
+	apiCalls    int // distinct assistant message ids: API round trips
 	lastMsgID   string
 	thinking    []string
 	tools       []ToolInvocation
