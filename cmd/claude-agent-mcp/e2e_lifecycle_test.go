@@ -350,6 +350,18 @@ func TestE2ERestart(t *testing.T) {
 	if out["claudeSessionId"] != csid {
 		t.Errorf("claudeSessionId after the restart = %v, want %s", out["claudeSessionId"], csid)
 	}
+	// The history spans the restart: the earlier turn comes from the CLI's
+	// transcript, the new one from this server.
+	_, out = b.call(t, ctx, "claude_session_history", map[string]any{"sessionId": sid}, nil)
+	var prompts []string
+	for _, e := range out["entries"].([]any) {
+		if e := e.(map[string]any); e["kind"] == "prompt" {
+			prompts = append(prompts, e["text"].(string))
+		}
+	}
+	if strings.Join(prompts, "|") != "before restart|after restart" {
+		t.Errorf("history prompts after the restart = %q", prompts)
+	}
 }
 
 // TestE2ECorruptStateFile: a registry that does not parse is logged and moved
