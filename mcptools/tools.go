@@ -261,7 +261,7 @@ func (h *handlers) history(ctx context.Context, req *mcp.CallToolRequest, in His
 }
 
 func (h *handlers) create(ctx context.Context, req *mcp.CallToolRequest, in CreateInput) (*mcp.CallToolResult, CreateOutput, error) {
-	opts, err := h.createOptions(in.SessionOptions, string(in.Model), string(in.PermissionMode), in.SystemPrompt, in.AppendSystemPrompt, in.Cwd)
+	opts, err := h.createOptions(in.SessionOptions)
 	if err != nil {
 		return nil, CreateOutput{}, err
 	}
@@ -276,13 +276,13 @@ func (h *handlers) create(ctx context.Context, req *mcp.CallToolRequest, in Crea
 		out.SessionID, out.ClaudeSessionID, out.Cwd, orUnknown(out.Model), out.PermissionMode)), out, nil
 }
 
-func (h *handlers) createOptions(so SessionOptions, model, mode, system, appendSystem, cwd string) (sessions.CreateOptions, error) {
+func (h *handlers) createOptions(so SessionOptions) (sessions.CreateOptions, error) {
 	mcpConfig, err := sessions.ValidateMCPServers(so.MCPServers)
 	if err != nil {
 		return sessions.CreateOptions{}, err
 	}
 	opts := sessions.CreateOptions{
-		Cwd: cwd, Model: model, PermissionMode: mode, SystemPrompt: system, AppendSystemPrompt: appendSystem,
+		Cwd: so.Cwd, Model: string(so.Model), PermissionMode: string(so.PermissionMode), SystemPrompt: so.SystemPrompt, AppendSystemPrompt: so.AppendSystemPrompt,
 		AllowedTools: so.AllowedTools, DisallowedTools: so.DisallowedTools, MaxTurns: so.MaxTurns, AddDirs: so.AddDirs,
 		MCPConfig: mcpConfig, StrictMCPConfig: so.StrictMCPConfig, ResumeSessionID: so.ResumeSessionID, ForkSession: so.ForkSession,
 	}
@@ -377,7 +377,7 @@ func (h *handlers) direct(ctx context.Context, req *mcp.CallToolRequest, in Dire
 	if req.Params.RequestState != "" {
 		return h.retried(ctx, req, wait)
 	}
-	opts, err := h.createOptions(in.SessionOptions, string(in.Model), string(in.PermissionMode), in.SystemPrompt, in.AppendSystemPrompt, in.Cwd)
+	opts, err := h.createOptions(in.SessionOptions)
 	if err != nil {
 		return nil, QueryOutput{}, err
 	}

@@ -12,28 +12,27 @@ type PermissionMode string
 // Model is a model alias or id; its schema carries a pattern.
 type Model string
 
-// CreateInput is claude_session_create's arguments. The options from
-// SessionOptions are shared with claude_direct_query.
+// CreateInput is claude_session_create's arguments.
 type CreateInput struct {
-	Cwd                string         `json:"cwd,omitempty" jsonschema:"Absolute path of an existing directory the session works in. Default: the server's working directory."`
-	Model              Model          `json:"model,omitempty" jsonschema:"Model alias (opus, sonnet, haiku) or full model id such as claude-sonnet-4-5. Default: the CLI's default model."`
-	PermissionMode     PermissionMode `json:"permissionMode,omitempty" jsonschema:"How tool permissions are handled. default asks before risky tools (questions are forwarded to you when your client supports elicitation); acceptEdits auto-accepts file edits; plan only plans; bypassPermissions skips all checks; dontAsk denies what is not pre-allowed; auto lets a classifier decide. Default: default."`
-	SystemPrompt       string         `json:"systemPrompt,omitempty" jsonschema:"Replaces Claude Code's whole system prompt. Prefer appendSystemPrompt unless you need full control."`
-	AppendSystemPrompt string         `json:"appendSystemPrompt,omitempty" jsonschema:"Text appended to Claude Code's default system prompt."`
 	SessionOptions
 }
 
-// SessionOptions are the process options of create and direct queries.
+// SessionOptions are the session options of create and direct queries.
 type SessionOptions struct {
-	AllowedTools    []string                   `json:"allowedTools,omitempty" jsonschema:"Tools that run without asking, as permission rules: Bash, Edit, Bash(git:*), mcp__server__tool."`
-	DisallowedTools []string                   `json:"disallowedTools,omitempty" jsonschema:"Tools removed from the session, as permission rules."`
-	MaxTurns        int                        `json:"maxTurns,omitempty" jsonschema:"Maximum API round trips per query; the turn ends with an error result when reached."`
-	AddDirs         []string                   `json:"addDirs,omitempty" jsonschema:"Further absolute directories the session may access."`
-	MCPServers      map[string]json.RawMessage `json:"mcpServers,omitempty" jsonschema:"MCP servers for the session, in the CLI's mcpServers form: {\"name\": {\"command\": \"…\", \"args\": […], \"env\": {…}}} or {\"name\": {\"type\": \"http\", \"url\": \"…\"}}."`
-	StrictMCPConfig bool                       `json:"strictMcpConfig,omitempty" jsonschema:"Use only mcpServers, ignoring the MCP servers of the user's and project's settings."`
-	ResumeSessionID string                     `json:"resumeSessionId,omitempty" jsonschema:"A Claude session id (claudeSessionId of an earlier result) whose conversation this session continues."`
-	ForkSession     bool                       `json:"forkSession,omitempty" jsonschema:"With resumeSessionId: continue into a new Claude session id, leaving the original unchanged."`
-	Profile         string                     `json:"profile,omitempty" jsonschema:"Name of a backend profile configured on the server (another Anthropic-compatible endpoint)."`
+	Cwd                string                     `json:"cwd,omitempty" jsonschema:"Absolute path of an existing directory the session works in. Default: the server's working directory."`
+	Model              Model                      `json:"model,omitempty" jsonschema:"Model alias (opus, sonnet, haiku) or full model id such as claude-sonnet-4-5. Default: the CLI's default model."`
+	PermissionMode     PermissionMode             `json:"permissionMode,omitempty" jsonschema:"How tool permissions are handled. default asks before risky tools (questions are forwarded to you when your client supports elicitation); acceptEdits auto-accepts file edits; plan only plans; bypassPermissions skips all checks; dontAsk denies what is not pre-allowed; auto lets a classifier decide. Default: default."`
+	SystemPrompt       string                     `json:"systemPrompt,omitempty" jsonschema:"Replaces Claude Code's whole system prompt. Prefer appendSystemPrompt unless you need full control."`
+	AppendSystemPrompt string                     `json:"appendSystemPrompt,omitempty" jsonschema:"Text appended to Claude Code's default system prompt."`
+	AllowedTools       []string                   `json:"allowedTools,omitempty" jsonschema:"Tools that run without asking, as permission rules: Bash, Edit, Bash(git:*), mcp__server__tool."`
+	DisallowedTools    []string                   `json:"disallowedTools,omitempty" jsonschema:"Tools removed from the session, as permission rules."`
+	MaxTurns           int                        `json:"maxTurns,omitempty" jsonschema:"Maximum API round trips per query; the turn ends with an error result when reached."`
+	AddDirs            []string                   `json:"addDirs,omitempty" jsonschema:"Further absolute directories the session may access."`
+	MCPServers         map[string]json.RawMessage `json:"mcpServers,omitempty" jsonschema:"MCP servers for the session, in the CLI's mcpServers form: {\"name\": {\"command\": \"…\", \"args\": […], \"env\": {…}}} or {\"name\": {\"type\": \"http\", \"url\": \"…\"}}."`
+	StrictMCPConfig    bool                       `json:"strictMcpConfig,omitempty" jsonschema:"Use only mcpServers, ignoring the MCP servers of the user's and project's settings."`
+	ResumeSessionID    string                     `json:"resumeSessionId,omitempty" jsonschema:"A Claude session id (claudeSessionId of an earlier result) whose conversation this session continues."`
+	ForkSession        bool                       `json:"forkSession,omitempty" jsonschema:"With resumeSessionId: continue into a new Claude session id, leaving the original unchanged."`
+	Profile            string                     `json:"profile,omitempty" jsonschema:"Name of a backend profile configured on the server (another Anthropic-compatible endpoint)."`
 }
 
 // CreateOutput is claude_session_create's result.
@@ -69,14 +68,9 @@ type QueryInput struct {
 
 // DirectInput is claude_direct_query's arguments.
 type DirectInput struct {
-	Prompt             string         `json:"prompt" jsonschema:"What to ask or tell Claude Code."`
-	Cwd                string         `json:"cwd,omitempty" jsonschema:"Absolute path of an existing directory to work in. Default: the server's working directory."`
-	Model              Model          `json:"model,omitempty" jsonschema:"Model alias (opus, sonnet, haiku) or full model id. Default: the CLI's default."`
-	PermissionMode     PermissionMode `json:"permissionMode,omitempty" jsonschema:"Permission mode; see claude_session_create. Default: default."`
-	IncludeThinking    bool           `json:"includeThinking,omitempty" jsonschema:"Include thinking texts in the result. Default false."`
-	SystemPrompt       string         `json:"systemPrompt,omitempty" jsonschema:"Replaces Claude Code's system prompt."`
-	AppendSystemPrompt string         `json:"appendSystemPrompt,omitempty" jsonschema:"Appended to Claude Code's default system prompt."`
-	WaitSeconds        int            `json:"waitSeconds,omitempty" jsonschema:"Return status running if the turn has not ended after this many seconds; collect the result with claude_chat_wait. Default: the server's --default-wait (0 waits for the end)."`
+	Prompt          string `json:"prompt" jsonschema:"What to ask or tell Claude Code."`
+	IncludeThinking bool   `json:"includeThinking,omitempty" jsonschema:"Include thinking texts in the result. Default false."`
+	WaitSeconds     int    `json:"waitSeconds,omitempty" jsonschema:"Return status running if the turn has not ended after this many seconds; collect the result with claude_chat_wait. Default: the server's --default-wait (0 waits for the end)."`
 	SessionOptions
 }
 
