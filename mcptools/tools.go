@@ -10,14 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -401,23 +398,7 @@ func (h *handlers) capText(s *sessions.Session, r *sessions.TurnResult) {
 		cut = cut[:len(cut)-1]
 	}
 	r.FinalText = fmt.Sprintf("%s\n\n[… truncated: showing %d of %d characters. The full conversation is in the transcript %s]",
-		cut, len(cut), len(r.FinalText), transcriptPath(s.Info().Cwd, r.ClaudeSessionID))
-}
-
-// transcriptPath is where the CLI keeps a session's transcript:
-// $HOME/.claude/projects/<cwd with every non-alphanumeric rune as '-'>/<id>.jsonl.
-func transcriptPath(cwd, claudeSessionID string) string {
-	home, err := os.UserHomeDir()
-	if err != nil {
-		home = "~"
-	}
-	slug := strings.Map(func(r rune) rune {
-		if r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
-			return r
-		}
-		return '-'
-	}, cwd)
-	return filepath.Join(home, ".claude", "projects", slug, claudeSessionID+".jsonl")
+		cut, len(cut), len(r.FinalText), s.TranscriptPath())
 }
 
 func queryOutput(sessionID string, r *sessions.TurnResult) QueryOutput {

@@ -468,10 +468,8 @@ func (m *Manager) decidePermission(ctx context.Context, req *PermissionRequest,
 		switch {
 		case err == nil && res != nil:
 			if res.Behavior == "allow" && len(res.UpdatedInput) == 0 {
-				res.UpdatedInput = req.Input
-			}
-			if res.Behavior == "allow" && len(res.UpdatedInput) == 0 {
-				res.UpdatedInput = []byte("{}")
+				// The CLI rejects an allow without updatedInput.
+				res.UpdatedInput = claudeagent.Allow(req.Input).UpdatedInput
 			}
 			return res
 		case errors.Is(err, context.DeadlineExceeded):
