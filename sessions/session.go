@@ -395,8 +395,12 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 	prevCost := s.procCost
 	s.mu.Unlock()
 
+	// Whether the prompt goes out is decided before the turn is announced:
+	// a cancellation that arrives after EventTurnStarted interrupts a sent
+	// prompt, never a prompt that was silently held back.
+	cancelled := ctx.Err() != nil
 	t.emit(Event{Kind: EventTurnStarted})
-	if err := ctx.Err(); err != nil {
+	if cancelled {
 		t.fail("the query was cancelled before it was sent")
 	} else if err := p.SendUser(prompt); err != nil {
 		t.fail("sending the prompt to claude: " + err.Error())
