@@ -312,16 +312,18 @@ func (w *soakWorker) call(what string, f func()) {
 
 // after runs f after d as a tracked call; the returned stop cancels it or
 // waits for it to finish.
-func (w *soakWorker) after(d time.Duration, what string, f func()) (stop func()) {
+func (w *soakWorker) after(d time.Duration, what string, f func()) (stop func() (fired bool)) {
 	done := make(chan struct{})
 	tm := time.AfterFunc(d, func() {
 		defer close(done)
 		w.call(what, f)
 	})
-	return func() {
-		if !tm.Stop() {
-			<-done
+	return func() bool {
+		if tm.Stop() {
+			return false
 		}
+		<-done
+		return true
 	}
 }
 
@@ -464,7 +466,8 @@ func (w *soakWorker) queryOnce(q int) bool {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stops []func()
+	var stops []func() bool
+	var closeFired bool // written before the stop that waits for it returns
 	var interrupted, cancelled, closed bool
 	if w.rng.IntN(100) < 15 {
 		interrupted = true
@@ -480,7 +483,10 @@ func (w *soakWorker) queryOnce(q int) bool {
 	}
 	if w.rng.IntN(100) < 4 {
 		closed = true
-		stops = append(stops, w.after(w.delay(sp.prompt), "close mid-query", func() { _, _ = w.m.Close(s.ID) }))
+		stops = append(stops, w.after(w.delay(sp.prompt), "close mid-query", func() {
+			closeFired = true
+			_, _ = w.m.Close(s.ID)
+		}))
 	}
 
 	var r *TurnResult
@@ -497,12 +503,26 @@ func (w *soakWorker) queryOnce(q int) bool {
 		w.t.Errorf("worker %d query %d %q (interrupt %v, cancel %v, close %v): %s", w.id, q, sp.prompt,
 			interrupted, cancelled, closed, fmt.Sprintf(format, args...))
 	}
+	refused := true
 	switch {
 	case errors.Is(err, ErrBusy):
 		st.busy.Add(1)
-		return false
 	case errors.Is(err, ErrTooMany):
 		st.tooMany.Add(1)
+	default:
+		refused = false
+	}
+	if refused {
+		// A close injected with a tiny delay may have fired before the
+		// refusal stopped it: the session is gone, so the worker needs a
+		// new one before it tries again.
+		if closeFired {
+			if st := s.Info().State; st != StateClosed {
+				fail("closed while refused, but the session is %s", st)
+			}
+			w.st.recreates.Add(1)
+			w.create()
+		}
 		return false
 	}
 	// The faults count for the queries that were not refused (a refused
