@@ -1,6 +1,7 @@
 package mcptools
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -131,5 +132,62 @@ func TestHistory(t *testing.T) {
 	res, _ = f.call(t, "claude_session_history", map[string]any{"sessionId": sid, "cursor": "x"}, nil)
 	if !res.IsError || !strings.Contains(resText(res), "invalid cursor") {
 		t.Errorf("bad cursor: %s", resText(res))
+	}
+}
+
+// TestLateWaitHeartbeatCounts: a claude_chat_wait that attaches to a turn
+// already waiting on a permission question (so no events arrive while it
+// waits) reports the turn's counts so far in its heartbeats, not zeros.
+func TestLateWaitHeartbeatCounts(t *testing.T) {
+	release := make(chan struct{})
+	asked := make(chan struct{}, 1)
+	f := newFakeServerWith(t, "2025-11-25", sessions.Config{}, Options{HeartbeatInterval: 100 * time.Millisecond},
+		func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "deny", "reason": "test"}}, nil
+		})
+	_, out := f.call(t, "claude_session_create", map[string]any{"cwd": t.TempDir()}, nil)
+	sid := out["sessionId"].(string)
+	res, out := f.call(t, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "TOOL_BASH[echo hi]", "waitSeconds": 1}, nil)
+	if out["status"] != "running" {
+		t.Fatalf("first call: %v %s", out["status"], resText(res))
+	}
+	select {
+	case <-asked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the permission question never came")
+	}
+	f.mu.Lock()
+	f.events = nil
+	f.mu.Unlock()
+	res, out = f.call(t, "claude_chat_wait", map[string]any{"sessionId": sid, "waitSeconds": 1}, mcp.Meta{"progressToken": "late"})
+	if out["status"] != "running" {
+		t.Fatalf("wait: %v %s", out["status"], resText(res))
+	}
+	f.mu.Lock()
+	var beats []string
+	for _, e := range f.events {
+		if strings.HasPrefix(e, "progress:running for") {
+			beats = append(beats, e)
+		}
+	}
+	f.mu.Unlock()
+	if len(beats) == 0 {
+		t.Fatal("no heartbeat while waiting")
+	}
+	for _, b := range beats {
+		if !strings.Contains(b, "1 API turn(s), 1 tool call(s)") {
+			t.Errorf("heartbeat %q, want the turn's counts so far (1 API turn, 1 tool call)", b)
+		}
+	}
+	close(release)
+	res, out = f.call(t, "claude_chat_wait", map[string]any{"sessionId": sid}, nil)
+	if res.IsError || out["status"] != "completed" {
+		t.Errorf("collect: %s", resText(res))
 	}
 }

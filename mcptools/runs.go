@@ -39,6 +39,7 @@ type run struct {
 	reported  int
 	texts     []string
 	tools     int
+	counts    sessions.Event // Turns and ToolsUsed as of the latest event
 	collected bool
 	startOnce sync.Once
 	questions map[string]*question // permission questions for a retried call (modern protocol)
@@ -65,6 +66,7 @@ func (r *run) onEvent(e sessions.Event) {
 	case sessions.EventPermission:
 		r.activity = append(r.activity, "permission: "+truncate(e.Text, 300))
 	}
+	r.counts.Turns, r.counts.ToolsUsed = e.Turns, e.ToolsUsed
 	l := r.listener
 	r.mu.Unlock()
 	if l != nil {
@@ -72,10 +74,19 @@ func (r *run) onEvent(e sessions.Event) {
 	}
 }
 
+// attach makes n the run's listener. A call that attaches to a running
+// query (claude_chat_wait) starts from the turn's counts so far, so its
+// heartbeats do not report zero tool calls until the next event.
 func (r *run) attach(n *notifier) {
 	r.mu.Lock()
 	r.listener = n
+	counts := r.counts
 	r.mu.Unlock()
+	n.mu.Lock()
+	if n.last.Kind == "" {
+		n.last.Turns, n.last.ToolsUsed = counts.Turns, counts.ToolsUsed
+	}
+	n.mu.Unlock()
 }
 
 func (r *run) detach(n *notifier) {
