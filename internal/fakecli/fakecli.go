@@ -6,12 +6,7 @@
 //
 // Wiring, in the tested package:
 //
-//	func TestMain(m *testing.M) {
-//		if os.Getenv(fakecli.EnvVar) == "1" {
-//			fakecli.Main()
-//		}
-//		os.Exit(m.Run())
-//	}
+//	func TestMain(m *testing.M) { fakecli.TestMain(m) }
 //
 // and start the CLI with the path and environment from [Command].
 //
@@ -114,8 +109,7 @@ const (
 // Command returns the fake CLI to start from a test: the running test
 // binary, and the environment it needs (EnvVar=1, the captures' directory,
 // and GORACE with atexit_sleep_ms=0 so a -race binary exits at once). The
-// test binary's TestMain must call [Main] when EnvVar is
-// "1".
+// test binary's TestMain must be [TestMain].
 func Command(t testing.TB) (path string, env map[string]string) {
 	t.Helper()
 	exe, err := os.Executable()
@@ -166,6 +160,16 @@ func StreamsDir() (string, error) {
 // Main runs the fake CLI on os.Args, stdin and stdout, then exits.
 func Main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// TestMain is the TestMain of a package whose tests start the fake: the
+// test binary runs as the fake CLI when [EnvVar] is "1" (see [Command]),
+// and runs the tests otherwise.
+func TestMain(m *testing.M) {
+	if os.Getenv(EnvVar) == "1" {
+		Main()
+	}
+	os.Exit(m.Run())
 }
 
 // fake is one running fake CLI.
