@@ -42,7 +42,7 @@ type harness struct {
 	home string
 	cwd  string
 	env  map[string]string
-	logs *syncBuffer
+	logs *claudeagent.SyncBuffer
 }
 
 func newHarness(t *testing.T) *harness {
@@ -58,7 +58,7 @@ func newHarness(t *testing.T) *harness {
 	if err := os.Mkdir(cwd, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, bin: bin, srv: srv, home: home, cwd: cwd, env: env, logs: &syncBuffer{}}
+	h := &harness{t: t, bin: bin, srv: srv, home: home, cwd: cwd, env: env, logs: &claudeagent.SyncBuffer{}}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("claudeagent log:\n%s", h.logs.String())
@@ -719,24 +719,4 @@ func TestE2ECLIVersion(t *testing.T) {
 			t.Errorf("CLIVersion = %s, tools/npm/package.json pins %s", v, want)
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers; it collects the
-// claudeagent log, which is printed when a test fails. Writes may come after
-// the test ends, so it must not use t.Log.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -725,7 +725,8 @@ func TestFakeBigLine(t *testing.T) {
 	}
 }
 
-// syncBuffer is a goroutine-safe log sink.
+// syncBuffer is a bytes.Buffer safe for concurrent writers, used as a log
+// sink. Writes may come after a test ends, so it must not use t.Log.
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
