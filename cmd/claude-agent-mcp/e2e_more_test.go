@@ -114,7 +114,10 @@ func TestE2EParallelSessionsAndDirectCleanup(t *testing.T) {
 	start := time.Now()
 	for i, id := range ids {
 		wg.Go(func() {
-			_, out := e.call(t, ctx, "claude_chat_query", map[string]any{"sessionId": id, "prompt": "SLOW4 p" + strconv.Itoa(i)}, nil)
+			_, out, err := e.callErr(ctx, "claude_chat_query", map[string]any{"sessionId": id, "prompt": "SLOW4 p" + strconv.Itoa(i)}, nil)
+			if err != nil {
+				t.Errorf("session %d: %v", i, err)
+			}
 			results[i], _ = out["finalText"].(string)
 		})
 	}
@@ -311,7 +314,10 @@ func TestE2ECrashResume(t *testing.T) {
 
 	done := make(chan *mcp.CallToolResult, 1)
 	go func() {
-		res, _ := e.call(t, ctx, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "SLOW"}, nil)
+		res, _, err := e.callErr(ctx, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "SLOW"}, nil)
+		if err != nil {
+			t.Errorf("the query: %v", err)
+		}
 		done <- res
 	}()
 	if _, err := e.api.WaitMessageRequests(ctx, 2); err != nil {
@@ -336,6 +342,9 @@ func TestE2ECrashResume(t *testing.T) {
 	}
 	select {
 	case res := <-done:
+		if res == nil {
+			t.FailNow() // the goroutine reported the call's error
+		}
 		if d := time.Since(killed); d > 2*time.Second {
 			t.Errorf("the query returned %s after the crash, want ≤ 2 s", d)
 		}

@@ -147,7 +147,10 @@ func TestE2EPermissionElicitation(t *testing.T) {
 		sid := out["sessionId"]
 		done := make(chan map[string]any, 1)
 		go func() {
-			_, out := e.call(t, ctx, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "TOOL_BASH[touch nope.txt]"}, nil)
+			_, out, err := e.callErr(ctx, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "TOOL_BASH[touch nope.txt]"}, nil)
+			if err != nil {
+				t.Errorf("the query: %v", err)
+			}
 			done <- out
 		}()
 		for asked.Load() == 0 {

@@ -184,20 +184,30 @@ func tail(s string, n int) string {
 
 func (e *e2e) call(t *testing.T, ctx context.Context, name string, args any, progressToken any) (*mcp.CallToolResult, map[string]any) {
 	t.Helper()
+	res, out, err := e.callErr(ctx, name, args, progressToken)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return res, out
+}
+
+// callErr is call for a goroutine other than the test's, where t.Fatal
+// must not be used: it returns the protocol error instead.
+func (e *e2e) callErr(ctx context.Context, name string, args any, progressToken any) (*mcp.CallToolResult, map[string]any, error) {
 	p := &mcp.CallToolParams{Name: name, Arguments: args}
 	if progressToken != nil {
 		p.Meta = mcp.Meta{"progressToken": progressToken}
 	}
 	res, err := e.session.CallTool(ctx, p)
 	if err != nil {
-		t.Fatalf("%s: %v", name, err)
+		return nil, nil, err
 	}
 	var out map[string]any
 	if res.StructuredContent != nil {
 		b, _ := json.Marshal(res.StructuredContent)
 		_ = json.Unmarshal(b, &out)
 	}
-	return res, out
+	return res, out, nil
 }
 
 func text(res *mcp.CallToolResult) string {
@@ -294,7 +304,10 @@ func TestE2EDirectQueryAndInterrupt(t *testing.T) {
 	sid := out["sessionId"].(string)
 	done := make(chan map[string]any, 1)
 	go func() {
-		_, out := e.call(t, ctx, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "SLOW"}, nil)
+		_, out, err := e.callErr(ctx, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "SLOW"}, nil)
+		if err != nil {
+			t.Errorf("the slow query: %v", err)
+		}
 		done <- out
 	}()
 	if _, err := e.api.WaitMessageRequests(ctx, 2); err != nil {
