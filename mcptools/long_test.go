@@ -169,6 +169,9 @@ func TestLateWaitHeartbeatCounts(t *testing.T) {
 	if out["status"] != "running" {
 		t.Fatalf("wait: %v %s", out["status"], resText(res))
 	}
+	if !strings.Contains(resText(res), "(1 tool call(s) so far)") {
+		t.Errorf("running text does not count the tool call: %s", resText(res))
+	}
 	f.mu.Lock()
 	var beats []string
 	for _, e := range f.events {

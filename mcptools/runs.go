@@ -38,8 +38,8 @@ type run struct {
 	activity  []string
 	reported  int
 	texts     []string
-	tools     int
-	counts    sessions.Event // Turns and ToolsUsed as of the latest event
+	turns     int // the turn's API round trips, as of the latest event
+	toolsUsed int // and its tool calls
 	collected bool
 	startOnce sync.Once
 	questions map[string]*question // permission questions for a retried call (modern protocol)
@@ -55,7 +55,6 @@ func (r *run) onEvent(e sessions.Event) {
 		r.texts = append(r.texts, e.Text)
 		r.activity = append(r.activity, "said: "+truncate(e.Text, 300))
 	case sessions.EventToolStarted:
-		r.tools++
 		r.activity = append(r.activity, fmt.Sprintf("tool %s started: %s", e.Tool, truncate(e.Text, 200)))
 	case sessions.EventToolFinished:
 		status := "finished"
@@ -66,7 +65,7 @@ func (r *run) onEvent(e sessions.Event) {
 	case sessions.EventPermission:
 		r.activity = append(r.activity, "permission: "+truncate(e.Text, 300))
 	}
-	r.counts.Turns, r.counts.ToolsUsed = e.Turns, e.ToolsUsed
+	r.turns, r.toolsUsed = e.Turns, e.ToolsUsed
 	l := r.listener
 	r.mu.Unlock()
 	if l != nil {
@@ -80,11 +79,11 @@ func (r *run) onEvent(e sessions.Event) {
 func (r *run) attach(n *notifier) {
 	r.mu.Lock()
 	r.listener = n
-	counts := r.counts
+	turns, toolsUsed := r.turns, r.toolsUsed
 	r.mu.Unlock()
 	n.mu.Lock()
 	if n.last.Kind == "" {
-		n.last.Turns, n.last.ToolsUsed = counts.Turns, counts.ToolsUsed
+		n.last.Turns, n.last.ToolsUsed = turns, toolsUsed
 	}
 	n.mu.Unlock()
 }
@@ -257,7 +256,7 @@ func (h *handlers) running(r *run) (*mcp.CallToolResult, QueryOutput, error) {
 	activity := append([]string{}, r.activity[r.reported:]...)
 	r.reported = len(r.activity)
 	partial := strings.Join(r.texts, "\n\n")
-	tools := r.tools
+	tools := r.toolsUsed
 	r.mu.Unlock()
 	elapsed := time.Since(r.start)
 	info := r.session.Info()
