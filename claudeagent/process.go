@@ -17,6 +17,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/ndjson"
 )
 
 // Errors a [Process] returns.
@@ -446,8 +448,8 @@ func (p *Process) readStdout(r io.Reader) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	max := p.opts.maxLineBytes()
 	for {
-		line, err := readLine(br, max)
-		if errors.Is(err, errLineTooLong) {
+		line, err := ndjson.ReadLine(br, max)
+		if errors.Is(err, ndjson.ErrTooLong) {
 			p.log.Warn("skipping a stdout line longer than the cap", "max_bytes", max)
 			continue
 		}
@@ -580,44 +582,14 @@ func (p *Process) callHandler(ctx context.Context, req *ControlRequest) (payload
 func (p *Process) readStderr(r io.Reader) {
 	br := bufio.NewReaderSize(r, 16<<10)
 	for {
-		line, err := readLine(br, 64<<10)
+		line, err := ndjson.ReadLine(br, 64<<10)
 		if s := strings.TrimRight(string(line), "\r\n"); s != "" {
 			p.stderr.add(s)
 			p.log.Debug("claude stderr", "line", truncate(s, 500))
 		}
-		if err != nil && !errors.Is(err, errLineTooLong) {
+		if err != nil && !errors.Is(err, ndjson.ErrTooLong) {
 			return
 		}
-	}
-}
-
-// errLineTooLong reports a line over the cap; the rest of it was discarded.
-var errLineTooLong = errors.New("line too long")
-
-// readLine reads one '\n'-terminated line of any length up to max bytes.
-// A longer line is consumed and discarded and errLineTooLong returned.
-func readLine(r *bufio.Reader, max int) ([]byte, error) {
-	var line []byte
-	tooLong := false
-	for {
-		chunk, err := r.ReadSlice('\n')
-		if !tooLong {
-			if len(line)+len(chunk) > max {
-				tooLong, line = true, nil
-			} else {
-				line = append(line, chunk...)
-			}
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if tooLong {
-			if err == nil {
-				return nil, errLineTooLong
-			}
-			return nil, errors.Join(errLineTooLong, err)
-		}
-		return line, err
 	}
 }
 

@@ -24,6 +24,10 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
+// DefaultMaxPromptBytes is the default cap on a prompt, well under the
+// stdio frame limit.
+const DefaultMaxPromptBytes = 8 << 20
+
 //go:embed instructions.md
 var instructions string
 
@@ -40,6 +44,9 @@ type Options struct {
 	// DefaultWait is how long a query call waits before it returns status
 	// running when the call gives no waitSeconds; 0 waits for the end.
 	DefaultWait time.Duration
+	// MaxPromptBytes caps a prompt (default DefaultMaxPromptBytes); a longer
+	// one is refused as a tool error naming --max-prompt-bytes.
+	MaxPromptBytes int
 	// HeartbeatInterval is how often a running query sends a progress
 	// heartbeat when the call has a progress token; default 15 s.
 	HeartbeatInterval time.Duration
@@ -53,6 +60,9 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 	}
 	if opts.HeartbeatInterval <= 0 {
 		opts.HeartbeatInterval = 15 * time.Second
+	}
+	if opts.MaxPromptBytes <= 0 {
+		opts.MaxPromptBytes = DefaultMaxPromptBytes
 	}
 	if opts.MaxResultChars == 0 {
 		opts.MaxResultChars = 60000
@@ -337,6 +347,9 @@ func (h *handlers) query(ctx context.Context, req *mcp.CallToolRequest, in Query
 func (h *handlers) queryArgs(prompt string, waitSeconds int) (time.Duration, error) {
 	if strings.TrimSpace(prompt) == "" {
 		return 0, errors.New("prompt is empty: pass the text to send to Claude Code")
+	}
+	if len(prompt) > h.opts.MaxPromptBytes {
+		return 0, fmt.Errorf("prompt is too large: %d bytes, and this server accepts at most %d (--max-prompt-bytes); put the material in a file in the session's directory and refer to it", len(prompt), h.opts.MaxPromptBytes)
 	}
 	return h.waitDuration(waitSeconds)
 }

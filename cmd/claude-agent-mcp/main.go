@@ -16,7 +16,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -59,6 +58,8 @@ type config struct {
 	maxResultChars    int
 	defaultWait       time.Duration
 	heartbeat         time.Duration
+	maxFrameBytes     int
+	maxPromptBytes    int
 	persist           bool
 	showVersion       bool
 }
@@ -115,6 +116,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, *flag.FlagSet, error)
 	fs.IntVar(&c.maxResultChars, "max-result-chars", 60000, "cut a query's final text beyond this many characters (naming the transcript that holds all of it); -1 never")
 	fs.DurationVar(&c.defaultWait, "default-wait", 0, "how long a query call waits before returning status running when it gives no waitSeconds (e.g. 100s for Claude Code, below its 120 s auto-background); 0 waits for the end")
 	fs.DurationVar(&c.heartbeat, "heartbeat-interval", 15*time.Second, "how often a running query sends a progress notification when the call has a progress token")
+	fs.IntVar(&c.maxFrameBytes, "max-frame-bytes", mcptools.DefaultMaxFrameBytes, "largest JSON-RPC message accepted on stdin, in bytes; a longer one is refused with -32600 and serving goes on")
+	fs.IntVar(&c.maxPromptBytes, "max-prompt-bytes", mcptools.DefaultMaxPromptBytes, "largest prompt a query accepts, in bytes")
 	fs.BoolVar(&c.persist, "persist", true, "keep sessions in the registry so they survive a restart")
 	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
 	fs.Usage = func() {
@@ -259,22 +262,22 @@ func serve(c *config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) er
 		mcfg.Registry = sessions.NewRegistry(path, logger)
 	}
 	mgr := sessions.NewManager(mcfg)
-	srv := mcptools.NewServer(mgr, mcptools.Options{Version: versionString(), Logger: logger, Profiles: profiles, MaxResultChars: c.maxResultChars, DefaultWait: c.defaultWait, HeartbeatInterval: c.heartbeat})
+	srv := mcptools.NewServer(mgr, mcptools.Options{Version: versionString(), Logger: logger, Profiles: profiles, MaxResultChars: c.maxResultChars, DefaultWait: c.defaultWait, HeartbeatInterval: c.heartbeat, MaxPromptBytes: c.maxPromptBytes})
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logger.Info("claude-agent-mcp serving on stdio", "version", versionString(), "depth", depth, "pid", os.Getpid())
-	in := &eofReader{r: stdin, eof: make(chan struct{})}
+	transport := &mcptools.StdioTransport{Reader: stdin, Writer: stdout, MaxFrameBytes: c.maxFrameBytes, Logger: logger}
 	runErr := make(chan error, 1)
 	go func() {
-		runErr <- srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{stdout}})
+		runErr <- srv.Run(ctx, transport)
 	}()
 	// The SDK finishes in-flight calls before Run returns, so stop the
 	// sessions as soon as stdin ends or a signal arrives: their running
 	// turns are interrupted and the calls return.
 	select {
 	case err = <-runErr:
-	case <-in.eof:
+	case <-transport.InputClosed():
 		logger.Info("stdin closed; stopping")
 	case <-ctx.Done():
 		logger.Info("signal received; stopping")
@@ -294,21 +297,3 @@ func serve(c *config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) er
 	return nil
 }
 
-// eofReader closes eof when the underlying reader ends.
-type eofReader struct {
-	r    io.Reader
-	eof  chan struct{}
-	once sync.Once
-}
-
-func (e *eofReader) Read(p []byte) (int, error) {
-	n, err := e.r.Read(p)
-	if err != nil {
-		e.once.Do(func() { close(e.eof) })
-	}
-	return n, err
-}
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

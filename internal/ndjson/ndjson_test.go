@@ -1,4 +1,4 @@
-package claudeagent
+package ndjson
 
 import (
 	"bufio"
@@ -13,8 +13,8 @@ import (
 // lineResult is what one readLine call returned.
 type lineResult struct {
 	line    string
-	tooLong bool  // errLineTooLong
-	err     error // io.EOF or another error besides errLineTooLong
+	tooLong bool  // ErrTooLong
+	err     error // io.EOF or another error besides ErrTooLong
 }
 
 // readLines calls readLine until it reports the end of input.
@@ -23,8 +23,8 @@ func readLines(t *testing.T, r io.Reader, bufSize, max int) []lineResult {
 	br := bufio.NewReaderSize(r, bufSize)
 	var out []lineResult
 	for range 1000 {
-		line, err := readLine(br, max)
-		res := lineResult{line: string(line), tooLong: errors.Is(err, errLineTooLong)}
+		line, err := ReadLine(br, max)
+		res := lineResult{line: string(line), tooLong: errors.Is(err, ErrTooLong)}
 		switch {
 		case errors.Is(err, io.EOF):
 			res.err = io.EOF
@@ -54,12 +54,13 @@ func TestReadLine(t *testing.T) {
 		{"long_no_trailing_newline", long, 1000, []lineResult{{line: long, err: io.EOF}}},
 		{"blank_lines", "\n\n{}\n", 100, []lineResult{{line: "\n"}, {line: "\n"}, {line: "{}\n"}, {err: io.EOF}}},
 		{"crlf", "a\r\n", 100, []lineResult{{line: "a\r\n"}, {err: io.EOF}}},
-		{"over_max_skipped", long + "\nnext\n", 50, []lineResult{{tooLong: true}, {line: "next\n"}, {err: io.EOF}}},
-		{"over_max_twice", long + "\n" + long + "\nok\n", 50, []lineResult{{tooLong: true}, {tooLong: true}, {line: "ok\n"}, {err: io.EOF}}},
-		{"over_max_at_eof", "ok\n" + long, 50, []lineResult{{line: "ok\n"}, {tooLong: true, err: io.EOF}}},
+		// A line over the cap is consumed whole; its head comes back.
+		{"over_max_skipped", long + "\nnext\n", 50, []lineResult{{line: long + "\n", tooLong: true}, {line: "next\n"}, {err: io.EOF}}},
+		{"over_max_twice", long + "\n" + long + "\nok\n", 50, []lineResult{{line: long + "\n", tooLong: true}, {line: long + "\n", tooLong: true}, {line: "ok\n"}, {err: io.EOF}}},
+		{"over_max_at_eof", "ok\n" + long, 50, []lineResult{{line: "ok\n"}, {line: long, tooLong: true, err: io.EOF}}},
 		// The cap counts the newline.
 		{"exactly_max", "abcd\nx\n", 5, []lineResult{{line: "abcd\n"}, {line: "x\n"}, {err: io.EOF}}},
-		{"one_over_max", "abcde\nx\n", 5, []lineResult{{tooLong: true}, {line: "x\n"}, {err: io.EOF}}},
+		{"one_over_max", "abcde\nx\n", 5, []lineResult{{line: "abcde\n", tooLong: true}, {line: "x\n"}, {err: io.EOF}}},
 		{"empty", "", 5, []lineResult{{err: io.EOF}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -94,7 +95,7 @@ func equalResults(a, b []lineResult) bool {
 func TestReadLineReaderError(t *testing.T) {
 	boom := errors.New("boom")
 	br := bufio.NewReaderSize(io.MultiReader(strings.NewReader("partial"), iotest.ErrReader(boom)), 16)
-	line, err := readLine(br, 100)
+	line, err := ReadLine(br, 100)
 	if string(line) != "partial" || !errors.Is(err, boom) {
 		t.Errorf("readLine = %q, %v", line, err)
 	}
@@ -106,12 +107,26 @@ func TestReadLineBig(t *testing.T) {
 	big := bytes.Repeat([]byte("0123456789abcdef"), 3<<20/16)
 	input := append(append(append([]byte(nil), big...), '\n'), "{}\n"...)
 	br := bufio.NewReaderSize(bytes.NewReader(input), 64<<10)
-	line, err := readLine(br, DefaultMaxLineBytes)
+	line, err := ReadLine(br, 256<<20)
 	if err != nil || len(line) != len(big)+1 || !bytes.Equal(line[:len(big)], big) {
 		t.Fatalf("big line: %d bytes, %v", len(line), err)
 	}
-	line, err = readLine(br, DefaultMaxLineBytes)
+	line, err = ReadLine(br, 256<<20)
 	if err != nil || string(line) != "{}\n" {
+		t.Errorf("next line %q, %v", line, err)
+	}
+}
+
+// TestReadLineHead: of a line over the cap only the first HeadBytes come
+// back, however long it is.
+func TestReadLineHead(t *testing.T) {
+	big := bytes.Repeat([]byte("h"), 3*HeadBytes)
+	br := bufio.NewReaderSize(bytes.NewReader(append(big, "\nok\n"...)), 16)
+	head, err := ReadLine(br, 100)
+	if !errors.Is(err, ErrTooLong) || len(head) != HeadBytes || !bytes.Equal(head, big[:HeadBytes]) {
+		t.Fatalf("head of %d bytes, %v", len(head), err)
+	}
+	if line, err := ReadLine(br, 100); string(line) != "ok\n" || err != nil {
 		t.Errorf("next line %q, %v", line, err)
 	}
 }
