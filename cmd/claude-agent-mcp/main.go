@@ -296,4 +296,3 @@ func serve(c *config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) er
 	}
 	return nil
 }
-
