@@ -24,26 +24,40 @@ const (
 	DefaultCloseTimeout   = 5 * time.Second
 )
 
+// SessionOptions are the CLI options that the user of a conversation
+// chooses: model, permissions, prompts, tools, limits. They are persisted
+// with a session and are the session options of the MCP tools, so their
+// JSON names and descriptions are those callers see. Each maps to one flag
+// in [Options.Args]; validation lives with the session manager.
+type SessionOptions struct {
+	Model          string `json:"model,omitempty" jsonschema:"Alias (opus, sonnet, haiku) or model id."`
+	PermissionMode string `json:"permissionMode,omitempty" jsonschema:"default asks before risky tools; acceptEdits; plan; bypassPermissions; dontAsk; auto."`
+	// SystemPrompt, when set, replaces Claude Code's system prompt.
+	SystemPrompt string `json:"systemPrompt,omitempty" jsonschema:"Replaces the whole system prompt."`
+	// AppendSystemPrompt is appended to the default system prompt.
+	AppendSystemPrompt string `json:"appendSystemPrompt,omitempty" jsonschema:"Appended to the default system prompt."`
+	// AllowedTools and DisallowedTools are permission rules such as "Bash"
+	// or "Bash(git:*)".
+	AllowedTools    []string `json:"allowedTools,omitempty" jsonschema:"Rules that run without asking: Bash, Edit, Bash(git:*), mcp__srv__tool."`
+	DisallowedTools []string `json:"disallowedTools,omitempty" jsonschema:"Rules for tools removed from the session."`
+	// MaxTurns caps API round trips per user message; 0 means no cap.
+	MaxTurns int `json:"maxTurns,omitempty" jsonschema:"Max API round trips per query."`
+	// AddDirs are further directories the session may access.
+	AddDirs []string `json:"addDirs,omitempty" jsonschema:"More absolute directories it may access."`
+	// Tools is the built-in tool set: nil is the CLI's default, empty none.
+	Tools []string `json:"tools,omitzero" jsonschema:"Built-in tools it has, e.g. [\"Read\",\"Grep\"]; [] for none. Default: all."`
+}
+
 // Options configure a [Process]. The zero value starts `claude` from PATH in
 // the current directory with the CLI's defaults.
 type Options struct {
+	SessionOptions
+
 	// Path is the claude binary; "" looks it up with [FindCLI].
 	Path string
 	// Cwd is the working directory of the CLI; "" is the current one.
 	Cwd string
 
-	Model          string
-	PermissionMode string
-	// SystemPrompt, when set, replaces Claude Code's system prompt.
-	SystemPrompt string
-	// AppendSystemPrompt is appended to the default system prompt.
-	AppendSystemPrompt string
-	// AllowedTools and DisallowedTools are permission rules such as "Bash"
-	// or "Bash(git:*)".
-	AllowedTools    []string
-	DisallowedTools []string
-	// MaxTurns caps API round trips per user message; 0 means no cap.
-	MaxTurns int
 	// Resume continues the conversation with this Claude session id; with
 	// ForkSession it continues into a new id.
 	Resume      string
@@ -53,7 +67,6 @@ type Options struct {
 	// MCPConfig is a JSON document ({"mcpServers":{…}}) or a file path.
 	MCPConfig       string
 	StrictMCPConfig bool
-	AddDirs         []string
 	// Env is added to the inherited environment (and wins over it).
 	Env map[string]string
 	// IncludePartialMessages makes the CLI emit stream_event lines.
@@ -140,6 +153,10 @@ func (o *Options) Args() []string {
 	}
 	for _, d := range o.AddDirs {
 		args = append(args, "--add-dir", d)
+	}
+	if o.Tools != nil {
+		// The = form: an empty list must stay one argument.
+		args = append(args, "--tools="+strings.Join(o.Tools, ","))
 	}
 	if o.IncludePartialMessages {
 		args = append(args, "--include-partial-messages")

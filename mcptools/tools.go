@@ -35,8 +35,6 @@ var instructions string
 type Options struct {
 	Version string
 	Logger  *slog.Logger
-	// Profiles maps profile names to the environment they give the CLI.
-	Profiles map[string]map[string]string
 	// MaxResultChars caps finalText (default 60000, under Claude Code's
 	// 25k-token tool-result limit); longer text is cut with a marker that
 	// names the transcript holding everything. Negative disables the cap.
@@ -97,7 +95,13 @@ type tool struct {
 }
 
 func newTool[In, Out any](def *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) tool {
-	def.InputSchema = mustSchema[In]()
+	in := mustSchema[In]()
+	for name, prop := range in.Properties {
+		if patch := inputProperties[name]; patch != nil {
+			patch(prop)
+		}
+	}
+	def.InputSchema = in
 	def.OutputSchema = mustSchema[Out]()
 	return tool{def: def, add: func(s *mcp.Server) { mcp.AddTool(s, def, h) }}
 }
@@ -111,10 +115,14 @@ func Tools() []*mcp.Tool {
 	return out
 }
 
+// inputProperties refine derived input schemas by parameter name: the one
+// definition of each pattern and enumeration the tools share.
+var inputProperties = map[string]func(*jsonschema.Schema){
+	"model":          func(s *jsonschema.Schema) { s.Pattern = sessions.ModelPattern },
+	"permissionMode": func(s *jsonschema.Schema) { s.Enum = enumOf(sessions.PermissionModes) },
+}
+
 var schemaTypes = map[reflect.Type]*jsonschema.Schema{
-	reflect.TypeFor[PermissionMode](): {Type: "string", Enum: enumOf(sessions.PermissionModes)},
-	reflect.TypeFor[Model](): {Type: "string", Pattern: `^[A-Za-z0-9._\-\[\]]{1,100}$`,
-		Examples: []any{"sonnet", "opus", "haiku", "claude-sonnet-4-5"}},
 	reflect.TypeFor[json.RawMessage](): {},
 }
 
@@ -268,11 +276,7 @@ func (h *handlers) history(ctx context.Context, req *mcp.CallToolRequest, in His
 }
 
 func (h *handlers) create(ctx context.Context, req *mcp.CallToolRequest, in CreateInput) (*mcp.CallToolResult, CreateOutput, error) {
-	opts, err := h.createOptions(in.SessionOptions)
-	if err != nil {
-		return nil, CreateOutput{}, err
-	}
-	s, err := h.mgr.Create(ctx, opts)
+	s, err := h.mgr.Create(ctx, in.CreateOptions)
 	if err != nil {
 		return nil, CreateOutput{}, toolError(err)
 	}
@@ -281,41 +285,6 @@ func (h *handlers) create(ctx context.Context, req *mcp.CallToolRequest, in Crea
 		PermissionMode: info.PermissionMode, Active: info.PID != 0}
 	return textResult(fmt.Sprintf("Created session %s (claudeSessionId %s) in %s, model %s, permission mode %s.",
 		out.SessionID, out.ClaudeSessionID, out.Cwd, orUnknown(out.Model), out.PermissionMode)), out, nil
-}
-
-func (h *handlers) createOptions(so SessionOptions) (sessions.CreateOptions, error) {
-	mcpConfig, err := sessions.ValidateMCPServers(so.MCPServers)
-	if err != nil {
-		return sessions.CreateOptions{}, err
-	}
-	opts := sessions.CreateOptions{
-		Cwd: so.Cwd, Model: string(so.Model), PermissionMode: string(so.PermissionMode), SystemPrompt: so.SystemPrompt, AppendSystemPrompt: so.AppendSystemPrompt,
-		AllowedTools: so.AllowedTools, DisallowedTools: so.DisallowedTools, MaxTurns: so.MaxTurns, AddDirs: so.AddDirs,
-		MCPConfig: mcpConfig, StrictMCPConfig: so.StrictMCPConfig, ResumeSessionID: so.ResumeSessionID, ForkSession: so.ForkSession,
-	}
-	if so.StrictMCPConfig && mcpConfig == "" {
-		// --strict-mcp-config alone strips every server; say so explicitly.
-		opts.MCPConfig = `{"mcpServers":{}}`
-	}
-	if so.Profile != "" {
-		env, ok := h.opts.Profiles[so.Profile]
-		if !ok {
-			return sessions.CreateOptions{}, fmt.Errorf("unknown profile %q: the server knows %s", so.Profile, profileNames(h.opts.Profiles))
-		}
-		opts.Env, opts.Profile = env, so.Profile
-	}
-	return opts, nil
-}
-
-func profileNames(p map[string]map[string]string) string {
-	if len(p) == 0 {
-		return "no profiles (start it with --profiles FILE)"
-	}
-	var names []string
-	for n := range p {
-		names = append(names, n)
-	}
-	return strings.Join(names, ", ")
 }
 
 func (h *handlers) close(ctx context.Context, req *mcp.CallToolRequest, in SessionInput) (*mcp.CallToolResult, CloseOutput, error) {
@@ -387,10 +356,7 @@ func (h *handlers) direct(ctx context.Context, req *mcp.CallToolRequest, in Dire
 	if req.Params.RequestState != "" {
 		return h.retried(ctx, req, wait)
 	}
-	opts, err := h.createOptions(in.SessionOptions)
-	if err != nil {
-		return nil, QueryOutput{}, err
-	}
+	opts := in.CreateOptions
 	opts.Temporary = true
 	s, err := h.mgr.Create(ctx, opts)
 	if err != nil {
@@ -488,11 +454,11 @@ func (h *handlers) model(ctx context.Context, req *mcp.CallToolRequest, in Model
 	if err != nil {
 		return nil, ModelOutput{}, toolError(err)
 	}
-	resolved, err := s.SetModel(ctx, string(in.Model))
+	resolved, err := s.SetModel(ctx, in.Model)
 	if err != nil {
 		return nil, ModelOutput{}, toolError(err)
 	}
-	out := ModelOutput{SessionID: s.ID, RequestedModel: string(in.Model)}
+	out := ModelOutput{SessionID: s.ID, RequestedModel: in.Model}
 	if resolved != "" {
 		out.ResolvedModel = &resolved
 	}
@@ -504,11 +470,11 @@ func (h *handlers) mode(ctx context.Context, req *mcp.CallToolRequest, in ModeIn
 	if err != nil {
 		return nil, ModeOutput{}, toolError(err)
 	}
-	if err := s.SetPermissionMode(ctx, string(in.PermissionMode)); err != nil {
+	if err := s.SetPermissionMode(ctx, in.PermissionMode); err != nil {
 		return nil, ModeOutput{}, toolError(err)
 	}
 	return textResult(fmt.Sprintf("Session %s now uses permission mode %s.", s.ID, in.PermissionMode)),
-		ModeOutput{SessionID: s.ID, PermissionMode: string(in.PermissionMode)}, nil
+		ModeOutput{SessionID: s.ID, PermissionMode: in.PermissionMode}, nil
 }
 
 func (h *handlers) list(ctx context.Context, req *mcp.CallToolRequest, in ListInput) (*mcp.CallToolResult, ListOutput, error) {

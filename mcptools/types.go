@@ -1,38 +1,12 @@
 package mcptools
 
 import (
-	"encoding/json"
-
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
-// PermissionMode is a permission mode; its schema is an enum.
-type PermissionMode string
-
-// Model is a model alias or id; its schema carries a pattern.
-type Model string
-
-// CreateInput is claude_session_create's arguments.
+// CreateInput is claude_session_create's arguments: the session options.
 type CreateInput struct {
-	SessionOptions
-}
-
-// SessionOptions are the session options of create and direct queries.
-type SessionOptions struct {
-	Cwd                string                     `json:"cwd,omitempty" jsonschema:"Absolute path of an existing directory the session works in. Default: the server's working directory."`
-	Model              Model                      `json:"model,omitempty" jsonschema:"Model alias (opus, sonnet, haiku) or full model id such as claude-sonnet-4-5. Default: the CLI's default model."`
-	PermissionMode     PermissionMode             `json:"permissionMode,omitempty" jsonschema:"How tool permissions are handled. default asks before risky tools (questions are forwarded to you when your client supports elicitation); acceptEdits auto-accepts file edits; plan only plans; bypassPermissions skips all checks; dontAsk denies what is not pre-allowed; auto lets a classifier decide. Default: default."`
-	SystemPrompt       string                     `json:"systemPrompt,omitempty" jsonschema:"Replaces Claude Code's whole system prompt. Prefer appendSystemPrompt unless you need full control."`
-	AppendSystemPrompt string                     `json:"appendSystemPrompt,omitempty" jsonschema:"Text appended to Claude Code's default system prompt."`
-	AllowedTools       []string                   `json:"allowedTools,omitempty" jsonschema:"Tools that run without asking, as permission rules: Bash, Edit, Bash(git:*), mcp__server__tool."`
-	DisallowedTools    []string                   `json:"disallowedTools,omitempty" jsonschema:"Tools removed from the session, as permission rules."`
-	MaxTurns           int                        `json:"maxTurns,omitempty" jsonschema:"Maximum API round trips per query; the turn ends with an error result when reached."`
-	AddDirs            []string                   `json:"addDirs,omitempty" jsonschema:"Further absolute directories the session may access."`
-	MCPServers         map[string]json.RawMessage `json:"mcpServers,omitempty" jsonschema:"MCP servers for the session, in the CLI's mcpServers form: {\"name\": {\"command\": \"…\", \"args\": […], \"env\": {…}}} or {\"name\": {\"type\": \"http\", \"url\": \"…\"}}."`
-	StrictMCPConfig    bool                       `json:"strictMcpConfig,omitempty" jsonschema:"Use only mcpServers, ignoring the MCP servers of the user's and project's settings."`
-	ResumeSessionID    string                     `json:"resumeSessionId,omitempty" jsonschema:"A Claude session id (claudeSessionId of an earlier result) whose conversation this session continues."`
-	ForkSession        bool                       `json:"forkSession,omitempty" jsonschema:"With resumeSessionId: continue into a new Claude session id, leaving the original unchanged."`
-	Profile            string                     `json:"profile,omitempty" jsonschema:"Name of a backend profile configured on the server (another Anthropic-compatible endpoint)."`
+	sessions.CreateOptions
 }
 
 // CreateOutput is claude_session_create's result.
@@ -71,7 +45,7 @@ type DirectInput struct {
 	Prompt          string `json:"prompt" jsonschema:"What to ask or tell Claude Code."`
 	IncludeThinking bool   `json:"includeThinking,omitempty" jsonschema:"Include thinking texts in the result. Default false."`
 	WaitSeconds     int    `json:"waitSeconds,omitempty" jsonschema:"Return status running if the turn has not ended after this many seconds; collect the result with claude_chat_wait. Default: the server's --default-wait (0 waits for the end)."`
-	SessionOptions
+	sessions.CreateOptions
 }
 
 // Metadata describes how a turn went.
@@ -114,7 +88,7 @@ type InterruptOutput struct {
 // ModelInput is claude_chat_model's arguments.
 type ModelInput struct {
 	SessionID string `json:"sessionId" jsonschema:"The sessionId returned by claude_session_create."`
-	Model     Model  `json:"model" jsonschema:"Model alias (opus, sonnet, haiku) or full model id such as claude-sonnet-4-5."`
+	Model     string `json:"model" jsonschema:"Model alias (opus, sonnet, haiku) or full model id such as claude-sonnet-4-5."`
 }
 
 // ModelOutput is claude_chat_model's result.
@@ -126,8 +100,8 @@ type ModelOutput struct {
 
 // ModeInput is claude_chat_mode's arguments.
 type ModeInput struct {
-	SessionID      string         `json:"sessionId" jsonschema:"The sessionId returned by claude_session_create."`
-	PermissionMode PermissionMode `json:"permissionMode" jsonschema:"The new permission mode."`
+	SessionID      string `json:"sessionId" jsonschema:"The sessionId returned by claude_session_create."`
+	PermissionMode string `json:"permissionMode" jsonschema:"The new permission mode."`
 }
 
 // ModeOutput is claude_chat_mode's result.

@@ -8,6 +8,7 @@ package sessions
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 )
@@ -50,6 +53,12 @@ type Config struct {
 	AllowedModes []string
 	// AllowedRoots, when set, must contain every cwd and addDir.
 	AllowedRoots []string
+	// NoSessionMCPServers refuses session mcpServers entries that run a
+	// command (--allow-session-mcp-servers=false).
+	NoSessionMCPServers bool
+	// ToolsCeiling, when non-nil, is every built-in tool a session may
+	// have (--allowed-tools-ceiling); a session that names none gets these.
+	ToolsCeiling []string
 	// Env is added to every CLI's environment.
 	Env map[string]string
 	// CloseStage is how long each stage of stopping a process waits
@@ -60,8 +69,8 @@ type Config struct {
 	Depth, MaxDepth int
 	// Registry persists sessions across restarts; nil keeps them in memory.
 	Registry *Registry
-	// ProfileEnv returns the environment of a named profile, for sessions
-	// restored from the registry.
+	// ProfileEnv returns the CLI environment of a named profile; it is
+	// looked up at create and at every start.
 	ProfileEnv func(name string) (map[string]string, error)
 	Logger     *slog.Logger
 }
@@ -162,10 +171,15 @@ func (m *Manager) checkMode(mode string) error {
 		return err
 	}
 	if mode == "" {
+		// No mode is the CLI's default mode, which the operator may have
+		// left out.
+		if !m.modeAllowed("default") {
+			return fmt.Errorf("the default permission mode is not allowed by this server (allowed: %s; --allowed-permission-modes): pass permissionMode as one of them", strings.Join(m.cfg.AllowedModes, ", "))
+		}
 		return nil
 	}
 	if !m.modeAllowed(mode) {
-		return fmt.Errorf("permissionMode %q is not allowed by this server (allowed: %s)", mode, strings.Join(m.cfg.AllowedModes, ", "))
+		return fmt.Errorf("permissionMode %q is not allowed by this server (allowed: %s; --allowed-permission-modes)", mode, strings.Join(m.cfg.AllowedModes, ", "))
 	}
 	if mode == "bypassPermissions" && !m.BypassAvailable() {
 		return fmt.Errorf("permissionMode bypassPermissions is unavailable: the server runs as root and the claude CLI refuses it there unless IS_SANDBOX=1 is set in the server's environment")
@@ -173,18 +187,19 @@ func (m *Manager) checkMode(mode string) error {
 	return nil
 }
 
-// checkDir validates a directory parameter against the allowed roots.
-func (m *Manager) checkDir(what, dir string) (string, error) {
-	clean, err := ValidateDir(what, dir)
-	if err != nil {
-		return "", err
+// checkDir checks a directory against the allowed roots, resolving
+// symlinks as they are now: a directory swapped for a link that leads
+// elsewhere is caught at the next start.
+func (m *Manager) checkDir(what, dir string) error {
+	if _, err := ValidateDir(what, dir); err != nil {
+		return err
 	}
 	if len(m.cfg.AllowedRoots) == 0 {
-		return clean, nil
+		return nil
 	}
-	real, err := filepath.EvalSymlinks(clean)
+	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
-		return "", fmt.Errorf("resolving %s %q: %v", what, dir, err)
+		return fmt.Errorf("resolving %s %q: %v", what, dir, err)
 	}
 	for _, root := range m.cfg.AllowedRoots {
 		r, err := filepath.EvalSymlinks(root)
@@ -192,13 +207,14 @@ func (m *Manager) checkDir(what, dir string) (string, error) {
 			continue
 		}
 		if rel, err := filepath.Rel(r, real); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return clean, nil
+			return nil
 		}
 	}
-	return "", fmt.Errorf("%s %q is outside the directories this server allows (%s): pass a directory inside one of them", what, dir, strings.Join(m.cfg.AllowedRoots, ", "))
+	return fmt.Errorf("%s %q is outside the directories this server allows (--allowed-roots %s): pass a directory inside one of them", what, dir, strings.Join(m.cfg.AllowedRoots, string(filepath.ListSeparator)))
 }
 
-// Validate checks and normalises create options without starting anything.
+// Validate checks and normalises create options without starting anything:
+// the form of each option, then the server's policy (see admit).
 func (m *Manager) Validate(opts *CreateOptions) error {
 	var err error
 	if opts.Cwd == "" {
@@ -206,18 +222,18 @@ func (m *Manager) Validate(opts *CreateOptions) error {
 			return fmt.Errorf("getting the server's working directory: %w", err)
 		}
 	}
-	if opts.Cwd, err = m.checkDir("cwd", opts.Cwd); err != nil {
+	if opts.Cwd, err = ValidateDir("cwd", opts.Cwd); err != nil {
 		return err
 	}
 	for i, d := range opts.AddDirs {
-		if opts.AddDirs[i], err = m.checkDir("addDirs entry", d); err != nil {
+		if opts.AddDirs[i], err = ValidateDir("addDirs entry", d); err != nil {
 			return err
 		}
 	}
 	if err := ValidateModel(opts.Model); err != nil {
 		return err
 	}
-	if err := m.checkMode(opts.PermissionMode); err != nil {
+	if err := ValidatePermissionMode(opts.PermissionMode); err != nil {
 		return err
 	}
 	if err := ValidateToolRules("allowedTools", opts.AllowedTools); err != nil {
@@ -226,14 +242,87 @@ func (m *Manager) Validate(opts *CreateOptions) error {
 	if err := ValidateToolRules("disallowedTools", opts.DisallowedTools); err != nil {
 		return err
 	}
+	if err := ValidateToolNames("tools", opts.Tools); err != nil {
+		return err
+	}
 	if opts.MaxTurns < 0 {
 		return fmt.Errorf("invalid maxTurns %d: use a positive number, or omit it for no limit", opts.MaxTurns)
 	}
 	if opts.ForkSession && opts.ResumeSessionID == "" {
 		return errors.New("forkSession needs resumeSessionId: name the Claude session to fork")
 	}
-	if opts.ResumeSessionID != "" && !isUUID(opts.ResumeSessionID) {
+	if opts.ResumeSessionID != "" && uuid.Validate(opts.ResumeSessionID) != nil {
 		return fmt.Errorf("invalid resumeSessionId %q: it must be a Claude session id (a UUID, as returned in claudeSessionId)", opts.ResumeSessionID)
+	}
+	if err := ValidateMCPServers(opts.MCPServers); err != nil {
+		return err
+	}
+	_, err = m.admit(opts)
+	return err
+}
+
+// admit checks opts against the server's policy as it is now: the allowed
+// roots (cwd and addDirs, resolved again), permission modes, nesting depth,
+// session MCP servers, the tools ceiling and the profile. It runs at create
+// and again before every process start (resume, restore, wake from
+// dormancy), so a session made under a looser policy does not run under a
+// stricter one. It returns the CLI environment of the session's profile.
+func (m *Manager) admit(opts *CreateOptions) (map[string]string, error) {
+	if m.cfg.MaxDepth > 0 && m.cfg.Depth >= m.cfg.MaxDepth {
+		return nil, fmt.Errorf("%w: this server runs inside %d nested claude-agent-mcp session(s) and --max-depth is %d, so it runs no sessions (this stops unbounded fan-out); do the work directly instead", ErrDepthExceeded, m.cfg.Depth, m.cfg.MaxDepth)
+	}
+	if err := m.checkDir("cwd", opts.Cwd); err != nil {
+		return nil, err
+	}
+	for _, d := range opts.AddDirs {
+		if err := m.checkDir("addDirs entry", d); err != nil {
+			return nil, err
+		}
+	}
+	if err := m.checkMode(opts.PermissionMode); err != nil {
+		return nil, err
+	}
+	if m.cfg.NoSessionMCPServers {
+		for name, raw := range opts.MCPServers {
+			var srv struct {
+				Command string `json:"command"`
+			}
+			if json.Unmarshal(raw, &srv) == nil && srv.Command != "" {
+				return nil, fmt.Errorf("mcpServers[%q] runs a command, and this server does not let sessions start MCP servers (--allow-session-mcp-servers=false): use an http server entry, or ask the operator", name)
+			}
+		}
+	}
+	if err := m.checkCeiling(opts); err != nil {
+		return nil, err
+	}
+	if opts.Profile == "" {
+		return nil, nil
+	}
+	if m.cfg.ProfileEnv == nil {
+		return nil, fmt.Errorf("unknown profile %q: this server has no profiles (start it with --profiles FILE)", opts.Profile)
+	}
+	return m.cfg.ProfileEnv(opts.Profile)
+}
+
+// checkCeiling checks that a session has only built-in tools within
+// --allowed-tools-ceiling: its tools, and the tools its allowedTools rules
+// name. A session that names no tools gets the ceiling as its tool set (see
+// processOptions).
+func (m *Manager) checkCeiling(opts *CreateOptions) error {
+	ceiling := m.cfg.ToolsCeiling
+	if ceiling == nil {
+		return nil
+	}
+	for _, t := range opts.Tools {
+		if !slices.Contains(ceiling, t) {
+			return fmt.Errorf("tools entry %q is beyond the tools this server allows (--allowed-tools-ceiling %s)", t, strings.Join(ceiling, ","))
+		}
+	}
+	for _, r := range opts.AllowedTools {
+		name, _, _ := strings.Cut(r, "(")
+		if !strings.HasPrefix(name, "mcp__") && !slices.Contains(ceiling, name) {
+			return fmt.Errorf("allowedTools entry %q names a tool beyond the tools this server allows (--allowed-tools-ceiling %s)", r, strings.Join(ceiling, ","))
+		}
 	}
 	return nil
 }
@@ -242,9 +331,6 @@ func (m *Manager) Validate(opts *CreateOptions) error {
 func (m *Manager) Create(ctx context.Context, opts CreateOptions) (*Session, error) {
 	if err := m.Validate(&opts); err != nil {
 		return nil, err
-	}
-	if m.cfg.MaxDepth > 0 && m.cfg.Depth >= m.cfg.MaxDepth {
-		return nil, fmt.Errorf("%w: this server runs inside %d nested claude-agent-mcp session(s) and --max-depth is %d, so it creates no further sessions (this stops unbounded fan-out); do the work directly instead", ErrDepthExceeded, m.cfg.Depth, m.cfg.MaxDepth)
 	}
 	if _, _, err := m.CLI(ctx); err != nil {
 		return nil, err
@@ -419,16 +505,7 @@ func (m *Manager) startProcess(ctx context.Context, opts claudeagent.Options, lo
 	opts.Logger = log
 	opts.CloseTimeout = m.cfg.CloseStage
 	opts.AllowDangerouslySkipPermissions = m.BypassAvailable()
-	if len(m.cfg.Env) > 0 {
-		env := make(map[string]string, len(m.cfg.Env)+len(opts.Env))
-		for k, v := range m.cfg.Env {
-			env[k] = v
-		}
-		for k, v := range opts.Env {
-			env[k] = v
-		}
-		opts.Env = env
-	}
+	opts.Env = mergeEnv(m.cfg.Env, opts.Env)
 	p, err := claudeagent.Start(ctx, opts)
 	if err != nil {
 		return nil, nil, err
@@ -454,6 +531,21 @@ func (m *Manager) startProcess(ctx context.Context, opts claudeagent.Options, lo
 		return nil, nil, fmt.Errorf("starting claude: %w; stderr: %s", err, tail)
 	}
 	return nil, nil, fmt.Errorf("starting claude: %w", err)
+}
+
+// mergeEnv returns the variables of every map, later ones winning; nil when
+// there are none.
+func mergeEnv(maps ...map[string]string) map[string]string {
+	var out map[string]string
+	for _, m := range maps {
+		for k, v := range m {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // decidePermission asks the caller when it can, else applies the policy.
@@ -489,23 +581,4 @@ func (m *Manager) decidePermission(ctx context.Context, req *PermissionRequest,
 		"Permission to use %s was denied: %s and the server's policy is to deny. "+
 			"To allow it, the caller can switch the session's permission mode (claude_chat_mode, e.g. acceptEdits or bypassPermissions) "+
 			"or create the session with allowedTools including %q.", req.ToolName, why, rule))
-}
-
-func isUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i, c := range s {
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !strings.ContainsRune("0123456789abcdefABCDEF", c) {
-				return false
-			}
-		}
-	}
-	return true
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 )
@@ -81,7 +82,11 @@ func (r *Registry) Load() []RegistryEntry {
 		return nil
 	}
 	var f registryFile
-	if err := json.Unmarshal(data, &f); err != nil {
+	err = json.Unmarshal(data, &f)
+	if err == nil {
+		err = upgradeEntries(data, f.Sessions)
+	}
+	if err != nil {
 		aside := fmt.Sprintf("%s.corrupt-%s", r.path, time.Now().UTC().Format("20060102T150405"))
 		if rerr := os.Rename(r.path, aside); rerr != nil {
 			r.log.Error("the session registry is corrupt and could not be moved aside", "path", r.path, "err", err, "rename_err", rerr)
@@ -94,9 +99,36 @@ func (r *Registry) Load() []RegistryEntry {
 	return f.Sessions
 }
 
+// upgradeEntries reads what version 1 files stored differently: the
+// session's MCP servers as the --mcp-config document "MCPConfig".
+func upgradeEntries(data []byte, entries []RegistryEntry) error {
+	var v1 struct {
+		Sessions []struct {
+			Options struct {
+				MCPConfig string `json:"MCPConfig"`
+			} `json:"options"`
+		} `json:"sessions"`
+	}
+	if err := json.Unmarshal(data, &v1); err != nil {
+		return err
+	}
+	for i, e := range v1.Sessions {
+		if doc := e.Options.MCPConfig; doc != "" && entries[i].Options.MCPServers == nil {
+			var c struct {
+				MCPServers map[string]json.RawMessage `json:"mcpServers"`
+			}
+			if err := json.Unmarshal([]byte(doc), &c); err != nil {
+				return fmt.Errorf("session %s: reading its MCPConfig: %w", entries[i].SessionID, err)
+			}
+			entries[i].Options.MCPServers = c.MCPServers
+		}
+	}
+	return nil
+}
+
 // Save replaces the stored entries, atomically.
 func (r *Registry) Save(entries []RegistryEntry) error {
-	data, err := json.MarshalIndent(registryFile{Version: 1, Sessions: entries}, "", "  ")
+	data, err := json.MarshalIndent(registryFile{Version: 2, Sessions: entries}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding the session registry: %w", err)
 	}
@@ -138,12 +170,10 @@ func (m *Manager) persist() {
 	for _, s := range m.List() {
 		s.mu.Lock()
 		if !s.opts.Temporary {
-			opts := s.opts
-			opts.Env = nil
 			entries = append(entries, RegistryEntry{
 				SessionID: s.ID, ClaudeSessionID: s.claudeSessionID, Resumable: s.resumable, ForkPending: s.forkPending, Model: s.model,
 				Created: s.created, LastUsed: s.lastUsed, Queries: s.queries, CostUSD: s.cost, Usage: s.usage,
-				Options: opts,
+				Options: s.opts,
 			})
 		}
 		s.mu.Unlock()
@@ -153,15 +183,25 @@ func (m *Manager) persist() {
 	}
 }
 
-// restore loads the registry's sessions as dormant sessions.
+// restore loads the registry's sessions as dormant sessions: at most
+// MaxSessions of them, the most recently used. Each is checked against
+// today's policy at once, so that one the policy refuses is listed as
+// refused (it is checked again at each query).
 func (m *Manager) restore() {
 	if m.cfg.Registry == nil {
 		return
 	}
-	for _, e := range m.cfg.Registry.Load() {
-		if e.SessionID == "" {
-			continue
+	entries := m.cfg.Registry.Load()
+	entries = slices.DeleteFunc(entries, func(e RegistryEntry) bool { return e.SessionID == "" })
+	slices.SortStableFunc(entries, func(a, b RegistryEntry) int { return b.LastUsed.Compare(a.LastUsed) })
+	if n := len(entries) - m.cfg.MaxSessions; n > 0 {
+		for _, e := range entries[m.cfg.MaxSessions:] {
+			m.log.Warn("not restoring a session beyond --max-sessions; its conversation stays on disk (continue it with resumeSessionId)",
+				"session_id", e.SessionID, "claude_session_id", e.ClaudeSessionID, "max_sessions", m.cfg.MaxSessions)
 		}
+		entries = entries[:m.cfg.MaxSessions]
+	}
+	for _, e := range entries {
 		s := newSession(m, e.Options)
 		s.ID = e.SessionID
 		s.log = m.log.With("session_id", s.ID)
@@ -169,10 +209,9 @@ func (m *Manager) restore() {
 		s.model, s.created, s.lastUsed = e.Model, e.Created, e.LastUsed
 		s.queries, s.cost, s.usage = e.Queries, e.CostUSD, e.Usage
 		s.state = StateDormant
-		if env, err := m.profileEnv(e.Options.Profile); err != nil {
-			s.state, s.failure = StateFailed, err.Error()
-		} else {
-			s.opts.Env = env
+		if _, err := m.admit(&s.opts); err != nil {
+			s.state, s.failure = StateRefused, err.Error()
+			s.log.Warn("restored a session that the server's policy refuses to run", "reason", err)
 		}
 		s.loadHistory()
 		m.sessions[s.ID] = s
@@ -180,11 +219,4 @@ func (m *Manager) restore() {
 	if n := len(m.sessions); n > 0 {
 		m.log.Info("restored sessions from the registry as dormant", "count", n, "path", m.cfg.Registry.Path())
 	}
-}
-
-func (m *Manager) profileEnv(name string) (map[string]string, error) {
-	if name == "" || m.cfg.ProfileEnv == nil {
-		return nil, nil
-	}
-	return m.cfg.ProfileEnv(name)
 }

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,6 +23,7 @@ const (
 	StateIdle     State = "idle"     // live, no query running
 	StateRunning  State = "running"  // a query is running
 	StateDormant  State = "dormant"  // no process; the next query resumes it
+	StateRefused  State = "refused"  // the server's policy no longer lets it run; checked again at each query
 	StateFailed   State = "failed"   // it cannot be resumed
 	StateClosed   State = "closed"
 )
@@ -36,28 +38,26 @@ var (
 	ErrShuttingDown  = errors.New("server is shutting down")
 	ErrEmptyPrompt   = errors.New("prompt is empty")
 	ErrDepthExceeded = errors.New("nesting depth exceeded")
+	ErrRefused       = errors.New("refused by the server's policy")
 )
 
-// CreateOptions describe a new session. Cwd must be absolute; the rest is
-// optional.
+// CreateOptions describe a session: where it works, the CLI options its
+// caller chose, and the conversation it continues. They are persisted with
+// the session and are the session options of the MCP tools (their JSON
+// names and descriptions are the tools' parameters).
 type CreateOptions struct {
-	Cwd                string
-	Model              string
-	PermissionMode     string
-	SystemPrompt       string
-	AppendSystemPrompt string
-	AllowedTools       []string
-	DisallowedTools    []string
-	MaxTurns           int
-	AddDirs            []string
-	MCPConfig          string // a --mcp-config JSON document
-	StrictMCPConfig    bool
-	ResumeSessionID    string // a Claude session id to continue
-	ForkSession        bool
-	Env                map[string]string // e.g. from a profile; never persisted
-	Profile            string            // the profile Env came from
+	Cwd string `json:"cwd,omitempty" jsonschema:"Absolute directory it works in. Default: the server's."`
+	claudeagent.SessionOptions
+	MCPServers      map[string]json.RawMessage `json:"mcpServers,omitempty" jsonschema:"MCP servers in the CLI's form: {\"name\": {\"command\": \"…\", \"args\": […]}} or {\"name\": {\"type\": \"http\", \"url\": \"…\"}}."`
+	StrictMCPConfig bool                       `json:"strictMcpConfig,omitempty" jsonschema:"Only mcpServers: ignore the user's and project's MCP servers."`
+	ResumeSessionID string                     `json:"resumeSessionId,omitempty" jsonschema:"A claudeSessionId whose conversation this continues."`
+	ForkSession     bool                       `json:"forkSession,omitempty" jsonschema:"With resumeSessionId: continue under a new id."`
+	Profile         string                     `json:"profile,omitempty" jsonschema:"A backend profile configured on the server."`
+	// Env is added to the CLI's environment, over the profile's (which is
+	// looked up by name at each start); never persisted.
+	Env map[string]string `json:"-"`
 	// Temporary sessions (one-shot queries) are not persisted.
-	Temporary bool
+	Temporary bool `json:"-"`
 }
 
 // QueryOptions tune one query.
@@ -108,6 +108,7 @@ type Session struct {
 
 	mu              sync.Mutex
 	opts            CreateOptions
+	profileEnv      map[string]string // of opts.Profile, as of the last start
 	state           State
 	proc            *claudeagent.Process
 	pumpDone        chan struct{}
@@ -203,6 +204,23 @@ func (s *Session) start(ctx context.Context) error {
 		s.mu.Unlock()
 		return nil
 	}
+	o := s.opts
+	s.mu.Unlock()
+
+	// The policy of today, not of the day the session was made.
+	env, err := s.m.admit(&o)
+	s.mu.Lock()
+	if s.state == StateClosed {
+		s.mu.Unlock()
+		return fmt.Errorf("%w: %s", ErrClosed, s.ID)
+	}
+	if err != nil {
+		s.state, s.failure = StateRefused, err.Error()
+		s.mu.Unlock()
+		s.log.Warn("the server's policy refuses to run the session", "reason", err)
+		return fmt.Errorf("%w: session %s cannot run: %w", ErrRefused, s.ID, err)
+	}
+	s.profileEnv, s.failure = env, ""
 	s.state = StateStarting
 	opts := s.processOptions()
 	resuming := opts.Resume != ""
@@ -255,20 +273,16 @@ func (s *Session) start(ctx context.Context) error {
 func (s *Session) processOptions() claudeagent.Options {
 	o := s.opts
 	opts := claudeagent.Options{
+		SessionOptions:        o.SessionOptions,
 		Cwd:                   o.Cwd,
-		Model:                 o.Model,
-		PermissionMode:        o.PermissionMode,
-		SystemPrompt:          o.SystemPrompt,
-		AppendSystemPrompt:    o.AppendSystemPrompt,
-		AllowedTools:          o.AllowedTools,
-		DisallowedTools:       o.DisallowedTools,
-		MaxTurns:              o.MaxTurns,
-		AddDirs:               o.AddDirs,
-		MCPConfig:             o.MCPConfig,
+		MCPConfig:             mcpConfig(o.MCPServers, o.StrictMCPConfig),
 		StrictMCPConfig:       o.StrictMCPConfig,
-		Env:                   o.Env,
+		Env:                   mergeEnv(s.profileEnv, o.Env),
 		PermissionPromptStdio: true,
 		OnControlRequest:      s.onControl,
+	}
+	if opts.Tools == nil && s.m.cfg.ToolsCeiling != nil {
+		opts.Tools = s.m.cfg.ToolsCeiling
 	}
 	switch {
 	case s.forkPending:

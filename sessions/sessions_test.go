@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/fakecli"
@@ -366,7 +369,7 @@ func TestCreateInfoQuery(t *testing.T) {
 	if in.Cwd != cwd || in.PermissionMode != "default" || in.Queries != 0 || in.SessionID != s.ID {
 		t.Errorf("Info = %+v", in)
 	}
-	if !isUUID(in.ClaudeSessionID) || !isUUID(s.ID) || in.ClaudeSessionID == s.ID {
+	if uuid.Validate(in.ClaudeSessionID) != nil || uuid.Validate(s.ID) != nil || in.ClaudeSessionID == s.ID {
 		t.Errorf("ids: session %q, claude session %q", s.ID, in.ClaudeSessionID)
 	}
 	if got, err := m.Get(s.ID); err != nil || got != s {
@@ -411,7 +414,7 @@ func TestCreateModels(t *testing.T) {
 		{"haiku", "claude-haiku-4-5-20251001"},
 		{"claude-made-up-1", "claude-made-up-1"}, // unknown ids stay as given
 	} {
-		s := create(t, m, CreateOptions{Model: tc.model})
+		s := create(t, m, CreateOptions{SessionOptions: claudeagent.SessionOptions{Model: tc.model}})
 		if got := s.Info().Model; got != tc.want {
 			t.Errorf("model %q: Info().Model = %q, want %q", tc.model, got, tc.want)
 		}
@@ -431,7 +434,7 @@ func TestCreateModels(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := m.Create(ctxFor(t), CreateOptions{Cwd: t.TempDir(), Model: "bad model"}); err == nil || !strings.Contains(err.Error(), "invalid model") {
+	if _, err := m.Create(ctxFor(t), CreateOptions{SessionOptions: claudeagent.SessionOptions{Model: "bad model"}, Cwd: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "invalid model") {
 		t.Errorf("Create with a bad model: %v", err)
 	}
 }
@@ -476,7 +479,7 @@ func TestToolTurn(t *testing.T) {
 		t.Parallel()
 		// bypassPermissions runs the tool without a can_use_tool question.
 		m := newManager(t, Config{}, "IS_SANDBOX", "1")
-		s := create(t, m, CreateOptions{PermissionMode: "bypassPermissions"})
+		s := create(t, m, CreateOptions{SessionOptions: claudeagent.SessionOptions{PermissionMode: "bypassPermissions"}})
 		p := startQuery(ctxFor(t), s, "TOOL_BASH[echo hi]", QueryOptions{})
 		r := p.wait(t, waitLimit)
 		want := []ToolInvocation{{ID: "toolu_fake_1", Name: "Bash", Input: json.RawMessage(`{"command":"echo hi","description":"Run a command"}`), Output: "hi", Done: true}}
@@ -1232,7 +1235,8 @@ func TestValidateMCPServers(t *testing.T) {
 		{"bad_args", map[string]json.RawMessage{"x": raw(`{"command":"a","args":"b"}`)}, `invalid mcpServers["x"]`},
 		{"empty_name", map[string]json.RawMessage{"": raw(`{"command":"a"}`)}, "empty name"},
 	} {
-		doc, err := ValidateMCPServers(tc.servers)
+		err := ValidateMCPServers(tc.servers)
+		doc := mcpConfig(tc.servers, false)
 		if tc.errPart != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.errPart) {
 				t.Errorf("%s: err = %v, want %q", tc.name, err, tc.errPart)
@@ -1275,15 +1279,15 @@ func TestValidateCreateOptions(t *testing.T) {
 		opts    CreateOptions
 		errPart string
 	}{
-		{"ok", CreateOptions{Cwd: dir, Model: "sonnet", PermissionMode: "plan", AllowedTools: []string{"Bash(git:*)"}}, ""},
-		{"bad_mode", CreateOptions{Cwd: dir, PermissionMode: "yolo"}, "invalid permissionMode"},
-		{"bad_allowed", CreateOptions{Cwd: dir, AllowedTools: []string{"a b"}}, "invalid allowedTools entry"},
-		{"bad_disallowed", CreateOptions{Cwd: dir, DisallowedTools: []string{"a b"}}, "invalid disallowedTools entry"},
-		{"neg_turns", CreateOptions{Cwd: dir, MaxTurns: -1}, "invalid maxTurns"},
+		{"ok", CreateOptions{SessionOptions: claudeagent.SessionOptions{Model: "sonnet", PermissionMode: "plan", AllowedTools: []string{"Bash(git:*)"}}, Cwd: dir}, ""},
+		{"bad_mode", CreateOptions{SessionOptions: claudeagent.SessionOptions{PermissionMode: "yolo"}, Cwd: dir}, "invalid permissionMode"},
+		{"bad_allowed", CreateOptions{SessionOptions: claudeagent.SessionOptions{AllowedTools: []string{"a b"}}, Cwd: dir}, "invalid allowedTools entry"},
+		{"bad_disallowed", CreateOptions{SessionOptions: claudeagent.SessionOptions{DisallowedTools: []string{"a b"}}, Cwd: dir}, "invalid disallowedTools entry"},
+		{"neg_turns", CreateOptions{SessionOptions: claudeagent.SessionOptions{MaxTurns: -1}, Cwd: dir}, "invalid maxTurns"},
 		{"fork_alone", CreateOptions{Cwd: dir, ForkSession: true}, "forkSession needs resumeSessionId"},
 		{"bad_resume", CreateOptions{Cwd: dir, ResumeSessionID: "--help"}, "invalid resumeSessionId"},
 		{"relative_cwd", CreateOptions{Cwd: "x"}, "cwd \"x\" is not an absolute path"},
-		{"bad_add_dir", CreateOptions{Cwd: dir, AddDirs: []string{"/does/not/exist"}}, "addDirs entry"},
+		{"bad_add_dir", CreateOptions{SessionOptions: claudeagent.SessionOptions{AddDirs: []string{"/does/not/exist"}}, Cwd: dir}, "addDirs entry"},
 	} {
 		opts := tc.opts
 		err := m.Validate(&opts)
@@ -1327,7 +1331,7 @@ func TestAllowedRoots(t *testing.T) {
 			t.Errorf("cwd %s: %v, want a refusal naming the root", dir, err)
 		}
 	}
-	opts := CreateOptions{Cwd: inside, AddDirs: []string{inside, escape}}
+	opts := CreateOptions{SessionOptions: claudeagent.SessionOptions{AddDirs: []string{inside, escape}}, Cwd: inside}
 	if err := m.Validate(&opts); err == nil || !strings.Contains(err.Error(), "addDirs entry") {
 		t.Errorf("addDirs escaping: %v", err)
 	}
@@ -1369,14 +1373,14 @@ func TestMaxDepth(t *testing.T) {
 func TestAllowedModes(t *testing.T) {
 	t.Parallel()
 	m := newManager(t, Config{AllowedModes: []string{"default", "plan"}})
-	_, err := m.Create(ctxFor(t), CreateOptions{Cwd: t.TempDir(), PermissionMode: "acceptEdits"})
-	if err == nil || !strings.Contains(err.Error(), `permissionMode "acceptEdits" is not allowed by this server (allowed: default, plan)`) {
+	_, err := m.Create(ctxFor(t), CreateOptions{SessionOptions: claudeagent.SessionOptions{PermissionMode: "acceptEdits"}, Cwd: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), `permissionMode "acceptEdits" is not allowed by this server (allowed: default, plan; --allowed-permission-modes)`) {
 		t.Errorf("Create(acceptEdits): %v", err)
 	}
 	if m.BypassAvailable() {
 		t.Errorf("BypassAvailable with bypassPermissions not allowed")
 	}
-	s := create(t, m, CreateOptions{PermissionMode: "plan"})
+	s := create(t, m, CreateOptions{SessionOptions: claudeagent.SessionOptions{PermissionMode: "plan"}})
 	if got := s.Info().PermissionMode; got != "plan" {
 		t.Errorf("PermissionMode = %q", got)
 	}
@@ -1399,7 +1403,7 @@ func TestBypassAvailability(t *testing.T) {
 	if !sandboxed.BypassAvailable() {
 		t.Errorf("with IS_SANDBOX=1 in the CLI env, bypassPermissions is unavailable")
 	}
-	opts := CreateOptions{Cwd: t.TempDir(), PermissionMode: "bypassPermissions"}
+	opts := CreateOptions{SessionOptions: claudeagent.SessionOptions{PermissionMode: "bypassPermissions"}, Cwd: t.TempDir()}
 	err := plain.Validate(&opts)
 	if os.Geteuid() != 0 {
 		if !plain.BypassAvailable() || err != nil {
@@ -1434,8 +1438,7 @@ func TestRegistryRoundTrip(t *testing.T) {
 	entries := []RegistryEntry{
 		{SessionID: "s1", ClaudeSessionID: "c1", Resumable: true, Model: "claude-sonnet-5", Created: at, LastUsed: at.Add(time.Hour),
 			Queries: 3, CostUSD: 0.125, Usage: Usage{1, 2, 3, 4},
-			Options: CreateOptions{Cwd: "/x", Model: "sonnet", PermissionMode: "plan", AllowedTools: []string{"Bash(git:*)"}, MaxTurns: 4,
-				AddDirs: []string{"/y"}, MCPConfig: `{"mcpServers":{}}`, StrictMCPConfig: true, Profile: "work"}},
+			Options: CreateOptions{SessionOptions: claudeagent.SessionOptions{Model: "sonnet", PermissionMode: "plan", AllowedTools: []string{"Bash(git:*)"}, MaxTurns: 4, AddDirs: []string{"/y"}}, Cwd: "/x", MCPServers: map[string]json.RawMessage{"fs": json.RawMessage(`{"command":"srv"}`)}, StrictMCPConfig: true, Profile: "work"}},
 		{SessionID: "s2", ClaudeSessionID: "c2", Created: at, LastUsed: at},
 	}
 	if err := r.Save(entries); err != nil {
@@ -1445,6 +1448,13 @@ func TestRegistryRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := NewRegistry(path, nil).Load()
+	for _, e := range got { // the file is indented, and so are its raw values
+		for k, v := range e.Options.MCPServers {
+			var b bytes.Buffer
+			_ = json.Compact(&b, v)
+			e.Options.MCPServers[k] = b.Bytes()
+		}
+	}
 	if !reflect.DeepEqual(got, entries) {
 		t.Errorf("Load = %+v\nwant %+v", got, entries)
 	}
@@ -1454,6 +1464,23 @@ func TestRegistryRoundTrip(t *testing.T) {
 	}
 	if st, err := os.Stat(filepath.Dir(path)); err != nil || st.Mode().Perm() != 0o700 {
 		t.Errorf("state dir: %v %v", st.Mode(), err)
+	}
+}
+
+// TestRegistryVersion1 reads a file written before the options had JSON
+// names: Go field names, and the MCP servers as an --mcp-config document.
+func TestRegistryVersion1(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "sessions.json")
+	v1 := `{"version":1,"sessions":[{"sessionId":"s1","claudeSessionId":"c1","resumable":true,"options":{"Cwd":"/x","Model":"sonnet","PermissionMode":"plan","AllowedTools":["Bash"],"MaxTurns":2,"AddDirs":["/y"],"MCPConfig":"{\"mcpServers\":{\"fs\":{\"command\":\"srv\"}}}","StrictMCPConfig":true,"ResumeSessionID":"r","ForkSession":true,"Env":null,"Profile":"work","Temporary":false}}]}`
+	if err := os.WriteFile(path, []byte(v1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := NewRegistry(path, nil).Load()
+	want := CreateOptions{SessionOptions: claudeagent.SessionOptions{Model: "sonnet", PermissionMode: "plan", AllowedTools: []string{"Bash"}, MaxTurns: 2, AddDirs: []string{"/y"}},
+		Cwd: "/x", MCPServers: map[string]json.RawMessage{"fs": json.RawMessage(`{"command":"srv"}`)}, StrictMCPConfig: true, ResumeSessionID: "r", ForkSession: true, Profile: "work"}
+	if len(got) != 1 || !reflect.DeepEqual(got[0].Options, want) {
+		t.Errorf("Load = %+v\nwant options %+v", got, want)
 	}
 }
 
@@ -1491,8 +1518,10 @@ func TestRegistryCorrupt(t *testing.T) {
 func TestRegistryRestore(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "sessions.json")
-	m1 := newManager(t, Config{Registry: NewRegistry(path, nil)})
-	s := create(t, m1, CreateOptions{Profile: "work", Env: map[string]string{"PROFILE_MARKER": "secret-first"}})
+	m1 := newManager(t, Config{Registry: NewRegistry(path, nil), ProfileEnv: func(name string) (map[string]string, error) {
+		return map[string]string{"PROFILE_MARKER": "secret-first"}, nil
+	}})
+	s := create(t, m1, CreateOptions{Profile: "work"})
 	broken := create(t, m1, CreateOptions{Profile: "gone"})
 	create(t, m1, CreateOptions{Temporary: true})
 	r := query(t, s, "hi", QueryOptions{})
@@ -1544,14 +1573,17 @@ func TestRegistryRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in := b.Info(); in.State != StateFailed || !strings.Contains(in.Failure, `no profile "gone"`) {
+	if in := b.Info(); in.State != StateRefused || !strings.Contains(in.Failure, `no profile "gone"`) {
 		t.Errorf("session with a missing profile: %+v", in)
 	}
-	if _, err := b.Query(ctxFor(t), "hi", QueryOptions{}); !errors.Is(err, ErrFailed) {
-		t.Errorf("query on a failed session: %v", err)
+	if _, err := b.Query(ctxFor(t), "hi", QueryOptions{}); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), `no profile "gone"`) {
+		t.Errorf("query on a refused session: %v", err)
+	}
+	if m2.LiveCount() != 1 {
+		t.Errorf("a refused session started a process")
 	}
 	if _, err := m2.Close(broken.ID); err != nil {
-		t.Errorf("closing a failed session: %v", err)
+		t.Errorf("closing a refused session: %v", err)
 	}
 	if got := NewRegistry(path, nil).Load(); len(got) != 1 || got[0].SessionID != s.ID || got[0].Queries != 2 {
 		t.Errorf("registry after close = %+v", got)

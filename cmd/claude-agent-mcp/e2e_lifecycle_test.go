@@ -362,6 +362,24 @@ func TestE2ERestart(t *testing.T) {
 	if strings.Join(prompts, "|") != "before restart|after restart" {
 		t.Errorf("history prompts after the restart = %q", prompts)
 	}
+
+	// A third server with a stricter policy lists the session as refused and
+	// refuses its queries, naming the flag; it keeps the session.
+	b.stdin.Close()
+	<-b.exited
+	c := startE2E(t, e2eOptions{home: a.home, args: []string{"--allowed-roots", t.TempDir()}})
+	_, out = c.call(t, ctx, "claude_session_list", map[string]any{"sessionId": sid}, nil)
+	info = out["sessions"].([]any)[0].(map[string]any)
+	if info["state"] != "refused" || !strings.Contains(fmt.Sprint(info["failure"]), "--allowed-roots") {
+		t.Errorf("session under a stricter policy = %v, want refused naming --allowed-roots", info)
+	}
+	res, _ = c.query(t, ctx, sid, "refused")
+	if !res.IsError || !strings.Contains(text(res), "--allowed-roots") {
+		t.Errorf("query under a stricter policy: isError=%v %s", res.IsError, text(res))
+	}
+	if n := len(c.api.MessageRequests()); n != 0 {
+		t.Errorf("a refused session reached the API %d time(s)", n)
+	}
 }
 
 // TestE2ECorruptStateFile: a registry that does not parse is logged and moved

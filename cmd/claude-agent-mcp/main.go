@@ -60,6 +60,8 @@ type config struct {
 	heartbeat         time.Duration
 	maxFrameBytes     int
 	maxPromptBytes    int
+	sessionMCP        bool
+	toolsCeiling      string
 	persist           bool
 	showVersion       bool
 }
@@ -110,6 +112,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, *flag.FlagSet, error)
 	fs.DurationVar(&c.permissionTimeout, "permission-timeout", 120*time.Second, "how long to wait for the caller to answer a permission question")
 	fs.StringVar(&c.allowedModes, "allowed-permission-modes", "", "comma-separated permission modes sessions may use (default: all)")
 	fs.StringVar(&c.allowedRoots, "allowed-roots", "", "directories (separated by "+string(os.PathListSeparator)+") that must contain every cwd and addDir (default: anywhere)")
+	fs.BoolVar(&c.sessionMCP, "allow-session-mcp-servers", true, "let sessions start the MCP servers their mcpServers entries name (commands the server runs)")
+	fs.StringVar(&c.toolsCeiling, "allowed-tools-ceiling", "", "comma-separated built-in tools sessions may have, e.g. Read,Grep,Glob,Edit (default: no ceiling); sessions that name none get these")
 	fs.IntVar(&c.maxDepth, "max-depth", 2, "refuse to create sessions when nested this deep in claude-agent-mcp sessions")
 	fs.StringVar(&c.profiles, "profiles", "", "JSON file of backend profiles (see README)")
 	fs.StringVar(&c.stateFile, "state-file", "", "session registry file (default: $XDG_STATE_HOME/claude-agent-mcp/sessions.json)")
@@ -241,6 +245,18 @@ func serve(c *config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) er
 			mcfg.AllowedRoots = append(mcfg.AllowedRoots, abs)
 		}
 	}
+	mcfg.NoSessionMCPServers = !c.sessionMCP
+	if c.toolsCeiling != "" {
+		mcfg.ToolsCeiling = []string{}
+		for _, t := range strings.Split(c.toolsCeiling, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				mcfg.ToolsCeiling = append(mcfg.ToolsCeiling, t)
+			}
+		}
+		if err := sessions.ValidateToolNames("--allowed-tools-ceiling", mcfg.ToolsCeiling); err != nil {
+			return err
+		}
+	}
 	profiles, err := loadProfiles(c.profiles)
 	if err != nil {
 		return err
@@ -248,7 +264,7 @@ func serve(c *config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) er
 	mcfg.ProfileEnv = func(name string) (map[string]string, error) {
 		env, ok := profiles[name]
 		if !ok {
-			return nil, fmt.Errorf("profile %q is no longer configured", name)
+			return nil, fmt.Errorf("unknown profile %q: this server has %s", name, profileNames(profiles))
 		}
 		return env, nil
 	}
@@ -262,7 +278,7 @@ func serve(c *config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) er
 		mcfg.Registry = sessions.NewRegistry(path, logger)
 	}
 	mgr := sessions.NewManager(mcfg)
-	srv := mcptools.NewServer(mgr, mcptools.Options{Version: versionString(), Logger: logger, Profiles: profiles, MaxResultChars: c.maxResultChars, DefaultWait: c.defaultWait, HeartbeatInterval: c.heartbeat, MaxPromptBytes: c.maxPromptBytes})
+	srv := mcptools.NewServer(mgr, mcptools.Options{Version: versionString(), Logger: logger, MaxResultChars: c.maxResultChars, DefaultWait: c.defaultWait, HeartbeatInterval: c.heartbeat, MaxPromptBytes: c.maxPromptBytes})
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
+	"slices"
+	"strings"
 )
 
 // profileFile is the --profiles JSON document:
@@ -72,4 +75,12 @@ func loadProfiles(path string) (map[string]map[string]string, error) {
 		out[name] = env
 	}
 	return out, nil
+}
+
+func profileNames(p map[string]map[string]string) string {
+	if len(p) == 0 {
+		return "no profiles (start it with --profiles FILE)"
+	}
+	names := slices.Sorted(maps.Keys(p))
+	return "the profiles " + strings.Join(names, ", ")
 }

@@ -56,7 +56,7 @@ var scenarios = []scenario{
 		}
 		return s.turn("again")
 	}},
-	{name: "tool_use", opts: claudeagent.Options{PermissionMode: "bypassPermissions"},
+	{name: "tool_use", opts: claudeagent.Options{SessionOptions: claudeagent.SessionOptions{PermissionMode: "bypassPermissions"}},
 		run: func(s *session) error { return s.turn("TOOL_BASH[echo hi]") }},
 	{name: "thinking", run: func(s *session) error { return s.turn("THINK") }},
 	{name: "interrupt", run: func(s *session) error {
@@ -77,7 +77,7 @@ var scenarios = []scenario{
 		return err
 	}},
 	{name: "api_error", run: func(s *session) error { return s.turn("ERR400 ALWAYS") }},
-	{name: "max_turns", opts: claudeagent.Options{PermissionMode: "bypassPermissions", MaxTurns: 1},
+	{name: "max_turns", opts: claudeagent.Options{SessionOptions: claudeagent.SessionOptions{PermissionMode: "bypassPermissions", MaxTurns: 1}},
 		run: func(s *session) error { return s.turn("TOOL_BASH[echo hi]") }},
 	{name: "set_model", run: func(s *session) error {
 		if _, err := s.control("set_model", map[string]any{"model": "opus"}); err != nil {
@@ -85,7 +85,7 @@ var scenarios = []scenario{
 		}
 		return s.turn("hi")
 	}},
-	{name: "can_use_tool", opts: claudeagent.Options{PermissionMode: "default", PermissionPromptStdio: true},
+	{name: "can_use_tool", opts: claudeagent.Options{SessionOptions: claudeagent.SessionOptions{PermissionMode: "default"}, PermissionPromptStdio: true},
 		run: func(s *session) error { return s.turn("TOOL_BASH[touch made_by_tool.txt && echo hi]") }},
 	{name: "big_line", run: func(s *session) error { return s.turn("BIGTEXT") }},
 }
