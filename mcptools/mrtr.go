@@ -9,11 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
-	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -28,93 +27,70 @@ func modernEra(req *mcp.CallToolRequest) bool {
 	return req != nil && req.ProtocolVersion() >= "2026-07-28"
 }
 
-// question is a permission question waiting for a retried call.
-type question struct {
-	id     string
-	params *mcp.ElicitParams
-	answer chan *mcp.ElicitResult
-}
-
-// questionAsker returns the AskPermission of a run on the modern protocol:
-// it queues the question for the call that waits on the run and blocks
-// until the retried call answers it or ctx ends.
-func questionAsker(r *run) func(context.Context, *sessions.PermissionRequest) (*claudeagent.PermissionResult, error) {
-	return func(ctx context.Context, pr *sessions.PermissionRequest) (*claudeagent.PermissionResult, error) {
-		q := &question{
-			id:     "permission-" + uuid.NewString(),
-			params: &mcp.ElicitParams{Mode: "form", Message: permissionMessage(pr), RequestedSchema: permissionSchema},
-			answer: make(chan *mcp.ElicitResult, 1),
-		}
-		r.mu.Lock()
-		r.questions[q.id] = q
-		r.mu.Unlock()
-		defer func() {
-			r.mu.Lock()
-			delete(r.questions, q.id)
-			r.mu.Unlock()
-		}()
-		select {
-		case r.asked <- struct{}{}:
-		default:
-		}
-		select {
-		case res := <-q.answer:
-			return permissionAnswer(pr, res)
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-}
-
-// nextQuestion returns an unanswered question of r, if any.
-func (r *run) nextQuestion() *question {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, q := range r.questions {
-		return q
+// firstQuestion returns the oldest unanswered question of r, if any.
+func firstQuestion(r *sessions.Run) *sessions.Question {
+	if qs := r.Questions(); len(qs) > 0 {
+		return qs[0]
 	}
 	return nil
 }
 
+// elicitParams is the form that asks q.
+func elicitParams(q *sessions.Question) *mcp.ElicitParams {
+	return &mcp.ElicitParams{Mode: "form", Message: permissionMessage(q.PermissionRequest), RequestedSchema: permissionSchema}
+}
+
 // inputRequired ends a call with the question q; the client answers it and
 // calls the tool again with RequestState.
-func (h *handlers) inputRequired(r *run, q *question) *mcp.CallToolResult {
+func (h *handlers) inputRequired(r *sessions.Run, q *sessions.Question) *mcp.CallToolResult {
 	return &mcp.CallToolResult{
-		InputRequests: mcp.InputRequestMap{q.id: q.params},
-		RequestState:  h.signState(r.sessionID + "|" + q.id),
+		InputRequests: mcp.InputRequestMap{q.ID: elicitParams(q)},
+		RequestState:  h.signState(strings.Join([]string{r.Session().ID, r.ID, q.ID}, "|")),
 	}
 }
 
-// resumeCall handles a retried call: it delivers the answers to the run's
-// questions and returns the run to wait on.
-func (h *handlers) resumeCall(req *mcp.CallToolRequest) (*run, error) {
+// retried continues a call that the client retried with the answer to a
+// permission question: it delivers the answer and waits on the run.
+func (h *handlers) retried(ctx context.Context, req *mcp.CallToolRequest, wait time.Duration, interruptOnCancel bool) (*mcp.CallToolResult, QueryOutput, error) {
 	state, err := h.verifyState(req.Params.RequestState)
 	if err != nil {
-		return nil, err
+		return nil, QueryOutput{}, err
 	}
-	sessionID, qid, _ := strings.Cut(state, "|")
-	h.mu.Lock()
-	r := h.runs[sessionID]
-	h.mu.Unlock()
-	if r == nil {
-		return nil, fmt.Errorf("the query of session %s that asked for permission is no longer running", sessionID)
+	parts := strings.Split(state, "|")
+	if len(parts) != 3 {
+		return nil, QueryOutput{}, errors.New("invalid requestState: it must be echoed unchanged from this server's input-required result")
 	}
-	r.mu.Lock()
-	q := r.questions[qid]
-	delete(r.questions, qid) // answered: never ask it again
-	r.mu.Unlock()
-	if q == nil {
-		return r, nil // answered already (or timed out): just wait on
+	s, err := h.mgr.Get(parts[0])
+	if err != nil {
+		return nil, QueryOutput{}, toolError(err)
 	}
-	res, ok := req.Params.InputResponses[qid].(*mcp.ElicitResult)
-	if !ok {
-		res = &mcp.ElicitResult{Action: "cancel"}
+	r := s.CurrentRun()
+	if r == nil || r.ID != parts[1] {
+		return nil, QueryOutput{}, fmt.Errorf("the query of session %s that asked for permission is no longer running, and its result was returned", s.ID)
 	}
-	select {
-	case q.answer <- res:
-	default:
+	answer(r, parts[2], req.Params.InputResponses[parts[2]])
+	return h.await(ctx, req, newNotifier(ctx, req, s.ID, r.Thinking(), h.log), r, wait, interruptOnCancel)
+}
+
+// answer delivers a client's answer to question qid of r; an answer to a
+// question that is no longer open (answered, timed out) is ignored. A
+// missing or unreadable answer counts as dismissed.
+func answer(r *sessions.Run, qid string, resp any) {
+	for _, q := range r.Questions() {
+		if q.ID != qid {
+			continue
+		}
+		res, ok := resp.(*mcp.ElicitResult)
+		if !ok {
+			res = &mcp.ElicitResult{Action: "cancel"}
+		}
+		pr, err := permissionAnswer(q.PermissionRequest, res)
+		if err != nil {
+			return // the policy answers when the question times out
+		}
+		r.Answer(qid, pr)
+		return
 	}
-	return r, nil
 }
 
 func (h *handlers) signState(s string) string {

@@ -43,7 +43,8 @@ func newNotifier(ctx context.Context, req *mcp.CallToolRequest, sessionID string
 	return n
 }
 
-func (n *notifier) event(e sessions.Event) {
+// OnEvent implements [sessions.Listener].
+func (n *notifier) OnEvent(e sessions.Event) {
 	switch e.Kind {
 	case sessions.EventTurnStarted:
 		n.send("", nil, "turn started")
@@ -135,13 +136,24 @@ func (n *notifier) heartbeat(interval time.Duration, start time.Time) (stop func
 				n.mu.Lock()
 				last := n.last
 				n.mu.Unlock()
-				n.event(sessions.Event{Kind: sessions.EventHeartbeat, Elapsed: time.Since(start), Turns: last.Turns, ToolsUsed: last.ToolsUsed})
+				n.OnEvent(sessions.Event{Kind: sessions.EventHeartbeat, Elapsed: time.Since(start), Turns: last.Turns, ToolsUsed: last.ToolsUsed})
 			}
 		}
 	}()
 	var once sync.Once
 	return func() {
 		once.Do(func() { close(quit); <-done })
+	}
+}
+
+// seed starts the heartbeat's counts from how far the run has come, for a
+// call that attaches to a running query (claude_chat_wait), so that its
+// heartbeats do not report zero tool calls until the next event.
+func (n *notifier) seed(p sessions.Progress) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.last.Kind == "" {
+		n.last.Turns, n.last.ToolsUsed = p.Turns, p.ToolsUsed
 	}
 }
 

@@ -13,7 +13,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -71,7 +70,7 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "claude-agent-mcp", Title: "Claude Code sessions", Version: version},
 		&mcp.ServerOptions{Instructions: instructions, Logger: logger})
-	h := &handlers{mgr: mgr, log: logger, opts: opts, runs: map[string]*run{}, stateKey: newStateKey()}
+	h := &handlers{mgr: mgr, log: logger, opts: opts, stateKey: newStateKey()}
 	for _, t := range h.tools() {
 		t.add(srv)
 	}
@@ -83,9 +82,7 @@ type handlers struct {
 	log  *slog.Logger
 	opts Options
 
-	mu       sync.Mutex
-	runs     map[string]*run // by session id: the query not yet collected
-	stateKey []byte          // signs RequestState of input-required results
+	stateKey []byte // signs RequestState of input-required results
 }
 
 // tool is one registration; add binds the typed handler.
@@ -302,13 +299,13 @@ func (h *handlers) query(ctx context.Context, req *mcp.CallToolRequest, in Query
 		return nil, QueryOutput{}, err
 	}
 	if req.Params.RequestState != "" {
-		return h.retried(ctx, req, wait)
+		return h.retried(ctx, req, wait, true)
 	}
 	s, err := h.mgr.Get(in.SessionID)
 	if err != nil {
 		return nil, QueryOutput{}, toolError(err)
 	}
-	return h.launch(ctx, req, s, in.Prompt, in.IncludeThinking, false, in.CloseAfter, wait)
+	return h.launch(ctx, req, s, in.Prompt, sessions.RunOptions{IncludeThinking: in.IncludeThinking, CloseAfter: in.CloseAfter}, wait)
 }
 
 // queryArgs checks what query and direct calls share and returns how long
@@ -323,38 +320,13 @@ func (h *handlers) queryArgs(prompt string, waitSeconds int) (time.Duration, err
 	return h.waitDuration(waitSeconds)
 }
 
-// launch starts a query in s and waits for it on behalf of this call; a
-// temporary session is discarded when the query cannot start.
-func (h *handlers) launch(ctx context.Context, req *mcp.CallToolRequest, s *sessions.Session, prompt string,
-	thinking, temporary, closeAfter bool, wait time.Duration) (*mcp.CallToolResult, QueryOutput, error) {
-	n := newNotifier(ctx, req, s.ID, thinking, h.log)
-	r, err := h.startRun(req, s, prompt, thinking, temporary, closeAfter, n)
-	if err != nil {
-		if temporary {
-			h.mgr.Discard(s)
-		}
-		return nil, QueryOutput{}, toolError(err)
-	}
-	return h.await(ctx, req, n, r, wait, true)
-}
-
-// retried continues a query call that the client retried with the answer
-// to a permission question.
-func (h *handlers) retried(ctx context.Context, req *mcp.CallToolRequest, wait time.Duration) (*mcp.CallToolResult, QueryOutput, error) {
-	r, err := h.resumeCall(req)
-	if err != nil {
-		return nil, QueryOutput{}, err
-	}
-	return h.await(ctx, req, newNotifier(ctx, req, r.sessionID, r.thinking, h.log), r, wait, true)
-}
-
 func (h *handlers) direct(ctx context.Context, req *mcp.CallToolRequest, in DirectInput) (*mcp.CallToolResult, QueryOutput, error) {
 	wait, err := h.queryArgs(in.Prompt, in.WaitSeconds)
 	if err != nil {
 		return nil, QueryOutput{}, err
 	}
 	if req.Params.RequestState != "" {
-		return h.retried(ctx, req, wait)
+		return h.retried(ctx, req, wait, true)
 	}
 	opts := in.CreateOptions
 	opts.Temporary = true
@@ -362,7 +334,7 @@ func (h *handlers) direct(ctx context.Context, req *mcp.CallToolRequest, in Dire
 	if err != nil {
 		return nil, QueryOutput{}, toolError(err)
 	}
-	return h.launch(ctx, req, s, in.Prompt, in.IncludeThinking, true, false, wait)
+	return h.launch(ctx, req, s, in.Prompt, sessions.RunOptions{IncludeThinking: in.IncludeThinking}, wait)
 }
 
 // capText cuts an over-long final text, naming the transcript file that

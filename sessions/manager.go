@@ -61,6 +61,10 @@ type Config struct {
 	ToolsCeiling []string
 	// Env is added to every CLI's environment.
 	Env map[string]string
+	// DropAfter is how long the result of a run nobody collects is kept
+	// once the turn has ended; then it is dropped and a temporary or
+	// closeAfter session is closed. Default 15 min.
+	DropAfter time.Duration
 	// CloseStage is how long each stage of stopping a process waits
 	// (stdin EOF, SIGTERM, SIGKILL); default 5 s.
 	CloseStage time.Duration
@@ -114,6 +118,9 @@ func NewManager(cfg Config) *Manager {
 	}
 	if cfg.PermissionPolicy == "" {
 		cfg.PermissionPolicy = "deny"
+	}
+	if cfg.DropAfter <= 0 {
+		cfg.DropAfter = 15 * time.Minute
 	}
 	if cfg.CloseStage <= 0 {
 		cfg.CloseStage = claudeagent.DefaultCloseTimeout

@@ -103,8 +103,19 @@ type Session struct {
 	m   *Manager
 	log *slog.Logger
 
-	slot     chan struct{} // held while a query runs or the process is started or stopped
-	querying atomic.Bool   // a query is running (or about to)
+	// slot orders the process lifecycle between queries and dormancy: a
+	// query holds it from before its process starts until its turn has
+	// ended; making the session dormant holds it while the idle process
+	// stops. Close and Shutdown stop the process without it: they mark the
+	// state first (closed) or interrupt the running turn, so no query starts
+	// a process behind them.
+	slot chan struct{}
+	// querying is the one-query-at-a-time gate: a second query is refused
+	// at once instead of waiting for the slot.
+	querying atomic.Bool
+
+	// mu guards everything below; never hold it while calling a Manager
+	// method that locks (lock order: Manager.mu, then Session.mu).
 
 	mu              sync.Mutex
 	opts            CreateOptions
@@ -118,6 +129,7 @@ type Session struct {
 	model           string
 	models          []claudeagent.ModelInfo
 	cur             *turn
+	run             *Run // the latest run whose result may still be collected
 	curAsk          func(ctx context.Context, req *PermissionRequest) (*claudeagent.PermissionResult, error)
 	procCost        float64 // cumulative cost the current process reported
 	created         time.Time
@@ -383,31 +395,11 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 
 	s.stopIdleTimer()
 	t := newTurn(qo.OnEvent)
-	var p *claudeagent.Process
-	for attempt := 0; ; attempt++ {
-		if err := s.start(ctx); err != nil {
-			return nil, err
-		}
-		s.mu.Lock()
-		p = s.proc
-		if p != nil && s.state != StateClosed {
-			break // s.mu stays held
-		}
-		closed := s.state == StateClosed
-		s.mu.Unlock()
-		if closed || attempt > 0 {
-			return nil, fmt.Errorf("%w: %s", ErrClosed, s.ID)
-		}
-		// The idle process died just now; start it again (with --resume).
+	p, prevCost, err := s.claim(ctx, t, qo.AskPermission)
+	if err != nil {
+		return nil, err
 	}
 	started := time.Now()
-	s.cur, s.curAsk = t, qo.AskPermission
-	s.state = StateRunning
-	s.queries++
-	s.lastUsed = time.Now()
-	s.resumable = true // from now on the CLI has (or will have) a transcript
-	prevCost := s.procCost
-	s.mu.Unlock()
 
 	// Whether the prompt goes out is decided before the turn is announced:
 	// a cancellation that arrives after EventTurnStarted interrupts a sent
@@ -453,6 +445,37 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 	s.m.persist()
 	t.emit(Event{Kind: EventDone, IsError: r.IsError, Text: r.ErrorText})
 	return r, nil
+}
+
+// claim makes t the running turn of a live process, starting the process
+// when there is none; the caller holds the slot. It returns the process and
+// its cumulative cost so far.
+func (s *Session) claim(ctx context.Context, t *turn, ask func(context.Context, *PermissionRequest) (*claudeagent.PermissionResult, error)) (*claudeagent.Process, float64, error) {
+	for attempt := 0; attempt < 2; attempt++ {
+		if err := s.start(ctx); err != nil {
+			return nil, 0, err
+		}
+		s.mu.Lock()
+		p, closed := s.proc, s.state == StateClosed
+		if p != nil && !closed {
+			// In the same critical section as the check: a process that
+			// ends from now on fails t (see pump).
+			s.cur, s.curAsk = t, ask
+			s.state = StateRunning
+			s.queries++
+			s.lastUsed = time.Now()
+			s.resumable = true // from now on the CLI has (or will have) a transcript
+			prevCost := s.procCost
+			s.mu.Unlock()
+			return p, prevCost, nil
+		}
+		s.mu.Unlock()
+		if closed {
+			break
+		}
+		// The idle process died just now; start it again (with --resume).
+	}
+	return nil, 0, fmt.Errorf("%w: %s", ErrClosed, s.ID)
 }
 
 // wait blocks until the turn ends. On cancellation or the query timeout it
