@@ -44,10 +44,19 @@ func (h *handlers) await(ctx context.Context, req *mcp.CallToolRequest, n *notif
 	n.seed(r.Attach(n))
 	defer n.close()
 	defer r.Detach(n)
+	slot := taskSlotFrom(ctx)
+	if slot != nil {
+		// A task, unless the turn ends within the grace.
+		wait = h.opts.TaskAfter
+	}
 	var asked <-chan struct{}
 	if modernEra(req) {
 		asked = r.Asked()
 		if q := firstQuestion(r); q != nil {
+			if slot != nil {
+				slot.task = h.newTask(req.Params.Name, r)
+				return nil, QueryOutput{}, nil
+			}
 			return h.inputRequired(r, q), QueryOutput{}, nil
 		}
 	}
@@ -85,6 +94,11 @@ func (h *handlers) await(ctx context.Context, req *mcp.CallToolRequest, n *notif
 			return h.finalResult(r.Session(), res, err)
 		}
 		return nil, QueryOutput{}, fmt.Errorf("the result of the query in session %s was already returned to another call", r.Session().ID)
+	}
+	if slot != nil && !cancelled {
+		// The middleware answers the call with the task.
+		slot.task = h.newTask(req.Params.Name, r)
+		return nil, QueryOutput{}, nil
 	}
 	if q != nil {
 		return h.inputRequired(r, q), QueryOutput{}, nil
@@ -161,6 +175,9 @@ func (h *handlers) wait(ctx context.Context, req *mcp.CallToolRequest, in WaitIn
 	r := s.CurrentRun()
 	if r == nil {
 		return nil, QueryOutput{}, fmt.Errorf("no query to wait for in session %s: none is running and every result was already returned; start one with claude_chat_query", in.SessionID)
+	}
+	if owner := r.Owner(); owner != "" {
+		return nil, QueryOutput{}, fmt.Errorf("the query of session %s runs as %s: its result comes with tasks/get, not claude_chat_wait", s.ID, owner)
 	}
 	return h.await(ctx, req, newNotifier(ctx, req, s.ID, r.Thinking(), h.log), r, wait, false)
 }

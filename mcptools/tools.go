@@ -23,6 +23,12 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
+// Defaults of the tasks extension.
+const (
+	DefaultTaskAfter = time.Second
+	DefaultTaskTTL   = time.Hour
+)
+
 // DefaultMaxPromptBytes is the default cap on a prompt, well under the
 // stdio frame limit.
 const DefaultMaxPromptBytes = 8 << 20
@@ -44,6 +50,13 @@ type Options struct {
 	// MaxPromptBytes caps a prompt (default DefaultMaxPromptBytes); a longer
 	// one is refused as a tool error naming --max-prompt-bytes.
 	MaxPromptBytes int
+	// TaskAfter is how long a query call from a client that takes tasks
+	// waits before it answers with a task (default DefaultTaskAfter).
+	TaskAfter time.Duration
+	// TaskTTL is how long a task's result is kept (default DefaultTaskTTL).
+	TaskTTL time.Duration
+	// NoTasks turns the tasks extension off.
+	NoTasks bool
 	// HeartbeatInterval is how often a running query sends a progress
 	// heartbeat when the call has a progress token; default 15 s.
 	HeartbeatInterval time.Duration
@@ -68,11 +81,23 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 	if version == "" {
 		version = "dev"
 	}
+	if opts.TaskAfter <= 0 {
+		opts.TaskAfter = DefaultTaskAfter
+	}
+	if opts.TaskTTL <= 0 {
+		opts.TaskTTL = DefaultTaskTTL
+	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "claude-agent-mcp", Title: "Claude Code sessions", Version: version},
 		&mcp.ServerOptions{Instructions: instructions, Logger: logger})
-	h := &handlers{mgr: mgr, log: logger, opts: opts, stateKey: newStateKey()}
+	h := &handlers{mgr: mgr, log: logger, opts: opts, stateKey: newStateKey(), tasks: newTaskStore(opts.TaskTTL)}
 	for _, t := range h.tools() {
 		t.add(srv)
+	}
+	if !opts.NoTasks {
+		srv.AddReceivingMiddleware(h.middleware)
+		if err := h.addTaskMethods(srv); err != nil {
+			panic(err) // the names are ours and not standard methods
+		}
 	}
 	return srv
 }
@@ -83,6 +108,7 @@ type handlers struct {
 	opts Options
 
 	stateKey []byte // signs RequestState of input-required results
+	tasks    *taskStore
 }
 
 // tool is one registration; add binds the typed handler.
@@ -470,7 +496,7 @@ func (h *handlers) list(ctx context.Context, req *mcp.CallToolRequest, in ListIn
 			SessionID: i.SessionID, ClaudeSessionID: i.ClaudeSessionID, Cwd: i.Cwd, Model: i.Model,
 			PermissionMode: i.PermissionMode, State: string(i.State), Created: i.Created.UTC().Format(time.RFC3339),
 			LastUsed: i.LastUsed.UTC().Format(time.RFC3339), Queries: i.Queries, Usage: i.Usage, TotalCostUSD: i.CostUSD,
-			PID: i.PID, Profile: i.Profile, Failure: i.Failure,
+			PID: i.PID, Profile: i.Profile, Failure: i.Failure, RunningTask: h.tasks.runningTask(i.SessionID),
 		})
 		fmt.Fprintf(&b, "- %s (claudeSessionId %s): %s, %s, %d queries, cwd %s\n", i.SessionID, i.ClaudeSessionID, i.State, orUnknown(i.Model), i.Queries, i.Cwd)
 	}

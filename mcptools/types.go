@@ -122,7 +122,7 @@ type SessionInfo struct {
 	Cwd             string         `json:"cwd"`
 	Model           string         `json:"model"`
 	PermissionMode  string         `json:"permissionMode"`
-	State           string         `json:"state" jsonschema:"starting, idle, running, dormant (no process; the next query resumes it) or failed."`
+	State           string         `json:"state" jsonschema:"starting, idle, running, dormant (no process; the next query resumes it), refused (the server's policy no longer lets it run; see failure) or failed."`
 	Created         string         `json:"created"`
 	LastUsed        string         `json:"lastUsed"`
 	Queries         int            `json:"queries"`
@@ -131,6 +131,7 @@ type SessionInfo struct {
 	PID             int            `json:"pid,omitempty" jsonschema:"The claude process id while live."`
 	Profile         string         `json:"profile,omitempty"`
 	Failure         string         `json:"failure,omitempty"`
+	RunningTask     string         `json:"runningTask,omitempty" jsonschema:"The MCP task id of its running query, when the query was answered with a task."`
 }
 
 // ListOutput is claude_session_list's result.

@@ -62,6 +62,8 @@ type Run struct {
 	turns     int // API round trips, as of the latest event
 	tools     int // tool calls, likewise
 	lastStep  string
+	lastAt    time.Duration // when the latest event came, since start
+	owner     string
 	collected bool
 	dropTimer *time.Timer
 	questions []*Question
@@ -81,8 +83,9 @@ type Progress struct {
 	Elapsed   time.Duration
 	Turns     int    // API round trips
 	ToolsUsed int    // tool calls
-	LastStep  string // what happened last, for a person
-	Text      string // the assistant text so far
+	LastStep  string        // what happened last, for a person
+	LastAt    time.Duration // when it happened, since the start
+	Text      string        // the assistant text so far
 }
 
 // Start starts a query in the background and returns once its turn has
@@ -148,6 +151,21 @@ func (s *Session) CurrentRun() *Run {
 	return r
 }
 
+// SetOwner records who alone collects the run (say, an MCP task), so that
+// other views leave it alone.
+func (r *Run) SetOwner(owner string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.owner = owner
+}
+
+// Owner is what SetOwner recorded.
+func (r *Run) Owner() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.owner
+}
+
 // Session is the run's session.
 func (r *Run) Session() *Session { return r.session }
 
@@ -186,6 +204,7 @@ func (r *Run) onEvent(e Event) {
 		r.lastStep = truncate(e.Text, 300)
 	}
 	r.turns, r.tools = e.Turns, e.ToolsUsed
+	r.lastAt = time.Since(r.start)
 	l := r.listener
 	r.mu.Unlock()
 	if e.Kind == EventTurnStarted {
@@ -236,7 +255,7 @@ func (r *Run) Progress() Progress {
 }
 
 func (r *Run) progressLocked() Progress {
-	return Progress{Elapsed: time.Since(r.start), Turns: r.turns, ToolsUsed: r.tools, LastStep: r.lastStep,
+	return Progress{Elapsed: time.Since(r.start), Turns: r.turns, ToolsUsed: r.tools, LastStep: r.lastStep, LastAt: r.lastAt,
 		Text: strings.Join(r.texts, "\n\n")}
 }
 

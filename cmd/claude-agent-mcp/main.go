@@ -61,6 +61,9 @@ type config struct {
 	maxFrameBytes     int
 	maxPromptBytes    int
 	sessionMCP        bool
+	tasks             bool
+	taskAfter         time.Duration
+	taskTTL           time.Duration
 	toolsCeiling      string
 	persist           bool
 	showVersion       bool
@@ -122,6 +125,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, *flag.FlagSet, error)
 	fs.DurationVar(&c.heartbeat, "heartbeat-interval", 15*time.Second, "how often a running query sends a progress notification when the call has a progress token")
 	fs.IntVar(&c.maxFrameBytes, "max-frame-bytes", mcptools.DefaultMaxFrameBytes, "largest JSON-RPC message accepted on stdin, in bytes; a longer one is refused with -32600 and serving goes on")
 	fs.IntVar(&c.maxPromptBytes, "max-prompt-bytes", mcptools.DefaultMaxPromptBytes, "largest prompt a query accepts, in bytes")
+	fs.BoolVar(&c.tasks, "tasks", true, "offer MCP tasks (extension io.modelcontextprotocol/tasks, protocol 2026-07-28): a long query from a client that takes them is answered with a task at once")
+	fs.DurationVar(&c.taskAfter, "task-after", mcptools.DefaultTaskAfter, "how long a query call waits for its turn to end before it answers with a task")
+	fs.DurationVar(&c.taskTTL, "task-ttl", mcptools.DefaultTaskTTL, "how long a finished task's result is kept for tasks/get (from the task's creation)")
 	fs.BoolVar(&c.persist, "persist", true, "keep sessions in the registry so they survive a restart")
 	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
 	fs.Usage = func() {
@@ -278,7 +284,8 @@ func serve(c *config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) er
 		mcfg.Registry = sessions.NewRegistry(path, logger)
 	}
 	mgr := sessions.NewManager(mcfg)
-	srv := mcptools.NewServer(mgr, mcptools.Options{Version: versionString(), Logger: logger, MaxResultChars: c.maxResultChars, DefaultWait: c.defaultWait, HeartbeatInterval: c.heartbeat, MaxPromptBytes: c.maxPromptBytes})
+	srv := mcptools.NewServer(mgr, mcptools.Options{Version: versionString(), Logger: logger, MaxResultChars: c.maxResultChars, DefaultWait: c.defaultWait, HeartbeatInterval: c.heartbeat, MaxPromptBytes: c.maxPromptBytes,
+		NoTasks: !c.tasks, TaskAfter: c.taskAfter, TaskTTL: c.taskTTL})
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

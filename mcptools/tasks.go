@@ -1,0 +1,416 @@
+package mcptools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+)
+
+// MCP tasks (extension io.modelcontextprotocol/tasks, SEP-2663) on protocol
+// 2026-07-28: a query call from a client that declares the extension on the
+// request, and whose turn has not ended within --task-after, is answered
+// with a task instead of waiting. The client polls tasks/get, answers
+// permission questions with tasks/update and may stop the turn with
+// tasks/cancel. A task is one more view of the query's sessions.Run.
+
+// TasksExtension is the extension's identifier.
+const TasksExtension = "io.modelcontextprotocol/tasks"
+
+// Task statuses.
+const (
+	taskWorking       = "working"
+	taskInputRequired = "input_required"
+	taskCompleted     = "completed"
+	taskFailed        = "failed"
+	taskCancelled     = "cancelled"
+)
+
+// maxFinishedTasks bounds the finished tasks kept for their TTL; past it
+// the oldest are dropped early.
+const maxFinishedTasks = 256
+
+// task is one query answered with a task.
+type task struct {
+	id      string
+	tool    string
+	run     *sessions.Run
+	created time.Time
+	ttl     time.Duration
+
+	mu        sync.Mutex
+	updated   time.Time
+	finished  time.Time // zero while running
+	status    string    // final status once finished
+	message   string    // statusMessage once finished
+	result    *mcp.CallToolResult
+	rpcErr    *jsonrpc.Error
+	cancelled bool // tasks/cancel took the turn down (or asked to)
+}
+
+// taskStore holds the tasks of a server.
+type taskStore struct {
+	ttl time.Duration
+
+	mu    sync.Mutex
+	tasks map[string]*task
+}
+
+func newTaskStore(ttl time.Duration) *taskStore {
+	return &taskStore{ttl: ttl, tasks: map[string]*task{}}
+}
+
+// taskSlot carries a tools/call's task from the handler to the middleware
+// that answers the call with it.
+type taskSlot struct{ task *task }
+
+type taskSlotKey struct{}
+
+func taskSlotFrom(ctx context.Context) *taskSlot {
+	s, _ := ctx.Value(taskSlotKey{}).(*taskSlot)
+	return s
+}
+
+// requestWantsTasks reports whether a call may be answered with a task: it
+// uses protocol 2026-07-28 or later and declares the extension in its own
+// capabilities (never in an earlier request's).
+func requestWantsTasks(req *mcp.CallToolRequest) bool {
+	if !modernEra(req) || req.Params == nil {
+		return false
+	}
+	caps, ok := req.Params.GetMeta()[mcp.MetaKeyClientCapabilities]
+	if !ok {
+		return false
+	}
+	raw, err := json.Marshal(caps)
+	if err != nil {
+		return false
+	}
+	var c struct {
+		Extensions map[string]json.RawMessage `json:"extensions"`
+	}
+	if json.Unmarshal(raw, &c) != nil {
+		return false
+	}
+	_, ok = c.Extensions[TasksExtension]
+	return ok
+}
+
+// taskTools are the tools whose calls may become tasks.
+var taskTools = []string{"claude_chat_query", "claude_direct_query"}
+
+// middleware declares the extension in server/discover and answers a
+// tools/call whose handler made a task with that task.
+func (h *handlers) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "server/discover":
+			res, err := next(ctx, method, req)
+			if d, ok := res.(*mcp.DiscoverResult); ok && err == nil && d.Capabilities != nil {
+				caps := *d.Capabilities
+				caps.Extensions = maps.Clone(caps.Extensions)
+				caps.AddExtension(TasksExtension, nil)
+				d.Capabilities = &caps
+			}
+			return res, err
+		case "tools/call":
+			ctr, ok := req.(*mcp.CallToolRequest)
+			if !ok || ctr.Params == nil || !slices.Contains(taskTools, ctr.Params.Name) || !requestWantsTasks(ctr) {
+				break
+			}
+			slot := &taskSlot{}
+			res, err := next(context.WithValue(ctx, taskSlotKey{}, slot), method, req)
+			if slot.task != nil {
+				return slot.task.createResult(), nil
+			}
+			return res, err
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// newTask makes a task of the run r, which the call's handler stopped
+// waiting for. The task exists (tasks/get resolves) before the call is
+// answered with it; a goroutine collects the result when the turn ends.
+func (h *handlers) newTask(tool string, r *sessions.Run) *task {
+	now := time.Now()
+	t := &task{id: uuid.NewString(), tool: tool, run: r, created: now, updated: now, ttl: h.tasks.ttl}
+	r.SetOwner("task " + t.id)
+	h.tasks.add(t)
+	h.log.Info("query continues as a task", "task", t.id, "session_id", r.Session().ID, "tool", tool)
+	go func() {
+		<-r.Done()
+		res, err, ok := r.Collect()
+		if !ok {
+			t.finish(taskFailed, "the result was collected elsewhere", nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the result was collected elsewhere"})
+			return
+		}
+		t.complete(h, r.Session(), res, err)
+	}()
+	return t
+}
+
+// complete records the end of the turn: completed with exactly the result
+// the synchronous call would have returned, cancelled when tasks/cancel (or
+// closing the session) took the turn down, failed for a protocol error.
+func (t *task) complete(h *handlers, s *sessions.Session, res *sessions.TurnResult, err error) {
+	t.mu.Lock()
+	cancelled := t.cancelled
+	t.mu.Unlock()
+	if err == nil && res.Interrupted {
+		switch {
+		case cancelled:
+			t.finish(taskCancelled, "Cancelled; the session is kept and takes the next query.", nil, nil)
+			return
+		case s.Info().State == sessions.StateClosed:
+			t.finish(taskCancelled, "Cancelled: the session was closed.", nil, nil)
+			return
+		}
+	}
+	callRes, out, cerr := h.finalResult(s, res, err)
+	var rpcErr *jsonrpc.Error
+	switch {
+	case errors.As(cerr, &rpcErr):
+		t.finish(taskFailed, rpcErr.Message, nil, rpcErr)
+		return
+	case cerr != nil:
+		callRes = &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: cerr.Error()}}, IsError: true}
+	default:
+		callRes.StructuredContent = out
+	}
+	msg := "Completed."
+	if callRes.IsError {
+		msg = "Completed with an error: " + truncate(firstLine(textOf(callRes)), 300)
+	}
+	t.finish(taskCompleted, msg, callRes, nil)
+}
+
+func (t *task) finish(status, message string, res *mcp.CallToolResult, rpcErr *jsonrpc.Error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := time.Now()
+	t.status, t.message, t.result, t.rpcErr = status, message, res, rpcErr
+	t.finished, t.updated = now, now
+}
+
+func textOf(r *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}
+
+// taskState is the task object of SEP-2663 as tasks/get returns it
+// (resultType "complete") and as the CreateTaskResult of a call (resultType
+// "task", without result, error or inputRequests).
+type taskState struct {
+	mcp.ResultBase
+	ResultType    string              `json:"resultType"`
+	TaskID        string              `json:"taskId"`
+	Status        string              `json:"status"`
+	StatusMessage string              `json:"statusMessage,omitempty"`
+	CreatedAt     string              `json:"createdAt"`
+	LastUpdatedAt string              `json:"lastUpdatedAt"`
+	TTLSeconds    int64               `json:"ttlSeconds"`
+	PollInterval  int64               `json:"pollIntervalMilliseconds,omitempty"`
+	InputRequests mcp.InputRequestMap `json:"inputRequests,omitempty"`
+	Result        *mcp.CallToolResult `json:"result,omitempty"`
+	Error         *jsonrpc.Error      `json:"error,omitempty"`
+}
+
+// state is the task as it is now.
+func (t *task) state() *taskState {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st := &taskState{ResultType: "complete", TaskID: t.id, CreatedAt: t.created.UTC().Format(time.RFC3339Nano),
+		TTLSeconds: int64(t.ttl / time.Second)}
+	if !t.finished.IsZero() {
+		st.Status, st.StatusMessage, st.Result, st.Error = t.status, t.message, t.result, t.rpcErr
+		st.LastUpdatedAt = t.updated.UTC().Format(time.RFC3339Nano)
+		return st
+	}
+	p := t.run.Progress()
+	st.PollInterval = pollInterval(p.Elapsed)
+	if qs := t.run.Questions(); len(qs) > 0 {
+		st.Status = taskInputRequired
+		st.InputRequests = mcp.InputRequestMap{}
+		for _, q := range qs {
+			st.InputRequests[q.ID] = elicitParams(q)
+		}
+		st.StatusMessage = "Waiting for permission: " + firstLine(permissionMessage(qs[0].PermissionRequest))
+	} else {
+		st.Status = taskWorking
+		st.StatusMessage = progressMessage(p)
+		if t.cancelled {
+			st.StatusMessage = "Cancelling: " + st.StatusMessage
+		}
+	}
+	// The task changes with every step of the turn.
+	t.updated = t.run.Started().Add(p.LastAt)
+	if t.updated.Before(t.created) {
+		t.updated = t.created
+	}
+	st.LastUpdatedAt = t.updated.UTC().Format(time.RFC3339Nano)
+	return st
+}
+
+// createResult is the CreateTaskResult a call is answered with.
+func (t *task) createResult() *taskState {
+	st := t.state()
+	st.ResultType = "task"
+	st.InputRequests, st.Result, st.Error = nil, nil, nil
+	return st
+}
+
+// progressMessage tells a person what a running query is doing: the same
+// facts as the progress heartbeat, and the latest step.
+func progressMessage(p sessions.Progress) string {
+	msg := fmt.Sprintf("Running for %s: %d API turn(s), %d tool call(s) so far.", p.Elapsed.Round(time.Second), p.Turns, p.ToolsUsed)
+	if p.LastStep != "" {
+		msg += " Latest: " + truncate(p.LastStep, 200)
+	}
+	return msg
+}
+
+// pollInterval suggests how often to poll: often at first, when most
+// turns end, then less.
+func pollInterval(elapsed time.Duration) int64 {
+	switch {
+	case elapsed < 10*time.Second:
+		return 500
+	case elapsed < time.Minute:
+		return 1000
+	default:
+		return 2000
+	}
+}
+
+func (ts *taskStore) add(t *task) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.sweepLocked(time.Now())
+	ts.tasks[t.id] = t
+}
+
+// get returns the task id, or nil once it is unknown or expired.
+func (ts *taskStore) get(id string) *task {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.sweepLocked(time.Now())
+	return ts.tasks[id]
+}
+
+// sweepLocked forgets finished tasks past their TTL (from creation; a task
+// that ran longer than its TTL is kept a little — the TTL, at most a minute
+// — after it finished, so that its poller sees the result), and the oldest
+// finished tasks beyond maxFinishedTasks. Running tasks are kept.
+func (ts *taskStore) sweepLocked(now time.Time) {
+	var finished []*task
+	for id, t := range ts.tasks {
+		t.mu.Lock()
+		end := t.finished
+		t.mu.Unlock()
+		if end.IsZero() {
+			continue
+		}
+		if now.After(t.created.Add(t.ttl)) && now.After(end.Add(min(t.ttl, time.Minute))) {
+			delete(ts.tasks, id)
+			continue
+		}
+		finished = append(finished, t)
+	}
+	if n := len(finished) - maxFinishedTasks; n > 0 {
+		slices.SortFunc(finished, func(a, b *task) int { return a.created.Compare(b.created) })
+		for _, t := range finished[:n] {
+			delete(ts.tasks, t.id)
+		}
+	}
+}
+
+// runningTask returns the id of the task running in session id, if any.
+func (ts *taskStore) runningTask(sessionID string) string {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	for _, t := range ts.tasks {
+		t.mu.Lock()
+		running := t.finished.IsZero()
+		t.mu.Unlock()
+		if running && t.run.Session().ID == sessionID {
+			return t.id
+		}
+	}
+	return ""
+}
+
+// Parameters and results of the tasks methods.
+
+type taskParams struct {
+	mcp.ParamsBase
+	TaskID       string               `json:"taskId"`
+	RequestState string               `json:"requestState,omitempty"`
+	Responses    mcp.InputResponseMap `json:"inputResponses,omitempty"`
+}
+
+type ackResult struct {
+	mcp.ResultBase
+	ResultType string `json:"resultType"`
+}
+
+func ack() *ackResult { return &ackResult{ResultType: "complete"} }
+
+// addTaskMethods registers tasks/get, tasks/update and tasks/cancel.
+func (h *handlers) addTaskMethods(srv *mcp.Server) error {
+	if err := mcp.AddReceivingCustomMethod(srv, "tasks/get", func(ctx context.Context, _ *mcp.ServerSession, p *taskParams) (*taskState, error) {
+		t := h.tasks.get(p.TaskID)
+		if t == nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("Failed to retrieve task: task %q not found (unknown, or expired after its ttlSeconds)", p.TaskID)}
+		}
+		return t.state(), nil
+	}); err != nil {
+		return err
+	}
+	if err := mcp.AddReceivingCustomMethod(srv, "tasks/update", func(ctx context.Context, _ *mcp.ServerSession, p *taskParams) (*ackResult, error) {
+		if t := h.tasks.get(p.TaskID); t != nil {
+			for key, resp := range p.Responses {
+				answer(t.run, key, resp) // unknown or answered keys are ignored
+			}
+		}
+		return ack(), nil
+	}); err != nil {
+		return err
+	}
+	return mcp.AddReceivingCustomMethod(srv, "tasks/cancel", func(ctx context.Context, _ *mcp.ServerSession, p *taskParams) (*ackResult, error) {
+		if t := h.tasks.get(p.TaskID); t != nil {
+			t.mu.Lock()
+			running := t.finished.IsZero()
+			if running {
+				t.cancelled = true
+			}
+			t.mu.Unlock()
+			if running {
+				h.log.Info("task cancelled by the client; interrupting its turn", "task", t.id)
+				t.run.Cancel()
+			}
+		}
+		return ack(), nil
+	})
+}
