@@ -20,6 +20,10 @@ func (h *handlers) launch(ctx context.Context, req *mcp.CallToolRequest, s *sess
 	ro sessions.RunOptions, wait time.Duration) (*mcp.CallToolResult, QueryOutput, error) {
 	n := newNotifier(ctx, req, s.ID, ro.IncludeThinking, h.log)
 	ro.Listener = n
+	if slot := taskSlotFrom(ctx); slot != nil {
+		// Do not wait for a process that is still starting beyond the grace.
+		ro.ReturnAfter = slot.grace(h.opts.TaskAfter)
+	}
 	if ask := h.asker(req); ask != nil {
 		if modernEra(req) {
 			ro.QueueQuestions = true // answered by the retried call (mrtr.go)
@@ -47,7 +51,7 @@ func (h *handlers) await(ctx context.Context, req *mcp.CallToolRequest, n *notif
 	slot := taskSlotFrom(ctx)
 	if slot != nil {
 		// A task, unless the turn ends within the grace.
-		wait = h.opts.TaskAfter
+		wait = slot.grace(h.opts.TaskAfter)
 	}
 	var asked <-chan struct{}
 	if modernEra(req) {

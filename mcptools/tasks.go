@@ -73,7 +73,15 @@ func newTaskStore(ttl time.Duration) *taskStore {
 
 // taskSlot carries a tools/call's task from the handler to the middleware
 // that answers the call with it.
-type taskSlot struct{ task *task }
+type taskSlot struct {
+	start time.Time // when the call arrived: the grace counts from here
+	task  *task
+}
+
+// grace is what is left of the task grace of the call.
+func (s *taskSlot) grace(after time.Duration) time.Duration {
+	return max(after-time.Since(s.start), time.Millisecond)
+}
 
 type taskSlotKey struct{}
 
@@ -129,7 +137,7 @@ func (h *handlers) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if !ok || ctr.Params == nil || !slices.Contains(taskTools, ctr.Params.Name) || !requestWantsTasks(ctr) {
 				break
 			}
-			slot := &taskSlot{}
+			slot := &taskSlot{start: time.Now()}
 			res, err := next(context.WithValue(ctx, taskSlotKey{}, slot), method, req)
 			if slot.task != nil {
 				return slot.task.createResult(), nil

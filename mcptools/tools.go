@@ -356,7 +356,7 @@ func (h *handlers) direct(ctx context.Context, req *mcp.CallToolRequest, in Dire
 	}
 	opts := in.CreateOptions
 	opts.Temporary = true
-	s, err := h.mgr.Create(ctx, opts)
+	s, err := h.mgr.Open(ctx, opts) // the query starts the process
 	if err != nil {
 		return nil, QueryOutput{}, toolError(err)
 	}

@@ -336,28 +336,12 @@ func (m *Manager) checkCeiling(opts *CreateOptions) error {
 
 // Create validates opts, starts a session's process and initializes it.
 func (m *Manager) Create(ctx context.Context, opts CreateOptions) (*Session, error) {
-	if err := m.Validate(&opts); err != nil {
+	s, err := m.Open(ctx, opts)
+	if err != nil {
 		return nil, err
 	}
-	if _, _, err := m.CLI(ctx); err != nil {
-		return nil, err
-	}
-	s := newSession(m, opts)
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return nil, ErrShuttingDown
-	}
-	if len(m.sessions) >= m.cfg.MaxSessions {
-		n := len(m.sessions)
-		m.mu.Unlock()
-		return nil, fmt.Errorf("%w: %d sessions are open and --max-sessions is %d; close one with claude_session_close first", ErrTooMany, n, m.cfg.MaxSessions)
-	}
-	m.sessions[s.ID] = s
-	m.mu.Unlock()
-
 	s.slot <- struct{}{}
-	err := s.start(ctx)
+	err = s.start(ctx)
 	<-s.slot
 	if err != nil {
 		m.mu.Lock()
@@ -368,6 +352,30 @@ func (m *Manager) Create(ctx context.Context, opts CreateOptions) (*Session, err
 	}
 	s.resetIdleTimer()
 	m.persist()
+	return s, nil
+}
+
+// Open validates opts and registers a session without starting its
+// process: its first query starts it (as part of the query, so a caller
+// that does not wait for the query's start does not wait for the process
+// either). Used for one-shot queries.
+func (m *Manager) Open(ctx context.Context, opts CreateOptions) (*Session, error) {
+	if err := m.Validate(&opts); err != nil {
+		return nil, err
+	}
+	if _, _, err := m.CLI(ctx); err != nil {
+		return nil, err
+	}
+	s := newSession(m, opts)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrShuttingDown
+	}
+	if len(m.sessions) >= m.cfg.MaxSessions {
+		return nil, fmt.Errorf("%w: %d sessions are open and --max-sessions is %d; close one with claude_session_close first", ErrTooMany, len(m.sessions), m.cfg.MaxSessions)
+	}
+	m.sessions[s.ID] = s
 	return s, nil
 }
 

@@ -29,6 +29,11 @@ type RunOptions struct {
 	// Listener receives the turn's events from the first one on, until it
 	// is detached or replaced (see [Run.Attach]).
 	Listener Listener
+	// ReturnAfter makes Start return the run after this long even when its
+	// turn has not started yet (the process is still starting); 0 waits for
+	// the start. Errors that keep the turn from starting then come as the
+	// run's result.
+	ReturnAfter time.Duration
 }
 
 // Listener receives a run's events, one at a time, in order.
@@ -89,8 +94,8 @@ type Progress struct {
 }
 
 // Start starts a query in the background and returns once its turn has
-// started, or with the error that kept it from starting (a busy session is
-// refused at once). Cancelling ctx before the turn starts cancels the run;
+// started (or after RunOptions.ReturnAfter), or with the error that kept it
+// from starting (a busy session is refused at once). Cancelling ctx before the turn starts cancels the run;
 // afterwards only [Run.Cancel] does. A temporary session whose query cannot
 // start is discarded.
 func (s *Session) Start(ctx context.Context, prompt string, o RunOptions) (*Run, error) {
@@ -112,8 +117,15 @@ func (s *Session) Start(ctx context.Context, prompt string, o RunOptions) (*Run,
 		close(r.done)
 		r.finished()
 	}()
+	var early <-chan time.Time
+	if o.ReturnAfter > 0 {
+		t := time.NewTimer(o.ReturnAfter)
+		defer t.Stop()
+		early = t.C
+	}
 	select {
 	case <-r.started:
+	case <-early:
 	case <-r.done:
 		if r.err != nil {
 			if s.opts.Temporary && !errors.Is(r.err, ErrBusy) {
