@@ -86,8 +86,8 @@ type Question struct {
 // Progress is how far a run has come.
 type Progress struct {
 	Elapsed   time.Duration
-	Turns     int    // API round trips
-	ToolsUsed int    // tool calls
+	Turns     int           // API round trips
+	ToolsUsed int           // tool calls
 	LastStep  string        // what happened last, for a person
 	LastAt    time.Duration // when it happened, since the start
 	Text      string        // the assistant text so far
