@@ -164,7 +164,7 @@ func TestE2EServerKilled(t *testing.T) {
 	}{
 		{"streaming", map[string]any{}, "SLOW", ""},
 		{"mcp_server", map[string]any{"strictMcpConfig": true, "mcpServers": "nested"}, "SLOW", ""},
-		{"bash_tool", map[string]any{"permissionMode": "bypassPermissions"}, "TOOL_BASH[sleep 47]", "sleep"},
+		{"bash_tool", map[string]any{"permissionMode": "bypassPermissions"}, "TOOL_BASH[" + longCommand(47) + "]", "sleep"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -183,13 +183,8 @@ func TestE2EServerKilled(t *testing.T) {
 			}
 			pid := e.cmd.Process.Pid
 			kids := descendants(t, pid)
-			for tc.waitFor != "" && !hasComm(kids, tc.waitFor) {
-				select { // the tool's process is only observable by polling /proc
-				case <-ctx.Done():
-					t.Fatalf("no %q process appeared under the server: %v", tc.waitFor, kids)
-				case <-time.After(50 * time.Millisecond):
-				}
-				kids = descendants(t, pid)
+			if tc.waitFor != "" {
+				kids = e.waitToolProcess(t, ctx, tc.waitFor)
 			}
 			if len(kids) < 2 {
 				t.Fatalf("expected ≥2 processes under the server, found %v", kids)
@@ -236,17 +231,9 @@ func TestE2EStopDuringBashTool(t *testing.T) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				_, _ = e.session.CallTool(ctx, &mcp.CallToolParams{Name: "claude_chat_query", Arguments: map[string]any{"sessionId": sid, "prompt": "TOOL_BASH[sleep 53]"}})
+				_, _ = e.session.CallTool(ctx, &mcp.CallToolParams{Name: "claude_chat_query", Arguments: map[string]any{"sessionId": sid, "prompt": "TOOL_BASH[" + longCommand(53) + "]"}})
 			}()
-			var kids []int
-			for !hasComm(kids, "sleep") {
-				select { // the tool's process is only observable by polling /proc
-				case <-ctx.Done():
-					t.Fatalf("no sleep process appeared under the server: %v", kids)
-				case <-time.After(50 * time.Millisecond):
-				}
-				kids = withoutWatchdog(descendants(t, e.cmd.Process.Pid))
-			}
+			kids := withoutWatchdog(e.waitToolProcess(t, ctx, "sleep"))
 			switch how {
 			case "close":
 				if res, _ := e.call(t, ctx, "claude_session_close", map[string]any{"sessionId": sid}, nil); res.IsError {
@@ -263,6 +250,39 @@ func TestE2EStopDuringBashTool(t *testing.T) {
 			}
 			<-done
 		})
+	}
+}
+
+// longCommand is a Bash command that runs a sleep process for the given
+// seconds. It does not start with the sleep: CLI 2.1.330 refuses a command
+// whose first part is "sleep N" with N ≥ 25 unless it runs in the
+// background ("Blocked: standalone sleep N. To wait for a condition, use
+// Monitor …", a tool_use_error), so the model waits with its Monitor tool.
+func longCommand(seconds int) string {
+	return fmt.Sprintf("echo started; sleep %d", seconds)
+}
+
+// waitToolProcess polls the processes under the server until one is named
+// name and returns them all. It fails at once when a tool result reaches the
+// fake API first: the tool was refused, or ended, before its process was
+// seen.
+func (e *e2e) waitToolProcess(t *testing.T, ctx context.Context, name string) []int {
+	t.Helper()
+	for {
+		kids := descendants(t, e.cmd.Process.Pid)
+		if hasComm(kids, name) {
+			return kids
+		}
+		for _, r := range e.api.MessageRequests() {
+			if trs := r.LastToolResults(); len(trs) > 0 {
+				t.Fatalf("the tool ended before a %q process appeared under the server: %+v", name, trs)
+			}
+		}
+		select { // the tool's process is only observable by polling /proc
+		case <-ctx.Done():
+			t.Fatalf("no %q process appeared under the server: %v", name, kids)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 
