@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -267,27 +269,98 @@ func TestE2EMCPServers(t *testing.T) {
 	}
 
 	// A real stdio MCP server: this binary itself, as the session's tool.
+	// The model must be able to use its tools. CLI 2.1.197 puts them in the
+	// request's tool list. 2.1.330 defers them behind ToolSearch (its
+	// default): the request names them in a message and a ToolSearch call
+	// with "select:<names>" loads them into the tool list of the following
+	// requests. The fake model does what a model does: it loads the tools
+	// when they are deferred, then calls one, which must reach the server.
+	const (
+		listTool   = "mcp__nested__claude_session_list"
+		directTool = "mcp__nested__claude_direct_query"
+		searchID   = "toolu_mcpcheck_search"
+	)
+	var (
+		mu       sync.Mutex
+		deferred bool     // the prompt's request did not offer the tools
+		offered  []string // the tool list of the request answered with the MCP call
+	)
+	e.api.SetHandler(func(r *fakeapi.Request) *fakeapi.Reply {
+		if !strings.Contains(firstUserText(r), "MCPCHECK") {
+			return nil
+		}
+		names := toolNames(r)
+		callTool := func() *fakeapi.Reply {
+			mu.Lock()
+			offered = names
+			mu.Unlock()
+			return &fakeapi.Reply{Blocks: []fakeapi.Block{{Type: "tool_use", Name: listTool, Input: map[string]any{}}}}
+		}
+		trs := r.LastToolResults()
+		switch {
+		case len(trs) == 0 && slices.Contains(names, listTool):
+			return callTool()
+		case len(trs) == 0:
+			mu.Lock()
+			deferred = true
+			mu.Unlock()
+			return &fakeapi.Reply{Blocks: []fakeapi.Block{{Type: "tool_use", ID: searchID, Name: "ToolSearch",
+				Input: map[string]any{"query": "select:" + listTool + "," + directTool, "max_results": 5}}}}
+		case trs[0].ToolUseID == searchID:
+			if trs[0].IsError {
+				return fakeapi.TextReply("ToolSearch failed: " + trs[0].Content)
+			}
+			return callTool()
+		}
+		return nil // the MCP tool's result: "Tool said: <result>"
+	})
 	bin := serverBinary(t)
-	sid, _ := e.create(t, ctx, map[string]any{"strictMcpConfig": true, "mcpServers": map[string]any{
+	sid, _ := e.create(t, ctx, map[string]any{"strictMcpConfig": true, "allowedTools": []string{listTool}, "mcpServers": map[string]any{
 		"nested": map[string]any{"command": bin, "args": []string{"--persist=false", "--log-level", "off", "--claude-path", e.claude}},
 	}})
 	res, out := e.query(t, ctx, sid, "MCPCHECK")
 	if res.IsError {
 		t.Fatalf("query: %s", text(res))
 	}
-	names := toolNames(requestFor(t, e.api, "MCPCHECK"))
-	if !strings.Contains(strings.Join(names, ","), "mcp__nested__claude_direct_query") {
-		t.Errorf("the session's MCP server's tools are not offered to the model: %v (finalText %v)", names, out["finalText"])
+	if ft, _ := out["finalText"].(string); !strings.HasPrefix(ft, "Tool said: ") || !strings.Contains(ft, `"sessions"`) {
+		t.Errorf("the model's call of %s did not get the session's MCP server's answer: finalText %q", listTool, ft)
 	}
+	mu.Lock()
+	wasDeferred, names := deferred, offered
+	mu.Unlock()
+	for _, want := range []string{listTool, directTool} {
+		if !slices.Contains(names, want) {
+			t.Errorf("the session's MCP server's tool %s is not offered to the model: %v", want, names)
+		}
+	}
+	if wasDeferred {
+		if prompt := requestFor(t, e.api, "MCPCHECK"); !bytes.Contains(prompt.Body, []byte(directTool)) {
+			t.Errorf("the prompt's request neither offers nor names the deferred tool %s: tools %v", directTool, toolNames(prompt))
+		}
+		t.Logf("the CLI deferred the MCP tools; ToolSearch loaded them")
+	}
+	e.api.SetHandler(nil)
 
-	// strictMcpConfig alone (no servers) starts too.
+	// strictMcpConfig alone (no servers) starts too, and no MCP tool is
+	// offered or named (deferred) anywhere in the request.
 	sid2, _ := e.create(t, ctx, map[string]any{"strictMcpConfig": true})
 	if res, _ := e.query(t, ctx, sid2, "STRICTONLY"); res.IsError {
 		t.Fatalf("strict-only query: %s", text(res))
 	}
-	if names := toolNames(requestFor(t, e.api, "STRICTONLY")); strings.Contains(strings.Join(names, ","), "mcp__") {
-		t.Errorf("strictMcpConfig without servers still offers MCP tools: %v", names)
+	if r := requestFor(t, e.api, "STRICTONLY"); bytes.Contains(r.Body, []byte("mcp__")) {
+		t.Errorf("strictMcpConfig without servers still offers MCP tools: %v", toolNames(r))
 	}
+}
+
+// firstUserText is the text of the first user message of r: the prompt that
+// started the turn, also in the requests that carry tool results.
+func firstUserText(r *fakeapi.Request) string {
+	for _, m := range r.Messages {
+		if m.Role == "user" {
+			return m.Text()
+		}
+	}
+	return ""
 }
 
 func TestE2EResumeAndFork(t *testing.T) {
