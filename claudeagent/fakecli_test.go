@@ -886,7 +886,7 @@ func TestFakeSIGTERMOnHang(t *testing.T) {
 	err := closeAndWait(t, p)
 	d := time.Since(start)
 	var ee *ExitError
-	if !errors.As(err, &ee) || ee.Signal != "terminated" || ee.Code != -1 {
+	if !errors.As(err, &ee) || ee.Signal != "SIGTERM" || ee.Code != -1 || ee.Error() != "claude was killed by SIGTERM" {
 		t.Errorf("exit = %#v, want killed by SIGTERM", err)
 	}
 	if d < 300*time.Millisecond || d > 300*time.Millisecond+3*time.Second {
@@ -907,7 +907,7 @@ func TestFakeSIGKILLWhenSIGTERMIgnored(t *testing.T) {
 	err := closeAndWait(t, p)
 	d := time.Since(start)
 	var ee *ExitError
-	if !errors.As(err, &ee) || ee.Signal != "killed" {
+	if !errors.As(err, &ee) || ee.Signal != "SIGKILL" {
 		t.Errorf("exit = %#v, want killed by SIGKILL", err)
 	}
 	if d < 600*time.Millisecond || d > 600*time.Millisecond+3*time.Second {

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // setProcAttr starts the CLI in its own process group, so that signals
@@ -31,8 +33,12 @@ func signalGroup(p *os.Process, sig syscall.Signal) error {
 	return nil
 }
 
+// exitSignal names the signal that ended the process, such as SIGKILL.
 func exitSignal(xe *exec.ExitError) string {
 	if ws, ok := xe.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		if name := unix.SignalName(ws.Signal()); name != "" {
+			return name
+		}
 		return ws.Signal().String()
 	}
 	return ""

@@ -35,7 +35,7 @@ var (
 // to stderr (fatal startup problems appear only there).
 type ExitError struct {
 	Code       int    // exit code, or -1 when killed by a signal
-	Signal     string // the signal that ended it, if any
+	Signal     string // the signal that ended it, if any, such as SIGKILL
 	StderrTail string
 }
 
@@ -368,6 +368,20 @@ func (p *Process) shutdown() error {
 		return nil
 	}
 	return fmt.Errorf("claude (pid %d) did not exit after SIGKILL", p.PID())
+}
+
+// Stop ends the process group now, for a CLI that does not respond: SIGTERM,
+// and SIGKILL when it has not exited after grace. It returns once the
+// process is gone.
+func (p *Process) Stop(grace time.Duration) {
+	p.closeStdin()
+	_ = terminate(p.cmd.Process)
+	if p.waitExited(grace) {
+		return
+	}
+	_ = kill(p.cmd.Process)
+	<-p.exited
+	<-p.done
 }
 
 // Kill ends the process group at once, without a graceful stage.

@@ -194,3 +194,51 @@ func TestLateWaitHeartbeatCounts(t *testing.T) {
 		t.Errorf("collect: %s", resText(res))
 	}
 }
+
+// TestQueuedQuery: beyond --max-live a query waits its turn; the call hears
+// it is queued (progress) and claude_session_list shows it.
+func TestQueuedQuery(t *testing.T) {
+	f := newFakeServer(t, "2025-11-25", sessions.Config{MaxLive: 1}, Options{})
+	_, out := f.call(t, "claude_session_create", map[string]any{"cwd": t.TempDir()}, nil)
+	a := out["sessionId"].(string)
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "claude_chat_query", Arguments: map[string]any{"sessionId": a, "prompt": "SLOW4"}})
+		done <- err
+	}()
+	waitFor(t, "A running", func() bool { s, _ := f.mgr.Get(a); return s.Info().State == sessions.StateRunning })
+	res, out := f.call(t, "claude_session_create", map[string]any{"cwd": t.TempDir()}, nil)
+	b := out["sessionId"].(string)
+	if out["active"] != false || !strings.Contains(resText(res), "starts with its first query") {
+		t.Errorf("create while every process is busy: %v %s", out, resText(res))
+	}
+	queried := make(chan map[string]any, 1)
+	go func() {
+		_, out := f.call(t, "claude_chat_query", map[string]any{"sessionId": b, "prompt": "hi"}, mcp.Meta{"progressToken": "q"})
+		queried <- out
+	}()
+	waitFor(t, "B queued", func() bool { s, _ := f.mgr.Get(b); return s.Info().State == sessions.StateQueued })
+	_, list := f.call(t, "claude_session_list", map[string]any{"sessionId": b}, nil)
+	if info := list["sessions"].([]any)[0].(map[string]any); info["state"] != "queued" || info["queuePosition"] != float64(1) || list["queued"] != float64(1) {
+		t.Errorf("list while queued: %v", list)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if out := <-queried; out["finalText"] != "Hello from fake API (n_messages=1)" {
+		t.Errorf("the queued query: %v", out)
+	}
+	f.waitEvents(t, "progress:queued for a live claude process (--max-live 1): position 1")
+}
+
+// waitFor polls cond: for state that only polling can observe.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 10 s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -46,6 +46,8 @@ func newNotifier(ctx context.Context, req *mcp.CallToolRequest, sessionID string
 // OnEvent implements [sessions.Listener].
 func (n *notifier) OnEvent(e sessions.Event) {
 	switch e.Kind {
+	case sessions.EventQueued:
+		n.send("info", map[string]any{"type": "queued", "message": e.Text}, e.Text)
 	case sessions.EventTurnStarted:
 		n.send("", nil, "turn started")
 	case sessions.EventText:

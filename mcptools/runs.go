@@ -18,11 +18,15 @@ import (
 // launch starts a query in s and waits for it on behalf of this call.
 func (h *handlers) launch(ctx context.Context, req *mcp.CallToolRequest, s *sessions.Session, prompt string,
 	ro sessions.RunOptions, wait time.Duration) (*mcp.CallToolResult, QueryOutput, error) {
+	callStart := time.Now()
 	n := newNotifier(ctx, req, s.ID, ro.IncludeThinking, h.log)
 	ro.Listener = n
 	if slot := taskSlotFrom(ctx); slot != nil {
-		// Do not wait for a process that is still starting beyond the grace.
+		// Do not wait for a process that is queued or still starting
+		// beyond the grace.
 		ro.ReturnAfter = slot.grace(h.opts.TaskAfter)
+	} else if wait > 0 {
+		ro.ReturnAfter = wait
 	}
 	if ask := h.asker(req); ask != nil {
 		if modernEra(req) {
@@ -35,6 +39,9 @@ func (h *handlers) launch(ctx context.Context, req *mcp.CallToolRequest, s *sess
 	if err != nil {
 		n.close()
 		return nil, QueryOutput{}, toolError(err)
+	}
+	if wait > 0 {
+		wait = max(wait-time.Since(callStart), time.Millisecond) // waitSeconds counts from the call
 	}
 	return h.await(ctx, req, n, r, wait, true)
 }

@@ -306,8 +306,12 @@ func (h *handlers) create(ctx context.Context, req *mcp.CallToolRequest, in Crea
 	info := s.Info()
 	out := CreateOutput{SessionID: s.ID, ClaudeSessionID: info.ClaudeSessionID, Model: info.Model, Cwd: info.Cwd,
 		PermissionMode: info.PermissionMode, Active: info.PID != 0}
-	return textResult(fmt.Sprintf("Created session %s (claudeSessionId %s) in %s, model %s, permission mode %s.",
-		out.SessionID, out.ClaudeSessionID, out.Cwd, orUnknown(out.Model), out.PermissionMode)), out, nil
+	text := fmt.Sprintf("Created session %s (claudeSessionId %s) in %s, model %s, permission mode %s.",
+		out.SessionID, out.ClaudeSessionID, out.Cwd, orUnknown(out.Model), out.PermissionMode)
+	if !out.Active {
+		text += fmt.Sprintf(" No live claude process is free now (--max-live %d, all busy): it starts with its first query, which waits its turn.", h.mgr.Config().MaxLive)
+	}
+	return textResult(text), out, nil
 }
 
 func (h *handlers) close(ctx context.Context, req *mcp.CallToolRequest, in SessionInput) (*mcp.CallToolResult, CloseOutput, error) {
@@ -433,15 +437,15 @@ func (h *handlers) interrupt(ctx context.Context, req *mcp.CallToolRequest, in S
 	if err != nil {
 		return nil, InterruptOutput{}, toolError(err)
 	}
-	was, err := s.Interrupt(ctx)
-	if err != nil {
-		return nil, InterruptOutput{}, toolError(err)
-	}
+	was, forced := s.Interrupt(ctx)
 	msg := "No query was running in session " + s.ID + "."
-	if was {
+	switch {
+	case forced:
+		msg = "Interrupted the running query of session " + s.ID + ", but claude did not acknowledge the interrupt in time, so its process was stopped; the session keeps its conversation and resumes on its next query."
+	case was:
 		msg = "Interrupted the running query of session " + s.ID + "."
 	}
-	return textResult(msg), InterruptOutput{SessionID: s.ID, Interrupted: was}, nil
+	return textResult(msg), InterruptOutput{SessionID: s.ID, Interrupted: was, Forced: forced}, nil
 }
 
 func (h *handlers) model(ctx context.Context, req *mcp.CallToolRequest, in ModelInput) (*mcp.CallToolResult, ModelOutput, error) {
@@ -487,7 +491,7 @@ func (h *handlers) list(ctx context.Context, req *mcp.CallToolRequest, in ListIn
 		list = h.mgr.List()
 	}
 	cfg := h.mgr.Config()
-	out := ListOutput{Sessions: []SessionInfo{}, LiveCount: h.mgr.LiveCount(), MaxSessions: cfg.MaxSessions, MaxLive: cfg.MaxLive}
+	out := ListOutput{Sessions: []SessionInfo{}, LiveCount: h.mgr.LiveCount(), Queued: h.mgr.Queued(), MaxSessions: cfg.MaxSessions, MaxLive: cfg.MaxLive}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d open session(s), %d live process(es).\n", len(list), out.LiveCount)
 	for _, s := range list {
@@ -496,7 +500,7 @@ func (h *handlers) list(ctx context.Context, req *mcp.CallToolRequest, in ListIn
 			SessionID: i.SessionID, ClaudeSessionID: i.ClaudeSessionID, Cwd: i.Cwd, Model: i.Model,
 			PermissionMode: i.PermissionMode, State: string(i.State), Created: i.Created.UTC().Format(time.RFC3339),
 			LastUsed: i.LastUsed.UTC().Format(time.RFC3339), Queries: i.Queries, Usage: i.Usage, TotalCostUSD: i.CostUSD,
-			PID: i.PID, Profile: i.Profile, Failure: i.Failure, RunningTask: h.tasks.runningTask(i.SessionID),
+			PID: i.PID, Profile: i.Profile, Failure: i.Failure, QueuePosition: i.QueuePosition, RunningTask: h.tasks.runningTask(i.SessionID),
 		})
 		fmt.Fprintf(&b, "- %s (claudeSessionId %s): %s, %s, %d queries, cwd %s\n", i.SessionID, i.ClaudeSessionID, i.State, orUnknown(i.Model), i.Queries, i.Cwd)
 	}

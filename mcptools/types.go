@@ -83,6 +83,7 @@ type QueryOutput struct {
 type InterruptOutput struct {
 	SessionID   string `json:"sessionId"`
 	Interrupted bool   `json:"interrupted" jsonschema:"True if a query was running and was interrupted."`
+	Forced      bool   `json:"forced,omitempty" jsonschema:"True when claude did not acknowledge the interrupt and its process was stopped (the session resumes on its next query)."`
 }
 
 // ModelInput is claude_chat_model's arguments.
@@ -122,7 +123,7 @@ type SessionInfo struct {
 	Cwd             string         `json:"cwd"`
 	Model           string         `json:"model"`
 	PermissionMode  string         `json:"permissionMode"`
-	State           string         `json:"state" jsonschema:"starting, idle, running, dormant (no process; the next query resumes it), refused (the server's policy no longer lets it run; see failure) or failed."`
+	State           string         `json:"state" jsonschema:"starting, queued (waiting for a live process), idle, running, dormant (no process; the next query resumes it), refused (the server's policy no longer lets it run; see failure) or failed."`
 	Created         string         `json:"created"`
 	LastUsed        string         `json:"lastUsed"`
 	Queries         int            `json:"queries"`
@@ -131,6 +132,7 @@ type SessionInfo struct {
 	PID             int            `json:"pid,omitempty" jsonschema:"The claude process id while live."`
 	Profile         string         `json:"profile,omitempty"`
 	Failure         string         `json:"failure,omitempty"`
+	QueuePosition   int            `json:"queuePosition,omitempty" jsonschema:"While queued: its place in the queue for a live process (1 is next)."`
 	RunningTask     string         `json:"runningTask,omitempty" jsonschema:"The MCP task id of its running query, when the query was answered with a task."`
 }
 
@@ -138,6 +140,7 @@ type SessionInfo struct {
 type ListOutput struct {
 	Sessions    []SessionInfo `json:"sessions"`
 	LiveCount   int           `json:"liveProcesses"`
+	Queued      int           `json:"queued" jsonschema:"Queries waiting for a live process (--max-live)."`
 	MaxSessions int           `json:"maxSessions"`
 	MaxLive     int           `json:"maxLive"`
 }

@@ -33,13 +33,19 @@ type Config struct {
 	// MaxLive caps live claude processes; starting one more makes the
 	// least recently used idle session dormant. Default 4.
 	MaxLive int
+	// MaxQueue caps the queries waiting for a live process; default 32.
+	MaxQueue int
 	// IdleTimeout makes a session dormant after this long without a
 	// query; 0 never does.
 	IdleTimeout time.Duration
 	// QueryTimeout interrupts a turn that runs longer; 0 means none.
 	QueryTimeout time.Duration
-	// InterruptGrace is how long an interrupted turn may take to end
-	// before its process is killed; default 10 s.
+	// InterruptAck is how long the CLI may take to acknowledge an
+	// interrupt; one that does not is stopped (SIGTERM, SIGKILL). Default
+	// 2 s.
+	InterruptAck time.Duration
+	// InterruptGrace is how long a turn whose interrupt was acknowledged
+	// may take to end before its process is killed; default 10 s.
 	InterruptGrace time.Duration
 	// StartTimeout bounds a process start up to its initialize answer;
 	// default 60 s.
@@ -93,8 +99,8 @@ type Manager struct {
 
 	mu       sync.Mutex
 	sessions map[string]*Session
-	live     map[*Session]bool
 	closed   bool
+	pool     *livePool
 
 	cliMu      sync.Mutex
 	cliPath    string
@@ -110,6 +116,9 @@ func NewManager(cfg Config) *Manager {
 	if cfg.MaxLive <= 0 {
 		cfg.MaxLive = 4
 	}
+	if cfg.MaxQueue <= 0 {
+		cfg.MaxQueue = 32
+	}
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = 60 * time.Second
 	}
@@ -118,6 +127,9 @@ func NewManager(cfg Config) *Manager {
 	}
 	if cfg.PermissionPolicy == "" {
 		cfg.PermissionPolicy = "deny"
+	}
+	if cfg.InterruptAck <= 0 {
+		cfg.InterruptAck = 2 * time.Second
 	}
 	if cfg.DropAfter <= 0 {
 		cfg.DropAfter = 15 * time.Minute
@@ -129,7 +141,7 @@ func NewManager(cfg Config) *Manager {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{cfg: cfg, log: logger, sessions: map[string]*Session{}, live: map[*Session]bool{}}
+	m := &Manager{cfg: cfg, log: logger, sessions: map[string]*Session{}, pool: newLivePool(cfg.MaxLive, cfg.MaxQueue)}
 	m.restore()
 	return m
 }
@@ -335,14 +347,23 @@ func (m *Manager) checkCeiling(opts *CreateOptions) error {
 }
 
 // Create validates opts, starts a session's process and initializes it.
+// When every live process (MaxLive) is busy, the session is made without
+// one (dormant): its first query starts it, waiting its turn.
 func (m *Manager) Create(ctx context.Context, opts CreateOptions) (*Session, error) {
 	s, err := m.Open(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
 	s.slot <- struct{}{}
-	err = s.start(ctx)
+	err = s.start(ctx, nil)
 	<-s.slot
+	if errors.Is(err, ErrTooMany) && !errors.Is(err, ErrShuttingDown) {
+		// Every live process is busy: the session is made all the same and
+		// starts with its first query, which waits its turn.
+		s.log.Info("created without a process: every live process is busy", "max_live", m.cfg.MaxLive)
+		m.persist()
+		return s, nil
+	}
 	if err != nil {
 		m.mu.Lock()
 		delete(m.sessions, s.ID)
@@ -439,6 +460,7 @@ func (m *Manager) Discard(s *Session) {
 func (m *Manager) Shutdown() {
 	m.mu.Lock()
 	m.closed = true
+	m.pool.close()
 	all := make([]*Session, 0, len(m.sessions))
 	for _, s := range m.sessions {
 		all = append(all, s)
@@ -452,42 +474,6 @@ func (m *Manager) Shutdown() {
 	wg.Wait()
 }
 
-// reserveLive counts s as live, making the least recently used idle session
-// dormant when MaxLive is reached.
-func (m *Manager) reserveLive(s *Session) error {
-	for attempt := 0; ; attempt++ {
-		m.mu.Lock()
-		if m.closed {
-			m.mu.Unlock()
-			return ErrShuttingDown
-		}
-		if m.live[s] || len(m.live) < m.cfg.MaxLive {
-			m.live[s] = true
-			m.mu.Unlock()
-			return nil
-		}
-		var victim *Session
-		var oldest time.Time
-		for v := range m.live {
-			v.mu.Lock()
-			idle, used := v.state == StateIdle && v.cur == nil, v.lastUsed
-			v.mu.Unlock()
-			if idle && (victim == nil || used.Before(oldest)) {
-				victim, oldest = v, used
-			}
-		}
-		n := len(m.live)
-		m.mu.Unlock()
-		if victim == nil || attempt > 2*m.cfg.MaxLive {
-			return fmt.Errorf("%w: all %d live sessions (--max-live) are running queries; wait for one to finish or close one", ErrTooMany, n)
-		}
-		if !victim.makeDormant("max-live reached") {
-			// It became busy meanwhile; pick again.
-			continue
-		}
-	}
-}
-
 // shuttingDown reports whether Shutdown has begun. Lock order: m.mu before
 // any session's mu, so never call it with a session's lock held.
 func (m *Manager) shuttingDown() bool {
@@ -496,18 +482,11 @@ func (m *Manager) shuttingDown() bool {
 	return m.closed
 }
 
-func (m *Manager) releaseLive(s *Session) {
-	m.mu.Lock()
-	delete(m.live, s)
-	m.mu.Unlock()
-}
-
 // LiveCount returns how many sessions have a process.
-func (m *Manager) LiveCount() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.live)
-}
+func (m *Manager) LiveCount() int { return m.pool.count() }
+
+// Queued returns how many queries wait for a live process.
+func (m *Manager) Queued() int { return m.pool.queued() }
 
 // startProcess starts and initializes a CLI. On failure the process is gone
 // and the error carries its exit code and stderr tail when it died.

@@ -197,6 +197,8 @@ func (r *Run) Cancel() { r.cancel() }
 func (r *Run) onEvent(e Event) {
 	r.mu.Lock()
 	switch e.Kind {
+	case EventQueued:
+		r.lastStep = e.Text
 	case EventTurnStarted:
 		r.lastStep = "turn started"
 	case EventText:

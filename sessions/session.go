@@ -21,6 +21,7 @@ type State string
 const (
 	StateStarting State = "starting" // its process is starting
 	StateIdle     State = "idle"     // live, no query running
+	StateQueued   State = "queued"   // a query waits for a live process (--max-live)
 	StateRunning  State = "running"  // a query is running
 	StateDormant  State = "dormant"  // no process; the next query resumes it
 	StateRefused  State = "refused"  // the server's policy no longer lets it run; checked again at each query
@@ -94,6 +95,7 @@ type Info struct {
 	PID             int
 	Profile         string
 	Failure         string
+	QueuePosition   int // while queued for a live process; 1 is next
 }
 
 // Session is one conversation with Claude Code. Its process may come and
@@ -120,6 +122,7 @@ type Session struct {
 	mu              sync.Mutex
 	opts            CreateOptions
 	profileEnv      map[string]string // of opts.Profile, as of the last start
+	queuePos        int               // while queued: the position, 1 is next
 	state           State
 	proc            *claudeagent.Process
 	pumpDone        chan struct{}
@@ -186,7 +189,8 @@ func (s *Session) Info() Info {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	in := Info{
-		SessionID: s.ID, ClaudeSessionID: s.claudeSessionID, Cwd: s.opts.Cwd, Model: s.model,
+		QueuePosition: s.queuePos,
+		SessionID:     s.ID, ClaudeSessionID: s.claudeSessionID, Cwd: s.opts.Cwd, Model: s.model,
 		PermissionMode: s.opts.PermissionMode, State: s.state, Created: s.created, LastUsed: s.lastUsed,
 		Queries: s.queries, Usage: s.usage, CostUSD: s.cost, Profile: s.opts.Profile, Failure: s.failure,
 	}
@@ -201,7 +205,7 @@ func (s *Session) Info() Info {
 
 // start is called with the slot held (or before the session is
 // published): it starts the process and initializes it.
-func (s *Session) start(ctx context.Context) error {
+func (s *Session) start(ctx context.Context, t *turn) error {
 	s.mu.Lock()
 	if s.state == StateClosed {
 		s.mu.Unlock()
@@ -238,13 +242,31 @@ func (s *Session) start(ctx context.Context) error {
 	resuming := opts.Resume != ""
 	s.mu.Unlock()
 
-	if err := s.m.reserveLive(s); err != nil {
+	// A query waits its turn for a live process; a create does not.
+	queued := func(pos int) {
+		s.mu.Lock()
+		if s.state == StateStarting || s.state == StateQueued {
+			s.state, s.queuePos = StateQueued, pos
+		}
+		s.mu.Unlock()
+		if t != nil {
+			t.emit(Event{Kind: EventQueued, Text: fmt.Sprintf("queued for a live claude process (--max-live %d): position %d", s.m.cfg.MaxLive, pos)})
+		}
+	}
+	err = s.m.pool.acquire(ctx, s, t != nil, queued)
+	s.mu.Lock()
+	s.queuePos = 0
+	if s.state == StateQueued {
+		s.state = StateStarting
+	}
+	s.mu.Unlock()
+	if err != nil {
 		s.setState(StateDormant)
 		return err
 	}
 	p, resp, err := s.m.startProcess(ctx, opts, s.log)
 	if err != nil {
-		s.m.releaseLive(s)
+		s.m.pool.release(s)
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.state == StateClosed { // closed while starting
@@ -349,7 +371,7 @@ func (s *Session) pump(p *claudeagent.Process, done chan struct{}) {
 		}
 	}
 	exitErr := p.Wait()
-	s.m.releaseLive(s)
+	s.m.pool.release(s)
 	s.mu.Lock()
 	t := s.cur
 	if s.proc == p {
@@ -442,6 +464,7 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 	}
 	s.mu.Unlock()
 	s.resetIdleTimer()
+	s.m.pool.idle()
 	s.m.persist()
 	t.emit(Event{Kind: EventDone, IsError: r.IsError, Text: r.ErrorText})
 	return r, nil
@@ -452,7 +475,7 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 // its cumulative cost so far.
 func (s *Session) claim(ctx context.Context, t *turn, ask func(context.Context, *PermissionRequest) (*claudeagent.PermissionResult, error)) (*claudeagent.Process, float64, error) {
 	for attempt := 0; attempt < 2; attempt++ {
-		if err := s.start(ctx); err != nil {
+		if err := s.start(ctx, t); err != nil {
 			return nil, 0, err
 		}
 		s.mu.Lock()
@@ -502,17 +525,16 @@ func (s *Session) wait(ctx context.Context, t *turn, p *claudeagent.Process) {
 	s.abort(t, p)
 }
 
-// abort interrupts the turn and waits for it to end, killing the process
-// when the interrupt is not honoured within the grace period.
+// abort interrupts the turn and waits for it to end: a CLI that does not
+// acknowledge the interrupt is stopped at once (see interrupt); one that
+// acknowledges it but does not end the turn within the grace period is
+// killed.
 func (s *Session) abort(t *turn, p *claudeagent.Process) {
-	t.markInterrupted()
-	grace := s.m.cfg.interruptGrace()
-	ictx, cancel := context.WithTimeout(context.Background(), grace)
-	err := p.Interrupt(ictx)
-	cancel()
-	if err != nil {
-		s.log.Warn("interrupt failed", "err", err)
+	if s.interrupt(context.Background(), t, p) {
+		<-t.done
+		return
 	}
+	grace := s.m.cfg.interruptGrace()
 	tm := time.NewTimer(grace)
 	defer tm.Stop()
 	select {
@@ -520,25 +542,44 @@ func (s *Session) abort(t *turn, p *claudeagent.Process) {
 		return
 	case <-tm.C:
 	}
-	s.log.Warn("claude did not honour the interrupt; killing it", "grace", grace)
+	s.log.Warn("claude acknowledged the interrupt but did not end the turn; killing it", "grace", grace)
 	p.Kill()
 	<-t.done
 }
 
+// interrupt asks the CLI to stop t's turn. A CLI that does not acknowledge
+// within InterruptAck (hung, or stopped) is stopped: SIGTERM to its process
+// group, SIGKILL a moment later; the turn then ends with a note saying so,
+// and the session resumes on its next query. It reports whether it had to
+// stop the process.
+func (s *Session) interrupt(ctx context.Context, t *turn, p *claudeagent.Process) bool {
+	t.markInterrupted()
+	ack := s.m.cfg.InterruptAck
+	ictx, cancel := context.WithTimeout(ctx, ack)
+	err := p.Interrupt(ictx)
+	cancel()
+	if err == nil || errors.Is(err, claudeagent.ErrClosed) || ctx.Err() != nil {
+		return false // acknowledged, or the process is gone already (the pump ends the turn)
+	}
+	msg := fmt.Sprintf("claude did not acknowledge the interrupt within %s, so its process was stopped (SIGTERM, then SIGKILL); the session keeps its conversation and resumes on its next query", ack)
+	s.log.Warn("claude did not acknowledge the interrupt; stopping its process", "after", ack, "err", err)
+	t.force(msg)
+	p.Stop(500 * time.Millisecond)
+	return true
+}
+
 // Interrupt interrupts the running query, if any, and reports whether one
-// was running. The query returns with Interrupted set.
-func (s *Session) Interrupt(ctx context.Context) (bool, error) {
+// was running, and whether its process had to be stopped because it did
+// not acknowledge the interrupt (see interrupt). The query returns with
+// Interrupted set.
+func (s *Session) Interrupt(ctx context.Context) (running, forced bool) {
 	s.mu.Lock()
 	t, p := s.cur, s.proc
 	s.mu.Unlock()
 	if t == nil || p == nil {
-		return false, nil
+		return false, false
 	}
-	t.markInterrupted()
-	if err := p.Interrupt(ctx); err != nil {
-		return true, fmt.Errorf("interrupting session %s: %w", s.ID, err)
-	}
-	return true, nil
+	return true, s.interrupt(ctx, t, p)
 }
 
 // SetModel switches the model and returns the resolved id ("" when it
@@ -647,6 +688,17 @@ func (s *Session) stopProcess(p *claudeagent.Process) {
 		<-done
 	}
 }
+
+// idleSince implements holder: an idle live session can give its process
+// up.
+func (s *Session) idleSince() (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastUsed, s.state == StateIdle && s.cur == nil && s.proc != nil
+}
+
+// evict implements holder.
+func (s *Session) evict(reason string) bool { return s.makeDormant(reason) }
 
 // makeDormant stops an idle session's process; the next query resumes it.
 // It reports false when the session was busy or not live.

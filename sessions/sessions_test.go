@@ -323,10 +323,10 @@ func interruptUntilDone(tb testing.TB, s *Session, p *pending) (attempts int) {
 	for {
 		attempts++
 		ictx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		running, err := s.Interrupt(ictx)
+		running, forced := s.Interrupt(ictx)
 		cancel()
-		if err != nil {
-			tb.Logf("Interrupt: %v", err)
+		if forced {
+			tb.Errorf("Interrupt had to stop the process")
 		}
 		if !running && attempts == 1 {
 			tb.Errorf("Interrupt reported no running query")
@@ -612,8 +612,8 @@ func TestInterrupt(t *testing.T) {
 	t.Parallel()
 	m := newManager(t, Config{InterruptGrace: 20 * time.Second})
 	s := create(t, m, CreateOptions{})
-	if running, err := s.Interrupt(ctxFor(t)); running || err != nil {
-		t.Errorf("idle Interrupt = %v, %v", running, err)
+	if running, forced := s.Interrupt(ctxFor(t)); running || forced {
+		t.Errorf("idle Interrupt = %v, %v", running, forced)
 	}
 	pid := s.Info().PID
 	p := startQuery(ctxFor(t), s, "SLOW", QueryOptions{}) // 20 chunks, 10 s
@@ -677,8 +677,8 @@ func TestInterruptDuringPermission(t *testing.T) {
 	if req.SessionID != s.ID || req.ToolName != "Bash" || req.ToolUseID != "toolu_fake_1" || req.Cwd != s.Info().Cwd {
 		t.Errorf("permission request = %+v", req)
 	}
-	if running, err := s.Interrupt(ctxFor(t)); !running || err != nil {
-		t.Fatalf("Interrupt = %v, %v", running, err)
+	if running, forced := s.Interrupt(ctxFor(t)); !running || forced {
+		t.Fatalf("Interrupt = %v, %v", running, forced)
 	}
 	r := p.wait(t, waitLimit)
 	close(a.release)
@@ -777,11 +777,13 @@ func TestQueryTimeout(t *testing.T) {
 		p := startQuery(ctxFor(t), s, "SLOW", QueryOptions{})
 		r := p.wait(t, waitLimit)
 		if !r.TimedOut || !r.Interrupted || !r.IsError || r.Subtype != "error_no_result" ||
-			!strings.Contains(r.ErrorText, "ended during the turn") {
+			!strings.Contains(r.ErrorText, "the query timed out, and claude did not acknowledge the interrupt within 2s") {
 			t.Errorf("result = %+v", r)
 		}
-		if p.dur > 5*time.Second {
-			t.Errorf("the query took %s to return", p.dur)
+		// The timeout, the 2 s the interrupt may take to be acknowledged,
+		// and at most a second more to stop the process.
+		if limit := 300*time.Millisecond + 2*time.Second + time.Second; p.dur > limit {
+			t.Errorf("the query took %s to return, want at most %s", p.dur, limit)
 		}
 		checkGone(t, in.PID)
 		if got := s.Info(); got.State != StateDormant || got.PID != 0 {

@@ -79,6 +79,9 @@ func (st *soakStats) latency(d time.Duration) {
 }
 
 func (st *soakStats) pid(pid int) {
+	if pid == 0 { // a session made while every live process was busy starts later
+		return
+	}
 	st.mu.Lock()
 	st.pids[pid] = true
 	st.mu.Unlock()

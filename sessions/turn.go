@@ -15,6 +15,7 @@ type EventKind string
 
 // Event kinds, in the order they typically occur.
 const (
+	EventQueued       EventKind = "queued" // waiting for a live process, before the turn starts
 	EventTurnStarted  EventKind = "turn_started"
 	EventText         EventKind = "text"
 	EventThinking     EventKind = "thinking"
@@ -112,6 +113,7 @@ type turn struct {
 	timedOut    bool
 	result      *claudeagent.ResultMessage
 	failure     string // set when the turn ended without a result
+	forced      string // why the process was stopped to end the turn
 	denials     []PermissionDenial
 
 	done     chan struct{}
@@ -233,6 +235,16 @@ func (t *turn) fail(reason string) {
 
 func (t *turn) finish() { t.doneOnce.Do(func() { close(t.done) }) }
 
+// force records that the turn's process had to be stopped, and why.
+func (t *turn) force(why string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.interrupted = true
+	if t.forced == "" {
+		t.forced = why
+	}
+}
+
 func (t *turn) markInterrupted() {
 	t.mu.Lock()
 	t.interrupted = true
@@ -277,6 +289,12 @@ func (t *turn) snapshot(prevCost float64, includeThinking bool) *TurnResult {
 	if res == nil {
 		r.IsError = true
 		r.ErrorText = t.failure
+		if t.forced != "" {
+			r.ErrorText = t.forced
+			if t.timedOut {
+				r.ErrorText = "the query timed out, and " + t.forced
+			}
+		}
 		r.FinalText = strings.Join(t.texts, "\n\n")
 		r.DurationMs = time.Since(t.start).Milliseconds()
 		r.Subtype = "error_no_result"
@@ -292,7 +310,7 @@ func (t *turn) snapshot(prevCost float64, includeThinking bool) *TurnResult {
 	if t.interrupted && res.Subtype == "error_during_execution" {
 		// The CLI reports its own diagnostics here; say what happened.
 		if t.timedOut {
-			r.ErrorText = "the query timed out and was interrupted"
+			r.ErrorText = "the query timed out and was interrupted (--query-timeout)"
 		} else {
 			// An interrupt the caller asked for is an outcome, not a failure.
 			r.IsError, r.ErrorText = false, ""

@@ -46,6 +46,7 @@ type config struct {
 	logLevel          string
 	maxSessions       int
 	maxLive           int
+	maxQueue          int
 	idleTimeout       time.Duration
 	queryTimeout      time.Duration
 	permissionPolicy  string
@@ -109,6 +110,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, *flag.FlagSet, error)
 	fs.StringVar(&c.logLevel, "log-level", "info", "stderr log level: debug, info, warn, error or off")
 	fs.IntVar(&c.maxSessions, "max-sessions", 64, "maximum open sessions, live or dormant")
 	fs.IntVar(&c.maxLive, "max-live", 4, "maximum live claude processes (~300 MB each); more make the least recently used idle session dormant")
+	fs.IntVar(&c.maxQueue, "max-queue", 32, "queries that may wait for a live process when --max-live are busy; beyond it they are refused")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", 15*time.Minute, "stop an idle session's process after this long (it resumes on the next query); 0 never")
 	fs.DurationVar(&c.queryTimeout, "query-timeout", 0, "interrupt a query that runs longer than this; 0 means no limit")
 	fs.StringVar(&c.permissionPolicy, "permission-policy", "deny", "answer to permission questions the caller cannot or does not answer: deny or allow")
@@ -219,6 +221,7 @@ func serve(c *config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) er
 		CLIPath:           c.claudePath,
 		MaxSessions:       c.maxSessions,
 		MaxLive:           c.maxLive,
+		MaxQueue:          c.maxQueue,
 		IdleTimeout:       c.idleTimeout,
 		QueryTimeout:      c.queryTimeout,
 		PermissionTimeout: c.permissionTimeout,

@@ -1,0 +1,74 @@
+//go:build unix
+
+package sessions
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A child that hangs (here: SIGSTOP) must not make anything wait longer
+// than it says: an interrupt it does not acknowledge within 2 s stops its
+// process and says so, and --query-timeout fires within a second of its
+// deadline plus those 2 s. The session then resumes on its next query.
+func TestHungChild(t *testing.T) {
+	t.Parallel()
+	stop := func(t *testing.T, pid int) {
+		t.Helper()
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatalf("SIGSTOP: %v", err)
+		}
+		t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	}
+	resumes := func(t *testing.T, s *Session, old int) {
+		t.Helper()
+		if got := s.Info(); got.State != StateDormant || got.PID != 0 {
+			t.Errorf("after the stop: state %s pid %d, want dormant", got.State, got.PID)
+		}
+		checkGone(t, old)
+		var pr probe
+		if r := query(t, s, "hi", QueryOptions{OnEvent: pr.onEvent(s)}); r.FinalText != hello {
+			t.Errorf("the next query: %+v", r)
+		}
+		pr.checkArg(t, "--resume="+s.Info().ClaudeSessionID, true)
+	}
+	t.Run("interrupt", func(t *testing.T) {
+		t.Parallel()
+		m := newManager(t, Config{})
+		s := create(t, m, CreateOptions{})
+		pid := s.Info().PID
+		p := startQuery(ctxFor(t), s, "SLOW", QueryOptions{})
+		p.waitStarted(t)
+		stop(t, pid)
+		start := time.Now()
+		running, forced := s.Interrupt(ctxFor(t))
+		if d := time.Since(start); !running || !forced || d > 3*time.Second {
+			t.Errorf("Interrupt of a stopped child = running %v, forced %v after %s; want both within 3 s", running, forced, d)
+		}
+		r := p.wait(t, 5*time.Second)
+		if !r.Interrupted || !r.IsError || !strings.Contains(r.ErrorText, "did not acknowledge the interrupt within 2s") {
+			t.Errorf("the interrupted query: %+v", r)
+		}
+		resumes(t, s, pid)
+	})
+	t.Run("query_timeout", func(t *testing.T) {
+		t.Parallel()
+		const timeout = time.Second
+		m := newManager(t, Config{QueryTimeout: timeout})
+		s := create(t, m, CreateOptions{})
+		pid := s.Info().PID
+		p := startQuery(ctxFor(t), s, "SLOW", QueryOptions{})
+		p.waitStarted(t)
+		stop(t, pid)
+		r := p.wait(t, 10*time.Second)
+		if limit := timeout + 2*time.Second + time.Second; p.dur > limit {
+			t.Errorf("the timed-out query returned after %s, want at most %s", p.dur, limit)
+		}
+		if !r.TimedOut || !r.IsError || !strings.Contains(r.ErrorText, "the query timed out, and claude did not acknowledge") {
+			t.Errorf("the timed-out query: %+v", r)
+		}
+		resumes(t, s, pid)
+	})
+}
