@@ -681,7 +681,8 @@ func TestE2EMissingCLI(t *testing.T) {
 }
 
 // TestE2ECLIVersion checks CLIVersion against the running CLI's own report
-// and, for the CLI scripts/test installs, against the pinned version.
+// and, for a CLI that scripts/test installs (the newest or the oldest
+// supported one), against the version tools/npm/package.json pins for it.
 func TestE2ECLIVersion(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
@@ -704,19 +705,46 @@ func TestE2ECLIVersion(t *testing.T) {
 		t.Errorf("get_binary_version = %s (%v); CLIVersion said %s", payload, err, v)
 	}
 
-	if root, err := e2eenv.ModuleRoot(); err == nil && strings.HasPrefix(h.bin, filepath.Join(root, ".tools")+string(filepath.Separator)) {
-		data, err := os.ReadFile(filepath.Join(root, "tools", "npm", "package.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var pkg struct {
-			Dependencies map[string]string `json:"dependencies"`
-		}
-		if err := json.Unmarshal(data, &pkg); err != nil {
-			t.Fatal(err)
-		}
-		if want := pkg.Dependencies["@anthropic-ai/claude-code"]; v != want {
-			t.Errorf("CLIVersion = %s, tools/npm/package.json pins %s", v, want)
-		}
+	root, err := e2eenv.ModuleRoot()
+	if err != nil {
+		return
 	}
+	modules, err1 := filepath.EvalSymlinks(filepath.Join(root, ".tools", "node_modules"))
+	bin, err2 := filepath.EvalSymlinks(h.bin) // .bin/claude is a link into a package
+	if err1 != nil || err2 != nil || !strings.HasPrefix(bin, modules+string(filepath.Separator)) {
+		return
+	}
+	data, err := os.ReadFile(filepath.Join(root, "tools", "npm", "package.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pkg struct {
+		Dependencies map[string]string `json:"dependencies"`
+	}
+	if err := json.Unmarshal(data, &pkg); err != nil {
+		t.Fatal(err)
+	}
+	dep, spec := pinnedSpec(pkg.Dependencies, bin[len(modules)+1:])
+	if spec == "" {
+		t.Fatalf("%s is in no package that tools/npm/package.json pins (%s)", h.bin, bin)
+	}
+	// An alias pins "npm:<package>@<version>".
+	want := spec
+	if strings.HasPrefix(spec, "npm:") {
+		want = spec[strings.LastIndex(spec, "@")+1:]
+	}
+	if v != want {
+		t.Errorf("CLIVersion = %s, tools/npm/package.json pins %s for %s", v, spec, dep)
+	}
+}
+
+// pinnedSpec finds the dependency that holds rel, a path below
+// node_modules, and returns its name and version spec ("" when none does).
+func pinnedSpec(deps map[string]string, rel string) (dep, spec string) {
+	parts := strings.Split(filepath.ToSlash(rel), "/")
+	dep = parts[0]
+	if strings.HasPrefix(dep, "@") && len(parts) > 1 {
+		dep += "/" + parts[1]
+	}
+	return dep, deps[dep]
 }

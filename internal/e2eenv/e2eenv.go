@@ -13,11 +13,17 @@ import (
 	"testing"
 )
 
+// InstalledCLI is where scripts/test installs the newest supported CLI,
+// relative to the module root. (The oldest supported one is in
+// .tools/node_modules/claude-code-oldest; both packages declare the bin
+// "claude", so .tools/node_modules/.bin/claude is not relied upon.)
+var InstalledCLI = filepath.Join(".tools", "node_modules", "@anthropic-ai", "claude-code", "bin", "claude.exe")
+
 // FindClaude returns the claude binary to test against: $CLAUDE_BIN, else
-// <module root>/.tools/node_modules/.bin/claude (where scripts/test installs
-// the pinned CLI), else claude on PATH. When none is found the test is
-// skipped, or fails when CI=true. A CLAUDE_BIN that is not an executable file
-// fails the test.
+// <module root>/[InstalledCLI] (the newest supported CLI, which scripts/test
+// installs), else claude on PATH. When none is found the test is skipped, or
+// fails when CI=true. A CLAUDE_BIN that is not an executable file fails the
+// test.
 func FindClaude(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("CLAUDE_BIN"); p != "" {
@@ -27,7 +33,7 @@ func FindClaude(t testing.TB) string {
 		return p
 	}
 	if root, err := ModuleRoot(); err == nil {
-		if p := filepath.Join(root, ".tools", "node_modules", ".bin", "claude"); isExecutable(p) {
+		if p := filepath.Join(root, InstalledCLI); isExecutable(p) {
 			return p
 		}
 	}

@@ -95,15 +95,18 @@ func isResult(m map[string]any) bool { return m["type"] == "result" }
 func main() {
 	log.SetFlags(0)
 	log.SetPrefix("record: ")
-	bin := flag.String("bin", os.Getenv("CLAUDE_BIN"), "the claude binary (default $CLAUDE_BIN, else .tools/node_modules/.bin/claude, else PATH)")
+	bin := flag.String("bin", os.Getenv("CLAUDE_BIN"), "the claude binary (default $CLAUDE_BIN, else the newest pinned CLI in .tools/node_modules/@anthropic-ai/claude-code, else PATH)")
 	out := flag.String("out", filepath.Join("testdata", "streams"), "directory for the captures")
 	timeout := flag.Duration("timeout", 90*time.Second, "limit per scenario")
 	flag.Parse()
 
 	path := *bin
 	if path == "" {
-		if _, err := os.Stat(filepath.Join(".tools", "node_modules", ".bin", "claude")); err == nil {
-			path = filepath.Join(".tools", "node_modules", ".bin", "claude")
+		// Not .tools/node_modules/.bin/claude: the oldest supported CLI,
+		// installed next to it, declares the same bin.
+		p := filepath.Join(".tools", "node_modules", "@anthropic-ai", "claude-code", "bin", "claude.exe")
+		if _, err := os.Stat(p); err == nil {
+			path = p
 		}
 	}
 	path, err := claudeagent.FindCLI(path)
