@@ -19,6 +19,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/fakeapi"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 )
 
 // Tests against the fake CLI (internal/fakecli), which replays captures of
@@ -163,7 +164,7 @@ func TestFakeInitialize(t *testing.T) {
 	p := startFake(t, fakeOptions(t))
 	resp := initialize(t, p)
 	if len(resp.Models) == 0 {
-		t.Fatalf("no models in %s", truncate(string(resp.Raw), 300))
+		t.Fatalf("no models in %s", textcut.Cut(string(resp.Raw), 300))
 	}
 	if id, ok := ResolveModel(resp.Models, "sonnet"); !ok || id != "claude-sonnet-5" {
 		t.Errorf("ResolveModel(sonnet) = %q, %v; want claude-sonnet-5 as recorded", id, ok)
@@ -181,7 +182,7 @@ func TestFakeInitialize(t *testing.T) {
 		t.Errorf("initialize pid = %d, process pid = %d", resp.PID, p.PID())
 	}
 	if !json.Valid(resp.Raw) || !bytes.Contains(resp.Raw, []byte(`"available_output_styles"`)) {
-		t.Errorf("Raw is not the whole payload: %s", truncate(string(resp.Raw), 200))
+		t.Errorf("Raw is not the whole payload: %s", textcut.Cut(string(resp.Raw), 200))
 	}
 }
 
@@ -763,7 +764,7 @@ func TestFakeLineCap(t *testing.T) {
 		t.Errorf("messages %s", got)
 	}
 	if res.Result != "Hello from fake API (n_messages=1)" {
-		t.Errorf("result %q", truncate(res.Result, 100))
+		t.Errorf("result %q", textcut.Cut(res.Result, 100))
 	}
 	if n := strings.Count(logs.String(), "skipping a stdout line longer than the cap"); n != 2 {
 		t.Errorf("%d skip warnings, want 2; logs:\n%s", n, logs.String())

@@ -17,6 +17,10 @@ import (
 // the control protocol.
 const MinVersion = "2.0.0"
 
+// OldestTested is the oldest CLI the tests run against (besides the newest);
+// an older one may work but is not supported.
+const OldestTested = "2.1.197"
+
 // InstallHint says how to get the CLI.
 const InstallHint = "install it with: npm install -g @anthropic-ai/claude-code"
 

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/ndjson"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 )
 
 // Errors a [Process] returns.
@@ -482,7 +483,7 @@ func (p *Process) readStdout(r io.Reader) {
 func (p *Process) dispatch(line []byte) {
 	msg, err := DecodeMessage(line)
 	if err != nil {
-		p.log.Warn("skipping a stdout line that is not stream-json", "err", err, "line", truncate(string(line), 200))
+		p.log.Warn("skipping a stdout line that is not stream-json", "err", err, "line", textcut.Cut(string(line), 200))
 		return
 	}
 	if raw, ok := msg.(*RawMessage); ok && strings.HasPrefix(raw.MsgType, "control_") {
@@ -599,19 +600,12 @@ func (p *Process) readStderr(r io.Reader) {
 		line, err := ndjson.ReadLine(br, 64<<10)
 		if s := strings.TrimRight(string(line), "\r\n"); s != "" {
 			p.stderr.add(s)
-			p.log.Debug("claude stderr", "line", truncate(s, 500))
+			p.log.Debug("claude stderr", "line", textcut.Cut(s, 500))
 		}
 		if err != nil && !errors.Is(err, ndjson.ErrTooLong) {
 			return
 		}
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // tailBuffer keeps the last max lines written.
@@ -624,7 +618,7 @@ type tailBuffer struct {
 func (t *tailBuffer) add(line string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.lines = append(t.lines, truncate(line, 2000))
+	t.lines = append(t.lines, textcut.Cut(line, 2000))
 	if len(t.lines) > t.max {
 		t.lines = append(t.lines[:0], t.lines[len(t.lines)-t.max:]...)
 	}

@@ -2,6 +2,8 @@ package mcptools
 
 import (
 	"context"
+	"encoding/json"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -240,5 +243,51 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("%s: not within 10 s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestHistoryCapped: history pages stay within --max-result-chars, each cut
+// text naming the transcript that holds it all.
+func TestHistoryCapped(t *testing.T) {
+	f := newFakeServer(t, "2025-11-25", sessions.Config{}, Options{MaxResultChars: 2000})
+	_, out := f.call(t, "claude_session_create", map[string]any{"cwd": t.TempDir()}, nil)
+	sid := out["sessionId"].(string)
+	f.call(t, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "BIGTEXT"}, nil)
+	res, out := f.call(t, "claude_session_history", map[string]any{"sessionId": sid}, nil)
+	if res.IsError {
+		t.Fatal(resText(res))
+	}
+	b, _ := json.Marshal(out)
+	if len(b) > 8000 {
+		t.Errorf("history of a 2 MB answer is %d bytes with --max-result-chars 2000", len(b))
+	}
+	var cut bool
+	for _, e := range out["entries"].([]any) {
+		text, _ := e.(map[string]any)["text"].(string)
+		if strings.Contains(text, "truncated") && strings.Contains(text, ".jsonl") && strings.Contains(text, "of 2000000 characters") {
+			cut = true
+		}
+	}
+	if !cut {
+		t.Errorf("no entry says it was cut and where the rest is: %s", textcut.Cut(string(b), 600))
+	}
+}
+
+// TestPersistedFalse: a registry that cannot be written makes create and
+// query results say persisted: false.
+func TestPersistedFalse(t *testing.T) {
+	reg := sessions.NewRegistry("/dev/null/cannot/sessions.json", nil)
+	f := newFakeServer(t, "2025-11-25", sessions.Config{Registry: reg}, Options{})
+	_, out := f.call(t, "claude_session_create", map[string]any{"cwd": t.TempDir()}, nil)
+	if out["persisted"] != false {
+		t.Errorf("create with an unwritable registry: persisted = %v", out["persisted"])
+	}
+	_, out = f.call(t, "claude_chat_query", map[string]any{"sessionId": out["sessionId"], "prompt": "hi"}, nil)
+	if out["persisted"] != false {
+		t.Errorf("query with an unwritable registry: persisted = %v", out["persisted"])
+	}
+	good := newFakeServer(t, "2025-11-25", sessions.Config{Registry: sessions.NewRegistry(filepath.Join(t.TempDir(), "s.json"), nil)}, Options{})
+	if _, out := good.call(t, "claude_session_create", map[string]any{"cwd": t.TempDir()}, nil); out["persisted"] != nil {
+		t.Errorf("create with a good registry: persisted = %v, want it left out", out["persisted"])
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -55,20 +56,20 @@ func (n *notifier) OnEvent(e sessions.Event) {
 		if e.IsError {
 			level = "error"
 		}
-		n.send(level, map[string]any{"type": "text", "text": e.Text}, "text: "+truncate(e.Text, 200))
+		n.send(level, map[string]any{"type": "text", "text": e.Text}, "text: "+textcut.Cut(e.Text, 200))
 	case sessions.EventThinking:
 		if n.thinking {
-			n.send("info", map[string]any{"type": "thinking", "text": e.Text}, "thinking: "+truncate(e.Text, 200))
+			n.send("info", map[string]any{"type": "thinking", "text": e.Text}, "thinking: "+textcut.Cut(e.Text, 200))
 		}
 	case sessions.EventToolStarted:
 		n.send("debug", map[string]any{"type": "tool_use", "tool": e.Tool, "id": e.ToolID, "input": e.Text},
-			fmt.Sprintf("tool %s started: %s", e.Tool, truncate(e.Text, 200)))
+			fmt.Sprintf("tool %s started: %s", e.Tool, textcut.Cut(e.Text, 200)))
 	case sessions.EventToolFinished:
 		status := "finished"
 		if e.IsError {
 			status = "failed"
 		}
-		n.send("debug", map[string]any{"type": "tool_result", "tool": e.Tool, "id": e.ToolID, "isError": e.IsError, "output": truncate(e.Text, 2000)},
+		n.send("debug", map[string]any{"type": "tool_result", "tool": e.Tool, "id": e.ToolID, "isError": e.IsError, "output": textcut.Cut(e.Text, 2000)},
 			fmt.Sprintf("tool %s %s", orTool(e.Tool), status))
 	case sessions.EventPermission:
 		level := mcp.LoggingLevel("info")
@@ -84,7 +85,7 @@ func (n *notifier) OnEvent(e sessions.Event) {
 		n.send("", nil, fmt.Sprintf("running for %s: %d API turn(s), %d tool call(s) so far", e.Elapsed.Round(time.Second), e.Turns, e.ToolsUsed))
 	case sessions.EventDone:
 		if e.IsError {
-			n.send("error", map[string]any{"type": "error", "message": e.Text}, "failed: "+truncate(e.Text, 200))
+			n.send("error", map[string]any{"type": "error", "message": e.Text}, "failed: "+textcut.Cut(e.Text, 200))
 		}
 		n.send("info", n.session+" completed", "done")
 	}
@@ -170,13 +171,6 @@ func (n *notifier) close() {
 	n.mu.Lock()
 	n.closed = true
 	n.mu.Unlock()
-}
-
-func truncate(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "…"
 }
 
 func orTool(s string) string {

@@ -74,7 +74,7 @@ func permissionMessage(pr *sessions.PermissionRequest) string {
 		name += " (" + pr.DisplayName + ")"
 	}
 	fmt.Fprintf(&b, "Claude Code wants to use %s", name)
-	if s := inputSummary(pr.Input); s != "" {
+	if s := sessions.SummarizeInput(pr.Input, 500); s != "" && s != "{}" {
 		fmt.Fprintf(&b, ": %s", s)
 	}
 	if pr.Description != "" && !strings.Contains(b.String(), pr.Description) {
@@ -88,22 +88,6 @@ func permissionMessage(pr *sessions.PermissionRequest) string {
 	}
 	fmt.Fprintf(&b, "\nSession %s, working in %s.", pr.SessionID, pr.Cwd)
 	return b.String()
-}
-
-func inputSummary(input json.RawMessage) string {
-	var m map[string]any
-	if json.Unmarshal(input, &m) != nil {
-		return truncate(string(input), 500)
-	}
-	if c, ok := m["command"].(string); ok {
-		return "$ " + truncate(c, 500)
-	}
-	for _, k := range []string{"file_path", "notebook_path", "path", "url", "pattern"} {
-		if s, ok := m[k].(string); ok {
-			return truncate(s, 500)
-		}
-	}
-	return truncate(string(input), 500)
 }
 
 // permissionAnswer maps the client's answer to the CLI's.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -137,6 +138,9 @@ func (h *handlers) finalResult(s *sessions.Session, r *sessions.TurnResult, err 
 	h.capText(s, r)
 	out := queryOutput(s.ID, r)
 	out.Status = "completed"
+	if !s.Info().Temporary {
+		out.Persisted = h.persisted()
+	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: resultText(s.ID, r)}}, IsError: r.IsError}, out, nil
 }
 
@@ -148,7 +152,7 @@ func (h *handlers) running(r *sessions.Run) (*mcp.CallToolResult, QueryOutput, e
 	s := r.Session()
 	info := s.Info()
 	out := QueryOutput{
-		Status: "running", PartialText: truncate(p.Text, 4000), Activity: activity, ElapsedMs: p.Elapsed.Milliseconds(),
+		Status: "running", PartialText: textcut.Cut(p.Text, 4000), Activity: activity, ElapsedMs: p.Elapsed.Milliseconds(),
 		ToolInvocations: []sessions.ToolInvocation{}, SessionID: s.ID, ClaudeSessionID: info.ClaudeSessionID,
 		Metadata: Metadata{Model: info.Model, PermissionDenials: []sessions.PermissionDenial{}},
 	}

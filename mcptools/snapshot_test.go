@@ -147,6 +147,42 @@ func TestToolDefinitions(t *testing.T) {
 	}
 }
 
+// TestEverySchemaTyped: every subschema of every input and output schema
+// says its type (strict schema linters reject bare true or {}).
+func TestEverySchemaTyped(t *testing.T) {
+	var walk func(tool, where string, v any)
+	walk = func(tool, where string, v any) {
+		switch s := v.(type) {
+		case bool:
+			t.Errorf("%s: %s is the bare schema %v", tool, where, s)
+		case map[string]any:
+			_, typed := s["type"]
+			_, enum := s["enum"]
+			if !typed && !enum {
+				t.Errorf("%s: %s has no type: %v", tool, where, s)
+			}
+			if props, ok := s["properties"].(map[string]any); ok {
+				for k, p := range props {
+					walk(tool, where+"."+k, p)
+				}
+			}
+			for _, k := range []string{"items", "additionalProperties"} {
+				if sub, ok := s[k]; ok && sub != false {
+					walk(tool, where+"["+k+"]", sub)
+				}
+			}
+		}
+	}
+	for _, tool := range listTools(t) {
+		for name, schema := range map[string]any{"input": tool.InputSchema, "output": tool.OutputSchema} {
+			b, _ := json.Marshal(schema)
+			var v any
+			_ = json.Unmarshal(b, &v)
+			walk(tool.Name, name, v)
+		}
+	}
+}
+
 // TestValidationErrors covers bad input that never reaches a process.
 func TestValidationErrors(t *testing.T) {
 	srv := NewServer(sessions.NewManager(sessions.Config{}), Options{Version: "test"})

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/ndjson"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 )
 
 // DefaultMaxFrameBytes caps one inbound JSON-RPC line on stdio.
@@ -81,7 +83,7 @@ func (c *frameConn) readLoop(br *bufio.Reader, limit int, eof chan struct{}) {
 		line, err := ndjson.ReadLine(br, limit)
 		msg, reply := vetFrame(line, errors.Is(err, ndjson.ErrTooLong), limit)
 		if reply != nil {
-			c.log.Warn("refused an inbound frame", "bytes", len(line), "reply", truncate(string(reply), 300))
+			c.log.Warn("refused an inbound frame", "bytes", len(line), "reply", textcut.Cut(string(reply), 300))
 			if werr := c.writeRaw(reply); werr != nil {
 				c.readErr <- werr
 				return
@@ -235,11 +237,33 @@ func (c *frameConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 
 // Write implements [mcp.Connection].
 func (c *frameConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	fixErrorCode(msg)
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return fmt.Errorf("encoding a JSON-RPC message: %w", err)
 	}
 	return c.writeRaw(data)
+}
+
+// fixErrorCode gives a JSON-RPC error that the SDK sends with code 0 (a
+// plain Go error) a code of the JSON-RPC spec: a request the session's state
+// does not allow (before initialize, a second initialize) is an invalid
+// request; anything else an internal error.
+func fixErrorCode(msg jsonrpc.Message) {
+	resp, ok := msg.(*jsonrpc.Response)
+	if !ok || resp.Error == nil {
+		return
+	}
+	var we *jsonrpc.Error
+	if errors.As(resp.Error, &we) && we.Code != 0 {
+		return
+	}
+	text := resp.Error.Error()
+	code := int64(jsonrpc.CodeInternalError)
+	if strings.Contains(text, "during session initialization") || strings.Contains(text, `duplicate "initialize"`) {
+		code = jsonrpc.CodeInvalidRequest
+	}
+	resp.Error = &jsonrpc.Error{Code: code, Message: text}
 }
 
 // Close implements [mcp.Connection]. stdin cannot be unblocked portably, so

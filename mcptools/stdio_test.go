@@ -294,3 +294,34 @@ func (s *syncBuf) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestProtocolErrorCodes: no JSON-RPC error goes out with code 0: a request
+// before initialize and a second initialize are invalid requests; a bad
+// logging level is invalid params.
+func TestProtocolErrorCodes(t *testing.T) {
+	mgr := sessions.NewManager(sessions.Config{CLIPath: filepath.Join(t.TempDir(), "no-claude")})
+	srv := NewServer(mgr, Options{Version: "test"})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	s := &stdioServer{in: inW, out: bufio.NewReaderSize(outR, 1<<20), done: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { s.done <- srv.Run(ctx, &StdioTransport{Reader: inR, Writer: outW}) }()
+	defer func() { cancel(); inW.Close(); outR.Close(); <-s.done }()
+
+	s.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	checkError(t, s.reply(t), jsonrpc.CodeInvalidRequest, `1`)
+	init := `{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+	s.send(t, init)
+	if got := s.reply(t); !strings.Contains(got, `"result"`) {
+		t.Fatalf("initialize: %s", got)
+	}
+	s.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	s.send(t, strings.Replace(init, `"id":2`, `"id":3`, 1))
+	checkError(t, s.reply(t), jsonrpc.CodeInvalidRequest, `3`)
+	s.send(t, `{"jsonrpc":"2.0","id":4,"method":"logging/setLevel","params":{"level":"nope"}}`)
+	checkError(t, s.reply(t), jsonrpc.CodeInvalidParams, `4`)
+	s.send(t, `{"jsonrpc":"2.0","id":5,"method":"logging/setLevel","params":{"level":"warning"}}`)
+	if got := s.reply(t); !strings.Contains(got, `"id":5,"result"`) {
+		t.Errorf("a good level: %s", got)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -115,13 +116,25 @@ func requestWantsTasks(req *mcp.CallToolRequest) bool {
 	return ok
 }
 
+// logLevels are the levels of logging/setLevel (RFC 5424 names).
+var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
 // taskTools are the tools whose calls may become tasks.
 var taskTools = []string{"claude_chat_query", "claude_direct_query"}
 
-// middleware declares the extension in server/discover and answers a
-// tools/call whose handler made a task with that task.
+// middleware checks logging/setLevel's level; with tasks on, it declares
+// the extension in server/discover and answers a tools/call whose handler
+// made a task with that task.
 func (h *handlers) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "logging/setLevel" {
+			if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && !slices.Contains(logLevels, string(p.Level)) {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid level %q: use one of %s", p.Level, strings.Join(logLevels, ", "))}
+			}
+		}
+		if h.opts.NoTasks {
+			return next(ctx, method, req)
+		}
 		switch method {
 		case "server/discover":
 			res, err := next(ctx, method, req)
@@ -199,7 +212,7 @@ func (t *task) complete(h *handlers, s *sessions.Session, res *sessions.TurnResu
 	}
 	msg := "Completed."
 	if callRes.IsError {
-		msg = "Completed with an error: " + truncate(firstLine(textOf(callRes)), 300)
+		msg = "Completed with an error: " + textcut.Cut(firstLine(textOf(callRes)), 300)
 	}
 	t.finish(taskCompleted, msg, callRes, nil)
 }
@@ -294,7 +307,7 @@ func (t *task) createResult() *taskState {
 func progressMessage(p sessions.Progress) string {
 	msg := fmt.Sprintf("Running for %s: %d API turn(s), %d tool call(s) so far.", p.Elapsed.Round(time.Second), p.Turns, p.ToolsUsed)
 	if p.LastStep != "" {
-		msg += " Latest: " + truncate(p.LastStep, 200)
+		msg += " Latest: " + textcut.Cut(p.LastStep, 200)
 	}
 	return msg
 }

@@ -14,12 +14,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -88,19 +88,45 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 		opts.TaskTTL = DefaultTaskTTL
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "claude-agent-mcp", Title: "Claude Code sessions", Version: version},
-		&mcp.ServerOptions{Instructions: instructions, Logger: logger})
+		&mcp.ServerOptions{Instructions: instructions, Logger: slog.New(debugOnly{logger.Handler()})})
 	h := &handlers{mgr: mgr, log: logger, opts: opts, stateKey: newStateKey(), tasks: newTaskStore(opts.TaskTTL)}
 	for _, t := range h.tools() {
 		t.add(srv)
 	}
+	srv.AddReceivingMiddleware(h.middleware)
 	if !opts.NoTasks {
-		srv.AddReceivingMiddleware(h.middleware)
 		if err := h.addTaskMethods(srv); err != nil {
 			panic(err) // the names are ours and not standard methods
 		}
 	}
 	return srv
 }
+
+// persisted is false (a pointer to it) when sessions should survive a
+// restart but the registry cannot be written; nil otherwise.
+func (h *handlers) persisted() *bool {
+	if h.mgr.PersistFailing() {
+		return ptr(false)
+	}
+	return nil
+}
+
+// debugOnly logs every record at debug: the SDK's own lines (server run
+// start, session connected, run cancelled at a clean stop) are
+// diagnostics, not news.
+type debugOnly struct{ slog.Handler }
+
+func (h debugOnly) Enabled(ctx context.Context, _ slog.Level) bool {
+	return h.Handler.Enabled(ctx, slog.LevelDebug)
+}
+
+func (h debugOnly) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = slog.LevelDebug
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h debugOnly) WithAttrs(as []slog.Attr) slog.Handler { return debugOnly{h.Handler.WithAttrs(as)} }
+func (h debugOnly) WithGroup(name string) slog.Handler    { return debugOnly{h.Handler.WithGroup(name)} }
 
 type handlers struct {
 	mgr  *sessions.Manager
@@ -145,8 +171,10 @@ var inputProperties = map[string]func(*jsonschema.Schema){
 	"permissionMode": func(s *jsonschema.Schema) { s.Enum = enumOf(sessions.PermissionModes) },
 }
 
+// schemaTypes: raw JSON in results and options is always an object (a
+// tool's input, an MCP server's entry).
 var schemaTypes = map[reflect.Type]*jsonschema.Schema{
-	reflect.TypeFor[json.RawMessage](): {},
+	reflect.TypeFor[json.RawMessage](): {Type: "object"},
 }
 
 func enumOf(vals []string) []any {
@@ -270,6 +298,7 @@ func (h *handlers) history(ctx context.Context, req *mcp.CallToolRequest, in His
 	}
 	end := min(start+limit, len(all))
 	out := HistoryOutput{SessionID: s.ID, Entries: append([]sessions.HistoryEntry{}, all[start:end]...), Total: len(all), Cursor: strconv.Itoa(start)}
+	h.capHistory(s, out.Entries)
 	if start > 0 {
 		out.OlderCursor = strconv.Itoa(max(start-limit, 0))
 	}
@@ -281,15 +310,15 @@ func (h *handlers) history(ctx context.Context, req *mcp.CallToolRequest, in His
 	for _, e := range out.Entries {
 		switch e.Kind {
 		case "prompt":
-			fmt.Fprintf(&b, "> %s\n", truncate(e.Text, 500))
+			fmt.Fprintf(&b, "> %s\n", textcut.Cut(e.Text, 500))
 		case "text":
-			fmt.Fprintf(&b, "%s\n", truncate(e.Text, 1000))
+			fmt.Fprintf(&b, "%s\n", textcut.Cut(e.Text, 1000))
 		case "tool":
 			status := ""
 			if e.IsError {
 				status = " (error)"
 			}
-			fmt.Fprintf(&b, "[%s %s]%s → %s\n", e.Tool, truncate(string(e.Input), 200), status, truncate(e.Result, 200))
+			fmt.Fprintf(&b, "[%s %s]%s → %s\n", e.Tool, textcut.Cut(string(e.Input), 200), status, textcut.Cut(e.Result, 200))
 		}
 	}
 	if out.OlderCursor != "" {
@@ -305,7 +334,7 @@ func (h *handlers) create(ctx context.Context, req *mcp.CallToolRequest, in Crea
 	}
 	info := s.Info()
 	out := CreateOutput{SessionID: s.ID, ClaudeSessionID: info.ClaudeSessionID, Model: info.Model, Cwd: info.Cwd,
-		PermissionMode: info.PermissionMode, Active: info.PID != 0}
+		PermissionMode: info.PermissionMode, Active: info.PID != 0, Persisted: h.persisted()}
 	text := fmt.Sprintf("Created session %s (claudeSessionId %s) in %s, model %s, permission mode %s.",
 		out.SessionID, out.ClaudeSessionID, out.Cwd, orUnknown(out.Model), out.PermissionMode)
 	if !out.Active {
@@ -370,16 +399,36 @@ func (h *handlers) direct(ctx context.Context, req *mcp.CallToolRequest, in Dire
 // capText cuts an over-long final text, naming the transcript file that
 // holds all of it.
 func (h *handlers) capText(s *sessions.Session, r *sessions.TurnResult) {
-	max := h.opts.MaxResultChars
-	if max < 0 || len(r.FinalText) <= max {
+	r.FinalText = h.capTo(r.FinalText, h.opts.MaxResultChars, s)
+}
+
+// capTo cuts text beyond max bytes (never a character), with a marker that
+// names the transcript holding all of it; max < 0 never cuts.
+func (h *handlers) capTo(text string, max int, s *sessions.Session) string {
+	if max < 0 || len(text) <= max {
+		return text
+	}
+	cut := textcut.Prefix(text, max)
+	return fmt.Sprintf("%s\n\n[… truncated: showing %d of %d characters. The full conversation is in the transcript %s]",
+		cut, len(cut), len(text), s.TranscriptPath())
+}
+
+// capHistory keeps a page of history within --max-result-chars: each
+// entry's text and tool input gets an equal share (at least 500 bytes),
+// cut with a marker naming the transcript.
+func (h *handlers) capHistory(s *sessions.Session, entries []sessions.HistoryEntry) {
+	if h.opts.MaxResultChars < 0 || len(entries) == 0 {
 		return
 	}
-	cut := r.FinalText[:max]
-	for len(cut) > 0 && !utf8.ValidString(cut) { // do not split a character
-		cut = cut[:len(cut)-1]
+	share := max(h.opts.MaxResultChars/len(entries), 500)
+	for i := range entries {
+		e := &entries[i]
+		e.Text = h.capTo(e.Text, share, s)
+		if len(e.Input) > share {
+			// Cut JSON stays a JSON object: the head of the input, as text.
+			e.Input, _ = json.Marshal(map[string]string{"truncated": h.capTo(string(e.Input), share, s)})
+		}
 	}
-	r.FinalText = fmt.Sprintf("%s\n\n[… truncated: showing %d of %d characters. The full conversation is in the transcript %s]",
-		cut, len(cut), len(r.FinalText), s.TranscriptPath())
 }
 
 func queryOutput(sessionID string, r *sessions.TurnResult) QueryOutput {

@@ -17,6 +17,7 @@ type CreateOutput struct {
 	Cwd             string `json:"cwd"`
 	PermissionMode  string `json:"permissionMode"`
 	Active          bool   `json:"active" jsonschema:"True when the claude process is up and answered initialize."`
+	Persisted       *bool  `json:"persisted,omitempty" jsonschema:"false when the server cannot write its session registry: the session will not survive a restart."`
 }
 
 // SessionInput names a session.
@@ -77,6 +78,7 @@ type QueryOutput struct {
 	ClaudeSessionID string                    `json:"claudeSessionId"`
 	Interrupted     bool                      `json:"interrupted"`
 	Metadata        Metadata                  `json:"metadata"`
+	Persisted       *bool                     `json:"persisted,omitempty" jsonschema:"false when the server cannot write its session registry: the session will not survive a restart."`
 }
 
 // InterruptOutput is claude_chat_interrupt's result.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 )
 
 // HistoryEntry is one step of a conversation: a prompt, an assistant text,
@@ -46,7 +47,7 @@ func (s *Session) recordTurn(prompt string, started time.Time, t *turn) {
 		if e.Kind == "tool" {
 			if i, ok := t.toolIndex[e.ToolID]; ok {
 				inv := t.tools[i]
-				e.Result, e.IsError = truncate(inv.Output, historyResultChars), inv.IsError
+				e.Result, e.IsError = textcut.Cut(inv.Output, historyResultChars), inv.IsError
 			}
 		}
 		s.history = append(s.history, e)
@@ -159,7 +160,7 @@ func appendTranscriptLine(out []HistoryEntry, tools map[string]int, line []byte)
 			}
 		case e.Type == "user" && b.Type == "tool_result":
 			if i, ok := tools[b.ToolUseID]; ok {
-				out[i].Result, out[i].IsError = truncate(b.ResultText(), historyResultChars), b.IsError
+				out[i].Result, out[i].IsError = textcut.Cut(b.ResultText(), historyResultChars), b.IsError
 			}
 		case e.Type == "assistant" && b.Type == "text":
 			out = append(out, HistoryEntry{Kind: "text", Text: b.Text, Time: e.Timestamp})

@@ -102,6 +102,9 @@ type Manager struct {
 	closed   bool
 	pool     *livePool
 
+	persistMu  sync.Mutex
+	persistErr error // of the last registry write
+
 	cliMu      sync.Mutex
 	cliPath    string
 	cliVersion string

@@ -200,3 +200,20 @@ func TestControlCharacters(t *testing.T) {
 		}
 	}
 }
+
+// TestProfileModel: a session of a profile that sets the model reports that
+// model, not the CLI's default.
+func TestProfileModel(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, Config{ProfileEnv: func(name string) (map[string]string, error) {
+		return map[string]string{"ANTHROPIC_MODEL": "sonnet"}, nil
+	}})
+	s := create(t, m, CreateOptions{Profile: "gateway"})
+	if got := s.Info().Model; got != "claude-sonnet-5" {
+		t.Errorf("model of a profile session = %q, want the profile's sonnet resolved (claude-sonnet-5)", got)
+	}
+	s2 := create(t, m, CreateOptions{Profile: "gateway", SessionOptions: claudeagent.SessionOptions{Model: "haiku"}})
+	if got := s2.Info().Model; got != "claude-haiku-4-5-20251001" {
+		t.Errorf("an explicit model beside a profile = %q, want haiku's id", got)
+	}
+}

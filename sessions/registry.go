@@ -126,6 +126,21 @@ func upgradeEntries(data []byte, entries []RegistryEntry) error {
 	return nil
 }
 
+// CheckWritable reports whether the registry can be written: its directory
+// is made when missing and a file is created and removed there.
+func (r *Registry) CheckWritable() error {
+	dir := filepath.Dir(r.path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".check-*")
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
 // Save replaces the stored entries, atomically.
 func (r *Registry) Save(entries []RegistryEntry) error {
 	data, err := json.MarshalIndent(registryFile{Version: 2, Sessions: entries}, "", "  ")
@@ -178,9 +193,25 @@ func (m *Manager) persist() {
 		}
 		s.mu.Unlock()
 	}
-	if err := m.cfg.Registry.Save(entries); err != nil {
-		m.log.Error("saving the session registry", "err", err)
+	err := m.cfg.Registry.Save(entries)
+	m.persistMu.Lock()
+	was := m.persistErr
+	m.persistErr = err
+	m.persistMu.Unlock()
+	switch {
+	case err != nil && was == nil:
+		m.log.Error("saving the session registry: sessions will not survive a restart until it can be written", "err", err)
+	case err == nil && was != nil:
+		m.log.Info("the session registry is written again")
 	}
+}
+
+// PersistFailing reports whether sessions should survive a restart but do
+// not: the last write of the registry failed.
+func (m *Manager) PersistFailing() bool {
+	m.persistMu.Lock()
+	defer m.persistMu.Unlock()
+	return m.persistErr != nil
 }
 
 // restore loads the registry's sessions as dormant sessions: at most

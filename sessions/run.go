@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 )
 
 // RunOptions tune a run.
@@ -203,19 +204,19 @@ func (r *Run) onEvent(e Event) {
 		r.lastStep = "turn started"
 	case EventText:
 		r.texts = append(r.texts, e.Text)
-		r.addStep("said: " + truncate(e.Text, 300))
+		r.addStep("said: " + textcut.Cut(e.Text, 300))
 	case EventToolStarted:
-		r.addStep(fmt.Sprintf("tool %s started: %s", e.Tool, truncate(e.Text, 200)))
+		r.addStep(fmt.Sprintf("tool %s started: %s", e.Tool, textcut.Cut(e.Text, 200)))
 	case EventToolFinished:
 		status := "finished"
 		if e.IsError {
 			status = "failed"
 		}
-		r.addStep(fmt.Sprintf("tool %s %s: %s", orUnknownTool(e.Tool), status, truncate(e.Text, 200)))
+		r.addStep(fmt.Sprintf("tool %s %s: %s", orUnknownTool(e.Tool), status, textcut.Cut(e.Text, 200)))
 	case EventPermission:
-		r.addStep("permission: " + truncate(e.Text, 300))
+		r.addStep("permission: " + textcut.Cut(e.Text, 300))
 	case EventRetry:
-		r.lastStep = truncate(e.Text, 300)
+		r.lastStep = textcut.Cut(e.Text, 300)
 	}
 	r.turns, r.tools = e.Turns, e.ToolsUsed
 	r.lastAt = time.Since(r.start)

@@ -96,6 +96,7 @@ type Info struct {
 	Profile         string
 	Failure         string
 	QueuePosition   int // while queued for a live process; 1 is next
+	Temporary       bool
 }
 
 // Session is one conversation with Claude Code. Its process may come and
@@ -190,6 +191,7 @@ func (s *Session) Info() Info {
 	defer s.mu.Unlock()
 	in := Info{
 		QueuePosition: s.queuePos,
+		Temporary:     s.opts.Temporary,
 		SessionID:     s.ID, ClaudeSessionID: s.claudeSessionID, Cwd: s.opts.Cwd, Model: s.model,
 		PermissionMode: s.opts.PermissionMode, State: s.state, Created: s.created, LastUsed: s.lastUsed,
 		Queries: s.queries, Usage: s.usage, CostUSD: s.cost, Profile: s.opts.Profile, Failure: s.failure,
@@ -286,7 +288,11 @@ func (s *Session) start(ctx context.Context, t *turn) error {
 	s.pumpDone = make(chan struct{})
 	s.models = resp.Models
 	if s.model == "" || s.opts.Model != "" {
-		s.model = s.resolveModel(s.opts.Model)
+		requested := s.opts.Model
+		if requested == "" {
+			requested = s.profileEnv["ANTHROPIC_MODEL"] // a profile's model, which the CLI uses
+		}
+		s.model = s.resolveModel(requested)
 	}
 	closed := s.state == StateClosed || stopping
 	if !closed {
@@ -768,7 +774,7 @@ func (s *Session) onControl(ctx context.Context, req *claudeagent.ControlRequest
 
 func permissionSummary(c *claudeagent.CanUseToolRequest, res *claudeagent.PermissionResult) string {
 	if res.Behavior == "deny" {
-		return fmt.Sprintf("denied %s (%s): %s", c.ToolName, summarizeInput(c.Input), res.Message)
+		return fmt.Sprintf("denied %s (%s): %s", c.ToolName, SummarizeInput(c.Input, 300), res.Message)
 	}
-	return fmt.Sprintf("allowed %s (%s)", c.ToolName, summarizeInput(c.Input))
+	return fmt.Sprintf("allowed %s (%s)", c.ToolName, SummarizeInput(c.Input, 300))
 }

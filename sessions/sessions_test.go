@@ -497,7 +497,7 @@ func TestToolTurn(t *testing.T) {
 		if len(ev) != len(wantKinds) {
 			t.FailNow()
 		}
-		if ev[2].Tool != "Bash" || ev[2].ToolID != "toolu_fake_1" || ev[2].Text != "echo hi" ||
+		if ev[2].Tool != "Bash" || ev[2].ToolID != "toolu_fake_1" || ev[2].Text != "$ echo hi" ||
 			ev[3].Tool != "Bash" || ev[3].ToolID != "toolu_fake_1" || ev[3].IsError || ev[3].Text != "hi" || ev[3].ToolsUsed != 1 ||
 			ev[1].Text != "Running a command." || ev[4].Text != toolSaid || ev[5].IsError {
 			t.Errorf("events = %+v", ev)
@@ -536,7 +536,7 @@ func TestToolTurn(t *testing.T) {
 		if len(ev) != len(wantKinds) {
 			t.FailNow()
 		}
-		if e := ev[3]; !e.IsError || e.Tool != "Bash" || !strings.HasPrefix(e.Text, "denied Bash (touch made_by_tool.txt && echo hi)") {
+		if e := ev[3]; !e.IsError || e.Tool != "Bash" || !strings.HasPrefix(e.Text, "denied Bash ($ touch made_by_tool.txt && echo hi)") {
 			t.Errorf("permission event = %+v", e)
 		}
 		if e := ev[4]; !e.IsError {

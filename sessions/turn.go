@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 )
 
 // EventKind names what happened during a turn.
@@ -187,7 +188,7 @@ func (t *turn) handle(m claudeagent.Message) bool {
 					t.steps = append(t.steps, HistoryEntry{Kind: "tool", Tool: b.Name, ToolID: b.ID, Input: b.Input, Time: time.Now()})
 				}
 				t.mu.Unlock()
-				t.emit(Event{Kind: EventToolStarted, Tool: b.Name, ToolID: b.ID, Text: summarizeInput(b.Input)})
+				t.emit(Event{Kind: EventToolStarted, Tool: b.Name, ToolID: b.ID, Text: SummarizeInput(b.Input, 300)})
 			}
 		}
 	case *claudeagent.UserMessage:
@@ -339,23 +340,19 @@ func (t *turn) snapshot(prevCost float64, includeThinking bool) *TurnResult {
 	return r
 }
 
-// summarizeInput renders a tool input for a person: the Bash command, the
-// file path, or compact JSON.
-func summarizeInput(input json.RawMessage) string {
+// SummarizeInput renders a tool input for a person in at most n bytes: the
+// Bash command ("$ ls"), the file path, or compact JSON.
+func SummarizeInput(input json.RawMessage, n int) string {
 	var m map[string]any
 	if json.Unmarshal(input, &m) == nil {
-		for _, k := range []string{"command", "file_path", "path", "pattern", "url", "query", "prompt"} {
+		if c, ok := m["command"].(string); ok && c != "" {
+			return textcut.Cut("$ "+c, n)
+		}
+		for _, k := range []string{"file_path", "notebook_path", "path", "pattern", "url", "query", "prompt"} {
 			if s, ok := m[k].(string); ok && s != "" {
-				return truncate(s, 300)
+				return textcut.Cut(s, n)
 			}
 		}
 	}
-	return truncate(string(input), 300)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
+	return textcut.Cut(string(input), n)
 }

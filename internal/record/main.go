@@ -39,6 +39,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/fakeapi"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 )
 
 // scenario is one recorded CLI run.
@@ -286,7 +287,7 @@ func record(sc scenario, bin, file string, limit time.Duration) (int, int64, err
 		return 0, 0, err
 	}
 	code := cmd.ProcessState.ExitCode()
-	log.Printf("%s: exit code %d (%v); stderr: %q", sc.name, code, waitErr, truncate(stderr.String(), 500))
+	log.Printf("%s: exit code %d (%v); stderr: %q", sc.name, code, waitErr, textcut.Cut(stderr.String(), 500))
 	if err := errors.Join(runErr, readErr, ctx.Err()); err != nil {
 		return 0, 0, fmt.Errorf("%w; stderr: %s", err, stderr.String())
 	}
@@ -494,11 +495,4 @@ func (s *session) pause(d time.Duration) error {
 			return s.ctx.Err()
 		}
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
