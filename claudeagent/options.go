@@ -1,6 +1,8 @@
 package claudeagent
 
 import (
+	"bytes"
+	"encoding/json"
 	"log/slog"
 	"os"
 	"strconv"
@@ -46,6 +48,26 @@ type SessionOptions struct {
 	AddDirs []string `json:"addDirs,omitempty" jsonschema:"More absolute directories it may access."`
 	// Tools is the built-in tool set: nil is the CLI's default, empty none.
 	Tools []string `json:"tools,omitzero" jsonschema:"Built-in tools it has, e.g. [\"Read\",\"Grep\"]; [] for none. Default: all."`
+	// Effort is low, medium, high, xhigh or max (--effort).
+	Effort string `json:"effort,omitempty" jsonschema:"Reasoning effort."`
+	// JSONSchema makes the final answer structured output that matches it
+	// (--json-schema); the result then carries structured_output.
+	JSONSchema json.RawMessage `json:"jsonSchema,omitempty" jsonschema:"A JSON Schema (type object) the final answer must match; results then carry structuredOutput."`
+	// MaxBudgetUSD caps this process's spending (--max-budget-usd).
+	MaxBudgetUSD float64 `json:"maxBudgetUsd,omitempty" jsonschema:"Spending cap in USD for the whole session."`
+	// Agents defines custom sub-agents (--agents): {"name": {"description":
+	// …, "prompt": …, "tools": […], "model": …}}.
+	Agents json.RawMessage `json:"agents,omitempty" jsonschema:"Custom sub-agents: {\"name\": {\"description\": …, \"prompt\": …, \"tools\": […]}}."`
+	// Settings is a settings object or the path of a settings file
+	// (--settings).
+	Settings json.RawMessage `json:"settings,omitempty" jsonschema:"A settings object, or the path of a settings file."`
+	// SettingSources are the settings loaded (--setting-sources): user,
+	// project, local; empty loads none; nil the CLI's default.
+	SettingSources []string `json:"settingSources,omitzero" jsonschema:"Settings to load: user, project, local; [] loads none (no user or project settings, hooks or CLAUDE.md)."`
+	// FallbackModel is used when the model is overloaded (--fallback-model).
+	FallbackModel string `json:"fallbackModel,omitempty" jsonschema:"Model to use when the main one is overloaded."`
+	// Name is a display name (--name).
+	Name string `json:"name,omitempty" jsonschema:"A name to tell sessions apart."`
 }
 
 // Options configure a [Process]. The zero value starts `claude` from PATH in
@@ -120,12 +142,15 @@ func (o *Options) closeTimeout() time.Duration {
 }
 
 // Args returns the CLI arguments for o, without the binary. Prompts never
-// appear here: they go over stdin.
+// appear here: they go over stdin. Values are joined to their flag
+// (--flag=value), so that a value starting with a dash (a system prompt
+// "- be brief", a name) is never read as a flag, and a variadic flag never
+// takes the next argument.
 func (o *Options) Args() []string {
 	args := []string{"--output-format", "stream-json", "--input-format", "stream-json", "--verbose"}
 	add := func(flag, v string) {
 		if v != "" {
-			args = append(args, flag, v)
+			args = append(args, flag+"="+v)
 		}
 	}
 	add("--model", o.Model)
@@ -135,7 +160,7 @@ func (o *Options) Args() []string {
 	add("--allowedTools", strings.Join(o.AllowedTools, ","))
 	add("--disallowedTools", strings.Join(o.DisallowedTools, ","))
 	if o.MaxTurns > 0 {
-		args = append(args, "--max-turns", strconv.Itoa(o.MaxTurns))
+		add("--max-turns", strconv.Itoa(o.MaxTurns))
 	}
 	if o.Resume != "" {
 		// The = form keeps an id that starts with a dash from reading as a flag.
@@ -152,12 +177,31 @@ func (o *Options) Args() []string {
 		args = append(args, "--strict-mcp-config")
 	}
 	for _, d := range o.AddDirs {
-		args = append(args, "--add-dir", d)
+		add("--add-dir", d)
 	}
 	if o.Tools != nil {
 		// The = form: an empty list must stay one argument.
 		args = append(args, "--tools="+strings.Join(o.Tools, ","))
 	}
+	add("--effort", o.Effort)
+	add("--json-schema", compactJSON(o.JSONSchema))
+	if o.MaxBudgetUSD > 0 {
+		add("--max-budget-usd", strconv.FormatFloat(o.MaxBudgetUSD, 'f', -1, 64))
+	}
+	add("--agents", compactJSON(o.Agents))
+	if len(o.Settings) > 0 {
+		var path string
+		if json.Unmarshal(o.Settings, &path) == nil {
+			add("--settings", path) // a file
+		} else {
+			add("--settings", compactJSON(o.Settings))
+		}
+	}
+	if o.SettingSources != nil {
+		args = append(args, "--setting-sources="+strings.Join(o.SettingSources, ","))
+	}
+	add("--fallback-model", o.FallbackModel)
+	add("--name", o.Name)
 	if o.IncludePartialMessages {
 		args = append(args, "--include-partial-messages")
 	}
@@ -168,6 +212,18 @@ func (o *Options) Args() []string {
 		args = append(args, "--allow-dangerously-skip-permissions")
 	}
 	return append(args, o.ExtraArgs...)
+}
+
+// compactJSON is raw as one line ("" for none).
+func compactJSON(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
 }
 
 // Environ returns the child's environment: the inherited one without

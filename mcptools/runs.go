@@ -138,6 +138,7 @@ func (h *handlers) finalResult(s *sessions.Session, r *sessions.TurnResult, err 
 	h.capText(s, r)
 	out := queryOutput(s.ID, r)
 	out.Status = "completed"
+	out.Worktree = s.WorktreeInfo(context.Background())
 	if !s.Info().Temporary {
 		out.Persisted = h.persisted()
 	}

@@ -169,12 +169,22 @@ func Tools() []*mcp.Tool {
 var inputProperties = map[string]func(*jsonschema.Schema){
 	"model":          func(s *jsonschema.Schema) { s.Pattern = sessions.ModelPattern },
 	"permissionMode": func(s *jsonschema.Schema) { s.Enum = enumOf(sessions.PermissionModes) },
+	"fallbackModel":  func(s *jsonschema.Schema) { s.Pattern = sessions.ModelPattern },
+	"effort":         func(s *jsonschema.Schema) { s.Enum = enumOf(sessions.EffortLevels) },
+	"settings":       func(s *jsonschema.Schema) { s.Type, s.Types = "", []string{"object", "string"} },
+	"settingSources": func(s *jsonschema.Schema) {
+		s.Items = &jsonschema.Schema{Type: "string", Enum: enumOf(sessions.SettingSources)}
+	},
+	"images": func(s *jsonschema.Schema) {
+		s.Items.Properties["mediaType"].Enum = enumOf(sessions.ImageTypes)
+	},
 }
 
 // schemaTypes: raw JSON in results and options is always an object (a
 // tool's input, an MCP server's entry).
 var schemaTypes = map[reflect.Type]*jsonschema.Schema{
-	reflect.TypeFor[json.RawMessage](): {Type: "object"},
+	reflect.TypeFor[json.RawMessage]():         {Type: "object"},
+	reflect.TypeFor[sessions.WorktreeOption](): {Types: []string{"boolean", "string"}},
 }
 
 func enumOf(vals []string) []any {
@@ -297,7 +307,7 @@ func (h *handlers) history(ctx context.Context, req *mcp.CallToolRequest, in His
 		start = n
 	}
 	end := min(start+limit, len(all))
-	out := HistoryOutput{SessionID: s.ID, Entries: append([]sessions.HistoryEntry{}, all[start:end]...), Total: len(all), Cursor: strconv.Itoa(start)}
+	out := HistoryOutput{SessionID: s.ID, Name: s.Info().Name, Entries: append([]sessions.HistoryEntry{}, all[start:end]...), Total: len(all), Cursor: strconv.Itoa(start)}
 	h.capHistory(s, out.Entries)
 	if start > 0 {
 		out.OlderCursor = strconv.Itoa(max(start-limit, 0))
@@ -334,7 +344,7 @@ func (h *handlers) create(ctx context.Context, req *mcp.CallToolRequest, in Crea
 	}
 	info := s.Info()
 	out := CreateOutput{SessionID: s.ID, ClaudeSessionID: info.ClaudeSessionID, Model: info.Model, Cwd: info.Cwd,
-		PermissionMode: info.PermissionMode, Active: info.PID != 0, Persisted: h.persisted()}
+		PermissionMode: info.PermissionMode, Active: info.PID != 0, Persisted: h.persisted(), Worktree: s.WorktreeInfo(ctx)}
 	text := fmt.Sprintf("Created session %s (claudeSessionId %s) in %s, model %s, permission mode %s.",
 		out.SessionID, out.ClaudeSessionID, out.Cwd, orUnknown(out.Model), out.PermissionMode)
 	if !out.Active {
@@ -344,12 +354,22 @@ func (h *handlers) create(ctx context.Context, req *mcp.CallToolRequest, in Crea
 }
 
 func (h *handlers) close(ctx context.Context, req *mcp.CallToolRequest, in SessionInput) (*mcp.CallToolResult, CloseOutput, error) {
+	s, err := h.mgr.Get(in.SessionID)
+	if err != nil {
+		return nil, CloseOutput{}, toolError(err)
+	}
 	n, err := h.mgr.Close(in.SessionID)
 	if err != nil {
 		return nil, CloseOutput{}, toolError(err)
 	}
-	out := CloseOutput{SessionID: in.SessionID, Closed: true, ActiveSessions: n}
-	return textResult(fmt.Sprintf("Closed session %s; %d session(s) remain open.", in.SessionID, n)), out, nil
+	out := CloseOutput{SessionID: in.SessionID, Closed: true, ActiveSessions: n, Worktree: s.WorktreeInfo(ctx)}
+	text := fmt.Sprintf("Closed session %s; %d session(s) remain open.", in.SessionID, n)
+	if w := out.Worktree; w != nil && w.Removed {
+		text += " Its worktree had no changes and was removed."
+	} else if w != nil {
+		text += fmt.Sprintf(" Its worktree is kept, with %d changed file(s): %s on branch %s.", len(w.ChangedFiles), w.Path, w.Branch)
+	}
+	return textResult(text), out, nil
 }
 
 func (h *handlers) query(ctx context.Context, req *mcp.CallToolRequest, in QueryInput) (*mcp.CallToolResult, QueryOutput, error) {
@@ -364,7 +384,14 @@ func (h *handlers) query(ctx context.Context, req *mcp.CallToolRequest, in Query
 	if err != nil {
 		return nil, QueryOutput{}, toolError(err)
 	}
-	return h.launch(ctx, req, s, in.Prompt, sessions.RunOptions{IncludeThinking: in.IncludeThinking, CloseAfter: in.CloseAfter}, wait)
+	if err := sessions.ValidateEffort(in.Effort); err != nil {
+		return nil, QueryOutput{}, err
+	}
+	images, err := h.mgr.LoadImages(s.Info().Cwd, in.Images)
+	if err != nil {
+		return nil, QueryOutput{}, err
+	}
+	return h.launch(ctx, req, s, in.Prompt, sessions.RunOptions{IncludeThinking: in.IncludeThinking, CloseAfter: in.CloseAfter, Effort: in.Effort, Images: images}, wait)
 }
 
 // queryArgs checks what query and direct calls share and returns how long
@@ -393,7 +420,12 @@ func (h *handlers) direct(ctx context.Context, req *mcp.CallToolRequest, in Dire
 	if err != nil {
 		return nil, QueryOutput{}, toolError(err)
 	}
-	return h.launch(ctx, req, s, in.Prompt, sessions.RunOptions{IncludeThinking: in.IncludeThinking}, wait)
+	images, err := h.mgr.LoadImages(s.Info().Cwd, in.Images)
+	if err != nil {
+		h.mgr.Discard(s)
+		return nil, QueryOutput{}, err
+	}
+	return h.launch(ctx, req, s, in.Prompt, sessions.RunOptions{IncludeThinking: in.IncludeThinking, Images: images}, wait)
 }
 
 // capText cuts an over-long final text, naming the transcript file that
@@ -433,12 +465,14 @@ func (h *handlers) capHistory(s *sessions.Session, entries []sessions.HistoryEnt
 
 func queryOutput(sessionID string, r *sessions.TurnResult) QueryOutput {
 	out := QueryOutput{
-		FinalText:       r.FinalText,
-		Thinking:        r.Thinking,
-		ToolInvocations: make([]sessions.ToolInvocation, 0, len(r.ToolInvocations)),
-		SessionID:       sessionID,
-		ClaudeSessionID: r.ClaudeSessionID,
-		Interrupted:     r.Interrupted,
+		FinalText:        r.FinalText,
+		StructuredOutput: r.StructuredOutput,
+		Thinking:         r.Thinking,
+		ToolInvocations:  make([]sessions.ToolInvocation, 0, len(r.ToolInvocations)),
+		SessionID:        sessionID,
+		ClaudeSessionID:  r.ClaudeSessionID,
+		Interrupted:      r.Interrupted,
+		Recovered:        r.Recovered,
 		Metadata: Metadata{
 			Usage: r.Usage, DurationMs: r.DurationMs, DurationAPIMs: r.DurationAPIMs, NumTurns: r.NumTurns,
 			TotalCostUSD: r.CostUSD, Model: r.Model, StopReason: r.StopReason, Subtype: r.Subtype,
@@ -471,6 +505,9 @@ func resultText(sessionID string, r *sessions.TurnResult) string {
 		b.WriteString("The query was interrupted.\n\n")
 	case r.IsError && r.ErrorText != "":
 		fmt.Fprintf(&b, "The turn failed: %s\n\n", r.ErrorText)
+	}
+	if r.Recovered == "replayed" {
+		b.WriteString("(The conversation's record had been lost, so it was restored from notes: Claude Code's memory of earlier turns is rebuilt, not exact.)\n\n")
 	}
 	if r.FinalText != "" {
 		b.WriteString(r.FinalText)
@@ -550,6 +587,7 @@ func (h *handlers) list(ctx context.Context, req *mcp.CallToolRequest, in ListIn
 			PermissionMode: i.PermissionMode, State: string(i.State), Created: i.Created.UTC().Format(time.RFC3339),
 			LastUsed: i.LastUsed.UTC().Format(time.RFC3339), Queries: i.Queries, Usage: i.Usage, TotalCostUSD: i.CostUSD,
 			PID: i.PID, Profile: i.Profile, Failure: i.Failure, QueuePosition: i.QueuePosition, RunningTask: h.tasks.runningTask(i.SessionID),
+			Name: i.Name, Effort: i.Effort, Worktree: s.WorktreeInfo(ctx),
 		})
 		fmt.Fprintf(&b, "- %s (claudeSessionId %s): %s, %s, %d queries, cwd %s\n", i.SessionID, i.ClaudeSessionID, i.State, orUnknown(i.Model), i.Queries, i.Cwd)
 	}

@@ -1,6 +1,8 @@
 package mcptools
 
 import (
+	"encoding/json"
+
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -11,13 +13,14 @@ type CreateInput struct {
 
 // CreateOutput is claude_session_create's result.
 type CreateOutput struct {
-	SessionID       string `json:"sessionId" jsonschema:"Our id of the session; pass it to the claude_chat_* tools."`
-	ClaudeSessionID string `json:"claudeSessionId" jsonschema:"The CLI's own session id (usable as resumeSessionId)."`
-	Model           string `json:"model" jsonschema:"The resolved model id (empty when the CLI did not say)."`
-	Cwd             string `json:"cwd"`
-	PermissionMode  string `json:"permissionMode"`
-	Active          bool   `json:"active" jsonschema:"True when the claude process is up and answered initialize."`
-	Persisted       *bool  `json:"persisted,omitempty" jsonschema:"false when the server cannot write its session registry: the session will not survive a restart."`
+	SessionID       string                 `json:"sessionId" jsonschema:"Our id of the session; pass it to the claude_chat_* tools."`
+	ClaudeSessionID string                 `json:"claudeSessionId" jsonschema:"The CLI's own session id (usable as resumeSessionId)."`
+	Model           string                 `json:"model" jsonschema:"The resolved model id (empty when the CLI did not say)."`
+	Cwd             string                 `json:"cwd"`
+	PermissionMode  string                 `json:"permissionMode"`
+	Active          bool                   `json:"active" jsonschema:"True when the claude process is up and answered initialize."`
+	Persisted       *bool                  `json:"persisted,omitempty" jsonschema:"false when the server cannot write its session registry: the session will not survive a restart."`
+	Worktree        *sessions.WorktreeInfo `json:"worktree,omitempty" jsonschema:"The session's own git worktree."`
 }
 
 // SessionInput names a session.
@@ -27,25 +30,29 @@ type SessionInput struct {
 
 // CloseOutput is claude_session_close's result.
 type CloseOutput struct {
-	SessionID      string `json:"sessionId"`
-	Closed         bool   `json:"closed"`
-	ActiveSessions int    `json:"activeSessions" jsonschema:"How many sessions remain open."`
+	SessionID      string                 `json:"sessionId"`
+	Closed         bool                   `json:"closed"`
+	ActiveSessions int                    `json:"activeSessions" jsonschema:"How many sessions remain open."`
+	Worktree       *sessions.WorktreeInfo `json:"worktree,omitempty" jsonschema:"The session's worktree: removed when nothing changed in it, else kept where it says."`
 }
 
 // QueryInput is claude_chat_query's arguments.
 type QueryInput struct {
-	SessionID       string `json:"sessionId" jsonschema:"The sessionId returned by claude_session_create."`
-	Prompt          string `json:"prompt" jsonschema:"What to ask or tell Claude Code."`
-	CloseAfter      bool   `json:"closeAfter,omitempty" jsonschema:"Close the session after this query. Default false."`
-	IncludeThinking bool   `json:"includeThinking,omitempty" jsonschema:"Include Claude's thinking texts in the result and the log stream. Default false."`
-	WaitSeconds     int    `json:"waitSeconds,omitempty" jsonschema:"Return status running (with the progress so far) if the turn has not ended after this many seconds; the turn goes on and claude_chat_wait collects it. Default: the server's --default-wait (0 waits for the end)."`
+	SessionID       string                `json:"sessionId" jsonschema:"The sessionId returned by claude_session_create."`
+	Prompt          string                `json:"prompt" jsonschema:"What to ask or tell Claude Code."`
+	Images          []sessions.ImageInput `json:"images,omitempty" jsonschema:"Images sent with the prompt."`
+	Effort          string                `json:"effort,omitempty" jsonschema:"Reasoning effort for this query only."`
+	CloseAfter      bool                  `json:"closeAfter,omitempty" jsonschema:"Close the session after this query. Default false."`
+	IncludeThinking bool                  `json:"includeThinking,omitempty" jsonschema:"Include Claude's thinking texts in the result and the log stream. Default false."`
+	WaitSeconds     int                   `json:"waitSeconds,omitempty" jsonschema:"Return status running (with the progress so far) if the turn has not ended after this many seconds (at most a day); the turn goes on and claude_chat_wait collects it. Default: the server's --default-wait (0 waits for the end)."`
 }
 
 // DirectInput is claude_direct_query's arguments.
 type DirectInput struct {
-	Prompt          string `json:"prompt" jsonschema:"What to ask or tell Claude Code."`
-	IncludeThinking bool   `json:"includeThinking,omitempty" jsonschema:"Include thinking texts in the result. Default false."`
-	WaitSeconds     int    `json:"waitSeconds,omitempty" jsonschema:"Return status running if the turn has not ended after this many seconds; collect the result with claude_chat_wait. Default: the server's --default-wait (0 waits for the end)."`
+	Prompt          string                `json:"prompt" jsonschema:"What to ask or tell Claude Code."`
+	Images          []sessions.ImageInput `json:"images,omitempty" jsonschema:"Images sent with the prompt."`
+	IncludeThinking bool                  `json:"includeThinking,omitempty" jsonschema:"Include thinking texts in the result. Default false."`
+	WaitSeconds     int                   `json:"waitSeconds,omitempty" jsonschema:"Return status running if the turn has not ended after this many seconds; collect the result with claude_chat_wait. Default: the server's --default-wait (0 waits for the end)."`
 	sessions.CreateOptions
 }
 
@@ -66,19 +73,22 @@ type Metadata struct {
 
 // QueryOutput is the result of claude_chat_query and claude_direct_query.
 type QueryOutput struct {
-	FinalText       string                    `json:"finalText" jsonschema:"The turn's final answer (empty while running)."`
-	Status          string                    `json:"status" jsonschema:"completed, or running when waitSeconds passed first: then collect the result with claude_chat_wait."`
-	PartialText     string                    `json:"partialText,omitempty" jsonschema:"While running: the assistant text so far."`
-	Activity        []string                  `json:"activity,omitempty" jsonschema:"While running: what happened since the last report."`
-	ElapsedMs       int64                     `json:"elapsedMs,omitempty"`
-	Error           string                    `json:"error,omitempty" jsonschema:"What went wrong, when the turn failed."`
-	Thinking        []string                  `json:"thinking,omitempty"`
-	ToolInvocations []sessions.ToolInvocation `json:"toolInvocations"`
-	SessionID       string                    `json:"sessionId"`
-	ClaudeSessionID string                    `json:"claudeSessionId"`
-	Interrupted     bool                      `json:"interrupted"`
-	Metadata        Metadata                  `json:"metadata"`
-	Persisted       *bool                     `json:"persisted,omitempty" jsonschema:"false when the server cannot write its session registry: the session will not survive a restart."`
+	FinalText        string                    `json:"finalText" jsonschema:"The turn's final answer (empty while running)."`
+	StructuredOutput json.RawMessage           `json:"structuredOutput,omitempty" jsonschema:"With jsonSchema: the answer as JSON matching it."`
+	Status           string                    `json:"status" jsonschema:"completed, or running when waitSeconds passed first: then collect the result with claude_chat_wait."`
+	PartialText      string                    `json:"partialText,omitempty" jsonschema:"While running: the assistant text so far."`
+	Activity         []string                  `json:"activity,omitempty" jsonschema:"While running: what happened since the last report."`
+	ElapsedMs        int64                     `json:"elapsedMs,omitempty"`
+	Error            string                    `json:"error,omitempty" jsonschema:"What went wrong, when the turn failed."`
+	Thinking         []string                  `json:"thinking,omitempty"`
+	ToolInvocations  []sessions.ToolInvocation `json:"toolInvocations"`
+	SessionID        string                    `json:"sessionId"`
+	ClaudeSessionID  string                    `json:"claudeSessionId"`
+	Interrupted      bool                      `json:"interrupted"`
+	Recovered        string                    `json:"recovered,omitempty" jsonschema:"replayed: the conversation's record was lost (claude was killed before writing it), so this turn started afresh with the earlier conversation given as notes."`
+	Metadata         Metadata                  `json:"metadata"`
+	Worktree         *sessions.WorktreeInfo    `json:"worktree,omitempty" jsonschema:"The session's git worktree: where it is and what changed in it."`
+	Persisted        *bool                     `json:"persisted,omitempty" jsonschema:"false when the server cannot write its session registry: the session will not survive a restart."`
 }
 
 // InterruptOutput is claude_chat_interrupt's result.
@@ -120,22 +130,25 @@ type ListInput struct {
 
 // SessionInfo describes one session.
 type SessionInfo struct {
-	SessionID       string         `json:"sessionId"`
-	ClaudeSessionID string         `json:"claudeSessionId"`
-	Cwd             string         `json:"cwd"`
-	Model           string         `json:"model"`
-	PermissionMode  string         `json:"permissionMode"`
-	State           string         `json:"state" jsonschema:"starting, queued (waiting for a live process), idle, running, dormant (no process; the next query resumes it), refused (the server's policy no longer lets it run; see failure) or failed."`
-	Created         string         `json:"created"`
-	LastUsed        string         `json:"lastUsed"`
-	Queries         int            `json:"queries"`
-	Usage           sessions.Usage `json:"usage"`
-	TotalCostUSD    float64        `json:"totalCostUsd"`
-	PID             int            `json:"pid,omitempty" jsonschema:"The claude process id while live."`
-	Profile         string         `json:"profile,omitempty"`
-	Failure         string         `json:"failure,omitempty"`
-	QueuePosition   int            `json:"queuePosition,omitempty" jsonschema:"While queued: its place in the queue for a live process (1 is next)."`
-	RunningTask     string         `json:"runningTask,omitempty" jsonschema:"The MCP task id of its running query, when the query was answered with a task."`
+	SessionID       string                 `json:"sessionId"`
+	ClaudeSessionID string                 `json:"claudeSessionId"`
+	Cwd             string                 `json:"cwd"`
+	Model           string                 `json:"model"`
+	PermissionMode  string                 `json:"permissionMode"`
+	State           string                 `json:"state" jsonschema:"starting, queued (waiting for a live process), idle, running, dormant (no process; the next query resumes it), refused (the server's policy no longer lets it run; see failure) or failed."`
+	Created         string                 `json:"created"`
+	LastUsed        string                 `json:"lastUsed"`
+	Queries         int                    `json:"queries"`
+	Usage           sessions.Usage         `json:"usage"`
+	TotalCostUSD    float64                `json:"totalCostUsd"`
+	PID             int                    `json:"pid,omitempty" jsonschema:"The claude process id while live."`
+	Profile         string                 `json:"profile,omitempty"`
+	Failure         string                 `json:"failure,omitempty"`
+	QueuePosition   int                    `json:"queuePosition,omitempty" jsonschema:"While queued: its place in the queue for a live process (1 is next)."`
+	Name            string                 `json:"name,omitempty"`
+	Effort          string                 `json:"effort,omitempty"`
+	Worktree        *sessions.WorktreeInfo `json:"worktree,omitempty"`
+	RunningTask     string                 `json:"runningTask,omitempty" jsonschema:"The MCP task id of its running query, when the query was answered with a task."`
 }
 
 // ListOutput is claude_session_list's result.
@@ -157,6 +170,7 @@ type HistoryInput struct {
 // HistoryOutput is one page of a conversation, oldest first.
 type HistoryOutput struct {
 	SessionID   string                  `json:"sessionId"`
+	Name        string                  `json:"name,omitempty"`
 	Entries     []sessions.HistoryEntry `json:"entries"`
 	Total       int                     `json:"total"`
 	Cursor      string                  `json:"cursor" jsonschema:"Where this page starts."`

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,18 +86,12 @@ func TranscriptPath(env map[string]string, cwd, claudeSessionID string) string {
 
 // transcriptPath is this session's transcript; s.mu is held.
 func (s *Session) transcriptPath() string {
-	env := map[string]string{}
-	for k, v := range s.m.cfg.Env {
-		env[k] = v
-	}
-	for k, v := range s.opts.Env {
-		env[k] = v
-	}
+	env := mergeEnv(s.m.cfg.Env, s.profileEnv, s.opts.Env)
 	id := s.claudeSessionID
 	if s.forkPending || id == "" {
 		id = s.opts.ResumeSessionID // the fork's own transcript does not exist yet
 	}
-	return TranscriptPath(env, s.opts.Cwd, id)
+	return TranscriptPath(env, s.cwdLocked(), id)
 }
 
 // TranscriptPath is the file in which the CLI keeps this session's whole
@@ -170,4 +165,50 @@ func appendTranscriptLine(out []HistoryEntry, tools map[string]int, line []byte)
 		}
 	}
 	return out
+}
+
+// replayMaxBytes bounds the recorded history that seeds a fresh
+// conversation after a lost transcript.
+const replayMaxBytes = 24 << 10
+
+// canReplay reports whether the session has a recorded conversation to
+// seed a fresh one with.
+func (s *Session) canReplay() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.history) > 0
+}
+
+// replayPreamble renders the recorded conversation for a fresh start: the
+// earlier prompts, answers and tool calls, newest kept when it must be cut.
+func replayPreamble(history []HistoryEntry) string {
+	var turns []string
+	for _, e := range history {
+		switch e.Kind {
+		case "prompt":
+			turns = append(turns, "User: "+textcut.Cut(e.Text, 2000))
+		case "text":
+			turns = append(turns, "Assistant: "+textcut.Cut(e.Text, 2000))
+		case "tool":
+			line := fmt.Sprintf("Assistant used %s (%s)", e.Tool, SummarizeInput(e.Input, 200))
+			if e.Result != "" {
+				line += " → " + textcut.Cut(e.Result, 300)
+			}
+			turns = append(turns, line)
+		}
+	}
+	size, first := 0, len(turns)
+	for first > 0 && size+len(turns[first-1]) < replayMaxBytes {
+		first--
+		size += len(turns[first]) + 2
+	}
+	var b strings.Builder
+	b.WriteString("[This conversation was interrupted and its record was lost, so it is restored here from notes. ")
+	if first > 0 {
+		fmt.Fprintf(&b, "The %d oldest steps are left out. ", first)
+	}
+	b.WriteString("The earlier part of the conversation:]\n\n")
+	b.WriteString(strings.Join(turns[first:], "\n\n"))
+	b.WriteString("\n\n[End of the restored part. The new message follows.]\n\n")
+	return b.String()
 }

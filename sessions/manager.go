@@ -67,6 +67,14 @@ type Config struct {
 	ToolsCeiling []string
 	// Env is added to every CLI's environment.
 	Env map[string]string
+	// MaxSessionBudgetUSD caps what a caller may give a session as
+	// maxBudgetUsd, and is the budget of a session that asks none; 0 means
+	// no cap.
+	MaxSessionBudgetUSD float64
+	// MaxTotalBudgetUSD caps what all sessions together may cost (counted
+	// from the costs the CLI reports, across restarts when persisted);
+	// past it new turns are refused. 0 means no cap.
+	MaxTotalBudgetUSD float64
 	// DropAfter is how long the result of a run nobody collects is kept
 	// once the turn has ended; then it is dropped and a temporary or
 	// closeAfter session is closed. Default 15 min.
@@ -103,7 +111,8 @@ type Manager struct {
 	pool     *livePool
 
 	persistMu  sync.Mutex
-	persistErr error // of the last registry write
+	persistErr error   // of the last registry write
+	spent      float64 // what every turn has cost, also of closed sessions (and before a restart)
 
 	cliMu      sync.Mutex
 	cliPath    string
@@ -209,19 +218,25 @@ func (m *Manager) checkMode(mode string) error {
 	return nil
 }
 
-// checkDir checks a directory against the allowed roots, resolving
-// symlinks as they are now: a directory swapped for a link that leads
-// elsewhere is caught at the next start.
+// checkDir checks a directory: it exists, and lies within the allowed
+// roots (see checkPath).
 func (m *Manager) checkDir(what, dir string) error {
 	if _, err := ValidateDir(what, dir); err != nil {
 		return err
 	}
+	return m.checkPath(what, dir)
+}
+
+// checkPath checks that path lies within the allowed roots, resolving
+// symlinks as they are now: a directory swapped for a link that leads
+// elsewhere is caught at the next start.
+func (m *Manager) checkPath(what, path string) error {
 	if len(m.cfg.AllowedRoots) == 0 {
 		return nil
 	}
-	real, err := filepath.EvalSymlinks(dir)
+	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
-		return fmt.Errorf("resolving %s %q: %v", what, dir, err)
+		return fmt.Errorf("resolving %s %q: %v", what, path, err)
 	}
 	for _, root := range m.cfg.AllowedRoots {
 		r, err := filepath.EvalSymlinks(root)
@@ -232,7 +247,7 @@ func (m *Manager) checkDir(what, dir string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%s %q is outside the directories this server allows (--allowed-roots %s): pass a directory inside one of them", what, dir, strings.Join(m.cfg.AllowedRoots, string(filepath.ListSeparator)))
+	return fmt.Errorf("%s %q is outside the directories this server allows (--allowed-roots %s): pass a path inside one of them", what, path, strings.Join(m.cfg.AllowedRoots, string(filepath.ListSeparator)))
 }
 
 // Validate checks and normalises create options without starting anything:
@@ -279,6 +294,9 @@ func (m *Manager) Validate(opts *CreateOptions) error {
 	if err := ValidateMCPServers(opts.MCPServers); err != nil {
 		return err
 	}
+	if err := validateDelegation(opts); err != nil {
+		return err
+	}
 	_, err = m.admit(opts)
 	return err
 }
@@ -316,6 +334,9 @@ func (m *Manager) admit(opts *CreateOptions) (map[string]string, error) {
 	}
 	if err := m.checkCeiling(opts); err != nil {
 		return nil, err
+	}
+	if ceiling := m.cfg.MaxSessionBudgetUSD; ceiling > 0 && opts.MaxBudgetUSD > ceiling {
+		return nil, fmt.Errorf("maxBudgetUsd $%.2f is more than this server lets a session spend ($%.2f, --max-session-budget-usd)", opts.MaxBudgetUSD, ceiling)
 	}
 	if opts.Profile == "" {
 		return nil, nil
@@ -392,14 +413,35 @@ func (m *Manager) Open(ctx context.Context, opts CreateOptions) (*Session, error
 	}
 	s := newSession(m, opts)
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.closed {
+		m.mu.Unlock()
 		return nil, ErrShuttingDown
 	}
 	if len(m.sessions) >= m.cfg.MaxSessions {
-		return nil, fmt.Errorf("%w: %d sessions are open and --max-sessions is %d; close one with claude_session_close first", ErrTooMany, len(m.sessions), m.cfg.MaxSessions)
+		n := len(m.sessions)
+		m.mu.Unlock()
+		return nil, fmt.Errorf("%w: %d sessions are open and --max-sessions is %d; close one with claude_session_close first", ErrTooMany, n, m.cfg.MaxSessions)
 	}
 	m.sessions[s.ID] = s
+	m.mu.Unlock()
+	if opts.Worktree.On {
+		name := opts.Worktree.Name
+		if name == "" {
+			name = "session-" + s.ID[:8]
+		}
+		w, err := m.makeWorktree(ctx, opts.Cwd, name)
+		if err != nil {
+			m.mu.Lock()
+			delete(m.sessions, s.ID)
+			m.mu.Unlock()
+			return nil, err
+		}
+		s.mu.Lock()
+		s.worktree = w
+		s.mu.Unlock()
+		m.persist()
+		s.log.Info("made a worktree for the session", "path", w.Path, "branch", w.Branch)
+	}
 	return s, nil
 }
 
@@ -528,6 +570,29 @@ func (m *Manager) startProcess(ctx context.Context, opts claudeagent.Options, lo
 		return nil, nil, fmt.Errorf("starting claude: %w; stderr: %s", err, tail)
 	}
 	return nil, nil, fmt.Errorf("starting claude: %w", err)
+}
+
+// Spent is what every turn has cost so far, closed sessions included.
+func (m *Manager) Spent() float64 {
+	m.persistMu.Lock()
+	defer m.persistMu.Unlock()
+	return m.spent
+}
+
+func (m *Manager) addSpent(usd float64) {
+	m.persistMu.Lock()
+	defer m.persistMu.Unlock()
+	m.spent += usd
+}
+
+// checkTotalBudget refuses a turn once all sessions together have spent
+// --max-total-budget-usd.
+func (m *Manager) checkTotalBudget() error {
+	limit := m.cfg.MaxTotalBudgetUSD
+	if spent := m.Spent(); limit > 0 && spent >= limit {
+		return fmt.Errorf("%w: all sessions together have cost $%.4f, and this server allows $%.2f in all (--max-total-budget-usd); no new turns run until the operator raises it", ErrBudget, spent, limit)
+	}
+	return nil
 }
 
 // mergeEnv returns the variables of every map, later ones winning; nil when

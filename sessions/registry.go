@@ -17,10 +17,11 @@ import (
 // query). Writes are atomic (temp file + rename). Secrets never go in it:
 // profile environments are stored by profile name only.
 type Registry struct {
-	path string
-	log  *slog.Logger
-	mu   sync.Mutex
-	last []byte
+	path  string
+	log   *slog.Logger
+	mu    sync.Mutex
+	last  []byte
+	spent float64 // as of the last Load
 }
 
 // RegistryEntry is one persisted session.
@@ -36,11 +37,15 @@ type RegistryEntry struct {
 	CostUSD         float64       `json:"costUsd"`
 	Usage           Usage         `json:"usage"`
 	Options         CreateOptions `json:"options"`
+	Worktree        *Worktree     `json:"worktree,omitempty"`
 }
 
 type registryFile struct {
 	Version  int             `json:"version"`
 	Sessions []RegistryEntry `json:"sessions"`
+	// SpentUSD is what every session of this server has cost, closed ones
+	// included: what --max-total-budget-usd counts against.
+	SpentUSD float64 `json:"spentUsd,omitempty"`
 }
 
 // DefaultRegistryPath is $XDG_STATE_HOME/claude-agent-mcp/sessions.json,
@@ -95,8 +100,15 @@ func (r *Registry) Load() []RegistryEntry {
 		}
 		return nil
 	}
-	r.last = data
+	r.last, r.spent = data, f.SpentUSD
 	return f.Sessions
+}
+
+// SpentUSD is the total cost the last Load read.
+func (r *Registry) SpentUSD() float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.spent
 }
 
 // upgradeEntries reads what version 1 files stored differently: the
@@ -141,9 +153,9 @@ func (r *Registry) CheckWritable() error {
 	return os.Remove(f.Name())
 }
 
-// Save replaces the stored entries, atomically.
-func (r *Registry) Save(entries []RegistryEntry) error {
-	data, err := json.MarshalIndent(registryFile{Version: 2, Sessions: entries}, "", "  ")
+// Save replaces the stored entries and total cost, atomically.
+func (r *Registry) Save(entries []RegistryEntry, spentUSD float64) error {
+	data, err := json.MarshalIndent(registryFile{Version: 2, Sessions: entries, SpentUSD: spentUSD}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding the session registry: %w", err)
 	}
@@ -188,12 +200,12 @@ func (m *Manager) persist() {
 			entries = append(entries, RegistryEntry{
 				SessionID: s.ID, ClaudeSessionID: s.claudeSessionID, Resumable: s.resumable, ForkPending: s.forkPending, Model: s.model,
 				Created: s.created, LastUsed: s.lastUsed, Queries: s.queries, CostUSD: s.cost, Usage: s.usage,
-				Options: s.opts,
+				Options: s.opts, Worktree: s.worktree,
 			})
 		}
 		s.mu.Unlock()
 	}
-	err := m.cfg.Registry.Save(entries)
+	err := m.cfg.Registry.Save(entries, m.Spent())
 	m.persistMu.Lock()
 	was := m.persistErr
 	m.persistErr = err
@@ -223,6 +235,7 @@ func (m *Manager) restore() {
 		return
 	}
 	entries := m.cfg.Registry.Load()
+	m.spent = m.cfg.Registry.SpentUSD()
 	entries = slices.DeleteFunc(entries, func(e RegistryEntry) bool { return e.SessionID == "" })
 	slices.SortStableFunc(entries, func(a, b RegistryEntry) int { return b.LastUsed.Compare(a.LastUsed) })
 	if n := len(entries) - m.cfg.MaxSessions; n > 0 {
@@ -239,6 +252,7 @@ func (m *Manager) restore() {
 		s.claudeSessionID, s.resumable, s.forkPending = e.ClaudeSessionID, e.Resumable, e.ForkPending
 		s.model, s.created, s.lastUsed = e.Model, e.Created, e.LastUsed
 		s.queries, s.cost, s.usage = e.Queries, e.CostUSD, e.Usage
+		s.worktree = e.Worktree
 		s.state = StateDormant
 		if _, err := m.admit(&s.opts); err != nil {
 			s.state, s.failure = StateRefused, err.Error()

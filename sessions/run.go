@@ -17,6 +17,8 @@ import (
 // RunOptions tune a run.
 type RunOptions struct {
 	IncludeThinking bool
+	Effort          string  // this query's effort (see QueryOptions)
+	Images          []Image // sent with the prompt
 	// CloseAfter closes the session once the result is collected (or
 	// dropped).
 	CloseAfter bool
@@ -103,7 +105,7 @@ func (s *Session) Start(ctx context.Context, prompt string, o RunOptions) (*Run,
 	rctx, cancel := context.WithCancel(context.Background())
 	r := &Run{ID: uuid.NewString(), session: s, opts: o, start: time.Now(), cancel: cancel, listener: o.Listener,
 		started: make(chan struct{}), done: make(chan struct{}), asked: make(chan struct{}, 1)}
-	qo := QueryOptions{IncludeThinking: o.IncludeThinking, OnEvent: r.onEvent}
+	qo := QueryOptions{IncludeThinking: o.IncludeThinking, Effort: o.Effort, Images: o.Images, OnEvent: r.onEvent}
 	switch {
 	case o.Ask != nil:
 		qo.AskPermission = o.Ask

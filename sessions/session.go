@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +42,7 @@ var (
 	ErrEmptyPrompt   = errors.New("prompt is empty")
 	ErrDepthExceeded = errors.New("nesting depth exceeded")
 	ErrRefused       = errors.New("refused by the server's policy")
+	ErrBudget        = errors.New("budget spent")
 )
 
 // CreateOptions describe a session: where it works, the CLI options its
@@ -54,6 +57,7 @@ type CreateOptions struct {
 	ResumeSessionID string                     `json:"resumeSessionId,omitempty" jsonschema:"A claudeSessionId whose conversation this continues."`
 	ForkSession     bool                       `json:"forkSession,omitempty" jsonschema:"With resumeSessionId: continue under a new id."`
 	Profile         string                     `json:"profile,omitempty" jsonschema:"A backend profile configured on the server."`
+	Worktree        WorktreeOption             `json:"worktree,omitzero" jsonschema:"Work in a git worktree of its own on a new branch: true, or a name. Removed at close if nothing changed."`
 	// Env is added to the CLI's environment, over the profile's (which is
 	// looked up by name at each start); never persisted.
 	Env map[string]string `json:"-"`
@@ -64,6 +68,11 @@ type CreateOptions struct {
 // QueryOptions tune one query.
 type QueryOptions struct {
 	IncludeThinking bool
+	// Effort, when set, is this query's effort; the session's comes back
+	// after the turn.
+	Effort string
+	// Images go with the prompt, as image content blocks.
+	Images []Image
 	// OnEvent receives the turn's events in order, from one goroutine, all
 	// before Query returns.
 	OnEvent func(Event)
@@ -97,6 +106,9 @@ type Info struct {
 	Failure         string
 	QueuePosition   int // while queued for a live process; 1 is next
 	Temporary       bool
+	Name            string
+	Effort          string
+	Worktree        *Worktree
 }
 
 // Session is one conversation with Claude Code. Its process may come and
@@ -124,6 +136,8 @@ type Session struct {
 	opts            CreateOptions
 	profileEnv      map[string]string // of opts.Profile, as of the last start
 	queuePos        int               // while queued: the position, 1 is next
+	procEffort      string            // the effort the live process runs with
+	replay          bool              // the transcript was lost: the next prompt carries the recorded history
 	state           State
 	proc            *claudeagent.Process
 	pumpDone        chan struct{}
@@ -134,6 +148,8 @@ type Session struct {
 	models          []claudeagent.ModelInfo
 	cur             *turn
 	run             *Run // the latest run whose result may still be collected
+	worktree        *Worktree
+	worktreeFinal   *WorktreeInfo // what close did with the worktree
 	curAsk          func(ctx context.Context, req *PermissionRequest) (*claudeagent.PermissionResult, error)
 	procCost        float64 // cumulative cost the current process reported
 	created         time.Time
@@ -192,7 +208,10 @@ func (s *Session) Info() Info {
 	in := Info{
 		QueuePosition: s.queuePos,
 		Temporary:     s.opts.Temporary,
-		SessionID:     s.ID, ClaudeSessionID: s.claudeSessionID, Cwd: s.opts.Cwd, Model: s.model,
+		Name:          s.opts.Name,
+		Effort:        s.opts.Effort,
+		Worktree:      s.worktree,
+		SessionID:     s.ID, ClaudeSessionID: s.claudeSessionID, Cwd: s.cwdLocked(), Model: s.model,
 		PermissionMode: s.opts.PermissionMode, State: s.state, Created: s.created, LastUsed: s.lastUsed,
 		Queries: s.queries, Usage: s.usage, CostUSD: s.cost, Profile: s.opts.Profile, Failure: s.failure,
 	}
@@ -238,6 +257,13 @@ func (s *Session) start(ctx context.Context, t *turn) error {
 		s.log.Warn("the server's policy refuses to run the session", "reason", err)
 		return fmt.Errorf("%w: session %s cannot run: %w", ErrRefused, s.ID, err)
 	}
+	if s.worktree != nil {
+		if err := s.m.checkDir("worktree", s.worktree.Cwd()); err != nil {
+			s.state, s.failure = StateRefused, err.Error()
+			s.mu.Unlock()
+			return fmt.Errorf("%w: session %s cannot run: %w", ErrRefused, s.ID, err)
+		}
+	}
 	s.profileEnv, s.failure = env, ""
 	s.state = StateStarting
 	opts := s.processOptions()
@@ -267,6 +293,24 @@ func (s *Session) start(ctx context.Context, t *turn) error {
 		return err
 	}
 	p, resp, err := s.m.startProcess(ctx, opts, s.log)
+	if err != nil && resuming && strings.Contains(err.Error(), "No conversation found") && s.canReplay() {
+		// The CLI was killed before it wrote the transcript: start afresh,
+		// and the next prompt carries the conversation as this server
+		// recorded it.
+		s.mu.Lock()
+		lost := s.claudeSessionID
+		s.claudeSessionID, s.resumable, s.forkPending, s.replay = uuid.NewString(), false, false, true
+		opts = s.processOptions()
+		s.mu.Unlock()
+		s.log.Warn("the CLI has no transcript to resume (it was killed before writing it); starting a fresh conversation seeded with the session's recorded history",
+			"lost_claude_session_id", lost, "claude_session_id", opts.SessionID)
+		p, resp, err = s.m.startProcess(ctx, opts, s.log)
+		if err != nil {
+			err = fmt.Errorf("the conversation's transcript was lost and a fresh start failed too: %w; close this session and create a new one (claude_session_history still shows what it said)", err)
+			resuming = true // so the session is marked failed below
+			opts.Resume = lost
+		}
+	}
 	if err != nil {
 		s.m.pool.release(s)
 		s.mu.Lock()
@@ -284,7 +328,7 @@ func (s *Session) start(ctx context.Context, t *turn) error {
 	}
 	stopping := s.m.shuttingDown() // before s.mu: the manager's lock comes first
 	s.mu.Lock()
-	s.proc, s.procCost = p, 0
+	s.proc, s.procCost, s.procEffort = p, 0, opts.Effort
 	s.pumpDone = make(chan struct{})
 	s.models = resp.Models
 	if s.model == "" || s.opts.Model != "" {
@@ -314,7 +358,7 @@ func (s *Session) processOptions() claudeagent.Options {
 	o := s.opts
 	opts := claudeagent.Options{
 		SessionOptions:        o.SessionOptions,
-		Cwd:                   o.Cwd,
+		Cwd:                   s.cwdLocked(),
 		MCPConfig:             mcpConfig(o.MCPServers, o.StrictMCPConfig),
 		StrictMCPConfig:       o.StrictMCPConfig,
 		Env:                   mergeEnv(s.profileEnv, o.Env),
@@ -323,6 +367,10 @@ func (s *Session) processOptions() claudeagent.Options {
 	}
 	if opts.Tools == nil && s.m.cfg.ToolsCeiling != nil {
 		opts.Tools = s.m.cfg.ToolsCeiling
+	}
+	if budget := s.budgetLocked(); budget > 0 {
+		// The CLI counts only what its own process spends.
+		opts.MaxBudgetUSD = max(math.Round((budget-s.cost)*1e6)/1e6, 0.000001)
 	}
 	switch {
 	case s.forkPending:
@@ -421,6 +469,9 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 	}
 	defer func() { <-s.slot }()
 
+	if err := s.checkBudget(); err != nil {
+		return nil, err
+	}
 	s.stopIdleTimer()
 	t := newTurn(qo.OnEvent)
 	p, prevCost, err := s.claim(ctx, t, qo.AskPermission)
@@ -428,18 +479,39 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 		return nil, err
 	}
 	started := time.Now()
+	s.mu.Lock()
+	replay := s.replay
+	s.replay = false
+	sent := prompt
+	if replay {
+		sent = replayPreamble(s.history) + prompt
+	}
+	s.mu.Unlock()
 
 	// Whether the prompt goes out is decided before the turn is announced:
 	// a cancellation that arrives after EventTurnStarted interrupts a sent
 	// prompt, never a prompt that was silently held back.
 	cancelled := ctx.Err() != nil
 	t.emit(Event{Kind: EventTurnStarted})
-	if cancelled {
+	switch {
+	case cancelled:
 		t.fail("the query was cancelled before it was sent")
-	} else if err := p.SendUser(prompt); err != nil {
-		t.fail("sending the prompt to claude: " + err.Error())
+	case s.setEffort(ctx, p, qo.Effort) != nil:
+		t.fail("switching the effort to " + qo.Effort + " failed; the prompt was not sent")
+	default:
+		if err := p.SendUser(userContent(sent, qo.Images)); err != nil {
+			t.fail("sending the prompt to claude: " + err.Error())
+		}
 	}
 	s.wait(ctx, t, p)
+	if qo.Effort != "" {
+		s.mu.Lock()
+		back := s.opts.Effort
+		s.mu.Unlock()
+		if err := s.setEffort(context.Background(), p, back); err != nil {
+			s.log.Warn("restoring the session's effort after the query", "err", err)
+		}
+	}
 
 	s.mu.Lock()
 	s.cur, s.curAsk = nil, nil
@@ -448,6 +520,9 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 		s.forkPending = false // the fork exists now; later starts resume it
 	}
 	r := t.snapshot(prevCost, qo.IncludeThinking)
+	if replay {
+		r.Recovered = "replayed"
+	}
 	s.recordTurn(prompt, started, t)
 	if r.ClaudeSessionID != "" {
 		s.claudeSessionID = r.ClaudeSessionID
@@ -465,15 +540,98 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 	s.usage.CacheReadInputTokens += r.Usage.CacheReadInputTokens
 	s.cost += r.CostUSD
 	s.lastUsed = time.Now()
+	if len(s.opts.JSONSchema) > 0 && !r.IsError && r.StructuredOutput == nil && !r.Interrupted {
+		r.IsError = true
+		r.ErrorText = "the answer is not structured output: the model answered in text instead of the form jsonSchema asks for"
+	}
+	if r.Subtype == "error_max_structured_output_retries" {
+		r.ErrorText = "the answer did not match jsonSchema, also after the CLI asked again: " + r.ErrorText
+	}
+	if r.Subtype == "error_max_budget_usd" {
+		r.ErrorText = fmt.Sprintf("the session's budget stopped the turn: it has cost $%.4f of $%.2f (maxBudgetUsd); %s", s.cost, s.budgetLocked(), r.ErrorText)
+	}
 	if s.state == StateRunning {
 		s.state = StateIdle
 	}
 	s.mu.Unlock()
+	s.m.addSpent(r.CostUSD)
 	s.resetIdleTimer()
 	s.m.pool.idle()
 	s.m.persist()
 	t.emit(Event{Kind: EventDone, IsError: r.IsError, Text: r.ErrorText})
 	return r, nil
+}
+
+// setEffort switches the effort of the running process when effort differs
+// from what it runs with ("" is the model's default); the CLI takes it
+// without a restart (control request apply_flag_settings).
+func (s *Session) setEffort(ctx context.Context, p *claudeagent.Process, effort string) error {
+	s.mu.Lock()
+	cur := s.procEffort
+	s.mu.Unlock()
+	if effort == cur {
+		return nil
+	}
+	var level any
+	if effort != "" {
+		level = effort
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := p.Control(ctx, "apply_flag_settings", map[string]any{"settings": map[string]any{"effortLevel": level}}); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.procEffort = effort
+	s.mu.Unlock()
+	return nil
+}
+
+// cwdLocked is where the session works: its worktree, else its cwd. s.mu is
+// held (or the session is not shared yet).
+func (s *Session) cwdLocked() string {
+	if s.worktree != nil {
+		return s.worktree.Cwd()
+	}
+	return s.opts.Cwd
+}
+
+// WorktreeInfo reports the session's worktree as it is now (what close did
+// with it, once closed); nil without one.
+func (s *Session) WorktreeInfo(ctx context.Context) *WorktreeInfo {
+	s.mu.Lock()
+	w, final := s.worktree, s.worktreeFinal
+	s.mu.Unlock()
+	switch {
+	case final != nil:
+		return final
+	case w != nil:
+		return w.info(ctx)
+	}
+	return nil
+}
+
+// budgetLocked is the session's budget: its maxBudgetUsd, else the
+// server's per-session ceiling; 0 for none. s.mu is held.
+func (s *Session) budgetLocked() float64 {
+	if s.opts.MaxBudgetUSD > 0 {
+		return s.opts.MaxBudgetUSD
+	}
+	return s.m.cfg.MaxSessionBudgetUSD
+}
+
+// checkBudget refuses a turn when the session's budget or the server's
+// total budget is spent.
+func (s *Session) checkBudget() error {
+	if err := s.m.checkTotalBudget(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if budget := s.budgetLocked(); budget > 0 && s.cost >= budget {
+		return fmt.Errorf("%w: session %s has cost $%.4f of its $%.2f budget (maxBudgetUsd); create a new session to go on", ErrBudget, s.ID, s.cost, budget)
+	}
+	return nil
 }
 
 // claim makes t the running turn of a live process, starting the process
@@ -661,8 +819,22 @@ func (s *Session) close() {
 	if s.idleTimer != nil {
 		s.idleTimer.Stop()
 	}
+	w := s.worktree
 	s.mu.Unlock()
 	s.shutdown()
+	if w != nil {
+		in, err := w.finish(context.Background())
+		if err != nil {
+			s.log.Warn("finishing the session's worktree", "err", err)
+		} else if in.Removed {
+			s.log.Info("removed the session's worktree: nothing changed in it", "path", w.Path)
+		} else {
+			s.log.Info("kept the session's worktree: it has changes", "path", w.Path, "branch", w.Branch, "changed_files", len(in.ChangedFiles))
+		}
+		s.mu.Lock()
+		s.worktreeFinal = in
+		s.mu.Unlock()
+	}
 }
 
 // shutdown interrupts a running query and stops the process, leaving the
@@ -759,7 +931,7 @@ func (s *Session) onControl(ctx context.Context, req *claudeagent.ControlRequest
 		return nil, err
 	}
 	s.mu.Lock()
-	t, ask, cwd := s.cur, s.curAsk, s.opts.Cwd
+	t, ask, cwd := s.cur, s.curAsk, s.cwdLocked()
 	s.mu.Unlock()
 	res := s.m.decidePermission(ctx, &PermissionRequest{SessionID: s.ID, Cwd: cwd, CanUseToolRequest: c}, ask)
 	if t != nil {

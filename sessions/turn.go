@@ -75,6 +75,7 @@ type PermissionDenial struct {
 // TurnResult, with IsError and ErrorText set and the rest as far as known.
 type TurnResult struct {
 	FinalText         string
+	StructuredOutput  json.RawMessage // with jsonSchema: the answer, validated by the CLI
 	Thinking          []string
 	ToolInvocations   []ToolInvocation
 	ClaudeSessionID   string
@@ -92,6 +93,10 @@ type TurnResult struct {
 	PermissionDenials []PermissionDenial
 	Interrupted       bool
 	TimedOut          bool
+	// Recovered is "replayed" when the conversation's transcript was lost
+	// (the CLI was killed before writing it) and this turn started a fresh
+	// conversation seeded with the session's recorded history.
+	Recovered string
 }
 
 // turn aggregates the messages of one query. The session's pump goroutine
@@ -302,6 +307,10 @@ func (t *turn) snapshot(prevCost float64, includeThinking bool) *TurnResult {
 		return r
 	}
 	r.FinalText = res.Result
+	r.StructuredOutput = res.StructuredOutput
+	if string(r.StructuredOutput) == "null" {
+		r.StructuredOutput = nil
+	}
 	if r.FinalText == "" && len(t.texts) > 0 {
 		// An interrupted or failed turn has no result text; keep what was said.
 		r.FinalText = strings.Join(t.texts, "\n\n")

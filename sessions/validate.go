@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // PermissionModes are the CLI's permission modes, in the order documented.
@@ -140,4 +142,157 @@ func mcpConfig(servers map[string]json.RawMessage, strict bool) string {
 	}
 	doc, _ := json.Marshal(map[string]any{"mcpServers": servers}) // RawMessages were validated
 	return string(doc)
+}
+
+// EffortLevels are the CLI's --effort values.
+var EffortLevels = []string{"low", "medium", "high", "xhigh", "max"}
+
+// ValidateEffort checks an effort level; "" is the CLI's default.
+func ValidateEffort(effort string) error {
+	if effort == "" || slices.Contains(EffortLevels, effort) {
+		return nil
+	}
+	return fmt.Errorf("invalid effort %q: use one of %s", effort, strings.Join(EffortLevels, ", "))
+}
+
+// SettingSources are the CLI's --setting-sources values.
+var SettingSources = []string{"user", "project", "local"}
+
+var agentNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+// validateDelegation checks the options that shape what a session does:
+// effort, structured output, budget, custom agents, settings, setting
+// sources, fallback model and name.
+func validateDelegation(o *CreateOptions) error {
+	if err := ValidateEffort(o.Effort); err != nil {
+		return err
+	}
+	if len(o.JSONSchema) > 0 {
+		if err := validateJSONSchema(o.JSONSchema); err != nil {
+			return err
+		}
+	}
+	if o.MaxBudgetUSD < 0 {
+		return fmt.Errorf("invalid maxBudgetUsd %v: use a positive amount in USD, or omit it", o.MaxBudgetUSD)
+	}
+	if len(o.Agents) > 0 {
+		var agents map[string]map[string]json.RawMessage
+		if err := json.Unmarshal(o.Agents, &agents); err != nil {
+			return fmt.Errorf("invalid agents: %v; expected {\"name\": {\"description\": \"…\", \"prompt\": \"…\"}}", err)
+		}
+		for name, a := range agents {
+			if !agentNameRE.MatchString(name) {
+				return fmt.Errorf("invalid agents name %q: use letters, digits, '.', '_' and '-'", name)
+			}
+			for _, field := range []string{"description", "prompt"} {
+				var v string
+				if json.Unmarshal(a[field], &v) != nil || strings.TrimSpace(v) == "" {
+					return fmt.Errorf("invalid agents[%q]: %q must be a non-empty string", name, field)
+				}
+			}
+			if raw, ok := a["tools"]; ok {
+				var tools []string
+				if json.Unmarshal(raw, &tools) != nil {
+					return fmt.Errorf("invalid agents[%q]: \"tools\" must be a list of tool names", name)
+				}
+			}
+			if raw, ok := a["model"]; ok {
+				var m string
+				if json.Unmarshal(raw, &m) != nil || ValidateModel(m) != nil {
+					return fmt.Errorf("invalid agents[%q]: \"model\" must be a model alias or id", name)
+				}
+			}
+		}
+	}
+	if len(o.Settings) > 0 {
+		var path string
+		var obj map[string]json.RawMessage
+		switch {
+		case json.Unmarshal(o.Settings, &obj) == nil:
+		case json.Unmarshal(o.Settings, &path) == nil:
+			if err := noControl("settings", path); err != nil {
+				return err
+			}
+			if !filepath.IsAbs(path) {
+				return fmt.Errorf("invalid settings %q: a settings file must be an absolute path (or pass the settings as an object)", path)
+			}
+			if st, err := os.Stat(path); err != nil || st.IsDir() {
+				return fmt.Errorf("invalid settings %q: no such file (pass an existing settings file, or the settings as an object)", path)
+			}
+		default:
+			return errors.New("invalid settings: pass a settings object such as {\"permissions\": {\"deny\": [\"Bash\"]}}, or the absolute path of a settings file")
+		}
+	}
+	for _, src := range o.SettingSources {
+		if !slices.Contains(SettingSources, src) {
+			return fmt.Errorf("invalid settingSources entry %q: use user, project or local ([] loads none)", src)
+		}
+	}
+	if o.FallbackModel != "" {
+		if err := ValidateModel(o.FallbackModel); err != nil {
+			return fmt.Errorf("invalid fallbackModel: %w", err)
+		}
+	}
+	if err := noControl("name", o.Name); err != nil {
+		return err
+	}
+	if len(o.Name) > 100 {
+		return fmt.Errorf("invalid name: %d characters, at most 100", len(o.Name))
+	}
+	return nil
+}
+
+// validateJSONSchema checks a --json-schema: a JSON Schema object whose
+// type is object (it becomes a tool's input schema), that resolves.
+func validateJSONSchema(raw json.RawMessage) error {
+	var s jsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return fmt.Errorf("invalid jsonSchema: %v; pass a JSON Schema object such as {\"type\": \"object\", \"properties\": {\"answer\": {\"type\": \"string\"}}}", err)
+	}
+	if s.Type != "object" {
+		return fmt.Errorf("invalid jsonSchema: its type must be \"object\" (got %q); wrap other values in an object property", s.Type)
+	}
+	if _, err := s.Resolve(nil); err != nil {
+		return fmt.Errorf("invalid jsonSchema: %v", err)
+	}
+	var doc any
+	_ = json.Unmarshal(raw, &doc)
+	return checkSchemaTypes("jsonSchema", doc)
+}
+
+var schemaTypeNames = []string{"object", "array", "string", "number", "integer", "boolean", "null"}
+
+// checkSchemaTypes checks every "type" in a schema names a JSON Schema type
+// (the resolver does not).
+func checkSchemaTypes(where string, v any) error {
+	switch x := v.(type) {
+	case map[string]any:
+		switch t := x["type"].(type) {
+		case string:
+			if !slices.Contains(schemaTypeNames, t) {
+				return fmt.Errorf("invalid jsonSchema: %s has type %q; use %s", where, t, strings.Join(schemaTypeNames, ", "))
+			}
+		case []any:
+			for _, e := range t {
+				if s, ok := e.(string); !ok || !slices.Contains(schemaTypeNames, s) {
+					return fmt.Errorf("invalid jsonSchema: %s has type %v; use %s", where, e, strings.Join(schemaTypeNames, ", "))
+				}
+			}
+		}
+		for k, sub := range x {
+			if k == "enum" || k == "const" || k == "examples" || k == "default" {
+				continue // values, not schemas
+			}
+			if err := checkSchemaTypes(where+"."+k, sub); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if err := checkSchemaTypes(where, e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -41,6 +41,8 @@ type config struct {
 	heartbeat         time.Duration
 	maxFrameBytes     int
 	maxPromptBytes    int
+	sessionBudget     float64
+	totalBudget       float64
 	tasks             bool
 	taskAfter         time.Duration
 	taskTTL           time.Duration
@@ -63,6 +65,8 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.BoolVar(&c.sessionMCP, "allow-session-mcp-servers", true, "let sessions start the MCP servers their mcpServers entries name (commands the server runs)")
 	fs.StringVar(&c.toolsCeiling, "allowed-tools-ceiling", "", "comma-separated built-in tools sessions may have, e.g. Read,Grep,Glob,Edit (default: no ceiling); sessions that name none get these")
 	fs.IntVar(&c.maxDepth, "max-depth", 2, "refuse to create sessions when nested this deep in claude-agent-mcp sessions")
+	fs.Float64Var(&c.sessionBudget, "max-session-budget-usd", 0, "the most a session may spend, in USD (caps maxBudgetUsd, and is the budget of sessions that give none); 0 no cap")
+	fs.Float64Var(&c.totalBudget, "max-total-budget-usd", 0, "the most all sessions together may spend, in USD, counted from the costs the CLI reports (across restarts when persisted); past it new turns are refused; 0 no cap")
 	fs.StringVar(&c.profiles, "profiles", "", "JSON file of backend profiles (see README)")
 	fs.StringVar(&c.stateFile, "state-file", "", "session registry file (default: $XDG_STATE_HOME/claude-agent-mcp/sessions.json)")
 	fs.BoolVar(&c.persist, "persist", true, "keep sessions in the registry so they survive a restart")
@@ -183,6 +187,12 @@ func (c *config) check() (*settings, error) {
 	above0("heartbeat-interval", c.heartbeat)
 	above0("task-after", c.taskAfter)
 	above0("task-ttl", c.taskTTL)
+	if c.sessionBudget < 0 {
+		bad("max-session-budget-usd", c.sessionBudget, "use an amount in USD, or 0 for no cap")
+	}
+	if c.totalBudget < 0 {
+		bad("max-total-budget-usd", c.totalBudget, "use an amount in USD, or 0 for no cap")
+	}
 	if c.maxDepth < 0 {
 		bad("max-depth", c.maxDepth, "use 0 (no limit) or more")
 	}
@@ -200,6 +210,7 @@ func (c *config) check() (*settings, error) {
 			CLIPath: c.claudePath, MaxSessions: c.maxSessions, MaxLive: c.maxLive, MaxQueue: c.maxQueue,
 			IdleTimeout: c.idleTimeout, QueryTimeout: c.queryTimeout, PermissionTimeout: c.permissionTimeout,
 			MaxDepth: c.maxDepth, NoSessionMCPServers: !c.sessionMCP,
+			MaxSessionBudgetUSD: c.sessionBudget, MaxTotalBudgetUSD: c.totalBudget,
 		},
 		tools: mcptools.Options{
 			Version: versionString(), MaxResultChars: c.maxResultChars, DefaultWait: c.defaultWait, HeartbeatInterval: c.heartbeat,

@@ -35,6 +35,8 @@ func TestBadFlags(t *testing.T) {
 		{args: []string{"--task-after", "0s"}, want: "--task-after"},
 		{args: []string{"--task-ttl", "-1h"}, want: "--task-ttl"},
 		{args: []string{"--max-depth", "-1"}, want: "--max-depth"},
+		{args: []string{"--max-session-budget-usd", "-1"}, want: "--max-session-budget-usd"},
+		{args: []string{"--max-total-budget-usd", "-0.5"}, want: "--max-total-budget-usd"},
 		{args: []string{"--max-result-chars", "0"}, want: "--max-result-chars"},
 		{args: []string{"--max-frame-bytes", "10"}, want: "--max-frame-bytes"},
 		{args: []string{"--max-prompt-bytes", "99999999999"}, want: "--max-prompt-bytes"},

@@ -56,6 +56,10 @@
 //	                                      an unknown type and a system line with an unknown subtype
 //	FAKE_CLAUDE_IGNORE_CONTROL=<subtype>  never answer (nor act on) that control request subtype
 //	FAKE_CLAUDE_STDERR_FLOOD=<n>          write n lines to stderr at start
+//	FAKE_CLAUDE_NO_TRANSCRIPT=1           --resume fails as when the transcript was never written:
+//	                                      "No conversation found with session ID: <id>", exit 1
+//	FAKE_CLAUDE_INPUT_LOG=<file>          append every line read from stdin to file
+//	FAKE_CLAUDE_STRUCTURED_OUTPUT=<json>  with --json-schema, results carry it as structured_output
 //	FAKE_CLAUDE_DIE_AFTER_MS=<n>          n ms into the first turn, write "fatal: simulated crash"
 //	                                      to stderr and exit 1
 package fakecli
@@ -97,6 +101,9 @@ const (
 	EnvIgnoreControl  = "FAKE_CLAUDE_IGNORE_CONTROL"
 	EnvStderrFlood    = "FAKE_CLAUDE_STDERR_FLOOD"
 	EnvDieAfterMs     = "FAKE_CLAUDE_DIE_AFTER_MS"
+	EnvNoTranscript   = "FAKE_CLAUDE_NO_TRANSCRIPT"
+	EnvInputLog       = "FAKE_CLAUDE_INPUT_LOG"
+	EnvStructured     = "FAKE_CLAUDE_STRUCTURED_OUTPUT"
 	DefaultVersion    = "2.1.197"
 	maxPause          = 2 * time.Second
 	slowDelay         = 500 * time.Millisecond
@@ -174,17 +181,18 @@ func TestMain(m *testing.M) {
 
 // fake is one running fake CLI.
 type fake struct {
-	caps   *captures
-	speed  float64
-	sid    string
-	paths  *strings.Replacer // /CWD, /HOME placeholders → real paths
-	stdio  bool              // --permission-prompt-tool stdio
-	maxT   bool              // --max-turns given
-	bypass bool              // bypassPermissions may be set later
-	ignore string            // control subtype never answered
-	noise  bool
-	die    time.Duration
-	errw   io.Writer
+	caps       *captures
+	speed      float64
+	sid        string
+	paths      *strings.Replacer // /CWD, /HOME placeholders → real paths
+	stdio      bool              // --permission-prompt-tool stdio
+	maxT       bool              // --max-turns given
+	bypass     bool              // bypassPermissions may be set later
+	jsonSchema bool              // --json-schema given
+	ignore     string            // control subtype never answered
+	noise      bool
+	die        time.Duration
+	errw       io.Writer
 
 	outMu sync.Mutex
 	out   io.Writer
@@ -228,6 +236,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, text)
 		}
 		return code
+	}
+	if id := flags.value("--resume"); id != "" && os.Getenv(EnvNoTranscript) == "1" {
+		fmt.Fprintf(stdout, `{"type":"result","subtype":"error_during_execution","is_error":true,"errors":["No conversation found with session ID: %s"],"session_id":%q}`+"\n", id, id)
+		fmt.Fprintf(stderr, "No conversation found with session ID: %s\n", id)
+		return 1
 	}
 	if os.Getenv(EnvIgnoreSIGTERM) == "1" {
 		signal.Ignore(syscall.SIGTERM)
@@ -275,6 +288,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		interrupts: make(chan string, 16),
 		eof:        make(chan struct{}),
 	}
+	f.jsonSchema = flags.has("--json-schema")
 	f.bypass = f.mode == "bypassPermissions" || flags.has("--allow-dangerously-skip-permissions") || flags.has("--dangerously-skip-permissions")
 	if s, err := strconv.ParseFloat(os.Getenv(EnvSpeed), 64); err == nil && s > 0 {
 		f.speed = s
@@ -380,6 +394,12 @@ func (f *fake) input(line []byte, queue chan<- string) (code int, fatal bool) {
 			Role    string          `json:"role"`
 			Content json.RawMessage `json:"content"`
 		} `json:"message"`
+	}
+	if path := os.Getenv(EnvInputLog); path != "" {
+		if lf, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+			lf.Write(append(bytes.TrimRight(line, "\n"), '\n'))
+			lf.Close()
+		}
 	}
 	if err := json.Unmarshal(line, &in); err != nil {
 		fmt.Fprintf(f.errw, "Error parsing streaming input line: %s: SyntaxError: %v\n", line, err)
@@ -497,6 +517,15 @@ func (f *fake) control(id string, req json.RawMessage) {
 				SessionID      string  `json:"session_id"`
 			}{"system", "status", nil, r.Mode, newUUID(), f.sid}))
 		}
+	case "apply_flag_settings":
+		var a struct {
+			Settings map[string]json.RawMessage `json:"settings"`
+		}
+		if json.Unmarshal(req, &a) != nil || a.Settings == nil {
+			f.controlError(id, "apply_flag_settings needs settings")
+			return
+		}
+		f.controlSuccess(id, nil)
 	default:
 		f.controlError(id, "Unsupported control request subtype: "+r.Subtype)
 	}
@@ -818,6 +847,9 @@ func (f *fake) emitResult(c *capture, line []byte, cost float64, set map[string]
 	f.cost += cost
 	o := mustObject(line)
 	o.set("total_cost_usd", f.cost)
+	if so := os.Getenv(EnvStructured); so != "" && f.jsonSchema {
+		o.set("structured_output", json.RawMessage(so))
+	}
 	for k, v := range set {
 		o.set(k, v)
 	}
