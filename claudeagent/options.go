@@ -32,42 +32,42 @@ const (
 // JSON names and descriptions are those callers see. Each maps to one flag
 // in [Options.Args]; validation lives with the session manager.
 type SessionOptions struct {
-	Model          string `json:"model,omitempty" jsonschema:"Alias (opus, sonnet, haiku) or model id."`
-	PermissionMode string `json:"permissionMode,omitempty" jsonschema:"default asks before risky tools; acceptEdits; plan; bypassPermissions; dontAsk; auto."`
+	Model          string `json:"model,omitempty" jsonschema:"opus, sonnet, haiku or a model id"`
+	PermissionMode string `json:"permissionMode,omitempty"`
 	// SystemPrompt, when set, replaces Claude Code's system prompt.
-	SystemPrompt string `json:"systemPrompt,omitempty" jsonschema:"Replaces the whole system prompt."`
+	SystemPrompt string `json:"systemPrompt,omitempty"`
 	// AppendSystemPrompt is appended to the default system prompt.
-	AppendSystemPrompt string `json:"appendSystemPrompt,omitempty" jsonschema:"Appended to the default system prompt."`
+	AppendSystemPrompt string `json:"appendSystemPrompt,omitempty"`
 	// AllowedTools and DisallowedTools are permission rules such as "Bash"
 	// or "Bash(git:*)".
-	AllowedTools    []string `json:"allowedTools,omitempty" jsonschema:"Rules that run without asking: Bash, Edit, Bash(git:*), mcp__srv__tool."`
-	DisallowedTools []string `json:"disallowedTools,omitempty" jsonschema:"Rules for tools removed from the session."`
+	AllowedTools    []string `json:"allowedTools,omitempty" jsonschema:"Rules such as Bash(git:*) that run without asking"`
+	DisallowedTools []string `json:"disallowedTools,omitempty"`
 	// MaxTurns caps API round trips per user message; 0 means no cap.
-	MaxTurns int `json:"maxTurns,omitempty" jsonschema:"Max API round trips per query."`
+	MaxTurns int `json:"maxTurns,omitempty"`
 	// AddDirs are further directories the session may access.
-	AddDirs []string `json:"addDirs,omitempty" jsonschema:"More absolute directories it may access."`
+	AddDirs []string `json:"addDirs,omitempty"`
 	// Tools is the built-in tool set: nil is the CLI's default, empty none.
-	Tools []string `json:"tools,omitzero" jsonschema:"Built-in tools it has, e.g. [\"Read\",\"Grep\"]; [] for none. Default: all."`
+	Tools []string `json:"tools,omitzero" jsonschema:"Built-in tools; [] none"`
 	// Effort is low, medium, high, xhigh or max (--effort).
-	Effort string `json:"effort,omitempty" jsonschema:"Reasoning effort."`
+	Effort string `json:"effort,omitempty"`
 	// JSONSchema makes the final answer structured output that matches it
 	// (--json-schema); the result then carries structured_output.
-	JSONSchema json.RawMessage `json:"jsonSchema,omitempty" jsonschema:"A JSON Schema (type object) the final answer must match; results then carry structuredOutput."`
+	JSONSchema json.RawMessage `json:"jsonSchema,omitempty" jsonschema:"Answer schema (type object): gives structuredOutput"`
 	// MaxBudgetUSD caps this process's spending (--max-budget-usd).
-	MaxBudgetUSD float64 `json:"maxBudgetUsd,omitempty" jsonschema:"Spending cap in USD for the whole session."`
+	MaxBudgetUSD float64 `json:"maxBudgetUsd,omitempty"`
 	// Agents defines custom sub-agents (--agents): {"name": {"description":
 	// …, "prompt": …, "tools": […], "model": …}}.
-	Agents json.RawMessage `json:"agents,omitempty" jsonschema:"Custom sub-agents: {\"name\": {\"description\": …, \"prompt\": …, \"tools\": […]}}."`
+	Agents json.RawMessage `json:"agents,omitempty" jsonschema:"{name: {description, prompt, tools}}"`
 	// Settings is a settings object or the path of a settings file
 	// (--settings).
-	Settings json.RawMessage `json:"settings,omitempty" jsonschema:"A settings object, or the path of a settings file."`
+	Settings json.RawMessage `json:"settings,omitempty" jsonschema:"Object or file path"`
 	// SettingSources are the settings loaded (--setting-sources): user,
 	// project, local; empty loads none; nil the CLI's default.
-	SettingSources []string `json:"settingSources,omitzero" jsonschema:"Settings to load: user, project, local; [] loads none (no user or project settings, hooks or CLAUDE.md)."`
+	SettingSources []string `json:"settingSources,omitzero" jsonschema:"[] loads none"`
 	// FallbackModel is used when the model is overloaded (--fallback-model).
-	FallbackModel string `json:"fallbackModel,omitempty" jsonschema:"Model to use when the main one is overloaded."`
+	FallbackModel string `json:"fallbackModel,omitempty"`
 	// Name is a display name (--name).
-	Name string `json:"name,omitempty" jsonschema:"A name to tell sessions apart."`
+	Name string `json:"name,omitempty"`
 }
 
 // Options configure a [Process]. The zero value starts `claude` from PATH in

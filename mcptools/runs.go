@@ -172,8 +172,8 @@ func (h *handlers) running(r *sessions.Run) (*mcp.CallToolResult, QueryOutput, e
 
 // WaitInput is claude_chat_wait's arguments.
 type WaitInput struct {
-	SessionID   string `json:"sessionId" jsonschema:"The session whose query returned status running."`
-	WaitSeconds int    `json:"waitSeconds,omitempty" jsonschema:"Return status running again if the turn has not ended after this many seconds. Default: the server's --default-wait (0 waits for the end)."`
+	SessionID   string `json:"sessionId"`
+	WaitSeconds int    `json:"waitSeconds,omitempty" jsonschema:"Return status running again after this long"`
 }
 
 func (h *handlers) wait(ctx context.Context, req *mcp.CallToolRequest, in WaitInput) (*mcp.CallToolResult, QueryOutput, error) {

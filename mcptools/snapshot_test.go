@@ -113,11 +113,16 @@ func TestToolDefinitions(t *testing.T) {
 		if !strings.HasPrefix(tool.Name, "claude_") {
 			t.Errorf("%s: name lacks the claude_ prefix", tool.Name)
 		}
-		if len(tool.Description) < 80 || !strings.Contains(tool.Description, "Example") {
-			t.Errorf("%s: description must say what, when and give an example: %q", tool.Name, tool.Description)
+		if len(tool.Description) < 40 || !strings.Contains(tool.Description, "Example: {") {
+			t.Errorf("%s: description must say what it does and give an example: %q", tool.Name, tool.Description)
 		}
-		if tool.Annotations == nil || tool.Annotations.Title == "" {
-			t.Errorf("%s: annotations with a title are required", tool.Name)
+		if tool.Title == "" {
+			t.Errorf("%s: no title", tool.Name)
+		}
+		// Annotations are left out only where the protocol's defaults
+		// (destructive, open world, not read-only) are what the tool is.
+		if tool.Annotations == nil && tool.Name != "claude_chat_query" && tool.Name != "claude_direct_query" {
+			t.Errorf("%s: no annotations", tool.Name)
 		}
 		if tool.OutputSchema == nil {
 			t.Errorf("%s: no output schema", tool.Name)
@@ -144,6 +149,45 @@ func TestToolDefinitions(t *testing.T) {
 	}
 	if tool := names["claude_session_close"]; tool != nil && (tool.Annotations.DestructiveHint == nil || !*tool.Annotations.DestructiveHint) {
 		t.Error("claude_session_close must be marked destructive")
+	}
+}
+
+// TestToolSurfaceSize pins what tools/list costs every host session: at
+// most 8 KB in all, at most 5 KB the model sees (descriptions and input
+// schemas).
+func TestToolSurfaceSize(t *testing.T) {
+	total, visible := 0, 0
+	for _, tool := range listTools(t) {
+		all, _ := json.Marshal(tool)
+		in, _ := json.Marshal(tool.InputSchema)
+		total += len(all)
+		visible += len(tool.Description) + len(in)
+	}
+	if total > 8<<10 || visible > 5<<10 {
+		t.Errorf("tools/list is %d bytes (at most %d), the model-visible part %d (at most %d)", total, 8<<10, visible, 5<<10)
+	}
+	t.Logf("tools/list: %d bytes, model-visible %d", total, visible)
+}
+
+// TestUnknownArguments: an argument a tool does not take is refused by
+// name, also the session options of claude_direct_query, which its schema
+// only refers to.
+func TestUnknownArguments(t *testing.T) {
+	f := newFakeServer(t, "2025-11-25", sessions.Config{}, Options{})
+	res, _ := f.call(t, "claude_session_create", map[string]any{"cwd": t.TempDir(), "modle": "opus"}, nil)
+	if !res.IsError || !strings.Contains(resText(res), `unknown parameter "modle" for claude_session_create`) || !strings.Contains(resText(res), "model") {
+		t.Errorf("a misspelt option: %s", resText(res))
+	}
+	res, _ = f.call(t, "claude_direct_query", map[string]any{"prompt": "hi", "permisionMode": "plan"}, nil)
+	if !res.IsError || !strings.Contains(resText(res), `unknown parameter "permisionMode"`) {
+		t.Errorf("a misspelt option of a direct query: %s", resText(res))
+	}
+	if n := f.mgr.Count(); n != 0 {
+		t.Errorf("a refused call made %d session(s)", n)
+	}
+	res, out := f.call(t, "claude_direct_query", map[string]any{"prompt": "hi", "cwd": t.TempDir(), "permissionMode": "plan", "maxTurns": 3}, nil)
+	if res.IsError || out["finalText"] == nil {
+		t.Errorf("a direct query with session options: %s", resText(res))
 	}
 }
 

@@ -132,6 +132,13 @@ func (h *handlers) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid level %q: use one of %s", p.Level, strings.Join(logLevels, ", "))}
 			}
 		}
+		if method == "tools/call" {
+			if ctr, ok := req.(*mcp.CallToolRequest); ok && ctr.Params != nil {
+				if err := checkArgs(h.params[ctr.Params.Name], ctr.Params.Name, ctr.Params.Arguments); err != nil && h.params[ctr.Params.Name] != nil {
+					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}, IsError: true}, nil
+				}
+			}
+		}
 		if h.opts.NoTasks {
 			return next(ctx, method, req)
 		}

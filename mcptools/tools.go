@@ -10,12 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -89,9 +87,10 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "claude-agent-mcp", Title: "Claude Code sessions", Version: version},
 		&mcp.ServerOptions{Instructions: instructions, Logger: slog.New(debugOnly{logger.Handler()})})
-	h := &handlers{mgr: mgr, log: logger, opts: opts, stateKey: newStateKey(), tasks: newTaskStore(opts.TaskTTL)}
+	h := &handlers{mgr: mgr, log: logger, opts: opts, stateKey: newStateKey(), tasks: newTaskStore(opts.TaskTTL), params: map[string][]string{}}
 	for _, t := range h.tools() {
 		t.add(srv)
+		h.params[t.def.Name] = t.params
 	}
 	srv.AddReceivingMiddleware(h.middleware)
 	if !opts.NoTasks {
@@ -135,154 +134,7 @@ type handlers struct {
 
 	stateKey []byte // signs RequestState of input-required results
 	tasks    *taskStore
-}
-
-// tool is one registration; add binds the typed handler.
-type tool struct {
-	def *mcp.Tool
-	add func(*mcp.Server)
-}
-
-func newTool[In, Out any](def *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) tool {
-	in := mustSchema[In]()
-	for name, prop := range in.Properties {
-		if patch := inputProperties[name]; patch != nil {
-			patch(prop)
-		}
-	}
-	def.InputSchema = in
-	def.OutputSchema = mustSchema[Out]()
-	return tool{def: def, add: func(s *mcp.Server) { mcp.AddTool(s, def, h) }}
-}
-
-// Tools returns the tool definitions, for documentation and tests.
-func Tools() []*mcp.Tool {
-	var out []*mcp.Tool
-	for _, t := range (&handlers{}).tools() {
-		out = append(out, t.def)
-	}
-	return out
-}
-
-// inputProperties refine derived input schemas by parameter name: the one
-// definition of each pattern and enumeration the tools share.
-var inputProperties = map[string]func(*jsonschema.Schema){
-	"model":          func(s *jsonschema.Schema) { s.Pattern = sessions.ModelPattern },
-	"permissionMode": func(s *jsonschema.Schema) { s.Enum = enumOf(sessions.PermissionModes) },
-	"fallbackModel":  func(s *jsonschema.Schema) { s.Pattern = sessions.ModelPattern },
-	"effort":         func(s *jsonschema.Schema) { s.Enum = enumOf(sessions.EffortLevels) },
-	"settings":       func(s *jsonschema.Schema) { s.Type, s.Types = "", []string{"object", "string"} },
-	"settingSources": func(s *jsonschema.Schema) {
-		s.Items = &jsonschema.Schema{Type: "string", Enum: enumOf(sessions.SettingSources)}
-	},
-	"images": func(s *jsonschema.Schema) {
-		s.Items.Properties["mediaType"].Enum = enumOf(sessions.ImageTypes)
-	},
-}
-
-// schemaTypes: raw JSON in results and options is always an object (a
-// tool's input, an MCP server's entry).
-var schemaTypes = map[reflect.Type]*jsonschema.Schema{
-	reflect.TypeFor[json.RawMessage]():         {Type: "object"},
-	reflect.TypeFor[sessions.WorktreeOption](): {Types: []string{"boolean", "string"}},
-}
-
-func enumOf(vals []string) []any {
-	out := make([]any, len(vals))
-	for i, v := range vals {
-		out[i] = v
-	}
-	return out
-}
-
-// mustSchema derives a schema from T; a failure is a programming error.
-func mustSchema[T any]() *jsonschema.Schema {
-	s, err := jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: schemaTypes})
-	if err != nil {
-		panic(fmt.Sprintf("schema for %T: %v", *new(T), err))
-	}
-	return s
-}
-
-func ptr[T any](v T) *T { return &v }
-
-func (h *handlers) tools() []tool {
-	return []tool{
-		newTool(&mcp.Tool{
-			Name:  "claude_session_create",
-			Title: "Create a Claude Code session",
-			Description: `Start a Claude Code session: a long-lived claude process working in a directory, ready for claude_chat_query. ` +
-				`Use it for multi-step work where later prompts build on earlier ones; for a single question use claude_direct_query instead. ` +
-				`Returns sessionId (pass it to the claude_chat_* tools) and claudeSessionId. Close the session with claude_session_close when done. ` +
-				`Example: {"cwd": "/home/me/project", "model": "sonnet", "permissionMode": "acceptEdits"}`,
-			Annotations: &mcp.ToolAnnotations{Title: "Create a Claude Code session", DestructiveHint: ptr(false), OpenWorldHint: ptr(true)},
-		}, h.create),
-		newTool(&mcp.Tool{
-			Name:  "claude_session_close",
-			Title: "Close a Claude Code session",
-			Description: `Close a session: interrupt its running query if any, stop its claude process and forget it. ` +
-				`Use it when a session's work is done; it frees about 300 MB. Example: {"sessionId": "4b1c…"}`,
-			Annotations: &mcp.ToolAnnotations{Title: "Close a Claude Code session", DestructiveHint: ptr(true), IdempotentHint: false, OpenWorldHint: ptr(false)},
-		}, h.close),
-		newTool(&mcp.Tool{
-			Name:  "claude_chat_query",
-			Title: "Ask a Claude Code session",
-			Description: `Send a prompt to a session and wait for the end of the turn. Claude Code may read and edit files and run commands in the session's directory, as its permission mode allows. ` +
-				`Returns finalText, the tools it used with their output, usage and cost, and claudeSessionId. One query at a time per session; a second one is refused while one runs. ` +
-				`Progress notifications are sent while it works when you pass a progressToken. Example: {"sessionId": "4b1c…", "prompt": "Run the tests and fix what fails"}`,
-			Annotations: &mcp.ToolAnnotations{Title: "Ask a Claude Code session", DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
-		}, h.query),
-		newTool(&mcp.Tool{
-			Name:  "claude_chat_interrupt",
-			Title: "Interrupt a running query",
-			Description: `Interrupt the query running in a session. The interrupted claude_chat_query returns promptly with what was produced so far and interrupted: true; the session keeps its history and takes the next query. ` +
-				`Example: {"sessionId": "4b1c…"}`,
-			Annotations: &mcp.ToolAnnotations{Title: "Interrupt a running query", DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)},
-		}, h.interrupt),
-		newTool(&mcp.Tool{
-			Name:  "claude_chat_model",
-			Title: "Switch a session's model",
-			Description: `Switch the model a session uses from its next turn on. Returns the resolved full model id. ` +
-				`Example: {"sessionId": "4b1c…", "model": "opus"}`,
-			Annotations: &mcp.ToolAnnotations{Title: "Switch a session's model", DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)},
-		}, h.model),
-		newTool(&mcp.Tool{
-			Name:  "claude_chat_mode",
-			Title: "Switch a session's permission mode",
-			Description: `Switch a session's permission mode, e.g. to acceptEdits so that file edits no longer ask, or to plan to have it only plan. ` +
-				`Example: {"sessionId": "4b1c…", "permissionMode": "acceptEdits"}`,
-			Annotations: &mcp.ToolAnnotations{Title: "Switch a session's permission mode", DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)},
-		}, h.mode),
-		newTool(&mcp.Tool{
-			Name:  "claude_direct_query",
-			Title: "One-shot Claude Code query",
-			Description: `Run one prompt in a temporary Claude Code session and return the same result as claude_chat_query; the session is closed afterwards, also on error or cancellation. ` +
-				`Use it for a self-contained task; use claude_session_create for a conversation. Example: {"prompt": "Summarise README.md", "cwd": "/home/me/project", "model": "haiku"}`,
-			Annotations: &mcp.ToolAnnotations{Title: "One-shot Claude Code query", DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
-		}, h.direct),
-		newTool(&mcp.Tool{
-			Name:  "claude_session_list",
-			Title: "List Claude Code sessions",
-			Description: `List open sessions (or one, by sessionId): ids, directory, model, permission mode, state (starting, idle, running, dormant, failed), times, query count, tokens, cost and pid. ` +
-				`Example: {} or {"sessionId": "4b1c…"}`,
-			Annotations: &mcp.ToolAnnotations{Title: "List Claude Code sessions", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
-		}, h.list),
-		newTool(&mcp.Tool{
-			Name:  "claude_chat_wait",
-			Title: "Wait for a running query",
-			Description: `Wait for the query of a session whose claude_chat_query or claude_direct_query returned status running, and return its final result (exactly once), ` +
-				`or status running again with what happened since the last call if waitSeconds pass first. Cancelling this call only stops the waiting. ` +
-				`Example: {"sessionId": "4b1c…", "waitSeconds": 90}`,
-			Annotations: &mcp.ToolAnnotations{Title: "Wait for a running query", ReadOnlyHint: true, OpenWorldHint: ptr(false)},
-		}, h.wait),
-		newTool(&mcp.Tool{
-			Name:  "claude_session_history",
-			Title: "Read a session's conversation",
-			Description: `Page through a session's conversation — prompts, assistant texts, tool calls with short results — oldest first within a page. ` +
-				`Without cursor it returns the newest entries; pass olderCursor to go back. Example: {"sessionId": "4b1c…", "limit": 20}`,
-			Annotations: &mcp.ToolAnnotations{Title: "Read a session's conversation", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
-		}, h.history),
-	}
+	params   map[string][]string // argument names, by tool
 }
 
 func (h *handlers) history(ctx context.Context, req *mcp.CallToolRequest, in HistoryInput) (*mcp.CallToolResult, HistoryOutput, error) {

@@ -25,7 +25,7 @@ type CreateOutput struct {
 
 // SessionInput names a session.
 type SessionInput struct {
-	SessionID string `json:"sessionId" jsonschema:"The sessionId returned by claude_session_create."`
+	SessionID string `json:"sessionId"`
 }
 
 // CloseOutput is claude_session_close's result.
@@ -38,21 +38,21 @@ type CloseOutput struct {
 
 // QueryInput is claude_chat_query's arguments.
 type QueryInput struct {
-	SessionID       string                `json:"sessionId" jsonschema:"The sessionId returned by claude_session_create."`
-	Prompt          string                `json:"prompt" jsonschema:"What to ask or tell Claude Code."`
-	Images          []sessions.ImageInput `json:"images,omitempty" jsonschema:"Images sent with the prompt."`
-	Effort          string                `json:"effort,omitempty" jsonschema:"Reasoning effort for this query only."`
-	CloseAfter      bool                  `json:"closeAfter,omitempty" jsonschema:"Close the session after this query. Default false."`
-	IncludeThinking bool                  `json:"includeThinking,omitempty" jsonschema:"Include Claude's thinking texts in the result and the log stream. Default false."`
-	WaitSeconds     int                   `json:"waitSeconds,omitempty" jsonschema:"Return status running (with the progress so far) if the turn has not ended after this many seconds (at most a day); the turn goes on and claude_chat_wait collects it. Default: the server's --default-wait (0 waits for the end)."`
+	SessionID       string                `json:"sessionId"`
+	Prompt          string                `json:"prompt"`
+	Images          []sessions.ImageInput `json:"images,omitempty" jsonschema:"A file path, or base64 data and mediaType"`
+	Effort          string                `json:"effort,omitempty" jsonschema:"For this query"`
+	CloseAfter      bool                  `json:"closeAfter,omitempty"`
+	IncludeThinking bool                  `json:"includeThinking,omitempty"`
+	WaitSeconds     int                   `json:"waitSeconds,omitempty" jsonschema:"Return status running after this long; claude_chat_wait collects the result"`
 }
 
 // DirectInput is claude_direct_query's arguments.
 type DirectInput struct {
-	Prompt          string                `json:"prompt" jsonschema:"What to ask or tell Claude Code."`
-	Images          []sessions.ImageInput `json:"images,omitempty" jsonschema:"Images sent with the prompt."`
-	IncludeThinking bool                  `json:"includeThinking,omitempty" jsonschema:"Include thinking texts in the result. Default false."`
-	WaitSeconds     int                   `json:"waitSeconds,omitempty" jsonschema:"Return status running if the turn has not ended after this many seconds; collect the result with claude_chat_wait. Default: the server's --default-wait (0 waits for the end)."`
+	Prompt          string                `json:"prompt"`
+	Images          []sessions.ImageInput `json:"images,omitempty" jsonschema:"A file path, or base64 data and mediaType"`
+	IncludeThinking bool                  `json:"includeThinking,omitempty"`
+	WaitSeconds     int                   `json:"waitSeconds,omitempty" jsonschema:"Return status running after this long; claude_chat_wait collects the result"`
 	sessions.CreateOptions
 }
 
@@ -100,8 +100,8 @@ type InterruptOutput struct {
 
 // ModelInput is claude_chat_model's arguments.
 type ModelInput struct {
-	SessionID string `json:"sessionId" jsonschema:"The sessionId returned by claude_session_create."`
-	Model     string `json:"model" jsonschema:"Model alias (opus, sonnet, haiku) or full model id such as claude-sonnet-4-5."`
+	SessionID string `json:"sessionId"`
+	Model     string `json:"model" jsonschema:"opus, sonnet, haiku or a model id"`
 }
 
 // ModelOutput is claude_chat_model's result.
@@ -113,8 +113,8 @@ type ModelOutput struct {
 
 // ModeInput is claude_chat_mode's arguments.
 type ModeInput struct {
-	SessionID      string `json:"sessionId" jsonschema:"The sessionId returned by claude_session_create."`
-	PermissionMode string `json:"permissionMode" jsonschema:"The new permission mode."`
+	SessionID      string `json:"sessionId"`
+	PermissionMode string `json:"permissionMode"`
 }
 
 // ModeOutput is claude_chat_mode's result.
@@ -125,7 +125,7 @@ type ModeOutput struct {
 
 // ListInput is claude_session_list's arguments.
 type ListInput struct {
-	SessionID string `json:"sessionId,omitempty" jsonschema:"Only this session. Default: all open sessions."`
+	SessionID string `json:"sessionId,omitempty" jsonschema:"Only this one"`
 }
 
 // SessionInfo describes one session.
@@ -162,9 +162,9 @@ type ListOutput struct {
 
 // HistoryInput is claude_session_history's arguments.
 type HistoryInput struct {
-	SessionID string `json:"sessionId" jsonschema:"The session whose conversation to show."`
-	Cursor    string `json:"cursor,omitempty" jsonschema:"Where a page starts: an olderCursor or newerCursor from an earlier answer. Default: the newest entries."`
-	Limit     int    `json:"limit,omitempty" jsonschema:"Entries per page, 1 to 200. Default 20."`
+	SessionID string `json:"sessionId"`
+	Cursor    string `json:"cursor,omitempty" jsonschema:"olderCursor or newerCursor of a page"`
+	Limit     int    `json:"limit,omitempty" jsonschema:"1 to 200; default 20"`
 }
 
 // HistoryOutput is one page of a conversation, oldest first.

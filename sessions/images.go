@@ -18,9 +18,9 @@ type Image struct {
 // ImageInput is an image as a caller names it: a file, or base64 data with
 // its media type.
 type ImageInput struct {
-	Path      string `json:"path,omitempty" jsonschema:"An image file (absolute, or relative to the session's directory)."`
-	Data      string `json:"data,omitempty" jsonschema:"Base64 image data, with mediaType."`
-	MediaType string `json:"mediaType,omitempty" jsonschema:"image/png, image/jpeg, image/gif or image/webp."`
+	Path      string `json:"path,omitempty"`
+	Data      string `json:"data,omitempty" jsonschema:"base64"`
+	MediaType string `json:"mediaType,omitempty"`
 }
 
 // ImageTypes are the media types the API takes.

@@ -50,14 +50,14 @@ var (
 // the session and are the session options of the MCP tools (their JSON
 // names and descriptions are the tools' parameters).
 type CreateOptions struct {
-	Cwd string `json:"cwd,omitempty" jsonschema:"Absolute directory it works in. Default: the server's."`
+	Cwd string `json:"cwd,omitempty" jsonschema:"Absolute; default: the server's"`
 	claudeagent.SessionOptions
-	MCPServers      map[string]json.RawMessage `json:"mcpServers,omitempty" jsonschema:"MCP servers in the CLI's form: {\"name\": {\"command\": \"…\", \"args\": […]}} or {\"name\": {\"type\": \"http\", \"url\": \"…\"}}."`
-	StrictMCPConfig bool                       `json:"strictMcpConfig,omitempty" jsonschema:"Only mcpServers: ignore the user's and project's MCP servers."`
-	ResumeSessionID string                     `json:"resumeSessionId,omitempty" jsonschema:"A claudeSessionId whose conversation this continues."`
-	ForkSession     bool                       `json:"forkSession,omitempty" jsonschema:"With resumeSessionId: continue under a new id."`
-	Profile         string                     `json:"profile,omitempty" jsonschema:"A backend profile configured on the server."`
-	Worktree        WorktreeOption             `json:"worktree,omitzero" jsonschema:"Work in a git worktree of its own on a new branch: true, or a name. Removed at close if nothing changed."`
+	MCPServers      map[string]json.RawMessage `json:"mcpServers,omitempty" jsonschema:"The CLI's mcpServers form"`
+	StrictMCPConfig bool                       `json:"strictMcpConfig,omitempty"`
+	ResumeSessionID string                     `json:"resumeSessionId,omitempty" jsonschema:"A claudeSessionId"`
+	ForkSession     bool                       `json:"forkSession,omitempty"`
+	Profile         string                     `json:"profile,omitempty"`
+	Worktree        WorktreeOption             `json:"worktree,omitzero" jsonschema:"true or a name: own git worktree"`
 	// Env is added to the CLI's environment, over the profile's (which is
 	// looked up by name at each start); never persisted.
 	Env map[string]string `json:"-"`

@@ -1,0 +1,250 @@
+package mcptools
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+)
+
+// The tool definitions. Every host session pays for them in context, so
+// they are lean: a description that says when to use the tool with one
+// example, input schemas whose properties say only what their name does
+// not, the session options defined once (claude_session_create's; direct
+// query takes them without repeating them), and output schemas that give
+// the shape without prose.
+
+func (h *handlers) tools() []tool {
+	return []tool{
+		newTool(&mcp.Tool{
+			Name:  "claude_session_create",
+			Title: "Create a session",
+			Description: `Start a Claude Code session working in cwd, for multi-step work: then claude_chat_query, and claude_session_close when done. ` +
+				`Example: {"cwd": "/repo", "model": "sonnet"}`,
+			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)},
+		}, h.create),
+		newTool(&mcp.Tool{
+			Name:        "claude_session_close",
+			Title:       "Close a session",
+			Description: `Close a session: stop its query and process. Example: {"sessionId": "4b1c…"}`,
+			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)},
+		}, h.close),
+		newTool(&mcp.Tool{
+			Name:  "claude_chat_query",
+			Title: "Query a session",
+			Description: `Send a prompt to a session; returns finalText, tools used, cost. It may edit files and run commands in its cwd. ` +
+				`Status running means: call claude_chat_wait. Example: {"sessionId": "4b1c…", "prompt": "Fix the failing test"}`,
+			// No annotations: the defaults (destructive, open world) are right.
+		}, h.query),
+		newTool(&mcp.Tool{
+			Name:        "claude_chat_interrupt",
+			Title:       "Interrupt a query",
+			Description: `Stop a session's running query; it returns what it produced. Example: {"sessionId": "4b1c…"}`,
+			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)},
+		}, h.interrupt),
+		newTool(&mcp.Tool{
+			Name:        "claude_chat_model",
+			Title:       "Switch model",
+			Description: `Switch a session's model. Example: {"sessionId": "4b1c…", "model": "opus"}`,
+			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)},
+		}, h.model),
+		newTool(&mcp.Tool{
+			Name:        "claude_chat_mode",
+			Title:       "Switch permission mode",
+			Description: `Switch a session's permission mode. Example: {"sessionId": "4b1c…", "permissionMode": "acceptEdits"}`,
+			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)},
+		}, h.mode),
+		newTool(&mcp.Tool{
+			Name:  "claude_direct_query",
+			Title: "One-off query",
+			Description: `One-off task: one prompt in a temporary session, with claude_session_create's options. ` +
+				`Example: {"prompt": "Summarise README.md", "cwd": "/repo"}`,
+			// No annotations: the defaults (destructive, open world) are right.
+		}, h.direct),
+		newTool(&mcp.Tool{
+			Name:        "claude_session_list",
+			Title:       "List sessions",
+			Description: `List sessions: state, model, cwd, cost. Example: {}`,
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
+		}, h.list),
+		newTool(&mcp.Tool{
+			Name:        "claude_chat_wait",
+			Title:       "Wait for a query",
+			Description: `Get the result of a query that returned status running. Example: {"sessionId": "4b1c…"}`,
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+		}, h.wait),
+		newTool(&mcp.Tool{
+			Name:        "claude_session_history",
+			Title:       "Session history",
+			Description: `Page through a session's conversation. Example: {"sessionId": "4b1c…"}`,
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
+		}, h.history),
+	}
+}
+
+// tool is one registration; add binds the typed handler.
+type tool struct {
+	def    *mcp.Tool
+	add    func(*mcp.Server)
+	params []string // every argument name it takes
+}
+
+func newTool[In, Out any](def *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) tool {
+	in := mustSchema[In]()
+	lean(in)
+	in.AdditionalProperties = nil // unknown arguments are refused by checkArgs
+	params := slices.Sorted(maps.Keys(in.Properties))
+	for name, prop := range in.Properties {
+		if patch := inputProperties[name]; patch != nil {
+			patch(prop)
+		}
+	}
+	if _, ok := any(*new(In)).(DirectInput); ok {
+		in = directSchema(in)
+	}
+	def.InputSchema = in
+	out := mustSchema[Out]()
+	shape(out, outputKeys[reflect.TypeFor[Out]()])
+	def.OutputSchema = out
+	return tool{def: def, add: func(s *mcp.Server) { mcp.AddTool(s, def, h) }, params: params}
+}
+
+// checkArgs refuses arguments a tool does not take (the lean schemas do not
+// say additionalProperties: false), naming the ones it does: a misspelt
+// option must not be dropped silently.
+func checkArgs(params []string, tool string, args json.RawMessage) error {
+	var m map[string]json.RawMessage
+	if len(args) == 0 || json.Unmarshal(args, &m) != nil {
+		return nil // the SDK reports arguments that are not an object
+	}
+	for k := range m {
+		if !slices.Contains(params, k) {
+			return fmt.Errorf("unknown parameter %q for %s: it takes %s", k, tool, strings.Join(params, ", "))
+		}
+	}
+	return nil
+}
+
+// Tools returns the tool definitions, for documentation and tests.
+func Tools() []*mcp.Tool {
+	var out []*mcp.Tool
+	for _, t := range (&handlers{}).tools() {
+		out = append(out, t.def)
+	}
+	return out
+}
+
+// directSchema is claude_direct_query's input schema: its own parameters,
+// and the session options by reference to claude_session_create (the
+// handler checks every parameter name; see checkDirectArgs).
+func directSchema(full *jsonschema.Schema) *jsonschema.Schema {
+	own := map[string]*jsonschema.Schema{}
+	for _, k := range directOwn {
+		own[k] = full.Properties[k]
+	}
+	return &jsonschema.Schema{Type: "object", Properties: own, Required: []string{"prompt"},
+		AdditionalProperties: &jsonschema.Schema{Types: []string{"string", "number", "boolean", "array", "object"}}}
+}
+
+// directOwn are claude_direct_query's own parameters.
+var directOwn = []string{"prompt", "images", "includeThinking", "waitSeconds"}
+
+// lean drops what a property's name already says: nullability of lists,
+// and additionalProperties:false (the server refuses unknown arguments
+// itself; see checkArgs).
+func lean(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if len(s.Types) == 2 && s.Types[0] == "null" {
+		s.Type, s.Types = s.Types[1], nil
+	}
+	if s.AdditionalProperties != nil && reflect.DeepEqual(s.AdditionalProperties, falseSchema) {
+		s.AdditionalProperties = nil
+	}
+	for _, p := range s.Properties {
+		lean(p)
+	}
+	lean(s.Items)
+}
+
+var falseSchema = &jsonschema.Schema{Not: &jsonschema.Schema{}}
+
+// shape reduces an output schema to its shape: the fields a caller reads
+// first (keys; every required field when none are given), typed, nested
+// values typed but not described; the other fields are allowed without
+// being listed.
+func shape(s *jsonschema.Schema, keys []string) {
+	if keys == nil {
+		keys = s.Required
+	}
+	keep := map[string]*jsonschema.Schema{}
+	for _, name := range keys {
+		p := s.Properties[name]
+		if p == nil {
+			panic("output schema has no field " + name)
+		}
+		flat(p)
+		keep[name] = p
+	}
+	s.Properties, s.Required = keep, nil
+	s.Description, s.AdditionalProperties = "", nil
+}
+
+// outputKeys are the fields an output schema lists, by result type.
+var outputKeys = map[reflect.Type][]string{
+	reflect.TypeFor[QueryOutput]():  {"finalText", "status", "sessionId", "claudeSessionId"},
+	reflect.TypeFor[CreateOutput](): {"sessionId", "claudeSessionId", "active"},
+	reflect.TypeFor[ListOutput]():   {"sessions"},
+}
+
+func flat(s *jsonschema.Schema) {
+	if len(s.Types) == 2 && s.Types[0] == "null" {
+		s.Type, s.Types = s.Types[1], nil
+	}
+	*s = jsonschema.Schema{Type: s.Type, Types: s.Types}
+}
+
+// inputProperties refine derived input schemas by parameter name: the one
+// definition of each pattern and enumeration the tools share.
+var inputProperties = map[string]func(*jsonschema.Schema){
+	"permissionMode": func(s *jsonschema.Schema) { s.Enum = enumOf(sessions.PermissionModes) },
+	"effort":         func(s *jsonschema.Schema) { s.Enum = enumOf(sessions.EffortLevels) },
+	"settings":       func(s *jsonschema.Schema) { s.Type, s.Types = "", []string{"object", "string"} },
+	"settingSources": func(s *jsonschema.Schema) {
+		s.Items = &jsonschema.Schema{Type: "string", Enum: enumOf(sessions.SettingSources)}
+	},
+}
+
+// schemaTypes: raw JSON in results and options is always an object (a
+// tool's input, an MCP server's entry).
+var schemaTypes = map[reflect.Type]*jsonschema.Schema{
+	reflect.TypeFor[json.RawMessage]():         {Type: "object"},
+	reflect.TypeFor[sessions.WorktreeOption](): {Types: []string{"boolean", "string"}},
+}
+
+func enumOf(vals []string) []any {
+	out := make([]any, len(vals))
+	for i, v := range vals {
+		out[i] = v
+	}
+	return out
+}
+
+// mustSchema derives a schema from T; a failure is a programming error.
+func mustSchema[T any]() *jsonschema.Schema {
+	s, err := jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: schemaTypes})
+	if err != nil {
+		panic(fmt.Sprintf("schema for %T: %v", *new(T), err))
+	}
+	return s
+}
+
+func ptr[T any](v T) *T { return &v }
