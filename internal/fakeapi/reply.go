@@ -1,6 +1,7 @@
 package fakeapi
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -97,6 +98,9 @@ type counter interface{ Add(int64) int64 }
 //     the text contains ALWAYS.
 //   - TOOL_BASH[cmd]: text "Running a command." + Bash tool_use.
 //   - TOOL_WRITE[path|content]: text "Writing a file." + Write tool_use.
+//   - STRUCTURED[json]: a StructuredOutput tool_use with that JSON object
+//     as input: the answer the CLI asks for with --json-schema, which ends
+//     the turn (invalid JSON gets the text "STRUCTURED: not JSON").
 //   - THINK: a thinking block before the text.
 //   - BIGTEXT: a 2,000,000-byte text in ~64 KiB deltas.
 //   - ECHO: the user's text.
@@ -150,6 +154,15 @@ func keywordReply(r *Request, fail func(string, bool) bool, ids counter) *Reply 
 				"file_path": path,
 				"content":   content,
 			}})
+		return reply
+	}
+
+	if arg, ok := bracketArg(text, "STRUCTURED["); ok {
+		if !json.Valid([]byte(arg)) {
+			return TextReply("STRUCTURED: not JSON")
+		}
+		reply.Blocks = append(reply.Blocks,
+			Block{Type: "tool_use", ID: toolID(), Name: "StructuredOutput", Input: json.RawMessage(arg)})
 		return reply
 	}
 
