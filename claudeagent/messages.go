@@ -67,6 +67,13 @@ type SystemMessage struct {
 	Status        *string `json:"status"`
 	CompactResult string  `json:"compact_result"`
 
+	// model_fallback: the CLI switched models (trigger: overloaded,
+	// model_not_found, …).
+	Trigger       string `json:"trigger"`
+	OriginalModel string `json:"original_model"`
+	FallbackModel string `json:"fallback_model"`
+	Content       string `json:"content"`
+
 	// api_retry
 	Attempt      int     `json:"attempt"`
 	MaxRetries   int     `json:"max_retries"`

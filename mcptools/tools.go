@@ -194,6 +194,7 @@ func (h *handlers) create(ctx context.Context, req *mcp.CallToolRequest, in Crea
 	if err != nil {
 		return nil, CreateOutput{}, toolError(err)
 	}
+	go h.mgr.WantSpares(in.CreateOptions) // the next create is likely alike
 	info := s.Info()
 	out := CreateOutput{SessionID: s.ID, ClaudeSessionID: info.ClaudeSessionID, Model: info.Model, Cwd: info.Cwd,
 		PermissionMode: info.PermissionMode, Active: info.PID != 0, Persisted: h.persisted(), Worktree: s.WorktreeInfo(ctx)}
@@ -268,10 +269,11 @@ func (h *handlers) direct(ctx context.Context, req *mcp.CallToolRequest, in Dire
 	}
 	opts := in.CreateOptions
 	opts.Temporary = true
-	s, err := h.mgr.Open(ctx, opts) // the query starts the process
+	s, err := h.mgr.Open(ctx, opts) // the query starts the process (or takes a warm spare)
 	if err != nil {
 		return nil, QueryOutput{}, toolError(err)
 	}
+	defer func() { go h.mgr.WantSpares(in.CreateOptions) }()
 	images, err := h.mgr.LoadImages(s.Info().Cwd, in.Images)
 	if err != nil {
 		h.mgr.Discard(s)

@@ -151,14 +151,19 @@ func TestEffortPerQuery(t *testing.T) {
 	m := newManager(t, Config{}, fakecli.EnvInputLog, log)
 	s := create(t, m, CreateOptions{SessionOptions: claudeagent.SessionOptions{Effort: "medium"}})
 	pid := s.Info().PID
+	query(t, s, "hi", QueryOptions{}) // the session's effort: nothing to switch
+	if in := readInputLog(t, log); strings.Contains(in, `"apply_flag_settings"`) {
+		t.Errorf("a query without an effort of its own switched the effort:\n%s", in)
+	}
 	query(t, s, "hi", QueryOptions{Effort: "max"})
 	query(t, s, "hi", QueryOptions{Effort: "medium"}) // the session's: nothing to switch
 	in := readInputLog(t, log)
 	if n := strings.Count(in, `"apply_flag_settings"`); n != 2 {
 		t.Errorf("%d effort switches, want 2 (to max and back):\n%s", n, in)
 	}
-	iMax, iUser, iBack := strings.Index(in, `"effortLevel":"max"`), strings.Index(in, `"type":"user"`), strings.Index(in, `"effortLevel":"medium"`)
-	if iMax < 0 || iMax > iUser || iBack < iUser {
+	iMax, iBack := strings.Index(in, `"effortLevel":"max"`), strings.Index(in, `"effortLevel":"medium"`)
+	iUser := iMax + strings.Index(in[max(iMax, 0):], `"type":"user"`)
+	if iMax < 0 || iUser < iMax || iBack < iUser {
 		t.Errorf("the switch must come before the prompt and the way back after it:\n%s", in)
 	}
 	if s.Info().PID != pid {

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,6 +36,9 @@ type Config struct {
 	MaxLive int
 	// MaxQueue caps the queries waiting for a live process; default 32.
 	MaxQueue int
+	// WarmSpares is how many option sets get a ready process (see
+	// WantSpares); 0 keeps none. Spares need MaxLive above 1.
+	WarmSpares int
 	// IdleTimeout makes a session dormant after this long without a
 	// query; 0 never does.
 	IdleTimeout time.Duration
@@ -109,6 +113,7 @@ type Manager struct {
 	sessions map[string]*Session
 	closed   bool
 	pool     *livePool
+	spares   spareState
 
 	persistMu  sync.Mutex
 	persistErr error   // of the last registry write
@@ -154,6 +159,7 @@ func NewManager(cfg Config) *Manager {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	m := &Manager{cfg: cfg, log: logger, sessions: map[string]*Session{}, pool: newLivePool(cfg.MaxLive, cfg.MaxQueue)}
+	m.spares.stopped = sync.NewCond(&m.spares.mu)
 	m.restore()
 	return m
 }
@@ -336,7 +342,7 @@ func (m *Manager) admit(opts *CreateOptions) (map[string]string, error) {
 		return nil, err
 	}
 	if ceiling := m.cfg.MaxSessionBudgetUSD; ceiling > 0 && opts.MaxBudgetUSD > ceiling {
-		return nil, fmt.Errorf("maxBudgetUsd $%.2f is more than this server lets a session spend ($%.2f, --max-session-budget-usd)", opts.MaxBudgetUSD, ceiling)
+		return nil, fmt.Errorf("maxBudgetUsd $%s is more than this server lets a session spend ($%s, --max-session-budget-usd)", usd(opts.MaxBudgetUSD), usd(ceiling))
 	}
 	if opts.Profile == "" {
 		return nil, nil
@@ -503,6 +509,7 @@ func (m *Manager) Discard(s *Session) {
 // Shutdown stops every process, in parallel, and refuses new sessions.
 // Sessions stay in the registry as dormant so a restart can resume them.
 func (m *Manager) Shutdown() {
+	m.stopSpares()
 	m.mu.Lock()
 	m.closed = true
 	m.pool.close()
@@ -590,7 +597,7 @@ func (m *Manager) addSpent(usd float64) {
 func (m *Manager) checkTotalBudget() error {
 	limit := m.cfg.MaxTotalBudgetUSD
 	if spent := m.Spent(); limit > 0 && spent >= limit {
-		return fmt.Errorf("%w: all sessions together have cost $%.4f, and this server allows $%.2f in all (--max-total-budget-usd); no new turns run until the operator raises it", ErrBudget, spent, limit)
+		return fmt.Errorf("%w: all sessions together have cost $%s, and this server allows $%s in all (--max-total-budget-usd); no new turns run until the operator raises it", ErrBudget, usd(math.Round(spent*1e6)/1e6), usd(limit))
 	}
 	return nil
 }

@@ -43,7 +43,7 @@ func newLivePool(max, maxQueue int) *livePool {
 // ends or the pool closes.
 func (p *livePool) acquire(ctx context.Context, h holder, wait bool, queued func(pos int)) error {
 	defer p.dequeue(h)
-	lastPos := 0
+	lastPos, failed := 0, 0
 	for {
 		p.mu.Lock()
 		if p.closed {
@@ -61,15 +61,18 @@ func (p *livePool) acquire(ctx context.Context, h holder, wait bool, queued func
 			return nil
 		}
 		var victim holder
-		if pos <= 1 {
+		if pos <= 1 && failed < 3 {
 			victim = p.victimLocked()
 		}
 		changed := p.changed
 		p.mu.Unlock()
 		if victim != nil {
-			victim.evict("max-live reached")
-			continue // evicted, or busy meanwhile: look again
+			if !victim.evict("max-live reached") {
+				failed++ // it became busy meanwhile: look again, a few times
+			}
+			continue
 		}
+		failed = 0
 		if !wait {
 			return fmt.Errorf("%w: all %d live claude processes (--max-live) are busy; retry when one is free, or close a session", ErrTooMany, p.max)
 		}
@@ -137,6 +140,28 @@ func (p *livePool) dequeue(h holder) {
 			p.signalLocked() // the positions behind changed
 			return
 		}
+	}
+}
+
+// tryAcquire gives h a free place, if there is one and nobody waits for
+// it; it never makes another holder give its place up.
+func (p *livePool) tryAcquire(h holder) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || len(p.queue) > 0 || len(p.live) >= p.max {
+		return false
+	}
+	p.live[h] = true
+	return true
+}
+
+// handover gives from's place to to.
+func (p *livePool) handover(from, to holder) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.live[from] {
+		delete(p.live, from)
+		p.live[to] = true
 	}
 }
 

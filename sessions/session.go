@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -138,6 +139,7 @@ type Session struct {
 	queuePos        int               // while queued: the position, 1 is next
 	procEffort      string            // the effort the live process runs with
 	replay          bool              // the transcript was lost: the next prompt carries the recorded history
+	everStarted     bool              // a process of this session started once
 	state           State
 	proc            *claudeagent.Process
 	pumpDone        chan struct{}
@@ -268,6 +270,7 @@ func (s *Session) start(ctx context.Context, t *turn) error {
 	s.state = StateStarting
 	opts := s.processOptions()
 	resuming := opts.Resume != ""
+	fresh := !resuming && !s.everStarted && s.worktree == nil
 	s.mu.Unlock()
 
 	// A query waits its turn for a live process; a create does not.
@@ -281,7 +284,23 @@ func (s *Session) start(ctx context.Context, t *turn) error {
 			t.emit(Event{Kind: EventQueued, Text: fmt.Sprintf("queued for a live claude process (--max-live %d): position %d", s.m.cfg.MaxLive, pos)})
 		}
 	}
-	err = s.m.pool.acquire(ctx, s, t != nil, queued)
+	var p *claudeagent.Process
+	var resp *claudeagent.InitializeResponse
+	if fresh && s.m.sparesOn() {
+		if sp := s.m.takeSpare(spareKey(opts), s); sp != nil {
+			// A warm spare of the same options: its place, process and
+			// Claude session id become the session's.
+			s.mu.Lock()
+			s.claudeSessionID = sp.sessionID
+			s.mu.Unlock()
+			p, resp = sp.proc, sp.resp
+			opts.SessionID = sp.sessionID
+			s.log.Debug("took a warm spare", "pid", p.PID())
+		}
+	}
+	if p == nil {
+		err = s.m.pool.acquire(ctx, s, t != nil, queued)
+	}
 	s.mu.Lock()
 	s.queuePos = 0
 	if s.state == StateQueued {
@@ -292,7 +311,9 @@ func (s *Session) start(ctx context.Context, t *turn) error {
 		s.setState(StateDormant)
 		return err
 	}
-	p, resp, err := s.m.startProcess(ctx, opts, s.log)
+	if p == nil {
+		p, resp, err = s.m.startProcess(ctx, opts, s.log)
+	}
 	if err != nil && resuming && strings.Contains(err.Error(), "No conversation found") && s.canReplay() {
 		// The CLI was killed before it wrote the transcript: start afresh,
 		// and the next prompt carries the conversation as this server
@@ -328,7 +349,7 @@ func (s *Session) start(ctx context.Context, t *turn) error {
 	}
 	stopping := s.m.shuttingDown() // before s.mu: the manager's lock comes first
 	s.mu.Lock()
-	s.proc, s.procCost, s.procEffort = p, 0, opts.Effort
+	s.proc, s.procCost, s.procEffort, s.everStarted = p, 0, opts.Effort, true
 	s.pumpDone = make(chan struct{})
 	s.models = resp.Models
 	if s.model == "" || s.opts.Model != "" {
@@ -496,7 +517,7 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 	switch {
 	case cancelled:
 		t.fail("the query was cancelled before it was sent")
-	case s.setEffort(ctx, p, qo.Effort) != nil:
+	case qo.Effort != "" && s.setEffort(ctx, p, qo.Effort) != nil:
 		t.fail("switching the effort to " + qo.Effort + " failed; the prompt was not sent")
 	default:
 		if err := p.SendUser(userContent(sent, qo.Images)); err != nil {
@@ -548,7 +569,7 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 		r.ErrorText = "the answer did not match jsonSchema, also after the CLI asked again: " + r.ErrorText
 	}
 	if r.Subtype == "error_max_budget_usd" {
-		r.ErrorText = fmt.Sprintf("the session's budget stopped the turn: it has cost $%.4f of $%.2f (maxBudgetUsd); %s", s.cost, s.budgetLocked(), r.ErrorText)
+		r.ErrorText = fmt.Sprintf("the session's budget stopped the turn: it has cost $%s of $%s (maxBudgetUsd); %s", usd(math.Round(s.cost*1e6)/1e6), usd(s.budgetLocked()), r.ErrorText)
 	}
 	if s.state == StateRunning {
 		s.state = StateIdle
@@ -611,6 +632,9 @@ func (s *Session) WorktreeInfo(ctx context.Context) *WorktreeInfo {
 	return nil
 }
 
+// usd renders an amount of dollars with the digits that matter.
+func usd(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
 // budgetLocked is the session's budget: its maxBudgetUsd, else the
 // server's per-session ceiling; 0 for none. s.mu is held.
 func (s *Session) budgetLocked() float64 {
@@ -629,7 +653,7 @@ func (s *Session) checkBudget() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if budget := s.budgetLocked(); budget > 0 && s.cost >= budget {
-		return fmt.Errorf("%w: session %s has cost $%.4f of its $%.2f budget (maxBudgetUsd); create a new session to go on", ErrBudget, s.ID, s.cost, budget)
+		return fmt.Errorf("%w: session %s has cost $%s of its $%s budget (maxBudgetUsd); create a new session to go on", ErrBudget, s.ID, usd(math.Round(s.cost*1e6)/1e6), usd(budget))
 	}
 	return nil
 }

@@ -165,6 +165,15 @@ func (t *turn) handle(m claudeagent.Message) bool {
 			t.mu.Unlock()
 		case "api_retry":
 			t.emit(Event{Kind: EventRetry, Text: "API error " + m.Error + "; retrying (attempt " + strconv.Itoa(m.Attempt) + " of " + strconv.Itoa(m.MaxRetries) + ")"})
+		case "model_fallback":
+			t.mu.Lock()
+			t.model = m.FallbackModel // the model that answers, not init's
+			t.mu.Unlock()
+			text := m.Content
+			if text == "" {
+				text = "switched from " + m.OriginalModel + " to " + m.FallbackModel + " (" + m.Trigger + ")"
+			}
+			t.emit(Event{Kind: EventRetry, Text: text})
 		}
 	case *claudeagent.AssistantMessage:
 		t.mu.Lock()

@@ -24,6 +24,7 @@ type config struct {
 	maxSessions       int
 	maxLive           int
 	maxQueue          int
+	warmSpares        int
 	idleTimeout       time.Duration
 	queryTimeout      time.Duration
 	permissionPolicy  string
@@ -56,6 +57,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.IntVar(&c.maxSessions, "max-sessions", 64, "maximum open sessions, live or dormant")
 	fs.IntVar(&c.maxLive, "max-live", 4, "maximum live claude processes (~300 MB each); more make the least recently used idle session dormant")
 	fs.IntVar(&c.maxQueue, "max-queue", 32, "queries that may wait for a live process when --max-live are busy; beyond it they are refused")
+	fs.IntVar(&c.warmSpares, "warm-spares", 1, "ready claude processes kept for the option sets of the latest creates and one-shot queries (they count toward --max-live and give way to sessions); 0 none")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", 15*time.Minute, "stop an idle session's process after this long (it resumes on the next query); 0 never")
 	fs.DurationVar(&c.queryTimeout, "query-timeout", 0, "interrupt a query that runs longer than this; 0 means no limit")
 	fs.StringVar(&c.permissionPolicy, "permission-policy", "deny", "answer to permission questions the caller cannot or does not answer: deny or allow")
@@ -180,6 +182,9 @@ func (c *config) check() (*settings, error) {
 	positive("max-sessions", c.maxSessions)
 	positive("max-live", c.maxLive)
 	positive("max-queue", c.maxQueue)
+	if c.warmSpares < 0 {
+		bad("warm-spares", c.warmSpares, "use 0 (none) or more")
+	}
 	notNegative("idle-timeout", c.idleTimeout)
 	notNegative("query-timeout", c.queryTimeout)
 	above0("permission-timeout", c.permissionTimeout)
@@ -207,7 +212,7 @@ func (c *config) check() (*settings, error) {
 	}
 	st := &settings{
 		sessions: sessions.Config{
-			CLIPath: c.claudePath, MaxSessions: c.maxSessions, MaxLive: c.maxLive, MaxQueue: c.maxQueue,
+			CLIPath: c.claudePath, MaxSessions: c.maxSessions, MaxLive: c.maxLive, MaxQueue: c.maxQueue, WarmSpares: c.warmSpares,
 			IdleTimeout: c.idleTimeout, QueryTimeout: c.queryTimeout, PermissionTimeout: c.permissionTimeout,
 			MaxDepth: c.maxDepth, NoSessionMCPServers: !c.sessionMCP,
 			MaxSessionBudgetUSD: c.sessionBudget, MaxTotalBudgetUSD: c.totalBudget,

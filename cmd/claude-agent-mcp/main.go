@@ -189,4 +189,9 @@ func checkCLI(mgr *sessions.Manager, logger *slog.Logger) {
 	default:
 		logger.Info("claude CLI", "path", path, "version", v)
 	}
+	if err == nil {
+		// Hosts start the server in the project: the first session is likely
+		// to work there with the default options.
+		mgr.WantSpares(sessions.CreateOptions{})
+	}
 }

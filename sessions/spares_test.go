@@ -1,0 +1,144 @@
+package sessions
+
+import (
+	"testing"
+	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+)
+
+// sparePIDs returns the pids of the ready spares.
+func sparePIDs(m *Manager) []int {
+	m.spares.mu.Lock()
+	defer m.spares.mu.Unlock()
+	var out []int
+	for _, sp := range m.spares.ready {
+		out = append(out, sp.proc.PID())
+	}
+	return out
+}
+
+func waitSpares(t *testing.T, m *Manager, n int) []int {
+	t.Helper()
+	waitUntil(t, waitLimit, "spares ready", func() bool { return m.Spares() == n })
+	return sparePIDs(m)
+}
+
+// TestSpareTaken: a create whose options match takes the ready spare (its
+// process and Claude session id), fast, and a new spare starts behind it.
+func TestSpareTaken(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, Config{WarmSpares: 1, MaxLive: 4})
+	cwd := t.TempDir()
+	opts := CreateOptions{Cwd: cwd, SessionOptions: claudeagent.SessionOptions{Model: "sonnet"}}
+	m.WantSpares(opts)
+	pids := waitSpares(t, m, 1)
+	if m.LiveCount() != 1 {
+		t.Errorf("a spare does not count as live: %d", m.LiveCount())
+	}
+	if n := m.Count(); n != 0 {
+		t.Errorf("a spare is listed as a session (%d)", n)
+	}
+	start := time.Now()
+	s := create(t, m, opts)
+	took := time.Since(start)
+	in := s.Info()
+	if in.PID != pids[0] {
+		t.Fatalf("the session runs pid %d, the spare was %d", in.PID, pids[0])
+	}
+	if took > 100*time.Millisecond {
+		t.Errorf("create with a spare took %s", took)
+	}
+	var pr probe
+	if r := query(t, s, "hi", QueryOptions{OnEvent: pr.onEvent(s)}); r.FinalText != hello || r.ClaudeSessionID != in.ClaudeSessionID {
+		t.Errorf("query in the spare's process: %+v (claude session %s)", r, in.ClaudeSessionID)
+	}
+	pr.checkArg(t, "--session-id="+in.ClaudeSessionID, true)
+	next := waitSpares(t, m, 1)
+	if next[0] == pids[0] || m.LiveCount() != 2 {
+		t.Errorf("no new spare behind the taken one: spares %v, live %d", next, m.LiveCount())
+	}
+}
+
+// TestSpareOnlyForSameOptions: a spare never serves a session whose options
+// differ in anything that reaches the CLI.
+func TestSpareOnlyForSameOptions(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, Config{WarmSpares: 1, MaxLive: 8, ProfileEnv: func(string) (map[string]string, error) {
+		return map[string]string{"PROFILE": "x"}, nil
+	}})
+	cwd := t.TempDir()
+	base := CreateOptions{Cwd: cwd, SessionOptions: claudeagent.SessionOptions{Model: "sonnet"}}
+	m.WantSpares(base)
+	spare := waitSpares(t, m, 1)[0]
+	for _, o := range []CreateOptions{
+		{Cwd: t.TempDir(), SessionOptions: claudeagent.SessionOptions{Model: "sonnet"}},
+		{Cwd: cwd, SessionOptions: claudeagent.SessionOptions{Model: "opus"}},
+		{Cwd: cwd, SessionOptions: claudeagent.SessionOptions{Model: "sonnet", PermissionMode: "plan"}},
+		{Cwd: cwd, SessionOptions: claudeagent.SessionOptions{Model: "sonnet", AllowedTools: []string{"Read"}}},
+		{Cwd: cwd, SessionOptions: claudeagent.SessionOptions{Model: "sonnet", Effort: "low"}},
+		{Cwd: cwd, SessionOptions: claudeagent.SessionOptions{Model: "sonnet"}, Profile: "p"},
+		{Cwd: cwd, SessionOptions: claudeagent.SessionOptions{Model: "sonnet"}, Env: map[string]string{"X": "1"}},
+	} {
+		if s := create(t, m, o); s.Info().PID == spare {
+			t.Errorf("a spare of other options served %+v", o)
+		}
+	}
+	if got := sparePIDs(m); len(got) != 1 || got[0] != spare {
+		t.Errorf("the spare changed: %v", got)
+	}
+}
+
+// TestSpareGivesWay: a spare gives its live place to a session at once,
+// stops after the idle timeout, and never outlives Shutdown; none with
+// --max-live 1.
+func TestSpareGivesWay(t *testing.T) {
+	t.Parallel()
+	t.Run("max_live", func(t *testing.T) {
+		t.Parallel()
+		m := newManager(t, Config{WarmSpares: 1, MaxLive: 2})
+		m.WantSpares(CreateOptions{Cwd: t.TempDir()})
+		spare := waitSpares(t, m, 1)[0]
+		a := create(t, m, CreateOptions{})
+		b := create(t, m, CreateOptions{})
+		if a.Info().PID == 0 || b.Info().PID == 0 || m.LiveCount() > 2 {
+			t.Errorf("sessions did not get the spare's place: %d, %d, live %d", a.Info().PID, b.Info().PID, m.LiveCount())
+		}
+		checkGone(t, spare)
+		if m.Spares() != 0 {
+			t.Errorf("a spare is kept while the live places are taken")
+		}
+	})
+	t.Run("idle_timeout", func(t *testing.T) {
+		t.Parallel()
+		m := newManager(t, Config{WarmSpares: 1, MaxLive: 2, IdleTimeout: 300 * time.Millisecond})
+		m.WantSpares(CreateOptions{Cwd: t.TempDir()})
+		spare := waitSpares(t, m, 1)[0]
+		waitUntil(t, waitLimit, "the spare stops", func() bool { return m.Spares() == 0 })
+		waitUntil(t, waitLimit, "its place is free", func() bool { return m.LiveCount() == 0 }) // after its process is gone
+		checkGone(t, spare)
+	})
+	t.Run("shutdown", func(t *testing.T) {
+		t.Parallel()
+		m := NewManager(fakeConfig(t, Config{WarmSpares: 2, MaxLive: 4}))
+		m.WantSpares(CreateOptions{Cwd: t.TempDir()})
+		m.WantSpares(CreateOptions{Cwd: t.TempDir()})
+		spares := waitSpares(t, m, 2)
+		m.Shutdown()
+		for _, pid := range spares {
+			checkGone(t, pid)
+		}
+		m.WantSpares(CreateOptions{Cwd: t.TempDir()})
+		if m.Spares() != 0 || m.LiveCount() != 0 {
+			t.Errorf("spares after Shutdown: %d, live %d", m.Spares(), m.LiveCount())
+		}
+	})
+	t.Run("max_live_1", func(t *testing.T) {
+		t.Parallel()
+		m := newManager(t, Config{WarmSpares: 1, MaxLive: 1})
+		m.WantSpares(CreateOptions{Cwd: t.TempDir()})
+		if m.Spares() != 0 || m.LiveCount() != 0 {
+			t.Errorf("a spare with --max-live 1")
+		}
+	})
+}
