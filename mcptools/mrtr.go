@@ -60,7 +60,7 @@ func (h *handlers) retried(ctx context.Context, req *mcp.CallToolRequest, wait t
 	if len(parts) != 3 {
 		return nil, QueryOutput{}, errors.New("invalid requestState: it must be echoed unchanged from this server's input-required result")
 	}
-	s, err := h.mgr.Get(parts[0])
+	s, err := h.session(ctx, parts[0])
 	if err != nil {
 		return nil, QueryOutput{}, toolError(err)
 	}

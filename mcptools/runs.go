@@ -66,7 +66,7 @@ func (h *handlers) await(ctx context.Context, req *mcp.CallToolRequest, n *notif
 		asked = r.Asked()
 		if q := firstQuestion(r); q != nil {
 			if slot != nil {
-				slot.task = h.newTask(req.Params.Name, r)
+				slot.task = h.newTask(ctx, req.Params.Name, r)
 				return nil, QueryOutput{}, nil
 			}
 			return h.inputRequired(r, q), QueryOutput{}, nil
@@ -109,7 +109,7 @@ func (h *handlers) await(ctx context.Context, req *mcp.CallToolRequest, n *notif
 	}
 	if slot != nil && !cancelled {
 		// The middleware answers the call with the task.
-		slot.task = h.newTask(req.Params.Name, r)
+		slot.task = h.newTask(ctx, req.Params.Name, r)
 		return nil, QueryOutput{}, nil
 	}
 	if q != nil {
@@ -184,7 +184,7 @@ func (h *handlers) wait(ctx context.Context, req *mcp.CallToolRequest, in WaitIn
 	if req.Params.RequestState != "" {
 		return h.retried(ctx, req, wait, false)
 	}
-	s, err := h.mgr.Get(in.SessionID)
+	s, err := h.session(ctx, in.SessionID)
 	if err != nil {
 		return nil, QueryOutput{}, toolError(err)
 	}

@@ -45,6 +45,7 @@ const maxFinishedTasks = 256
 // task is one query answered with a task.
 type task struct {
 	id      string
+	owner   string // the user who may see it
 	tool    string
 	run     *sessions.Run
 	created time.Time
@@ -127,25 +128,15 @@ var taskTools = []string{"claude_chat_query", "claude_direct_query"}
 // made a task with that task.
 func (h *handlers) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method == "logging/setLevel" {
+		ctx = withUser(ctx, req)
+		switch method {
+		case "logging/setLevel":
 			if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && !slices.Contains(logLevels, string(p.Level)) {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid level %q: use one of %s", p.Level, strings.Join(logLevels, ", "))}
 			}
-		}
-		if method == "tools/call" {
-			if ctr, ok := req.(*mcp.CallToolRequest); ok && ctr.Params != nil {
-				if err := checkArgs(h.params[ctr.Params.Name], ctr.Params.Name, ctr.Params.Arguments); err != nil && h.params[ctr.Params.Name] != nil {
-					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}, IsError: true}, nil
-				}
-			}
-		}
-		if h.opts.NoTasks {
-			return next(ctx, method, req)
-		}
-		switch method {
 		case "server/discover":
 			res, err := next(ctx, method, req)
-			if d, ok := res.(*mcp.DiscoverResult); ok && err == nil && d.Capabilities != nil {
+			if d, ok := res.(*mcp.DiscoverResult); ok && err == nil && d.Capabilities != nil && !h.opts.NoTasks {
 				caps := *d.Capabilities
 				caps.Extensions = maps.Clone(caps.Extensions)
 				caps.AddExtension(TasksExtension, nil)
@@ -153,27 +144,43 @@ func (h *handlers) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			return res, err
 		case "tools/call":
-			ctr, ok := req.(*mcp.CallToolRequest)
-			if !ok || ctr.Params == nil || !slices.Contains(taskTools, ctr.Params.Name) || !requestWantsTasks(ctr) {
-				break
+			if ctr, ok := req.(*mcp.CallToolRequest); ok && ctr.Params != nil {
+				start := time.Now()
+				res, err := h.callTool(ctx, ctr, next)
+				h.audit.call(ctx, ctr, start, res, err)
+				return res, err
 			}
-			slot := &taskSlot{start: time.Now()}
-			res, err := next(context.WithValue(ctx, taskSlotKey{}, slot), method, req)
-			if slot.task != nil {
-				return slot.task.createResult(), nil
-			}
-			return res, err
 		}
 		return next(ctx, method, req)
 	}
 }
 
+// callTool runs a tools/call: unknown arguments are refused; a query from
+// a client that takes tasks may be answered with one.
+func (h *handlers) callTool(ctx context.Context, req *mcp.CallToolRequest, next mcp.MethodHandler) (mcp.Result, error) {
+	name := req.Params.Name
+	if params := h.params[name]; params != nil {
+		if err := checkArgs(params, name, req.Params.Arguments); err != nil {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}, IsError: true}, nil
+		}
+	}
+	if h.opts.NoTasks || !slices.Contains(taskTools, name) || !requestWantsTasks(req) {
+		return next(ctx, "tools/call", req)
+	}
+	slot := &taskSlot{start: time.Now()}
+	res, err := next(context.WithValue(ctx, taskSlotKey{}, slot), "tools/call", req)
+	if slot.task != nil {
+		return slot.task.createResult(), nil
+	}
+	return res, err
+}
+
 // newTask makes a task of the run r, which the call's handler stopped
 // waiting for. The task exists (tasks/get resolves) before the call is
 // answered with it; a goroutine collects the result when the turn ends.
-func (h *handlers) newTask(tool string, r *sessions.Run) *task {
+func (h *handlers) newTask(ctx context.Context, tool string, r *sessions.Run) *task {
 	now := time.Now()
-	t := &task{id: uuid.NewString(), tool: tool, run: r, created: now, updated: now, ttl: h.tasks.ttl}
+	t := &task{id: uuid.NewString(), owner: userOf(ctx), tool: tool, run: r, created: now, updated: now, ttl: h.tasks.ttl}
 	r.SetOwner("task " + t.id)
 	h.tasks.add(t)
 	h.log.Info("query continues as a task", "task", t.id, "session_id", r.Session().ID, "tool", tool)
@@ -185,6 +192,7 @@ func (h *handlers) newTask(tool string, r *sessions.Run) *task {
 			return
 		}
 		t.complete(h, r.Session(), res, err)
+		h.audit.taskEnded(t)
 	}()
 	return t
 }
@@ -339,12 +347,16 @@ func (ts *taskStore) add(t *task) {
 	ts.tasks[t.id] = t
 }
 
-// get returns the task id, or nil once it is unknown or expired.
-func (ts *taskStore) get(id string) *task {
+// get returns the task id of user, or nil once it is unknown or expired
+// (another user's task is unknown).
+func (ts *taskStore) get(id, user string) *task {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	ts.sweepLocked(time.Now())
-	return ts.tasks[id]
+	if t := ts.tasks[id]; t != nil && t.owner == user {
+		return t
+	}
+	return nil
 }
 
 // sweepLocked forgets finished tasks past their TTL (from creation; a task
@@ -408,7 +420,7 @@ func ack() *ackResult { return &ackResult{ResultType: "complete"} }
 // addTaskMethods registers tasks/get, tasks/update and tasks/cancel.
 func (h *handlers) addTaskMethods(srv *mcp.Server) error {
 	if err := mcp.AddReceivingCustomMethod(srv, "tasks/get", func(ctx context.Context, _ *mcp.ServerSession, p *taskParams) (*taskState, error) {
-		t := h.tasks.get(p.TaskID)
+		t := h.tasks.get(p.TaskID, userOf(ctx))
 		if t == nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("Failed to retrieve task: task %q not found (unknown, or expired after its ttlSeconds)", p.TaskID)}
 		}
@@ -417,7 +429,7 @@ func (h *handlers) addTaskMethods(srv *mcp.Server) error {
 		return err
 	}
 	if err := mcp.AddReceivingCustomMethod(srv, "tasks/update", func(ctx context.Context, _ *mcp.ServerSession, p *taskParams) (*ackResult, error) {
-		if t := h.tasks.get(p.TaskID); t != nil {
+		if t := h.tasks.get(p.TaskID, userOf(ctx)); t != nil {
 			for key, resp := range p.Responses {
 				answer(t.run, key, resp) // unknown or answered keys are ignored
 			}
@@ -427,7 +439,7 @@ func (h *handlers) addTaskMethods(srv *mcp.Server) error {
 		return err
 	}
 	return mcp.AddReceivingCustomMethod(srv, "tasks/cancel", func(ctx context.Context, _ *mcp.ServerSession, p *taskParams) (*ackResult, error) {
-		if t := h.tasks.get(p.TaskID); t != nil {
+		if t := h.tasks.get(p.TaskID, userOf(ctx)); t != nil {
 			t.mu.Lock()
 			running := t.finished.IsZero()
 			if running {

@@ -9,7 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -55,6 +57,15 @@ type Options struct {
 	TaskTTL time.Duration
 	// NoTasks turns the tasks extension off.
 	NoTasks bool
+	// Remote marks a server whose callers are others (over HTTP): session
+	// options that run programs or widen access are refused unless listed
+	// in RemoteAllow (mcp-servers, settings, bypass, paths, profiles).
+	Remote      bool
+	RemoteAllow []string
+	// AuditLog, when set, gets a JSON line per tool call (see audit.go).
+	AuditLog io.Writer
+	// AuditPrompts puts the prompts themselves in the audit log.
+	AuditPrompts bool
 	// HeartbeatInterval is how often a running query sends a progress
 	// heartbeat when the call has a progress token; default 15 s.
 	HeartbeatInterval time.Duration
@@ -87,7 +98,8 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "claude-agent-mcp", Title: "Claude Code sessions", Version: version},
 		&mcp.ServerOptions{Instructions: instructions, Logger: slog.New(debugOnly{logger.Handler()})})
-	h := &handlers{mgr: mgr, log: logger, opts: opts, stateKey: newStateKey(), tasks: newTaskStore(opts.TaskTTL), params: map[string][]string{}}
+	h := &handlers{mgr: mgr, log: logger, opts: opts, stateKey: newStateKey(), tasks: newTaskStore(opts.TaskTTL), params: map[string][]string{},
+		audit: &auditLog{w: opts.AuditLog, prompts: opts.AuditPrompts}}
 	for _, t := range h.tools() {
 		t.add(srv)
 		h.params[t.def.Name] = t.params
@@ -99,6 +111,68 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 		}
 	}
 	return srv
+}
+
+// session returns the open session id of the calling user: another user's
+// session is not found, exactly like one that does not exist.
+func (h *handlers) session(ctx context.Context, id string) (*sessions.Session, error) {
+	s, err := h.mgr.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	if s.Info().Owner != userOf(ctx) {
+		return nil, sessions.NotFoundError(id)
+	}
+	return s, nil
+}
+
+// remoteCheck fills in the owner and, for a caller over HTTP, refuses the
+// session options that run programs or widen access unless the operator
+// allowed them (--http-allow).
+func (h *handlers) remoteCheck(ctx context.Context, o *sessions.CreateOptions) error {
+	o.Owner = userOf(ctx)
+	if !h.opts.Remote {
+		return nil
+	}
+	allowed := func(what string) bool { return slices.Contains(h.opts.RemoteAllow, what) }
+	refuse := func(option, what string) error {
+		return fmt.Errorf("%s is off over HTTP: it lets a caller run programs or reach files on the server; the operator enables it with --http-allow %s", option, what)
+	}
+	for name, raw := range o.MCPServers {
+		var srv struct {
+			Command string `json:"command"`
+		}
+		if json.Unmarshal(raw, &srv) == nil && srv.Command != "" && !allowed("mcp-servers") {
+			return refuse(fmt.Sprintf("mcpServers[%q] (a command)", name), "mcp-servers")
+		}
+	}
+	switch {
+	case len(o.Settings) > 0 && !allowed("settings"):
+		return refuse("settings (hooks run commands)", "settings")
+	case o.PermissionMode == "bypassPermissions" && !allowed("bypass"):
+		return refuse("permissionMode bypassPermissions", "bypass")
+	case len(o.AddDirs) > 0 && !allowed("paths"):
+		return refuse("addDirs", "paths")
+	case o.Worktree.On && !allowed("paths"):
+		return refuse("worktree", "paths")
+	case o.Profile != "" && !allowed("profiles"):
+		return refuse("profile", "profiles")
+	}
+	return nil
+}
+
+// imagePaths refuses image files over HTTP unless the operator allowed
+// paths (base64 data is fine).
+func (h *handlers) imagePaths(ctx context.Context, images []sessions.ImageInput) error {
+	if !h.opts.Remote || slices.Contains(h.opts.RemoteAllow, "paths") {
+		return nil
+	}
+	for _, im := range images {
+		if im.Path != "" {
+			return fmt.Errorf("image paths are off over HTTP: they read files on the server; send the image as data, or the operator enables paths with --http-allow paths")
+		}
+	}
+	return nil
 }
 
 // persisted is false (a pointer to it) when sessions should survive a
@@ -135,10 +209,11 @@ type handlers struct {
 	stateKey []byte // signs RequestState of input-required results
 	tasks    *taskStore
 	params   map[string][]string // argument names, by tool
+	audit    *auditLog
 }
 
 func (h *handlers) history(ctx context.Context, req *mcp.CallToolRequest, in HistoryInput) (*mcp.CallToolResult, HistoryOutput, error) {
-	s, err := h.mgr.Get(in.SessionID)
+	s, err := h.session(ctx, in.SessionID)
 	if err != nil {
 		return nil, HistoryOutput{}, toolError(err)
 	}
@@ -190,11 +265,15 @@ func (h *handlers) history(ctx context.Context, req *mcp.CallToolRequest, in His
 }
 
 func (h *handlers) create(ctx context.Context, req *mcp.CallToolRequest, in CreateInput) (*mcp.CallToolResult, CreateOutput, error) {
-	s, err := h.mgr.Create(ctx, in.CreateOptions)
+	opts := in.CreateOptions
+	if err := h.remoteCheck(ctx, &opts); err != nil {
+		return nil, CreateOutput{}, err
+	}
+	s, err := h.mgr.Create(ctx, opts)
 	if err != nil {
 		return nil, CreateOutput{}, toolError(err)
 	}
-	go h.mgr.WantSpares(in.CreateOptions) // the next create is likely alike
+	go h.mgr.WantSpares(opts) // the next create is likely alike
 	info := s.Info()
 	out := CreateOutput{SessionID: s.ID, ClaudeSessionID: info.ClaudeSessionID, Model: info.Model, Cwd: info.Cwd,
 		PermissionMode: info.PermissionMode, Active: info.PID != 0, Persisted: h.persisted(), Worktree: s.WorktreeInfo(ctx)}
@@ -207,7 +286,7 @@ func (h *handlers) create(ctx context.Context, req *mcp.CallToolRequest, in Crea
 }
 
 func (h *handlers) close(ctx context.Context, req *mcp.CallToolRequest, in SessionInput) (*mcp.CallToolResult, CloseOutput, error) {
-	s, err := h.mgr.Get(in.SessionID)
+	s, err := h.session(ctx, in.SessionID)
 	if err != nil {
 		return nil, CloseOutput{}, toolError(err)
 	}
@@ -233,11 +312,14 @@ func (h *handlers) query(ctx context.Context, req *mcp.CallToolRequest, in Query
 	if req.Params.RequestState != "" {
 		return h.retried(ctx, req, wait, true)
 	}
-	s, err := h.mgr.Get(in.SessionID)
+	s, err := h.session(ctx, in.SessionID)
 	if err != nil {
 		return nil, QueryOutput{}, toolError(err)
 	}
 	if err := sessions.ValidateEffort(in.Effort); err != nil {
+		return nil, QueryOutput{}, err
+	}
+	if err := h.imagePaths(ctx, in.Images); err != nil {
 		return nil, QueryOutput{}, err
 	}
 	images, err := h.mgr.LoadImages(s.Info().Cwd, in.Images)
@@ -268,12 +350,20 @@ func (h *handlers) direct(ctx context.Context, req *mcp.CallToolRequest, in Dire
 		return h.retried(ctx, req, wait, true)
 	}
 	opts := in.CreateOptions
+	if err := h.remoteCheck(ctx, &opts); err != nil {
+		return nil, QueryOutput{}, err
+	}
+	spareOpts := opts
 	opts.Temporary = true
 	s, err := h.mgr.Open(ctx, opts) // the query starts the process (or takes a warm spare)
 	if err != nil {
 		return nil, QueryOutput{}, toolError(err)
 	}
-	defer func() { go h.mgr.WantSpares(in.CreateOptions) }()
+	defer func() { go h.mgr.WantSpares(spareOpts) }()
+	if err := h.imagePaths(ctx, in.Images); err != nil {
+		h.mgr.Discard(s)
+		return nil, QueryOutput{}, err
+	}
 	images, err := h.mgr.LoadImages(s.Info().Cwd, in.Images)
 	if err != nil {
 		h.mgr.Discard(s)
@@ -373,7 +463,7 @@ func resultText(sessionID string, r *sessions.TurnResult) string {
 }
 
 func (h *handlers) interrupt(ctx context.Context, req *mcp.CallToolRequest, in SessionInput) (*mcp.CallToolResult, InterruptOutput, error) {
-	s, err := h.mgr.Get(in.SessionID)
+	s, err := h.session(ctx, in.SessionID)
 	if err != nil {
 		return nil, InterruptOutput{}, toolError(err)
 	}
@@ -392,7 +482,7 @@ func (h *handlers) model(ctx context.Context, req *mcp.CallToolRequest, in Model
 	if in.Model == "" {
 		return nil, ModelOutput{}, errors.New("model is empty: pass an alias (opus, sonnet, haiku) or a model id")
 	}
-	s, err := h.mgr.Get(in.SessionID)
+	s, err := h.session(ctx, in.SessionID)
 	if err != nil {
 		return nil, ModelOutput{}, toolError(err)
 	}
@@ -408,7 +498,7 @@ func (h *handlers) model(ctx context.Context, req *mcp.CallToolRequest, in Model
 }
 
 func (h *handlers) mode(ctx context.Context, req *mcp.CallToolRequest, in ModeInput) (*mcp.CallToolResult, ModeOutput, error) {
-	s, err := h.mgr.Get(in.SessionID)
+	s, err := h.session(ctx, in.SessionID)
 	if err != nil {
 		return nil, ModeOutput{}, toolError(err)
 	}
@@ -422,13 +512,18 @@ func (h *handlers) mode(ctx context.Context, req *mcp.CallToolRequest, in ModeIn
 func (h *handlers) list(ctx context.Context, req *mcp.CallToolRequest, in ListInput) (*mcp.CallToolResult, ListOutput, error) {
 	var list []*sessions.Session
 	if in.SessionID != "" {
-		s, err := h.mgr.Get(in.SessionID)
+		s, err := h.session(ctx, in.SessionID)
 		if err != nil {
 			return nil, ListOutput{}, toolError(err)
 		}
 		list = []*sessions.Session{s}
 	} else {
-		list = h.mgr.List()
+		user := userOf(ctx)
+		for _, s := range h.mgr.List() {
+			if s.Info().Owner == user {
+				list = append(list, s)
+			}
+		}
 	}
 	cfg := h.mgr.Config()
 	out := ListOutput{Sessions: []SessionInfo{}, LiveCount: h.mgr.LiveCount(), Queued: h.mgr.Queued(), MaxSessions: cfg.MaxSessions, MaxLive: cfg.MaxLive}

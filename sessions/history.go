@@ -86,7 +86,7 @@ func TranscriptPath(env map[string]string, cwd, claudeSessionID string) string {
 
 // transcriptPath is this session's transcript; s.mu is held.
 func (s *Session) transcriptPath() string {
-	env := mergeEnv(s.m.cfg.Env, s.profileEnv, s.opts.Env)
+	env := mergeEnv(s.m.cfg.Env, s.profileEnv, s.m.ownerEnv(s.opts.Owner), s.opts.Env)
 	id := s.claudeSessionID
 	if s.forkPending || id == "" {
 		id = s.opts.ResumeSessionID // the fork's own transcript does not exist yet

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -71,6 +72,14 @@ type Config struct {
 	ToolsCeiling []string
 	// Env is added to every CLI's environment.
 	Env map[string]string
+	// UserMaxSessions, UserMaxLive and UserMaxBudgetUSD are per-user
+	// quotas (over HTTP, the user of the bearer token); 0 means none.
+	UserMaxSessions  int
+	UserMaxLive      int
+	UserMaxBudgetUSD float64
+	// PerUserConfigDir, when set, gives each user's sessions the CLI config
+	// directory <PerUserConfigDir>/<user> (their transcripts apart).
+	PerUserConfigDir string
 	// MaxSessionBudgetUSD caps what a caller may give a session as
 	// maxBudgetUsd, and is the budget of a session that asks none; 0 means
 	// no cap.
@@ -116,8 +125,9 @@ type Manager struct {
 	spares   spareState
 
 	persistMu  sync.Mutex
-	persistErr error   // of the last registry write
-	spent      float64 // what every turn has cost, also of closed sessions (and before a restart)
+	persistErr error              // of the last registry write
+	spent      float64            // what every turn has cost, also of closed sessions (and before a restart)
+	userSpent  map[string]float64 // likewise per owner
 
 	cliMu      sync.Mutex
 	cliPath    string
@@ -428,6 +438,18 @@ func (m *Manager) Open(ctx context.Context, opts CreateOptions) (*Session, error
 		m.mu.Unlock()
 		return nil, fmt.Errorf("%w: %d sessions are open and --max-sessions is %d; close one with claude_session_close first", ErrTooMany, n, m.cfg.MaxSessions)
 	}
+	if limit := m.cfg.UserMaxSessions; limit > 0 && opts.Owner != "" {
+		n := 0
+		for _, o := range m.sessions {
+			if o.opts.Owner == opts.Owner {
+				n++
+			}
+		}
+		if n >= limit {
+			m.mu.Unlock()
+			return nil, fmt.Errorf("%w: user %s has %d open sessions and this server allows a user %d (--user-max-sessions); close one first", ErrTooMany, opts.Owner, n, limit)
+		}
+	}
 	m.sessions[s.ID] = s
 	m.mu.Unlock()
 	if opts.Worktree.On {
@@ -457,9 +479,15 @@ func (m *Manager) Get(id string) (*Session, error) {
 	defer m.mu.Unlock()
 	s := m.sessions[id]
 	if s == nil {
-		return nil, fmt.Errorf("%w: no open session has id %q; it was closed or never existed: create one with claude_session_create (claude_session_list shows the open ones)", ErrNotFound, id)
+		return nil, NotFoundError(id)
 	}
 	return s, nil
+}
+
+// NotFoundError is the error for a session id that names no open session
+// (of the caller's).
+func NotFoundError(id string) error {
+	return fmt.Errorf("%w: no open session has id %q; it was closed or never existed: create one with claude_session_create (claude_session_list shows the open ones)", ErrNotFound, id)
 }
 
 // List returns all open sessions, oldest first.
@@ -586,10 +614,88 @@ func (m *Manager) Spent() float64 {
 	return m.spent
 }
 
-func (m *Manager) addSpent(usd float64) {
+// spentAll is Spent, and the same per owner.
+func (m *Manager) spentAll() (float64, map[string]float64) {
+	m.persistMu.Lock()
+	defer m.persistMu.Unlock()
+	return m.spent, maps.Clone(m.userSpent)
+}
+
+func (m *Manager) addSpent(owner string, usd float64) {
 	m.persistMu.Lock()
 	defer m.persistMu.Unlock()
 	m.spent += usd
+	if owner != "" {
+		if m.userSpent == nil {
+			m.userSpent = map[string]float64{}
+		}
+		m.userSpent[owner] += usd
+	}
+}
+
+// checkUserBudget refuses a turn once a user's sessions together have spent
+// --user-max-budget-usd.
+func (m *Manager) checkUserBudget(owner string) error {
+	limit := m.cfg.UserMaxBudgetUSD
+	if owner == "" || limit <= 0 {
+		return nil
+	}
+	m.persistMu.Lock()
+	spent := m.userSpent[owner]
+	m.persistMu.Unlock()
+	if spent >= limit {
+		return fmt.Errorf("%w: the sessions of user %s have cost $%s, and this server allows a user $%s (--user-max-budget-usd)", ErrBudget, owner, usd(math.Round(spent*1e6)/1e6), usd(limit))
+	}
+	return nil
+}
+
+// ownerEnv is the CLI environment of an owner's sessions: with
+// --per-user-config-dir, a config directory of their own (transcripts
+// apart).
+func (m *Manager) ownerEnv(owner string) map[string]string {
+	if owner == "" || m.cfg.PerUserConfigDir == "" {
+		return nil
+	}
+	return map[string]string{"CLAUDE_CONFIG_DIR": filepath.Join(m.cfg.PerUserConfigDir, owner)}
+}
+
+// makeRoomFor keeps a user within --user-max-live: when s's owner has that
+// many live sessions, the least recently used idle one goes dormant; when
+// none is idle, s cannot start.
+func (m *Manager) makeRoomFor(s *Session) error {
+	owner, limit := s.opts.Owner, m.cfg.UserMaxLive
+	if owner == "" || limit <= 0 {
+		return nil
+	}
+	for range limit + 1 {
+		var live int
+		var victim *Session
+		var oldest time.Time
+		for _, o := range m.List() {
+			if o == s || o.opts.Owner != owner {
+				continue
+			}
+			since, idle := o.idleSince()
+			o.mu.Lock()
+			isLive := o.proc != nil
+			o.mu.Unlock()
+			if !isLive {
+				continue
+			}
+			live++
+			if idle && (victim == nil || since.Before(oldest)) {
+				victim, oldest = o, since
+			}
+		}
+		if live < limit {
+			return nil
+		}
+		if victim == nil {
+			return fmt.Errorf("%w: user %s has %d live sessions, all busy, and this server allows a user %d (--user-max-live); wait for one to finish", ErrTooMany, owner, live, limit)
+		}
+		victim.makeDormant("user-max-live reached")
+	}
+	return fmt.Errorf("%w: user %s is at --user-max-live %d", ErrTooMany, owner, limit)
 }
 
 // checkTotalBudget refuses a turn once all sessions together have spent

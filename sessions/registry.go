@@ -17,11 +17,12 @@ import (
 // query). Writes are atomic (temp file + rename). Secrets never go in it:
 // profile environments are stored by profile name only.
 type Registry struct {
-	path  string
-	log   *slog.Logger
-	mu    sync.Mutex
-	last  []byte
-	spent float64 // as of the last Load
+	path      string
+	log       *slog.Logger
+	mu        sync.Mutex
+	last      []byte
+	spent     float64            // as of the last Load
+	userSpent map[string]float64 // likewise
 }
 
 // RegistryEntry is one persisted session.
@@ -38,6 +39,7 @@ type RegistryEntry struct {
 	Usage           Usage         `json:"usage"`
 	Options         CreateOptions `json:"options"`
 	Worktree        *Worktree     `json:"worktree,omitempty"`
+	Owner           string        `json:"owner,omitempty"`
 }
 
 type registryFile struct {
@@ -46,6 +48,8 @@ type registryFile struct {
 	// SpentUSD is what every session of this server has cost, closed ones
 	// included: what --max-total-budget-usd counts against.
 	SpentUSD float64 `json:"spentUsd,omitempty"`
+	// UserSpentUSD is the same per user (over HTTP).
+	UserSpentUSD map[string]float64 `json:"userSpentUsd,omitempty"`
 }
 
 // DefaultRegistryPath is $XDG_STATE_HOME/claude-agent-mcp/sessions.json,
@@ -100,15 +104,15 @@ func (r *Registry) Load() []RegistryEntry {
 		}
 		return nil
 	}
-	r.last, r.spent = data, f.SpentUSD
+	r.last, r.spent, r.userSpent = data, f.SpentUSD, f.UserSpentUSD
 	return f.Sessions
 }
 
-// SpentUSD is the total cost the last Load read.
-func (r *Registry) SpentUSD() float64 {
+// SpentUSD is the total cost, and the cost per user, the last Load read.
+func (r *Registry) SpentUSD() (float64, map[string]float64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.spent
+	return r.spent, r.userSpent
 }
 
 // upgradeEntries reads what version 1 files stored differently: the
@@ -153,9 +157,9 @@ func (r *Registry) CheckWritable() error {
 	return os.Remove(f.Name())
 }
 
-// Save replaces the stored entries and total cost, atomically.
-func (r *Registry) Save(entries []RegistryEntry, spentUSD float64) error {
-	data, err := json.MarshalIndent(registryFile{Version: 2, Sessions: entries, SpentUSD: spentUSD}, "", "  ")
+// Save replaces the stored entries and costs, atomically.
+func (r *Registry) Save(entries []RegistryEntry, spentUSD float64, userSpentUSD map[string]float64) error {
+	data, err := json.MarshalIndent(registryFile{Version: 2, Sessions: entries, SpentUSD: spentUSD, UserSpentUSD: userSpentUSD}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding the session registry: %w", err)
 	}
@@ -200,12 +204,13 @@ func (m *Manager) persist() {
 			entries = append(entries, RegistryEntry{
 				SessionID: s.ID, ClaudeSessionID: s.claudeSessionID, Resumable: s.resumable, ForkPending: s.forkPending, Model: s.model,
 				Created: s.created, LastUsed: s.lastUsed, Queries: s.queries, CostUSD: s.cost, Usage: s.usage,
-				Options: s.opts, Worktree: s.worktree,
+				Options: s.opts, Worktree: s.worktree, Owner: s.opts.Owner,
 			})
 		}
 		s.mu.Unlock()
 	}
-	err := m.cfg.Registry.Save(entries, m.Spent())
+	spent, userSpent := m.spentAll()
+	err := m.cfg.Registry.Save(entries, spent, userSpent)
 	m.persistMu.Lock()
 	was := m.persistErr
 	m.persistErr = err
@@ -235,7 +240,7 @@ func (m *Manager) restore() {
 		return
 	}
 	entries := m.cfg.Registry.Load()
-	m.spent = m.cfg.Registry.SpentUSD()
+	m.spent, m.userSpent = m.cfg.Registry.SpentUSD()
 	entries = slices.DeleteFunc(entries, func(e RegistryEntry) bool { return e.SessionID == "" })
 	slices.SortStableFunc(entries, func(a, b RegistryEntry) int { return b.LastUsed.Compare(a.LastUsed) })
 	if n := len(entries) - m.cfg.MaxSessions; n > 0 {
@@ -246,6 +251,7 @@ func (m *Manager) restore() {
 		entries = entries[:m.cfg.MaxSessions]
 	}
 	for _, e := range entries {
+		e.Options.Owner = e.Owner
 		s := newSession(m, e.Options)
 		s.ID = e.SessionID
 		s.log = m.log.With("session_id", s.ID)

@@ -64,6 +64,9 @@ type CreateOptions struct {
 	Env map[string]string `json:"-"`
 	// Temporary sessions (one-shot queries) are not persisted.
 	Temporary bool `json:"-"`
+	// Owner is the user the session belongs to (over HTTP, the bearer
+	// token's); "" on stdio. Persisted with the registry entry.
+	Owner string `json:"-"`
 }
 
 // QueryOptions tune one query.
@@ -110,6 +113,7 @@ type Info struct {
 	Name            string
 	Effort          string
 	Worktree        *Worktree
+	Owner           string
 }
 
 // Session is one conversation with Claude Code. Its process may come and
@@ -213,6 +217,7 @@ func (s *Session) Info() Info {
 		Name:          s.opts.Name,
 		Effort:        s.opts.Effort,
 		Worktree:      s.worktree,
+		Owner:         s.opts.Owner,
 		SessionID:     s.ID, ClaudeSessionID: s.claudeSessionID, Cwd: s.cwdLocked(), Model: s.model,
 		PermissionMode: s.opts.PermissionMode, State: s.state, Created: s.created, LastUsed: s.lastUsed,
 		Queries: s.queries, Usage: s.usage, CostUSD: s.cost, Profile: s.opts.Profile, Failure: s.failure,
@@ -299,7 +304,9 @@ func (s *Session) start(ctx context.Context, t *turn) error {
 		}
 	}
 	if p == nil {
-		err = s.m.pool.acquire(ctx, s, t != nil, queued)
+		if err = s.m.makeRoomFor(s); err == nil {
+			err = s.m.pool.acquire(ctx, s, t != nil, queued)
+		}
 	}
 	s.mu.Lock()
 	s.queuePos = 0
@@ -382,7 +389,7 @@ func (s *Session) processOptions() claudeagent.Options {
 		Cwd:                   s.cwdLocked(),
 		MCPConfig:             mcpConfig(o.MCPServers, o.StrictMCPConfig),
 		StrictMCPConfig:       o.StrictMCPConfig,
-		Env:                   mergeEnv(s.profileEnv, o.Env),
+		Env:                   mergeEnv(s.profileEnv, s.m.ownerEnv(o.Owner), o.Env),
 		PermissionPromptStdio: true,
 		OnControlRequest:      s.onControl,
 	}
@@ -574,8 +581,9 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 	if s.state == StateRunning {
 		s.state = StateIdle
 	}
+	owner := s.opts.Owner
 	s.mu.Unlock()
-	s.m.addSpent(r.CostUSD)
+	s.m.addSpent(owner, r.CostUSD)
 	s.resetIdleTimer()
 	s.m.pool.idle()
 	s.m.persist()
@@ -648,6 +656,9 @@ func (s *Session) budgetLocked() float64 {
 // total budget is spent.
 func (s *Session) checkBudget() error {
 	if err := s.m.checkTotalBudget(); err != nil {
+		return err
+	}
+	if err := s.m.checkUserBudget(s.opts.Owner); err != nil {
 		return err
 	}
 	s.mu.Lock()

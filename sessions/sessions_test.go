@@ -1443,10 +1443,10 @@ func TestRegistryRoundTrip(t *testing.T) {
 			Options: CreateOptions{SessionOptions: claudeagent.SessionOptions{Model: "sonnet", PermissionMode: "plan", AllowedTools: []string{"Bash(git:*)"}, MaxTurns: 4, AddDirs: []string{"/y"}}, Cwd: "/x", MCPServers: map[string]json.RawMessage{"fs": json.RawMessage(`{"command":"srv"}`)}, StrictMCPConfig: true, Profile: "work"}},
 		{SessionID: "s2", ClaudeSessionID: "c2", Created: at, LastUsed: at},
 	}
-	if err := r.Save(entries, 0.5); err != nil {
+	if err := r.Save(entries, 0.5, map[string]float64{"alice": 0.5}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Save(entries, 0.5); err != nil { // unchanged: no rewrite
+	if err := r.Save(entries, 0.5, map[string]float64{"alice": 0.5}); err != nil { // unchanged: no rewrite
 		t.Fatal(err)
 	}
 	got := NewRegistry(path, nil).Load()

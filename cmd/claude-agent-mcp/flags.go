@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,6 +49,16 @@ type config struct {
 	taskAfter         time.Duration
 	taskTTL           time.Duration
 	showVersion       bool
+	http              string
+	tokensFile        string
+	publicURL         string
+	httpAllow         string
+	userMaxSessions   int
+	userMaxLive       int
+	userBudget        float64
+	perUserConfigDir  string
+	auditLog          string
+	auditPrompts      bool
 }
 
 func newFlagSet(c *config) *flag.FlagSet {
@@ -80,6 +91,16 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.BoolVar(&c.tasks, "tasks", true, "offer MCP tasks (extension io.modelcontextprotocol/tasks, protocol 2026-07-28): a long query from a client that takes them is answered with a task at once")
 	fs.DurationVar(&c.taskAfter, "task-after", mcptools.DefaultTaskAfter, "how long a query call waits for its turn to end before it answers with a task")
 	fs.DurationVar(&c.taskTTL, "task-ttl", mcptools.DefaultTaskTTL, "how long a finished task's result is kept for tasks/get (from the task's creation)")
+	fs.StringVar(&c.http, "http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:8787) at /mcp instead of stdio")
+	fs.StringVar(&c.tokensFile, "tokens-file", "", "bearer tokens for --http: one USER:SHA256HEX line per token (the SHA-256 of the token, never the token); reloaded on SIGHUP. CLAUDE_AGENT_MCP_TOKEN adds one token for user default")
+	fs.StringVar(&c.publicURL, "public-url", "", "the URL clients reach --http at (default http://ADDR), for the protected resource metadata")
+	fs.StringVar(&c.httpAllow, "http-allow", "", "session options allowed over --http that run programs or reach server files (comma-separated): mcp-servers, settings, bypass, paths, profiles")
+	fs.IntVar(&c.userMaxSessions, "user-max-sessions", 0, "open sessions a user may have over --http; 0 no limit")
+	fs.IntVar(&c.userMaxLive, "user-max-live", 0, "live claude processes a user may have over --http; 0 no limit")
+	fs.Float64Var(&c.userBudget, "user-max-budget-usd", 0, "the most a user's sessions may spend together, in USD; 0 no cap")
+	fs.StringVar(&c.perUserConfigDir, "per-user-config-dir", "", "give each --http user's sessions the CLI config directory DIR/<user> (their transcripts apart)")
+	fs.StringVar(&c.auditLog, "audit-log", "", "append a JSON line per tool call to this file: time, user, tool, session, prompt size and SHA-256, outcome, duration, cost")
+	fs.BoolVar(&c.auditPrompts, "audit-prompts", false, "put the prompts themselves in --audit-log")
 	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
 	return fs
 }
@@ -198,6 +219,28 @@ func (c *config) check() (*settings, error) {
 	if c.totalBudget < 0 {
 		bad("max-total-budget-usd", c.totalBudget, "use an amount in USD, or 0 for no cap")
 	}
+	if c.userMaxSessions < 0 {
+		bad("user-max-sessions", c.userMaxSessions, "use 0 (no limit) or more")
+	}
+	if c.userMaxLive < 0 {
+		bad("user-max-live", c.userMaxLive, "use 0 (no limit) or more")
+	}
+	if c.userBudget < 0 {
+		bad("user-max-budget-usd", c.userBudget, "use an amount in USD, or 0 for no cap")
+	}
+	allow := splitList(c.httpAllow, ",")
+	for _, a := range allow {
+		if !slices.Contains(httpAllowable, a) {
+			bad("http-allow", a, "use "+strings.Join(httpAllowable, ", "))
+		}
+	}
+	if c.http != "" {
+		if err := c.checkHTTP(); err != nil {
+			errs = append(errs, err)
+		}
+	} else if c.tokensFile != "" || c.httpAllow != "" || c.publicURL != "" {
+		errs = append(errs, errors.New("--tokens-file, --http-allow and --public-url need --http"))
+	}
 	if c.maxDepth < 0 {
 		bad("max-depth", c.maxDepth, "use 0 (no limit) or more")
 	}
@@ -216,10 +259,12 @@ func (c *config) check() (*settings, error) {
 			IdleTimeout: c.idleTimeout, QueryTimeout: c.queryTimeout, PermissionTimeout: c.permissionTimeout,
 			MaxDepth: c.maxDepth, NoSessionMCPServers: !c.sessionMCP,
 			MaxSessionBudgetUSD: c.sessionBudget, MaxTotalBudgetUSD: c.totalBudget,
+			UserMaxSessions: c.userMaxSessions, UserMaxLive: c.userMaxLive, UserMaxBudgetUSD: c.userBudget, PerUserConfigDir: c.perUserConfigDir,
 		},
 		tools: mcptools.Options{
 			Version: versionString(), MaxResultChars: c.maxResultChars, DefaultWait: c.defaultWait, HeartbeatInterval: c.heartbeat,
 			MaxPromptBytes: c.maxPromptBytes, NoTasks: !c.tasks, TaskAfter: c.taskAfter, TaskTTL: c.taskTTL,
+			Remote: c.http != "", RemoteAllow: allow, AuditPrompts: c.auditPrompts,
 		},
 	}
 	switch c.permissionPolicy {

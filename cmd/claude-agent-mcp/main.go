@@ -138,11 +138,22 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 	mgr := sessions.NewManager(mcfg)
 	opts := st.tools
 	opts.Logger = logger
+	if c.auditLog != "" {
+		f, err := os.OpenFile(c.auditLog, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err != nil {
+			return fmt.Errorf("opening --audit-log: %w", err)
+		}
+		defer f.Close()
+		opts.AuditLog = f
+	}
 	srv := mcptools.NewServer(mgr, opts)
 	go checkCLI(mgr, logger)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if c.http != "" {
+		return serveHTTP(ctx, c, st, srv, mgr, logger)
+	}
 	logger.Info("claude-agent-mcp serving on stdio", "version", versionString(), "depth", depth, "pid", os.Getpid())
 	transport := &mcptools.StdioTransport{Reader: stdin, Writer: stdout, MaxFrameBytes: c.maxFrameBytes, Logger: logger}
 	runErr := make(chan error, 1)

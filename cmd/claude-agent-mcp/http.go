@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+)
+
+// TokenEnv holds one bearer token (the token itself) for user "default".
+const TokenEnv = "CLAUDE_AGENT_MCP_TOKEN"
+
+// httpAllowable are the values of --http-allow.
+var httpAllowable = []string{"mcp-servers", "settings", "bypass", "paths", "profiles"}
+
+// checkHTTP checks the --http flags before anything is served: a
+// non-loopback address needs tokens.
+func (c *config) checkHTTP() error {
+	host, _, err := net.SplitHostPort(c.http)
+	if err != nil {
+		return fmt.Errorf("invalid --http %q: use HOST:PORT, such as 127.0.0.1:8787", c.http)
+	}
+	if c.tokensFile == "" && os.Getenv(TokenEnv) == "" && !loopback(host) {
+		return fmt.Errorf("--http %s listens beyond this machine without authentication: give --tokens-file or %s, or listen on 127.0.0.1", c.http, TokenEnv)
+	}
+	if c.tokensFile != "" || os.Getenv(TokenEnv) != "" {
+		if _, err := mcptools.LoadTokens(c.tokensFile, os.Getenv(TokenEnv)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loopback reports whether host names this machine only.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// serveHTTP serves srv over streamable HTTP until ctx ends, then stops
+// every session (interrupting running turns) and the HTTP server.
+func serveHTTP(ctx context.Context, c *config, st *settings, srv *mcp.Server, mgr *sessions.Manager, logger *slog.Logger) error {
+	var tokens *mcptools.Tokens
+	if c.tokensFile != "" || os.Getenv(TokenEnv) != "" {
+		var err error
+		if tokens, err = mcptools.LoadTokens(c.tokensFile, os.Getenv(TokenEnv)); err != nil {
+			return err
+		}
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		go func() {
+			for range hup {
+				if err := tokens.Reload(); err != nil {
+					logger.Error("reloading --tokens-file; keeping the tokens as they were", "err", err)
+				} else {
+					logger.Info("reloaded --tokens-file", "users", tokens.Users())
+				}
+			}
+		}()
+	}
+	ln, err := net.Listen("tcp", c.http)
+	if err != nil {
+		return fmt.Errorf("listening on --http %s: %w", c.http, err)
+	}
+	base := c.publicURL
+	if base == "" {
+		base = "http://" + ln.Addr().String()
+	}
+	hs := &http.Server{
+		Handler:           mcptools.NewHTTPHandler(srv, mcptools.HTTPOptions{Tokens: tokens, BaseURL: base, Logger: logger}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	logger.Info("claude-agent-mcp serving over HTTP", "url", base+"/mcp", "auth", tokens != nil, "version", versionString(), "pid", os.Getpid())
+	select {
+	case err = <-served:
+	case <-ctx.Done():
+		logger.Info("signal received; stopping")
+	}
+	start := time.Now()
+	mgr.Shutdown() // interrupts running turns: their calls return
+	logger.Info("all sessions stopped", "took", time.Since(start).Round(time.Millisecond))
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if serr := hs.Shutdown(sctx); serr != nil {
+		logger.Warn("HTTP server did not stop in time", "err", serr)
+	}
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
