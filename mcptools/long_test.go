@@ -215,10 +215,14 @@ func TestQueuedQuery(t *testing.T) {
 	if out["active"] != false || !strings.Contains(resText(res), "starts with its first query") {
 		t.Errorf("create while every process is busy: %v %s", out, resText(res))
 	}
-	queried := make(chan map[string]any, 1)
+	queried := make(chan *mcp.CallToolResult, 1)
 	go func() {
-		_, out := f.call(t, "claude_chat_query", map[string]any{"sessionId": b, "prompt": "hi"}, mcp.Meta{"progressToken": "q"})
-		queried <- out
+		res, err := f.cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "claude_chat_query", Arguments: map[string]any{"sessionId": b, "prompt": "hi"},
+			Meta: mcp.Meta{"progressToken": "q"}})
+		if err != nil {
+			t.Errorf("the queued query: %v", err)
+		}
+		queried <- res
 	}()
 	waitFor(t, "B queued", func() bool { s, _ := f.mgr.Get(b); return s.Info().State == sessions.StateQueued })
 	_, list := f.call(t, "claude_session_list", map[string]any{"sessionId": b}, nil)
@@ -228,8 +232,13 @@ func TestQueuedQuery(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if out := <-queried; out["finalText"] != "Hello from fake API (n_messages=1)" {
-		t.Errorf("the queued query: %v", out)
+	select {
+	case res := <-queried:
+		if res == nil || !strings.Contains(resText(res), "Hello from fake API (n_messages=1)") {
+			t.Errorf("the queued query: %v", res)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the queued query did not get its turn after the running one ended")
 	}
 	f.waitEvents(t, "progress:queued for a live claude process (--max-live 1): position 1")
 }

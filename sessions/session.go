@@ -495,7 +495,10 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	defer func() { <-s.slot }()
+	defer func() {
+		<-s.slot
+		s.m.pool.idle() // only now can the session give its process to a waiting query
+	}()
 
 	if err := s.checkBudget(); err != nil {
 		return nil, err
@@ -585,7 +588,6 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 	s.mu.Unlock()
 	s.m.addSpent(owner, r.CostUSD)
 	s.resetIdleTimer()
-	s.m.pool.idle()
 	s.m.persist()
 	t.emit(Event{Kind: EventDone, IsError: r.IsError, Text: r.ErrorText})
 	return r, nil
