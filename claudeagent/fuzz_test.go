@@ -154,3 +154,30 @@ func FuzzDispatch(f *testing.F) {
 		}
 	})
 }
+
+// TestResultAnswers: a result ends the turn of the user message it names;
+// one of a turn the CLI started by itself (a background task's
+// notification) ends none.
+func TestResultAnswers(t *testing.T) {
+	for _, tc := range []struct {
+		line, uuid string
+		want       bool
+	}{
+		{`{"type":"result","subtype":"success"}`, "u1", true}, // 2.1.197 names nothing
+		{`{"type":"result","user_message_uuids":["u1"]}`, "u1", true},
+		{`{"type":"result","user_message_uuid":"u1"}`, "u1", true},
+		{`{"type":"result","user_message_uuids":["u0"]}`, "u1", false},
+		{`{"type":"result","origin":{"kind":"task-notification","producer":"session-task"}}`, "u1", false},
+		{`{"type":"result","origin":{"kind":"task-notification"},"user_message_uuids":["u1"]}`, "u1", false},
+		{`{"type":"result","origin":null}`, "u1", true},
+		{`{"type":"result","user_message_uuids":["u0"]}`, "", true}, // a host that sent no uuid takes any
+	} {
+		m, err := DecodeMessage([]byte(tc.line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.(*ResultMessage).Answers(tc.uuid); got != tc.want {
+			t.Errorf("%s answers %q = %v, want %v", tc.line, tc.uuid, got, tc.want)
+		}
+	}
+}

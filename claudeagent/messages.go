@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -269,6 +270,25 @@ type ResultMessage struct {
 	Errors            []string              `json:"errors"`
 	UUID              string                `json:"uuid"`
 	StructuredOutput  json.RawMessage       `json:"structured_output"`
+	// Origin is set on the result of a turn the CLI started by itself (a
+	// background task's notification); UserMessageUUIDs (2.1.330 and
+	// later) name the user messages a turn answered.
+	Origin           json.RawMessage `json:"origin"`
+	UserMessageUUIDs []string        `json:"user_message_uuids"`
+	UserMessageUUID  string          `json:"user_message_uuid"`
+}
+
+// Answers reports whether the result ends the turn of the user message
+// with uuid: not a turn the CLI started by itself, and, when the CLI names
+// the messages a turn answered, one of them.
+func (m *ResultMessage) Answers(uuid string) bool {
+	if len(m.Origin) > 0 && string(m.Origin) != "null" {
+		return false
+	}
+	if uuid == "" || (len(m.UserMessageUUIDs) == 0 && m.UserMessageUUID == "") {
+		return true
+	}
+	return m.UserMessageUUID == uuid || slices.Contains(m.UserMessageUUIDs, uuid)
 }
 
 // Type implements [Message].

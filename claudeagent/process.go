@@ -215,13 +215,22 @@ func (p *Process) Next(ctx context.Context) (Message, error) {
 // SendUser sends a user message; content is a string or a list of content
 // blocks. The turn's messages follow on [Process.Next], ending with a
 // *ResultMessage.
-func (p *Process) SendUser(content any) error {
-	return p.writeJSON(map[string]any{
+func (p *Process) SendUser(content any) error { return p.SendUserID(content, "") }
+
+// SendUserID is SendUser with the message's uuid (fresh for every message:
+// the CLI drops a repeated one), by which the turn's result can be told
+// from one of a turn the CLI started by itself (see ResultMessage.Answers).
+func (p *Process) SendUserID(content any, uuid string) error {
+	msg := map[string]any{
 		"type":               "user",
 		"message":            map[string]any{"role": "user", "content": content},
 		"parent_tool_use_id": nil,
 		"session_id":         "",
-	})
+	}
+	if uuid != "" {
+		msg["uuid"] = uuid
+	}
+	return p.writeJSON(msg)
 }
 
 // Send writes one raw message (any JSON object) to the CLI.

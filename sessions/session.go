@@ -389,7 +389,7 @@ func (s *Session) processOptions() claudeagent.Options {
 		Cwd:                   s.cwdLocked(),
 		MCPConfig:             mcpConfig(o.MCPServers, o.StrictMCPConfig),
 		StrictMCPConfig:       o.StrictMCPConfig,
-		Env:                   mergeEnv(s.profileEnv, s.m.ownerEnv(o.Owner), o.Env),
+		Env:                   mergeEnv(subAgentEnv, s.profileEnv, s.m.ownerEnv(o.Owner), o.Env),
 		PermissionPromptStdio: true,
 		OnControlRequest:      s.onControl,
 	}
@@ -530,7 +530,7 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 	case qo.Effort != "" && s.setEffort(ctx, p, qo.Effort) != nil:
 		t.fail("switching the effort to " + qo.Effort + " failed; the prompt was not sent")
 	default:
-		if err := p.SendUser(userContent(sent, qo.Images)); err != nil {
+		if err := p.SendUserID(userContent(sent, qo.Images), t.uuid); err != nil {
 			t.fail("sending the prompt to claude: " + err.Error())
 		}
 	}
@@ -644,6 +644,17 @@ func (s *Session) WorktreeInfo(ctx context.Context) *WorktreeInfo {
 
 // usd renders an amount of dollars with the digits that matter.
 func usd(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// subAgentEnv keeps a session's work inside its turns: no background tasks,
+// workflows or cron jobs, whose results would come in turns the CLI starts
+// by itself, after the query returned, where nobody reads them. (Agent
+// sub-agents then run in the foreground and their report is part of the
+// turn.) A profile or Env may override them.
+var subAgentEnv = map[string]string{
+	"CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1",
+	"CLAUDE_CODE_DISABLE_WORKFLOWS":        "1",
+	"CLAUDE_CODE_DISABLE_CRON":             "1",
+}
 
 // budgetLocked is the session's budget: its maxBudgetUsd, else the
 // server's per-session ceiling; 0 for none. s.mu is held.

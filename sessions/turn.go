@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 )
@@ -103,6 +105,7 @@ type TurnResult struct {
 // feeds it; the querying goroutine waits on done.
 type turn struct {
 	start   time.Time
+	uuid    string // of the user message that started it
 	onEvent func(Event)
 
 	mu          sync.Mutex
@@ -133,7 +136,7 @@ func newTurn(onEvent func(Event)) *turn {
 	if onEvent == nil {
 		onEvent = func(Event) {}
 	}
-	return &turn{start: time.Now(), onEvent: onEvent, toolIndex: map[string]int{}, done: make(chan struct{})}
+	return &turn{start: time.Now(), uuid: uuid.NewString(), onEvent: onEvent, toolIndex: map[string]int{}, done: make(chan struct{})}
 }
 
 func (t *turn) emit(e Event) {
@@ -226,6 +229,11 @@ func (t *turn) handle(m claudeagent.Message) bool {
 			t.emit(Event{Kind: EventToolFinished, Tool: name, ToolID: b.ToolUseID, IsError: b.IsError, Text: out})
 		}
 	case *claudeagent.ResultMessage:
+		if !m.Answers(t.uuid) {
+			// A turn the CLI started by itself (a background task finished):
+			// not this query's end.
+			return false
+		}
 		t.mu.Lock()
 		t.result = m
 		if m.SessionID != "" {
