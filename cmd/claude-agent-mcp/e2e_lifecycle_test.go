@@ -242,7 +242,15 @@ func TestE2EStopDuringBashTool(t *testing.T) {
 			case "eof":
 				e.stdin.Close()
 			}
-			if left := waitGone(kids, 10*time.Second); len(left) > 0 {
+			// A close ends the session's processes; the server's warm
+			// spares stay. At EOF the server stops: everything goes.
+			var left []int
+			if how == "close" {
+				left = e.waitGoneButSpares(t, kids, 10*time.Second)
+			} else {
+				left = waitGone(kids, 10*time.Second)
+			}
+			if len(left) > 0 {
 				for _, p := range left {
 					_ = syscall.Kill(p, syscall.SIGKILL)
 				}

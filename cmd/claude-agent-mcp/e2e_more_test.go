@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -77,6 +78,56 @@ func alive(pids []int) []int {
 		out = append(out, p)
 	}
 	return out
+}
+
+// spareLine is how the server's debug log reports a warm spare becoming
+// ready, or being taken by a session.
+var spareLine = regexp.MustCompile(`(warm spare ready|took a warm spare)[^\n]*? pid=(\d+)`)
+
+// spares are the pids of the server's warm spares that no session has
+// taken, read from its debug log. A spare lives as long as the server (or
+// its idle timeout), so it is not something a closed session left behind.
+func (e *e2e) spares() map[int]bool {
+	data, _ := os.ReadFile(e.logPath)
+	ready := map[int]bool{}
+	for _, m := range spareLine.FindAllStringSubmatch(string(data), -1) {
+		pid, _ := strconv.Atoi(m[2])
+		ready[pid] = m[1] == "warm spare ready"
+	}
+	for pid, r := range ready {
+		if !r {
+			delete(ready, pid)
+		}
+	}
+	return ready
+}
+
+// waitGoneButSpares waits up to d for every pid that is not a warm spare
+// of e's server to disappear, and returns those left. The spares are read
+// again at each look: one may be starting while the wait begins. It also
+// fails t when more spares are alive among pids than --warm-spares (the
+// default, 1) allows.
+func (e *e2e) waitGoneButSpares(t *testing.T, pids []int, d time.Duration) []int {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		spares := e.spares()
+		var left, spare []int
+		for _, p := range alive(pids) {
+			if spares[p] {
+				spare = append(spare, p)
+			} else {
+				left = append(left, p)
+			}
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			if len(spare) > 1 {
+				t.Errorf("%d warm spares alive (%v); --warm-spares is 1", len(spare), spare)
+			}
+			return left
+		}
+		time.Sleep(50 * time.Millisecond) // polling the OS is the only way to observe foreign pids
+	}
 }
 
 // waitGone waits up to d for every pid to disappear.
@@ -150,7 +201,9 @@ func TestE2EParallelSessionsAndDirectCleanup(t *testing.T) {
 	}()
 	_, _ = e.session.CallTool(cctx, &mcp.CallToolParams{Name: "claude_direct_query", Arguments: map[string]any{"prompt": "SLOW", "cwd": e.cwd}})
 	ccancel()
-	if left := waitGone(newPIDs(descendants(t, serverPID), before), 15*time.Second); len(left) > 0 {
+	// Each direct query took the warm spare and a new one started behind
+	// it: that one stays, anything else must go.
+	if left := e.waitGoneButSpares(t, newPIDs(descendants(t, serverPID), before), 15*time.Second); len(left) > 0 {
 		t.Errorf("direct queries left processes behind: %v", left)
 	}
 }
