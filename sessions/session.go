@@ -498,6 +498,7 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 	defer func() {
 		<-s.slot
 		s.m.pool.idle() // only now can the session give its process to a waiting query
+		s.m.refillAfterTurn()
 	}()
 
 	if err := s.checkBudget(); err != nil {

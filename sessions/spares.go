@@ -79,7 +79,16 @@ type spareState struct {
 	wg       sync.WaitGroup // spares being started
 	stopping int            // spares being stopped
 	stopped  *sync.Cond     // on mu: signalled when stopping drops
+
+	// refill is the start of the spares a one-shot query's session took,
+	// put off until a turn ends (or refillDelay passes): a CLI starting
+	// is about 300 ms of CPU, which would slow the query down.
+	refill *time.Timer
 }
+
+// refillDelay bounds how long the refill after a one-shot query's take
+// waits for a turn to end.
+const refillDelay = 5 * time.Second
 
 // spareWant is an option set a spare is kept for.
 type spareWant struct {
@@ -270,8 +279,37 @@ func (m *Manager) takeSpare(key string, s *Session) *spare {
 	}
 	sp.owner.Store(s)
 	m.pool.handover(sp, s)
-	go m.fillSpares()
+	if s.opts.Temporary {
+		m.deferRefill()
+	} else {
+		go m.fillSpares() // a created session's first query comes later
+	}
 	return sp
+}
+
+// deferRefill starts the spares when the next turn ends (see
+// refillAfterTurn), or after refillDelay at the latest.
+func (m *Manager) deferRefill() {
+	st := &m.spares
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.refill == nil {
+		st.refill = time.AfterFunc(refillDelay, m.refillAfterTurn)
+	}
+}
+
+// refillAfterTurn starts the spares a deferred refill is waiting for, if
+// any. A query calls it when its turn is over.
+func (m *Manager) refillAfterTurn() {
+	st := &m.spares
+	st.mu.Lock()
+	t := st.refill
+	st.refill = nil
+	st.mu.Unlock()
+	if t != nil {
+		t.Stop()
+		go m.fillSpares()
+	}
 }
 
 // dropSpare removes a ready spare from the list, to be stopped (see
@@ -319,6 +357,10 @@ func (m *Manager) stopSpares() {
 	st := &m.spares
 	st.mu.Lock()
 	st.closed = true
+	if st.refill != nil {
+		st.refill.Stop()
+		st.refill = nil
+	}
 	st.mu.Unlock()
 	st.wg.Wait()
 	st.mu.Lock()

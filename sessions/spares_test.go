@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -141,4 +142,41 @@ func TestSpareGivesWay(t *testing.T) {
 			t.Errorf("a spare with --max-live 1")
 		}
 	})
+}
+
+// TestSpareRefillAfterOneShot: when a one-shot query's temporary session
+// takes the spare, the new spare starts only once the query's turn is over,
+// so that starting it does not slow the query down; then it does start.
+func TestSpareRefillAfterOneShot(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, Config{WarmSpares: 1, MaxLive: 4})
+	opts := CreateOptions{Cwd: t.TempDir(), SessionOptions: claudeagent.SessionOptions{Model: "sonnet"}}
+	m.WantSpares(opts)
+	first := waitSpares(t, m, 1)[0]
+	tmp := opts
+	tmp.Temporary = true
+	s := create(t, m, tmp)
+	if s.Info().PID != first {
+		t.Fatalf("the one-shot session did not take the spare")
+	}
+	// The SLOW2 turn streams two chunks 0.5 s apart; at its first text a
+	// spare started at the take (the fake CLI starts in milliseconds)
+	// would be starting or ready.
+	var during []string
+	r := query(t, s, "SLOW2", QueryOptions{OnEvent: func(e Event) {
+		if e.Kind == EventText && during == nil {
+			m.spares.mu.Lock()
+			during = append(during, fmt.Sprintf("ready %d, starting %d", len(m.spares.ready), len(m.spares.starting)))
+			m.spares.mu.Unlock()
+		}
+	}})
+	if r.IsError {
+		t.Fatalf("query: %+v", r)
+	}
+	if len(during) != 1 || during[0] != "ready 0, starting 0" {
+		t.Errorf("spares while the one-shot turn ran: %v, want none", during)
+	}
+	if next := waitSpares(t, m, 1); next[0] == first {
+		t.Errorf("no new spare after the turn: %v", next)
+	}
 }
