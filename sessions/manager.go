@@ -132,6 +132,8 @@ type Manager struct {
 	cliMu      sync.Mutex
 	cliPath    string
 	cliVersion string
+
+	closing sync.WaitGroup // temporary sessions closing after their answer went out
 }
 
 // NewManager returns a manager. When cfg.Registry is set, the sessions it
@@ -534,6 +536,19 @@ func (m *Manager) Discard(s *Session) {
 	m.persist()
 }
 
+// discardLater is Discard, with the process stopped in the background: a
+// one-shot query's answer need not wait for its CLI to exit (tens of
+// milliseconds). Shutdown waits for these closes.
+func (m *Manager) discardLater(s *Session) {
+	m.mu.Lock()
+	delete(m.sessions, s.ID)
+	m.mu.Unlock()
+	m.closing.Go(func() {
+		s.close()
+		m.persist()
+	})
+}
+
 // Shutdown stops every process, in parallel, and refuses new sessions.
 // Sessions stay in the registry as dormant so a restart can resume them.
 func (m *Manager) Shutdown() {
@@ -552,6 +567,7 @@ func (m *Manager) Shutdown() {
 		wg.Go(func() { s.shutdown() })
 	}
 	wg.Wait()
+	m.closing.Wait()
 }
 
 // shuttingDown reports whether Shutdown has begun. Lock order: m.mu before

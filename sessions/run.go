@@ -327,8 +327,10 @@ func (r *Run) take() bool {
 func (r *Run) release() {
 	s := r.session
 	switch {
+	case s.opts.Temporary && s.hasWorktree():
+		s.m.Discard(s) // the answer says whether close kept the worktree
 	case s.opts.Temporary:
-		s.m.Discard(s)
+		s.m.discardLater(s)
 	case r.opts.CloseAfter:
 		_, _ = s.m.Close(s.ID)
 	}

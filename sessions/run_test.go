@@ -273,3 +273,23 @@ func TestTurnSkipsForeignResults(t *testing.T) {
 		t.Errorf("FinalText = %q", r.FinalText)
 	}
 }
+
+// TestRunTemporaryClosesAfterAnswer: collecting a one-shot run's result
+// forgets its session at once and stops its process in the background; a
+// Shutdown right after waits for that stop, so nothing is left running.
+func TestRunTemporaryClosesAfterAnswer(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, Config{})
+	s := create(t, m, CreateOptions{Temporary: true})
+	pid := s.Info().PID
+	r := startRun(t, s, "hi", RunOptions{})
+	waitDone(t, r)
+	if res, err, ok := r.Collect(); !ok || err != nil || res.FinalText != hello {
+		t.Fatalf("collect: %+v, %v, %v", res, err, ok)
+	}
+	if _, err := m.Get(s.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the temporary session is still listed after its collect")
+	}
+	m.Shutdown()
+	checkGone(t, pid)
+}

@@ -628,6 +628,13 @@ func (s *Session) cwdLocked() string {
 	return s.opts.Cwd
 }
 
+// hasWorktree reports whether the session runs in a worktree of its own.
+func (s *Session) hasWorktree() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.worktree != nil
+}
+
 // WorktreeInfo reports the session's worktree as it is now (what close did
 // with it, once closed); nil without one.
 func (s *Session) WorktreeInfo(ctx context.Context) *WorktreeInfo {
