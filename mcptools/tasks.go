@@ -99,7 +99,13 @@ func requestWantsTasks(req *mcp.CallToolRequest) bool {
 	if !modernEra(req) || req.Params == nil {
 		return false
 	}
-	caps, ok := req.Params.GetMeta()[mcp.MetaKeyClientCapabilities]
+	return declaresTasks(req.Params.GetMeta())
+}
+
+// declaresTasks reports whether a request's _meta declares the tasks
+// extension among the client's capabilities.
+func declaresTasks(meta map[string]any) bool {
+	caps, ok := meta[mcp.MetaKeyClientCapabilities]
 	if !ok {
 		return false
 	}
@@ -417,9 +423,24 @@ type ackResult struct {
 
 func ack() *ackResult { return &ackResult{ResultType: "complete"} }
 
+// errTasksUndeclared answers a tasks method from a request that does not
+// declare the extension (SEP-2663): -32021 with the capability it needs.
+func errTasksUndeclared(method string) error {
+	caps := &mcp.ClientCapabilities{}
+	caps.AddExtension(TasksExtension, nil)
+	data, err := json.Marshal(mcp.MissingRequiredClientCapabilityData{RequiredCapabilities: caps})
+	if err != nil {
+		return err
+	}
+	return &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: fmt.Sprintf("%s needs the client capability extensions[%q] in the request's _meta", method, TasksExtension), Data: data}
+}
+
 // addTaskMethods registers tasks/get, tasks/update and tasks/cancel.
 func (h *handlers) addTaskMethods(srv *mcp.Server) error {
 	if err := mcp.AddReceivingCustomMethod(srv, "tasks/get", func(ctx context.Context, _ *mcp.ServerSession, p *taskParams) (*taskState, error) {
+		if !declaresTasks(p.GetMeta()) {
+			return nil, errTasksUndeclared("tasks/get")
+		}
 		t := h.tasks.get(p.TaskID, userOf(ctx))
 		if t == nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("Failed to retrieve task: task %q not found (unknown, or expired after its ttlSeconds)", p.TaskID)}
@@ -429,6 +450,9 @@ func (h *handlers) addTaskMethods(srv *mcp.Server) error {
 		return err
 	}
 	if err := mcp.AddReceivingCustomMethod(srv, "tasks/update", func(ctx context.Context, _ *mcp.ServerSession, p *taskParams) (*ackResult, error) {
+		if !declaresTasks(p.GetMeta()) {
+			return nil, errTasksUndeclared("tasks/update")
+		}
 		if t := h.tasks.get(p.TaskID, userOf(ctx)); t != nil {
 			for key, resp := range p.Responses {
 				answer(t.run, key, resp) // unknown or answered keys are ignored
@@ -439,6 +463,9 @@ func (h *handlers) addTaskMethods(srv *mcp.Server) error {
 		return err
 	}
 	return mcp.AddReceivingCustomMethod(srv, "tasks/cancel", func(ctx context.Context, _ *mcp.ServerSession, p *taskParams) (*ackResult, error) {
+		if !declaresTasks(p.GetMeta()) {
+			return nil, errTasksUndeclared("tasks/cancel")
+		}
 		if t := h.tasks.get(p.TaskID, userOf(ctx)); t != nil {
 			t.mu.Lock()
 			running := t.finished.IsZero()

@@ -44,6 +44,30 @@ func (c *rawClient) pollTask(id string, want ...string) map[string]any {
 	}
 }
 
+// TestTasksMethodsNeedTheExtension: tasks/get, tasks/update and
+// tasks/cancel from a request that does not declare the extension fail with
+// -32021 and name the capability (SEP-2663), even for a task that exists.
+func TestTasksMethodsNeedTheExtension(t *testing.T) {
+	t.Parallel()
+	c := newRawClient(t, "2026-07-28", tasksCaps, sessions.Config{}, taskOpts)
+	res := c.tool("claude_direct_query", map[string]any{"prompt": "SLOW3", "cwd": t.TempDir()})
+	id, _ := res["taskId"].(string)
+	if id == "" {
+		t.Fatalf("no task: %v", res)
+	}
+	c.caps = map[string]any{} // the next requests do not declare it
+	for _, method := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
+		m := c.call(method, map[string]any{"taskId": id})
+		if m.Error == nil || m.Error.Code != -32021 || !strings.Contains(string(m.Error.Data), TasksExtension) {
+			t.Errorf("%s without the extension: %+v", method, m.Error)
+		}
+	}
+	c.caps = tasksCaps
+	if st := c.pollTask(id, "completed"); st["status"] != "completed" {
+		t.Errorf("the task after the refused cancel: %v", st)
+	}
+}
+
 func (c *rawClient) create(args map[string]any) string {
 	c.t.Helper()
 	res := c.tool("claude_session_create", args)

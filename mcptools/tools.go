@@ -97,7 +97,10 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 		opts.TaskTTL = DefaultTaskTTL
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "claude-agent-mcp", Title: "Claude Code sessions", Version: version},
-		&mcp.ServerOptions{Instructions: instructions, Logger: slog.New(debugOnly{logger.Handler()})})
+		&mcp.ServerOptions{Instructions: instructions, Logger: slog.New(debugOnly{logger.Handler()}),
+			// The SDK answers prompts/list and resources/list (with empty
+			// lists) whatever it declares: declare what it answers.
+			Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Prompts: &mcp.PromptCapabilities{}, Resources: &mcp.ResourceCapabilities{}}})
 	h := &handlers{mgr: mgr, log: logger, opts: opts, stateKey: newStateKey(), tasks: newTaskStore(opts.TaskTTL), params: map[string][]string{},
 		audit: &auditLog{w: opts.AuditLog, prompts: opts.AuditPrompts}}
 	for _, t := range h.tools() {

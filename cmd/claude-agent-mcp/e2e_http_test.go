@@ -645,9 +645,8 @@ func runConformance(t *testing.T, ctx context.Context, node, bin, url string, ar
 // those that protocol 2026-07-28 requires, with the extension scenarios of
 // MCP tasks (the stateless handler). Every failing check must be listed in
 // testdata/conformance/expected-failures.txt (checks that need the
-// reference server's fixture tools, resources and prompts) or
-// server-bugs.txt (known bugs of this server, to be fixed); a listed check
-// that passes fails the test too, so that the lists stay true.
+// reference server's fixture tools, resources and prompts); a listed check
+// that passes fails the test too, so that the list stays true.
 func TestE2EConformance(t *testing.T) {
 	root, err := e2eenv.ModuleRoot()
 	if err != nil {
@@ -677,7 +676,6 @@ func TestE2EConformance(t *testing.T) {
 	}
 	t.Parallel()
 	expected := readConformanceList(t, filepath.Join(root, "testdata", "conformance", "expected-failures.txt"))
-	bugs := readConformanceList(t, filepath.Join(root, "testdata", "conformance", "server-bugs.txt"))
 	e := startHTTPE2E(t, httpE2EOptions{noCLI: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -687,7 +685,7 @@ func TestE2EConformance(t *testing.T) {
 		"requirements 2026-07-28": runConformance(t, ctx, node, bin, e.url+"/mcp", "--requirements", "2026-07-28"),
 	}
 	listed := map[string]conformanceEntry{}
-	for _, en := range append(slices.Clone(expected), bugs...) {
+	for _, en := range expected {
 		key := en.scenario + " " + en.check
 		if prev, ok := listed[key]; ok {
 			t.Errorf("%s:%d and %s:%d both list %s", prev.file, prev.line, en.file, en.line, key)
