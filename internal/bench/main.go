@@ -149,7 +149,7 @@ func run(c config) (err error) {
 		return err
 	}
 	defer api.Close()
-	b := &bench{c: c, tmp: tmp, api: api, env: offlineEnv(filepath.Join(tmp, "home"), api.URL()), results: map[string][]time.Duration{},
+	b := &bench{c: c, tmp: tmp, api: api, env: e2eenv.OfflineEnv(filepath.Join(tmp, "home"), api.URL()), results: map[string][]time.Duration{},
 		toAPI: map[string][]time.Duration{}, apiReqs: map[string]int{}, outside: map[string][]time.Duration{}, extra: map[string][]time.Duration{}}
 	api.SetHandler(b.apiLog.handle)
 	b.proj = filepath.Join(tmp, "proj")
@@ -190,32 +190,6 @@ func output(ctx context.Context, name string, args ...string) (string, error) {
 	defer cancel()
 	out, err := exec.CommandContext(ctx, name, args...).Output()
 	return string(out), err
-}
-
-// offlineEnv is e2eenv.Env without a testing.TB: the overrides that run the
-// CLI offline against the fake API, with HOME at home.
-func offlineEnv(home, apiURL string) map[string]string {
-	env := map[string]string{}
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		u := strings.ToUpper(k)
-		if u == "HTTP_PROXY" || u == "HTTPS_PROXY" || u == "ALL_PROXY" ||
-			(strings.HasPrefix(k, "ANTHROPIC_") || strings.HasPrefix(k, "CLAUDE_CODE_")) && k != "CLAUDE_CODE_ENTRYPOINT" {
-			env[k] = ""
-		}
-	}
-	maps.Copy(env, map[string]string{
-		"HOME":               home,
-		"CLAUDE_CONFIG_DIR":  filepath.Join(home, ".claude"),
-		"ANTHROPIC_BASE_URL": apiURL,
-		"ANTHROPIC_API_KEY":  "sk-test",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-		"DISABLE_AUTOUPDATER":                      "1",
-		"IS_SANDBOX":                               "1",
-		"NO_PROXY":                                 "127.0.0.1,localhost",
-		"no_proxy":                                 "127.0.0.1,localhost",
-	})
-	return env
 }
 
 // environ is the inherited environment without the server's own settings

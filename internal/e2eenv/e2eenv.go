@@ -61,7 +61,13 @@ func FindClaude(t testing.TB) string {
 func Env(t testing.TB, apiURL string) (home string, env map[string]string) {
 	t.Helper()
 	home = t.TempDir()
-	env = map[string]string{}
+	return home, OfflineEnv(home, apiURL)
+}
+
+// OfflineEnv is the environment of Env with HOME at home, for callers
+// without a testing.TB (the benchmark driver).
+func OfflineEnv(home, apiURL string) map[string]string {
+	env := map[string]string{}
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		if neutralised(k) {
@@ -87,7 +93,7 @@ func Env(t testing.TB, apiURL string) (home string, env map[string]string) {
 	if runtime.GOOS == "windows" {
 		env["USERPROFILE"] = home
 	}
-	return home, env
+	return env
 }
 
 // neutralised reports whether an inherited variable must not reach the CLI.

@@ -233,20 +233,5 @@ func (r *Request) LastToolResults() []ToolResult {
 	if m == nil {
 		return nil
 	}
-	var out []ToolResult
-	for _, b := range m.blocks() {
-		if b.Type != "tool_result" {
-			continue
-		}
-		tr := ToolResult{ToolUseID: b.ToolUseID, IsError: b.IsError}
-		var parts []string
-		for _, c := range decodeContent(b.Content) {
-			if c.Type == "text" {
-				parts = append(parts, c.Text)
-			}
-		}
-		tr.Content = strings.Join(parts, "\n")
-		out = append(out, tr)
-	}
-	return out
+	return toolResults(m)
 }
