@@ -423,6 +423,10 @@ type ackResult struct {
 
 func ack() *ackResult { return &ackResult{ResultType: "complete"} }
 
+// cancelWait bounds how long tasks/cancel waits for the turn to end: the
+// interrupt's acknowledgement (2 s) and the stop of a process that gave none.
+const cancelWait = 5 * time.Second
+
 // errTasksUndeclared answers a tasks method from a request that does not
 // declare the extension (SEP-2663): -32021 with the capability it needs.
 func errTasksUndeclared(method string) error {
@@ -476,6 +480,17 @@ func (h *handlers) addTaskMethods(srv *mcp.Server) error {
 			if running {
 				h.log.Info("task cancelled by the client; interrupting its turn", "task", t.id)
 				t.run.Cancel()
+				// Answer once the cancel took effect: the turn has ended
+				// (the interrupt escalates within seconds when claude does
+				// not acknowledge it), so tasks/get says cancelled and the
+				// session takes the next query.
+				wait := time.NewTimer(cancelWait)
+				select {
+				case <-t.run.Done():
+				case <-ctx.Done():
+				case <-wait.C:
+				}
+				wait.Stop()
 			}
 		}
 		return ack(), nil
