@@ -115,9 +115,18 @@ func hostTool(tool string) string { return "mcp__" + hostServerName + "__" + too
 
 // hostCall is one tool call of the scripted host model.
 type hostCall struct {
-	id    string // the tool_use id, to find its tool_result
-	tool  string // our tool's name, without the mcp__agent__ prefix
-	input func(r *fakeapi.Request) (any, error)
+	id      string // the tool_use id, to find its tool_result
+	tool    string // our tool's name, without the mcp__agent__ prefix
+	builtin bool   // tool is one of the host's own (TaskStop), named as it is
+	input   func(r *fakeapi.Request) (any, error)
+}
+
+// name is the tool's name as the host model sees it.
+func (c hostCall) name() string {
+	if c.builtin {
+		return c.tool
+	}
+	return hostTool(c.tool)
 }
 
 // staticInput is a hostCall input that does not depend on earlier results.
@@ -140,7 +149,7 @@ func (p hostPlan) reply(r *fakeapi.Request) (*fakeapi.Reply, error) {
 	var missing []string
 	for _, step := range p.steps {
 		for _, c := range step {
-			if name := hostTool(c.tool); !r.HasTool(name) && !slices.Contains(missing, name) {
+			if name := c.name(); !r.HasTool(name) && !slices.Contains(missing, name) {
 				missing = append(missing, name)
 			}
 		}
@@ -169,7 +178,7 @@ func (p hostPlan) reply(r *fakeapi.Request) (*fakeapi.Reply, error) {
 			if err != nil {
 				return nil, fmt.Errorf("input of %s: %w", c.id, err)
 			}
-			calls = append(calls, fakeapi.ToolUse(c.id, hostTool(c.tool), in))
+			calls = append(calls, fakeapi.ToolUse(c.id, c.name(), in))
 		}
 		return fakeapi.ToolUseReply("", calls...), nil
 	}
@@ -313,7 +322,7 @@ func startHost(t *testing.T, o hostOptions) *host {
 	if allowed == nil {
 		for _, step := range plan.steps {
 			for _, c := range step {
-				if name := hostTool(c.tool); !slices.Contains(allowed, name) {
+				if name := c.name(); !slices.Contains(allowed, name) {
 					allowed = append(allowed, name)
 				}
 			}
@@ -801,4 +810,84 @@ func TestE2EHost(t *testing.T) {
 		}
 		t.Logf("%d tasks/get polls; the notification came %s after the start", polls, time.Since(start).Round(10*time.Millisecond))
 	})
+
+	t.Run("task_stop", func(t *testing.T) {
+		// claude_chat_query on a long child turn becomes a task; the host
+		// model stops it with TaskStop, which makes the host send
+		// tasks/cancel; the turn is interrupted and the same session then
+		// answers the next query.
+		start := time.Now()
+		var taskLocal = regexp.MustCompile(`TaskStop with task_id "([^"]+)"`)
+		h := startHost(t, hostOptions{prompt: "Start a sub-agent, then stop it.", plan: func(h *host) hostPlan {
+			sessionOf := func(r *fakeapi.Request) (string, error) {
+				out, err := resultJSON(r, "toolu_create")
+				if err != nil {
+					return "", err
+				}
+				sid, _ := out["sessionId"].(string)
+				if sid == "" {
+					return "", fmt.Errorf("claude_session_create gave no sessionId: %v", out)
+				}
+				return sid, nil
+			}
+			return hostPlan{final: "HOST DONE", steps: [][]hostCall{
+				{{id: "toolu_create", tool: "claude_session_create", input: staticInput(map[string]any{"cwd": h.cwd})}},
+				{{id: "toolu_long", tool: "claude_chat_query", input: func(r *fakeapi.Request) (any, error) {
+					sid, err := sessionOf(r)
+					return map[string]any{"sessionId": sid, "prompt": "SLOW40 long"}, err
+				}}},
+				{{id: "toolu_stop", tool: "TaskStop", builtin: true, input: func(r *fakeapi.Request) (any, error) {
+					tr, _ := r.ToolResult("toolu_long")
+					m := taskLocal.FindStringSubmatch(tr.Content)
+					if m == nil {
+						return nil, fmt.Errorf("the long query did not become a task: %q", tr.Content)
+					}
+					return map[string]any{"task_id": m[1]}, nil
+				}}},
+				{{id: "toolu_after", tool: "claude_chat_query", input: func(r *fakeapi.Request) (any, error) {
+					sid, err := sessionOf(r)
+					return map[string]any{"sessionId": sid, "prompt": "ECHO after the stop"}, err
+				}}},
+			}}
+		}})
+		r := h.waitToolResult(90*time.Second, "toolu_after")
+		defer h.report(start)
+		created, err := resultJSON(r, "toolu_create")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sid, _ := created["sessionId"].(string)
+		var answer struct {
+			ResultType string `json:"resultType"`
+			TaskID     string `json:"taskId"`
+		}
+		if resp, ok := h.callResponse("claude_chat_query"); !ok || json.Unmarshal(resp.Result, &answer) != nil || answer.ResultType != "task" {
+			t.Fatalf("the server's answer to the first claude_chat_query = %s, want a task", resp.Result)
+		}
+		cancels := 0
+		for _, msg := range h.rpc(h.rpcIn) {
+			var p struct {
+				TaskID string `json:"taskId"`
+			}
+			if msg.Method == "tasks/cancel" && json.Unmarshal(msg.Params, &p) == nil && p.TaskID == answer.TaskID {
+				cancels++
+			}
+		}
+		if cancels == 0 {
+			t.Errorf("TaskStop sent no tasks/cancel for %s; the host sent %v", answer.TaskID, methods(h.rpc(h.rpcIn)))
+		}
+		// The next query on the session is answered (not refused as busy):
+		// the long turn (40 deltas 0.5 s apart, 20 s) was cut short.
+		out, err := resultJSON(r, "toolu_after")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out["sessionId"] != sid || out["status"] != "completed" || !strings.Contains(fmt.Sprint(out["finalText"]), "after the stop") {
+			t.Errorf("the query after the stop: %v (session %s)", out, sid)
+		}
+		if !strings.Contains(h.serverLog(), "task cancelled by the client") {
+			t.Errorf("the server log does not show the cancel")
+		}
+	})
+
 }
