@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -126,8 +125,9 @@ type Manager struct {
 
 	persistMu  sync.Mutex
 	persistErr error              // of the last registry write
-	spent      float64            // what every turn has cost, also of closed sessions (and before a restart)
+	spent      float64            // what every turn has cost, also of closed sessions (and before a restart, and on other instances sharing the registry as of the last merge)
 	userSpent  map[string]float64 // likewise per owner
+	share      shareState         // sharing the registry with other instances (registry.go)
 
 	cliMu      sync.Mutex
 	cliPath    string
@@ -475,13 +475,15 @@ func (m *Manager) Open(ctx context.Context, opts CreateOptions) (*Session, error
 	return s, nil
 }
 
-// Get returns the open session with id.
+// Get returns the open session with id. One this instance does not hold
+// is looked up in the registry, which other instances may share, and taken
+// up as dormant (see adopt).
 func (m *Manager) Get(id string) (*Session, error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	s := m.sessions[id]
+	m.mu.Unlock()
 	if s == nil {
-		return nil, NotFoundError(id)
+		return m.adopt(id)
 	}
 	return s, nil
 }
@@ -521,6 +523,7 @@ func (m *Manager) Close(id string) (int, error) {
 	if s == nil {
 		return n, fmt.Errorf("%w: no open session has id %q; it was already closed or never existed", ErrNotFound, id)
 	}
+	m.noteClosed(s)
 	s.close()
 	m.persist()
 	return n, nil
@@ -568,6 +571,7 @@ func (m *Manager) Shutdown() {
 	}
 	wg.Wait()
 	m.closing.Wait()
+	m.stopSharing() // writes the claims of the stopped processes released
 }
 
 // shuttingDown reports whether Shutdown has begun. Lock order: m.mu before
@@ -630,22 +634,20 @@ func (m *Manager) Spent() float64 {
 	return m.spent
 }
 
-// spentAll is Spent, and the same per owner.
-func (m *Manager) spentAll() (float64, map[string]float64) {
-	m.persistMu.Lock()
-	defer m.persistMu.Unlock()
-	return m.spent, maps.Clone(m.userSpent)
-}
-
 func (m *Manager) addSpent(owner string, usd float64) {
 	m.persistMu.Lock()
 	defer m.persistMu.Unlock()
 	m.spent += usd
+	m.share.unsaved += usd
 	if owner != "" {
 		if m.userSpent == nil {
 			m.userSpent = map[string]float64{}
 		}
 		m.userSpent[owner] += usd
+		if m.share.userUnsaved == nil {
+			m.share.userUnsaved = map[string]float64{}
+		}
+		m.share.userUnsaved[owner] += usd
 	}
 }
 

@@ -248,6 +248,15 @@ func (s *Session) start(ctx context.Context, t *turn) error {
 		s.mu.Unlock()
 		return nil
 	}
+	s.mu.Unlock()
+
+	// Another instance sharing the registry may run the session, or have
+	// run it since: claim it, taking over what that instance recorded.
+	if err := s.m.claim(s); err != nil {
+		s.setState(StateDormant)
+		return err
+	}
+	s.mu.Lock()
 	o := s.opts
 	s.mu.Unlock()
 
@@ -471,6 +480,7 @@ func (s *Session) pump(p *claudeagent.Process, done chan struct{}) {
 		t.fail(reason)
 	}
 	s.log.Debug("claude process ended", "err", exitErr)
+	s.m.released(s) // another instance sharing the registry may run it now
 }
 
 // Query sends prompt and waits for the end of the turn. Only one query runs

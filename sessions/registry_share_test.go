@@ -1,0 +1,390 @@
+package sessions
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Several managers (server instances) sharing one registry file.
+
+// readRegistry reads the registry file as it is, tombstones and claims
+// included.
+func readRegistry(t *testing.T, path string) registryFile {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f registryFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		t.Fatalf("the registry does not parse: %v\n%s", err, data)
+	}
+	return f
+}
+
+func registryIDs(path string) []string {
+	var ids []string
+	for _, e := range NewRegistry(path, nil).Load() {
+		ids = append(ids, e.SessionID)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func sortedIDs(ss ...*Session) []string {
+	var ids []string
+	for _, s := range ss {
+		ids = append(ids, s.ID)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// TestShareSavesMerge: two managers over one registry keep each other's
+// sessions, and a record another instance changed is taken over, not
+// overwritten with a stale copy.
+func TestShareSavesMerge(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "sessions.json")
+	a := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	b := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	s1 := create(t, a, CreateOptions{})
+	s2 := create(t, b, CreateOptions{})
+	query(t, s1, "hi", QueryOptions{})
+	s3 := create(t, b, CreateOptions{})
+	if got, want := registryIDs(path), sortedIDs(s1, s2, s3); !slices.Equal(got, want) {
+		t.Fatalf("the registry holds %v, want %v (both instances' sessions)", got, want)
+	}
+
+	// B takes s1 up as dormant; A goes on using it. B's next write keeps
+	// A's newer record, and B's copy follows it.
+	bs1, err := b.Get(s1.ID)
+	if err != nil {
+		t.Fatalf("B looking up A's session: %v", err)
+	}
+	if in := bs1.Info(); in.State != StateDormant || in.Queries != 1 || in.ClaudeSessionID != s1.Info().ClaudeSessionID {
+		t.Errorf("B's copy of s1 = %+v", in)
+	}
+	// The first time A's process still runs (A claims the session), the
+	// second time it is dormant.
+	for want := 2; want <= 3; want++ {
+		query(t, s1, "hi", QueryOptions{})
+		if want == 3 && !s1.makeDormant("test") {
+			t.Fatal("could not make s1 dormant")
+		}
+		create(t, b, CreateOptions{}) // B writes the registry
+		for _, e := range NewRegistry(path, nil).Load() {
+			if e.SessionID == s1.ID && e.Queries != want {
+				t.Errorf("after B's write the registry says s1 ran %d queries, want A's %d", e.Queries, want)
+			}
+		}
+		if n := bs1.Info().Queries; n != want {
+			t.Errorf("B's copy of s1 says %d queries, want %d (taken over from the registry)", n, want)
+		}
+	}
+}
+
+// TestShareClosedStaysClosed: a session closed on one instance is closed on
+// the other at its next look at the registry, and no instance brings it
+// back.
+func TestShareClosedStaysClosed(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "sessions.json")
+	a := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	b := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	s := create(t, a, CreateOptions{})
+	query(t, s, "hi", QueryOptions{})
+	if !s.makeDormant("test") {
+		t.Fatal("could not make the session dormant")
+	}
+	bs, err := b.Get(s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := create(t, b, CreateOptions{})
+	if _, err := a.Close(s.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = bs.Query(ctxFor(t), "hi", QueryOptions{})
+	if !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "closed on another") {
+		t.Errorf("query on B after A closed the session: %v", err)
+	}
+	if in := bs.Info(); in.State != StateClosed {
+		t.Errorf("B's copy is %s, want closed", in.State)
+	}
+	if _, err := b.Get(s.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("B still finds the closed session: %v", err)
+	}
+	if n := b.LiveCount(); n != 1 {
+		t.Errorf("B has %d live processes, want 1 (its own session only)", n)
+	}
+	b.persist()
+	if got, want := registryIDs(path), sortedIDs(other); !slices.Equal(got, want) {
+		t.Errorf("the registry holds %v, want %v", got, want)
+	}
+	if _, ok := readRegistry(t, path).Closed[s.ID]; !ok {
+		t.Errorf("no tombstone for the closed session")
+	}
+	c := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	if _, err := c.Get(s.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a third instance brings the closed session back: %v", err)
+	}
+	if n := c.Count(); n != 1 {
+		t.Errorf("a third instance restores %d sessions, want 1", n)
+	}
+}
+
+// TestShareCosts: the totals count every instance's turns once, however
+// often each writes.
+func TestShareCosts(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "sessions.json")
+	a := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	b := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	sa := create(t, a, CreateOptions{Owner: "alice"})
+	sb := create(t, b, CreateOptions{Owner: "bob"})
+	var alice, bob float64
+	for range 2 {
+		alice += query(t, sa, "hi", QueryOptions{}).CostUSD
+	}
+	bob += query(t, sb, "THINK", QueryOptions{}).CostUSD
+	if alice <= 0 || bob <= 0 {
+		t.Fatalf("turn costs %v and %v", alice, bob)
+	}
+	for range 3 { // writes that add nothing
+		a.persist()
+		b.persist()
+	}
+	near := func(x, y float64) bool { return math.Abs(x-y) < 1e-9 }
+	f := readRegistry(t, path)
+	if !near(f.SpentUSD, alice+bob) || !near(f.UserSpentUSD["alice"], alice) || !near(f.UserSpentUSD["bob"], bob) {
+		t.Errorf("registry totals: %v, per user %v; want %v (alice %v, bob %v)", f.SpentUSD, f.UserSpentUSD, alice+bob, alice, bob)
+	}
+	for name, m := range map[string]*Manager{"A": a, "B": b} {
+		if got := m.Spent(); !near(got, alice+bob) {
+			t.Errorf("%s counts %v spent, want %v (both instances' turns)", name, got, alice+bob)
+		}
+	}
+	a.Shutdown()
+	b.Shutdown()
+	c := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	if got := c.Spent(); !near(got, alice+bob) {
+		t.Errorf("after a restart %v spent, want %v", got, alice+bob)
+	}
+}
+
+// TestShareAdoptResume: a session one instance made dormant resumes on the
+// other (--resume with its Claude session id); while one instance runs it,
+// the other refuses to.
+func TestShareAdoptResume(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "sessions.json")
+	a := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	b := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	s := create(t, a, CreateOptions{})
+	query(t, s, "hi", QueryOptions{})
+	csid := s.Info().ClaudeSessionID
+
+	bs, err := b.Get(s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = bs.Query(ctxFor(t), "hi", QueryOptions{})
+	if !errors.Is(err, ErrElsewhere) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
+		t.Errorf("query on B while A runs the session: %v", err)
+	}
+	if n := b.LiveCount(); n != 0 {
+		t.Errorf("B started %d process(es) for a session A runs", n)
+	}
+	if st := bs.Info().State; st != StateDormant {
+		t.Errorf("B's copy is %s, want dormant", st)
+	}
+
+	if !s.makeDormant("test") {
+		t.Fatal("could not make the session dormant on A")
+	}
+	var pr probe
+	r := query(t, bs, "hi", QueryOptions{OnEvent: pr.onEvent(bs)})
+	if r.IsError || r.ClaudeSessionID != csid {
+		t.Errorf("query on B: %+v", r)
+	}
+	pr.checkArg(t, "--resume="+csid, true)
+	if in := bs.Info(); in.Queries != 2 || in.State != StateIdle {
+		t.Errorf("B's session after its query: %+v", in)
+	}
+	if c := readRegistry(t, path).Live[s.ID]; c.Instance != b.share.me.Instance {
+		t.Errorf("the registry's claim on the session = %+v, want B's", c)
+	}
+
+	_, err = s.Query(ctxFor(t), "hi", QueryOptions{})
+	if !errors.Is(err, ErrElsewhere) {
+		t.Errorf("query on A while B runs the session: %v", err)
+	}
+	if n := a.LiveCount(); n != 0 {
+		t.Errorf("A started %d process(es) for a session B runs", n)
+	}
+	if !bs.makeDormant("test") {
+		t.Fatal("could not make the session dormant on B")
+	}
+	if _, ok := readRegistry(t, path).Live[s.ID]; ok {
+		t.Errorf("the claim stays after B's process stopped")
+	}
+	var pr2 probe
+	query(t, s, "hi", QueryOptions{OnEvent: pr2.onEvent(s)})
+	pr2.checkArg(t, "--resume="+csid, true)
+	if n := s.Info().Queries; n != 3 {
+		t.Errorf("A's session says %d queries, want 3 (B's turn taken over)", n)
+	}
+}
+
+// TestShareStaleClaim: a claim holds while its instance may run the
+// session: until its lease ends, or, on this host, its process is gone.
+func TestShareStaleClaim(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "sessions.json")
+	a := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	s := create(t, a, CreateOptions{})
+	query(t, s, "hi", QueryOptions{})
+	a.Shutdown()
+	b := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	bs, err := b.Get(s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	me := b.share.me
+	claim := func(c registryClaim) {
+		t.Helper()
+		if !bs.makeDormant("test") && bs.Info().PID != 0 {
+			t.Fatal("could not make the session dormant")
+		}
+		c.Instance = "another"
+		if err := NewRegistry(path, nil).update(func(f *registryFile, _ time.Time) {
+			f.Live = map[string]registryClaim{s.ID: c}
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		c    registryClaim
+		runs bool
+	}{
+		{"alive", registryClaim{Host: me.Host, PIDNS: me.PIDNS, PID: os.Getpid(), Until: time.Now().Add(time.Hour)}, false},
+		{"other_host", registryClaim{Host: me.Host + "-elsewhere", PIDNS: me.PIDNS, PID: math.MaxInt32, Until: time.Now().Add(time.Hour)}, false},
+		{"expired", registryClaim{Host: me.Host + "-elsewhere", PIDNS: me.PIDNS, PID: os.Getpid(), Until: time.Now().Add(-time.Second)}, true},
+		{"dead_pid", registryClaim{Host: me.Host, PIDNS: me.PIDNS, PID: math.MaxInt32, Until: time.Now().Add(time.Hour)}, true},
+	} {
+		claim(tc.c)
+		_, err := bs.Query(ctxFor(t), "hi", QueryOptions{})
+		if tc.runs && err != nil {
+			t.Errorf("%s claim: query refused: %v", tc.name, err)
+		}
+		if !tc.runs && !errors.Is(err, ErrElsewhere) {
+			t.Errorf("%s claim: query = %v, want ErrElsewhere", tc.name, err)
+		}
+	}
+}
+
+// TestShareConcurrentSaves: writes from several registries and managers at
+// once lose nothing.
+func TestShareConcurrentSaves(t *testing.T) {
+	t.Parallel()
+	t.Run("registries", func(t *testing.T) {
+		t.Parallel()
+		path := filepath.Join(t.TempDir(), "sessions.json")
+		const writers, writes = 6, 20
+		var wg sync.WaitGroup
+		errs := make(chan error, writers*writes)
+		for w := range writers {
+			r := NewRegistry(path, nil) // each its own, as in separate processes
+			wg.Go(func() {
+				for i := range writes {
+					errs <- r.update(func(f *registryFile, _ time.Time) {
+						f.SpentUSD++
+						f.Sessions = append(f.Sessions, RegistryEntry{SessionID: fmt.Sprintf("w%d-%d", w, i)})
+					})
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		f := readRegistry(t, path)
+		if f.SpentUSD != writers*writes || len(f.Sessions) != writers*writes {
+			t.Errorf("after %d concurrent writes: spent %v, %d sessions", writers*writes, f.SpentUSD, len(f.Sessions))
+		}
+		if left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "*")); len(left) != 1 {
+			t.Errorf("the state directory holds %v, want only the registry", left)
+		}
+	})
+	t.Run("managers", func(t *testing.T) {
+		t.Parallel()
+		path := filepath.Join(t.TempDir(), "sessions.json")
+		managers := []*Manager{
+			newManager(t, Config{Registry: NewRegistry(path, nil)}),
+			newManager(t, Config{Registry: NewRegistry(path, nil)}),
+		}
+		var (
+			wg    sync.WaitGroup
+			mu    sync.Mutex
+			made  []*Session
+			total float64
+		)
+		for _, m := range managers {
+			for range 3 {
+				wg.Go(func() {
+					s, err := m.Create(ctxFor(t), CreateOptions{Cwd: t.TempDir()})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					r, err := s.Query(ctxFor(t), "hi", QueryOptions{})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					made, total = append(made, s), total+r.CostUSD
+					mu.Unlock()
+				})
+			}
+			wg.Go(func() {
+				for range 10 {
+					m.persist()
+				}
+			})
+		}
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
+		if got, want := registryIDs(path), sortedIDs(made...); !slices.Equal(got, want) {
+			t.Errorf("the registry holds %v, want %v", got, want)
+		}
+		for _, m := range managers {
+			m.persist()
+		}
+		f := readRegistry(t, path)
+		if math.Abs(f.SpentUSD-total) > 1e-9 {
+			t.Errorf("the registry counts %v spent, want %v", f.SpentUSD, total)
+		}
+		for i, m := range managers {
+			if got := m.Spent(); math.Abs(got-total) > 1e-9 {
+				t.Errorf("manager %d counts %v spent, want %v", i, got, total)
+			}
+		}
+	})
+}
