@@ -750,66 +750,80 @@ func TestE2EHost(t *testing.T) {
 		}
 	})
 
-	t.Run("task", func(t *testing.T) {
-		// A host that takes MCP tasks: the call returns a task at once, the
-		// host polls tasks/get, and a new host-model turn brings the result.
-		start := time.Now()
-		h := startHost(t, hostOptions{prompt: "Ask a sub-agent in the background.", plan: func(h *host) hostPlan {
-			return hostPlan{final: "HOST DONE", steps: [][]hostCall{{directQuery("toolu_task", "SLOW6 task", h.cwd)}}}
-		}})
-		r := h.waitToolResult(90*time.Second, "toolu_task")
-		defer h.report(start)
-		tr, _ := r.ToolResult("toolu_task")
-		m := regexp.MustCompile(`started server-side task (\S+)\.`).FindStringSubmatch(tr.Content)
-		if m == nil {
-			t.Fatalf("the call did not become a task; the host model got %q", tr.Content)
-		}
-		taskID := m[1]
-		var answer struct {
-			ResultType string `json:"resultType"`
-			TaskID     string `json:"taskId"`
-		}
-		if resp, ok := h.callResponse("claude_direct_query"); !ok || json.Unmarshal(resp.Result, &answer) != nil ||
-			answer.ResultType != "task" || answer.TaskID != taskID {
-			t.Errorf("the server's answer to tools/call = %s, want a task %s", resp.Result, taskID)
-		}
-		t.Logf("task %s: the host model had the call's answer %s after the start", taskID, time.Since(start).Round(10*time.Millisecond))
+	for _, tool := range []string{"claude_direct_query", "claude_chat_query"} {
+		t.Run("task/"+tool, func(t *testing.T) {
+			// A host that takes MCP tasks: the call returns a task at once, the
+			// host polls tasks/get, and a new host-model turn brings the result.
+			start := time.Now()
+			h := startHost(t, hostOptions{prompt: "Ask a sub-agent in the background.", plan: func(h *host) hostPlan {
+				if tool == "claude_direct_query" {
+					return hostPlan{final: "HOST DONE", steps: [][]hostCall{{directQuery("toolu_task", "SLOW6 task", h.cwd)}}}
+				}
+				return hostPlan{final: "HOST DONE", steps: [][]hostCall{
+					{{id: "toolu_create", tool: "claude_session_create", input: staticInput(map[string]any{"cwd": h.cwd})}},
+					{{id: "toolu_task", tool: "claude_chat_query", input: func(r *fakeapi.Request) (any, error) {
+						out, err := resultJSON(r, "toolu_create")
+						if err != nil {
+							return nil, err
+						}
+						return map[string]any{"sessionId": out["sessionId"], "prompt": "SLOW6 task"}, nil
+					}}},
+				}}
+			}})
+			r := h.waitToolResult(90*time.Second, "toolu_task")
+			defer h.report(start)
+			tr, _ := r.ToolResult("toolu_task")
+			m := regexp.MustCompile(`started server-side task (\S+)\.`).FindStringSubmatch(tr.Content)
+			if m == nil {
+				t.Fatalf("the call did not become a task; the host model got %q", tr.Content)
+			}
+			taskID := m[1]
+			var answer struct {
+				ResultType string `json:"resultType"`
+				TaskID     string `json:"taskId"`
+			}
+			if resp, ok := h.callResponse(tool); !ok || json.Unmarshal(resp.Result, &answer) != nil ||
+				answer.ResultType != "task" || answer.TaskID != taskID {
+				t.Errorf("the server's answer to tools/call = %s, want a task %s", resp.Result, taskID)
+			}
+			t.Logf("task %s: the host model had the call's answer %s after the start", taskID, time.Since(start).Round(10*time.Millisecond))
 
-		ctx, cancel := h.wait(60 * time.Second)
-		defer cancel()
-		n, err := h.api.WaitFor(ctx, func(r *fakeapi.Request) bool {
-			return fakeapi.From(fakeapi.EntrypointCLI)(r) && strings.Contains(lastUserRaw(r), "<task-notification>")
+			ctx, cancel := h.wait(60 * time.Second)
+			defer cancel()
+			n, err := h.api.WaitFor(ctx, func(r *fakeapi.Request) bool {
+				return fakeapi.From(fakeapi.EntrypointCLI)(r) && strings.Contains(lastUserRaw(r), "<task-notification>")
+			})
+			if err != nil {
+				t.Fatalf("waiting for the host's task notification: %v (%v)", err, context.Cause(ctx))
+			}
+			note := lastUserRaw(&n)
+			res := regexp.MustCompile(`(?s)<result>\s*(.*?)\s*</result>`).FindStringSubmatch(note)
+			if !strings.Contains(note, "<status>completed</status>") || !strings.Contains(note, taskID) || res == nil {
+				t.Fatalf("task notification = %q", note)
+			}
+			var out map[string]any
+			if err := json.Unmarshal([]byte(res[1]), &out); err != nil || out["finalText"] != childFinal(6) {
+				t.Errorf("the notification's result = %q (%v)", res[1], err)
+			}
+
+			polls := 0
+			for _, msg := range h.rpc(h.rpcIn) {
+				var p struct {
+					TaskID string `json:"taskId"`
+				}
+				if msg.Method == "tasks/get" && json.Unmarshal(msg.Params, &p) == nil && p.TaskID == taskID {
+					polls++
+				}
+			}
+			if polls == 0 {
+				t.Errorf("the host never polled tasks/get for %s", taskID)
+			}
+			if !strings.Contains(h.serverLog(), "query continues as a task task="+taskID) {
+				t.Errorf("the server log does not show task %s", taskID)
+			}
+			t.Logf("%d tasks/get polls; the notification came %s after the start", polls, time.Since(start).Round(10*time.Millisecond))
 		})
-		if err != nil {
-			t.Fatalf("waiting for the host's task notification: %v (%v)", err, context.Cause(ctx))
-		}
-		note := lastUserRaw(&n)
-		res := regexp.MustCompile(`(?s)<result>\s*(.*?)\s*</result>`).FindStringSubmatch(note)
-		if !strings.Contains(note, "<status>completed</status>") || !strings.Contains(note, taskID) || res == nil {
-			t.Fatalf("task notification = %q", note)
-		}
-		var out map[string]any
-		if err := json.Unmarshal([]byte(res[1]), &out); err != nil || out["finalText"] != childFinal(6) {
-			t.Errorf("the notification's result = %q (%v)", res[1], err)
-		}
-
-		polls := 0
-		for _, msg := range h.rpc(h.rpcIn) {
-			var p struct {
-				TaskID string `json:"taskId"`
-			}
-			if msg.Method == "tasks/get" && json.Unmarshal(msg.Params, &p) == nil && p.TaskID == taskID {
-				polls++
-			}
-		}
-		if polls == 0 {
-			t.Errorf("the host never polled tasks/get for %s", taskID)
-		}
-		if !strings.Contains(h.serverLog(), "query continues as a task task="+taskID) {
-			t.Errorf("the server log does not show task %s", taskID)
-		}
-		t.Logf("%d tasks/get polls; the notification came %s after the start", polls, time.Since(start).Round(10*time.Millisecond))
-	})
+	}
 
 	t.Run("task_stop", func(t *testing.T) {
 		// claude_chat_query on a long child turn becomes a task; the host
