@@ -29,6 +29,10 @@ import (
 type Config struct {
 	// CLIPath is the claude binary; "" finds it on PATH.
 	CLIPath string
+	// OnIdle, if set, is called once each time no query has run for a
+	// second after the last one ended (the server gives memory back to the
+	// system then).
+	OnIdle func()
 	// MaxSessions caps open sessions (live or dormant); default 64.
 	MaxSessions int
 	// MaxLive caps live claude processes; starting one more makes the
@@ -134,6 +138,7 @@ type Manager struct {
 	cliVersion string
 
 	closing sync.WaitGroup // temporary sessions closing after their answer went out
+	quiet   quiet          // calls cfg.OnIdle when no query has run for a while
 }
 
 // NewManager returns a manager. When cfg.Registry is set, the sessions it
@@ -170,7 +175,7 @@ func NewManager(cfg Config) *Manager {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{cfg: cfg, log: logger, sessions: map[string]*Session{}, pool: newLivePool(cfg.MaxLive, cfg.MaxQueue)}
+	m := &Manager{cfg: cfg, log: logger, sessions: map[string]*Session{}, pool: newLivePool(cfg.MaxLive, cfg.MaxQueue), quiet: quiet{fn: cfg.OnIdle}}
 	m.spares.stopped = sync.NewCond(&m.spares.mu)
 	m.restore()
 	return m
@@ -571,6 +576,7 @@ func (m *Manager) Shutdown() {
 	}
 	wg.Wait()
 	m.closing.Wait()
+	m.quiet.stop()
 	m.stopSharing() // writes the claims of the stopped processes released
 }
 

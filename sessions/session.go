@@ -500,6 +500,8 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 		return nil, fmt.Errorf("%w: session %s is already running a query; wait for it to finish or call claude_chat_interrupt", ErrBusy, s.ID)
 	}
 	defer s.querying.Store(false)
+	s.m.quiet.begin()
+	defer s.m.quiet.end()
 	select {
 	case s.slot <- struct{}{}:
 	case <-ctx.Done():
