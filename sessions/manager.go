@@ -29,9 +29,9 @@ import (
 type Config struct {
 	// CLIPath is the claude binary; "" finds it on PATH.
 	CLIPath string
-	// OnIdle, if set, is called once each time no query has run for a
-	// second after the last one ended (the server gives memory back to the
-	// system then).
+	// OnIdle, if set, is called once each time no query, create or spare
+	// start has run for a second after the last one ended (the server
+	// gives memory back to the system then).
 	OnIdle func()
 	// MaxSessions caps open sessions (live or dormant); default 64.
 	MaxSessions int
@@ -397,6 +397,8 @@ func (m *Manager) checkCeiling(opts *CreateOptions) error {
 // When every live process (MaxLive) is busy, the session is made without
 // one (dormant): its first query starts it, waiting its turn.
 func (m *Manager) Create(ctx context.Context, opts CreateOptions) (*Session, error) {
+	m.quiet.begin() // a start is work too: the quiet spell counts from its end
+	defer m.quiet.end()
 	s, err := m.Open(ctx, opts)
 	if err != nil {
 		return nil, err

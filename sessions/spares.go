@@ -200,6 +200,8 @@ func (m *Manager) fillSpares() {
 // startSpare starts one spare, when a live place is free (it never makes a
 // session dormant).
 func (m *Manager) startSpare(w spareWant) {
+	m.quiet.begin()
+	defer m.quiet.end()
 	st := &m.spares
 	done := func() {
 		st.mu.Lock()
