@@ -556,6 +556,7 @@ func (m *Manager) discardLater(s *Session) {
 	m.closing.Go(func() {
 		s.close()
 		m.persist()
+		m.fillSpares() // its live place is free now
 	})
 }
 

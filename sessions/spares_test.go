@@ -180,3 +180,29 @@ func TestSpareRefillAfterOneShot(t *testing.T) {
 		t.Errorf("no new spare after the turn: %v", next)
 	}
 }
+
+// TestSpareRefillWhenFull: with every live place taken, the spare a
+// one-shot query took is replaced once its session's process has stopped
+// (in the background, after the answer) and freed its place.
+func TestSpareRefillWhenFull(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, Config{WarmSpares: 1, MaxLive: 2})
+	create(t, m, CreateOptions{}) // other options: it keeps one place
+	opts := CreateOptions{Cwd: t.TempDir(), SessionOptions: claudeagent.SessionOptions{Model: "sonnet"}}
+	m.WantSpares(opts)
+	first := waitSpares(t, m, 1)[0]
+	tmp := opts
+	tmp.Temporary = true
+	s := create(t, m, tmp)
+	if s.Info().PID != first {
+		t.Fatalf("the one-shot session did not take the spare")
+	}
+	r := startRun(t, s, "hi", RunOptions{})
+	waitDone(t, r)
+	if _, _, ok := r.Collect(); !ok {
+		t.Fatal("no result")
+	}
+	if next := waitSpares(t, m, 1); next[0] == first {
+		t.Errorf("the spare was not replaced: %v", next)
+	}
+}
