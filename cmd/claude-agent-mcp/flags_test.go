@@ -93,13 +93,62 @@ func TestHelpNamesEnv(t *testing.T) {
 // TestQuietCleanStop: at info the log holds the server's own lines only,
 // and a clean stop logs no error; the CLI's version is logged once at start.
 func TestQuietCleanStop(t *testing.T) {
-	bin := serverBinary(t)
 	dir := t.TempDir()
 	fake := filepath.Join(dir, "claude")
 	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho '2.1.330 (Claude Code)'\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--claude-path", fake, "--state-file", filepath.Join(dir, "state.json"))
+	log := startAndStop(t, fake)
+	for _, bad := range []string{"ERR", "server run start", "server connecting", "run cancelled"} {
+		if strings.Contains(log, bad) {
+			t.Errorf("the log at info holds %q:\n%s", bad, log)
+		}
+	}
+	for _, want := range []string{"claude CLI", "version=2.1.330", "survive a restart", "serving on stdio"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the log lacks %q:\n%s", want, log)
+		}
+	}
+}
+
+// TestCLICheckAtStart: a missing claude, or one older than the oldest
+// supported version, is reported once at start with what to do — not only
+// at the first call — and the server still serves.
+func TestCLICheckAtStart(t *testing.T) {
+	dir := t.TempDir()
+	old := filepath.Join(dir, "claude-old")
+	if err := os.WriteFile(old, []byte("#!/bin/sh\necho '2.1.100 (Claude Code)'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, path string
+		want       []string
+	}{
+		{"missing", filepath.Join(dir, "no-such-claude"), []string{"WRN", "not usable", "no-such-claude", "npm install -g @anthropic-ai/claude-code"}},
+		{"old", old, []string{"WRN", "older than the oldest version", "2.1.100", "2.1.197"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log := startAndStop(t, tc.path, "--warm-spares", "0") // a spare would run the stand-in too
+			for _, want := range tc.want {
+				if !strings.Contains(log, want) {
+					t.Errorf("the log lacks %q:\n%s", want, log)
+				}
+			}
+			if n := strings.Count(log, "WRN"); n != 1 {
+				t.Errorf("%d warnings, want one:\n%s", n, log)
+			}
+		})
+	}
+}
+
+// startAndStop starts the built server with claude at claudePath, waits
+// for its start-up line about the CLI, stops it cleanly (stdin EOF) and
+// returns its stderr. args go to the server.
+func startAndStop(t *testing.T, claudePath string, args ...string) string {
+	t.Helper()
+	bin := serverBinary(t)
+	dir := t.TempDir()
+	cmd := exec.Command(bin, append([]string{"--claude-path", claudePath, "--state-file", filepath.Join(dir, "state.json")}, args...)...)
 	cmd.Dir = dir
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -126,9 +175,13 @@ func TestQuietCleanStop(t *testing.T) {
 	timeout := time.After(10 * time.Second)
 	for !strings.Contains(log.String(), "claude CLI") {
 		select {
-		case l := <-lines:
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("the server exited before its line about the claude CLI:\n%s", log.String())
+			}
 			log.WriteString(l + "\n")
 		case <-timeout:
+			_ = cmd.Process.Kill()
 			t.Fatalf("no line about the claude CLI:\n%s", log.String())
 		}
 	}
@@ -139,14 +192,5 @@ func TestQuietCleanStop(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("exit: %v\n%s", err, log.String())
 	}
-	for _, bad := range []string{"ERR", "server run start", "server connecting", "run cancelled"} {
-		if strings.Contains(log.String(), bad) {
-			t.Errorf("the log at info holds %q:\n%s", bad, log.String())
-		}
-	}
-	for _, want := range []string{"claude CLI", "version=2.1.330", "survive a restart", "serving on stdio"} {
-		if !strings.Contains(log.String(), want) {
-			t.Errorf("the log lacks %q:\n%s", want, log.String())
-		}
-	}
+	return log.String()
 }
