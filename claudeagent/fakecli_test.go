@@ -1123,6 +1123,7 @@ func TestOptionsArgs(t *testing.T) {
 		{"setting_sources", Options{SessionOptions: SessionOptions{SettingSources: []string{"user", "project"}}}, []string{"--setting-sources=user,project"}},
 		{"no_setting_sources", Options{SessionOptions: SessionOptions{SettingSources: []string{}}}, []string{"--setting-sources="}},
 		{"fallback", Options{SessionOptions: SessionOptions{FallbackModel: "haiku"}}, []string{"--fallback-model=haiku"}},
+		{"agent", Options{SessionOptions: SessionOptions{Agent: "reviewer"}}, []string{"--agent=reviewer"}},
 		{"name", Options{SessionOptions: SessionOptions{Name: "-reviewer"}}, []string{"--name=-reviewer"}},
 		{"partial", Options{IncludePartialMessages: true}, []string{"--include-partial-messages"}},
 		{"stdio", Options{PermissionPromptStdio: true}, []string{"--permission-prompt-tool", "stdio"}},

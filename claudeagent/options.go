@@ -58,6 +58,9 @@ type SessionOptions struct {
 	// Agents defines custom sub-agents (--agents): {"name": {"description":
 	// …, "prompt": …, "tools": […], "model": …}}.
 	Agents json.RawMessage `json:"agents,omitempty" jsonschema:"{name: {description, prompt, tools}}"`
+	// Agent is the agent that runs the session itself, one of Agents or
+	// of the settings' agents (--agent).
+	Agent string `json:"agent,omitempty" jsonschema:"One of agents runs the session"`
 	// Settings is a settings object or the path of a settings file
 	// (--settings).
 	Settings json.RawMessage `json:"settings,omitempty" jsonschema:"Object or file path"`
@@ -200,6 +203,7 @@ func (o *Options) Args() []string {
 	if o.SettingSources != nil {
 		args = append(args, "--setting-sources="+strings.Join(o.SettingSources, ","))
 	}
+	add("--agent", o.Agent)
 	add("--fallback-model", o.FallbackModel)
 	add("--name", o.Name)
 	if o.IncludePartialMessages {

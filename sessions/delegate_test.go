@@ -54,6 +54,8 @@ func TestDelegationValidation(t *testing.T) {
 		{"no_setting_sources", claudeagent.SessionOptions{SettingSources: []string{}}, ""},
 		{"bad_setting_source", claudeagent.SessionOptions{SettingSources: []string{"global"}}, `invalid settingSources entry "global"`},
 		{"fallback", claudeagent.SessionOptions{FallbackModel: "haiku"}, ""},
+		{"agent", claudeagent.SessionOptions{Agent: "reviewer"}, ""},
+		{"bad_agent", claudeagent.SessionOptions{Agent: "-rm -rf"}, "invalid agent"},
 		{"bad_fallback", claudeagent.SessionOptions{FallbackModel: "a b"}, "invalid fallbackModel"},
 		{"name", claudeagent.SessionOptions{Name: "reviewer #1"}, ""},
 		{"name_control", claudeagent.SessionOptions{Name: "a\nb"}, "control character"},

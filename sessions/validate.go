@@ -228,6 +228,9 @@ func validateDelegation(o *CreateOptions) error {
 			return fmt.Errorf("invalid settingSources entry %q: use user, project or local ([] loads none)", src)
 		}
 	}
+	if o.Agent != "" && !agentNameRE.MatchString(o.Agent) {
+		return fmt.Errorf("invalid agent %q: name one of the agents (letters, digits, '.', '_' and '-'; at most 64)", o.Agent)
+	}
 	if o.FallbackModel != "" {
 		if err := ValidateModel(o.FallbackModel); err != nil {
 			return fmt.Errorf("invalid fallbackModel: %w", err)

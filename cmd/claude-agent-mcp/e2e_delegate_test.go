@@ -247,6 +247,23 @@ func TestE2EDelegateAgents(t *testing.T) {
 	if ft, _ := out["finalText"].(string); !strings.HasPrefix(ft, "Tool said: ") || !strings.Contains(ft, "Hello from fake API") {
 		t.Errorf("finalText = %q, want the sub-agent's report passed back", ft)
 	}
+
+	// agent: one of the agents runs the session itself, with its prompt
+	// and tools.
+	sid, _ = e.create(t, ctx, map[string]any{"agent": "reviewer", "agents": map[string]any{"reviewer": map[string]any{
+		"description": "Reviews code", "prompt": "You are MAINAGENT-7.", "tools": []string{"Read", "Grep"}}}})
+	if res, _ := e.query(t, ctx, sid, "AGENT-MAIN-7 hi"); res.IsError {
+		t.Fatalf("query with agent: %s", text(res))
+	}
+	main := requestFor(t, e.api, "AGENT-MAIN-7")
+	if !strings.Contains(systemText(main), "MAINAGENT-7") {
+		t.Errorf("with agent reviewer the session's system prompt lacks the agent's prompt: %q", tail(systemText(main), 500))
+	}
+	if got := builtinTools(main); !slices.Equal(got, []string{"Grep", "Read"}) {
+		t.Errorf("with agent reviewer the session is offered %v, want the agent's Read and Grep", toolNames(main))
+	}
+	res, _ = e.call(t, ctx, "claude_session_create", map[string]any{"cwd": e.cwd, "agent": "--bad"}, nil)
+	wantToolError(t, "bad agent name", res, "invalid agent")
 }
 
 // TestE2EDelegateSettingSources: settingSources [] loads no CLAUDE.md
