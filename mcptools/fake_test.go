@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/mcptest"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -19,9 +19,7 @@ import (
 type fakeServer struct {
 	mgr *sessions.Manager
 	cs  *mcp.ClientSession
-
-	mu     sync.Mutex
-	events []string // "log:<level>" and "progress:<message>", in arrival order
+	rec *mcptest.Recorder // the client's notifications
 }
 
 func newFakeServer(tb testing.TB, protocol string, cfg sessions.Config, opts Options) *fakeServer {
@@ -46,29 +44,12 @@ func newFakeServerWith(tb testing.TB, protocol string, cfg sessions.Config, opts
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { ss.Close() })
-	client := mcp.NewClient(&mcp.Implementation{Name: "fake", Version: "1"}, &mcp.ClientOptions{
-		ElicitationHandler: elicit,
-		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
-			f.mu.Lock()
-			f.events = append(f.events, "log:"+string(r.Params.Level))
-			f.mu.Unlock()
-		},
-		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
-			f.mu.Lock()
-			f.events = append(f.events, "progress:"+r.Params.Message)
-			f.mu.Unlock()
-		},
-	})
-	cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
+	f.rec = mcptest.NewRecorder("fake", elicit)
+	cs, err := f.rec.Connect(ctx, ct, protocol)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { cs.Close() })
-	if protocol != "" {
-		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
-			tb.Fatal(err)
-		}
-	}
 	f.cs = cs
 	return f
 }
@@ -87,32 +68,18 @@ func (f *fakeServer) call(tb testing.TB, name string, args any, meta mcp.Meta) (
 	return res, out
 }
 
-// waitEvents waits until every want has arrived (the client dispatches
-// notifications apart from responses, so one sent before a result may be
-// handled just after it) and returns all events.
+// waitEvents waits until an event contains each of want (see
+// mcptest.Recorder.WaitEvents) and returns all events, one a line.
 func (f *fakeServer) waitEvents(tb testing.TB, want ...string) string {
 	tb.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		f.mu.Lock()
-		events := strings.Join(f.events, "\n")
-		f.mu.Unlock()
-		missing := ""
-		for _, w := range want {
-			if !strings.Contains(events, w) {
-				missing = w
-				break
-			}
-		}
-		if missing == "" {
-			return events
-		}
-		if time.Now().After(deadline) {
-			tb.Errorf("events lack %q:\n%s", missing, events)
-			return events
-		}
-		time.Sleep(10 * time.Millisecond) // notifications arrive on the client's own goroutine
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	events, err := f.rec.WaitEvents(ctx, want...)
+	joined := strings.Join(events, "\n")
+	if err != nil {
+		tb.Errorf("events: %v:\n%s", err, joined)
 	}
+	return joined
 }
 
 func resText(res *mcp.CallToolResult) string {

@@ -86,14 +86,12 @@ func TestHeartbeat(t *testing.T) {
 	start := time.Now()
 	f.call(t, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "SLOW6"}, mcp.Meta{"progressToken": 7})
 	elapsed := time.Since(start)
-	f.mu.Lock()
 	n := 0
-	for _, e := range f.events {
+	for _, e := range f.rec.Events() {
 		if strings.HasPrefix(e, "progress:running for") {
 			n++
 		}
 	}
-	f.mu.Unlock()
 	if want := int(elapsed/(300*time.Millisecond)) - 2; n < want || n == 0 {
 		t.Errorf("%d heartbeats in %s, want ≥ %d", n, elapsed, want)
 	}
@@ -165,9 +163,7 @@ func TestLateWaitHeartbeatCounts(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the permission question never came")
 	}
-	f.mu.Lock()
-	f.events = nil
-	f.mu.Unlock()
+	f.rec.Reset()
 	res, out = f.call(t, "claude_chat_wait", map[string]any{"sessionId": sid, "waitSeconds": 1}, mcp.Meta{"progressToken": "late"})
 	if out["status"] != "running" {
 		t.Fatalf("wait: %v %s", out["status"], resText(res))
@@ -175,14 +171,12 @@ func TestLateWaitHeartbeatCounts(t *testing.T) {
 	if !strings.Contains(resText(res), "(1 tool call(s) so far)") {
 		t.Errorf("running text does not count the tool call: %s", resText(res))
 	}
-	f.mu.Lock()
 	var beats []string
-	for _, e := range f.events {
+	for _, e := range f.rec.Events() {
 		if strings.HasPrefix(e, "progress:running for") {
 			beats = append(beats, e)
 		}
 	}
-	f.mu.Unlock()
 	if len(beats) == 0 {
 		t.Fatal("no heartbeat while waiting")
 	}

@@ -38,14 +38,12 @@ func TestE2ELongRunning(t *testing.T) {
 	if !res.IsError {
 		t.Errorf("the result was returned twice: %s", text(res))
 	}
-	e.mu.Lock()
 	beats := 0
-	for _, p := range e.progress {
+	for _, p := range e.rec.Progress() {
 		if strings.HasPrefix(p.Message, "running for") {
 			beats++
 		}
 	}
-	e.mu.Unlock()
 	if beats < 2 {
 		t.Errorf("%d heartbeats during a ~4 s turn with a 500 ms interval", beats)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/e2eenv"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/fakeapi"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/mcptest"
 )
 
 var (
@@ -57,12 +58,9 @@ type e2e struct {
 	session *mcp.ClientSession
 	cmd     *exec.Cmd
 	stdin   io.WriteCloser
-	exited  chan struct{} // closed when the server process has exited
-	logPath string        // the server's stderr
-
-	mu       sync.Mutex
-	logs     []*mcp.LoggingMessageParams
-	progress []*mcp.ProgressNotificationParams
+	exited  chan struct{}     // closed when the server process has exited
+	logPath string            // the server's stderr
+	rec     *mcptest.Recorder // the client's log and progress notifications
 }
 
 type e2eOptions struct {
@@ -114,19 +112,7 @@ func startE2E(t *testing.T, o e2eOptions) *e2e {
 	}
 	cmd.Stderr = stderr
 	e.cmd, e.logPath = cmd, stderr.Name()
-	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{
-		ElicitationHandler: o.elicit,
-		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
-			e.mu.Lock()
-			e.logs = append(e.logs, r.Params)
-			e.mu.Unlock()
-		},
-		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
-			e.mu.Lock()
-			e.progress = append(e.progress, r.Params)
-			e.mu.Unlock()
-		},
-	})
+	e.rec = mcptest.NewRecorder("e2e", o.elicit)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	stdin, err := cmd.StdinPipe()
@@ -147,10 +133,7 @@ func startE2E(t *testing.T, o e2eOptions) *e2e {
 		_ = cmd.Wait()
 		close(exited)
 	}()
-	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: stdout, Writer: stdin}, &mcp.ClientSessionOptions{ProtocolVersion: o.protocol})
-	if err != nil {
-		t.Fatalf("connecting: %v", err)
-	}
+	cs, err := e.rec.Connect(ctx, &mcp.IOTransport{Reader: stdout, Writer: stdin}, o.protocol)
 	e.session = cs
 	t.Cleanup(func() {
 		stdin.Close()
@@ -167,10 +150,8 @@ func startE2E(t *testing.T, o e2eOptions) *e2e {
 			t.Logf("server stderr:\n%s", tail(string(log), 8000))
 		}
 	})
-	if o.protocol != "" {
-		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
-			t.Fatalf("setLevel: %v", err)
-		}
+	if err != nil { // after the cleanup, which shows the server's stderr
+		t.Fatalf("connecting: %v", err)
 	}
 	return e
 }
@@ -254,9 +235,7 @@ func TestE2EServerSessionLifecycle(t *testing.T) {
 		t.Errorf("second finalText = %q (res %s)", got, text(res))
 	}
 
-	e.mu.Lock()
-	nprog, nlogs := len(e.progress), len(e.logs)
-	e.mu.Unlock()
+	nprog, nlogs := len(e.rec.Progress()), len(e.rec.Logs())
 	if nprog == 0 {
 		t.Errorf("no progress notifications for a call with a progress token")
 	}

@@ -1,0 +1,107 @@
+package mcptest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// connect serves a server whose tool "notify" sends a progress
+// notification and a log message per step, and connects r to it.
+func connect(t *testing.T, r *Recorder, protocol string) *mcp.ClientSession {
+	t.Helper()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	type args struct {
+		Steps int `json:"steps"`
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "notify"}, func(ctx context.Context, req *mcp.CallToolRequest, a args) (*mcp.CallToolResult, any, error) {
+		for i := range a.Steps {
+			msg := fmt.Sprintf("step %d", i)
+			if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Message: msg, Progress: float64(i)}); err != nil {
+				return nil, nil, err
+			}
+			//lint:ignore SA1019 the recorder records logs for clients of protocols before 2026-07-28
+			if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: msg}); err != nil {
+				return nil, nil, err
+			}
+		}
+		return &mcp.CallToolResult{}, nil, nil
+	})
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := r.Connect(t.Context(), ct, protocol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// TestRecorder: notifications are recorded in arrival order, split into
+// logs and progress, waited for, and forgotten by Reset.
+func TestRecorder(t *testing.T) {
+	r := NewRecorder("test", nil)
+	cs := connect(t, r, "2025-11-25")
+	if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "notify", Arguments: map[string]any{"steps": 3}, Meta: mcp.Meta{"progressToken": "p"}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	// The last log may be handled after the result.
+	got, err := r.Wait(ctx, func(n []Notification) bool { return len(n) == 6 })
+	if err != nil {
+		t.Fatalf("Wait: %v (got %v)", err, got)
+	}
+	want := []string{"progress:step 0", "log:info", "progress:step 1", "log:info", "progress:step 2", "log:info"}
+	if ev := r.Events(); !slices.Equal(ev, want) {
+		t.Errorf("Events = %q, want %q", ev, want)
+	}
+	if p := r.Progress(); len(p) != 3 || p[2].Message != "step 2" || p[2].ProgressToken != "p" {
+		t.Errorf("Progress = %+v", p)
+	}
+	if l := r.Logs(); len(l) != 3 || l[1].Data != "step 1" {
+		t.Errorf("Logs = %+v", l)
+	}
+	if ev, err := r.WaitEvents(ctx, "step 1", "log:info"); err != nil || len(ev) != 6 {
+		t.Errorf("WaitEvents = %q, %v", ev, err)
+	}
+	r.Reset()
+	if n := r.All(); len(n) != 0 {
+		t.Errorf("after Reset: %v", n)
+	}
+	short, cancelShort := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancelShort()
+	if _, err := r.WaitEvents(short, "step 9"); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), `"step 9"`) {
+		t.Errorf("WaitEvents for what never comes = %v", err)
+	}
+}
+
+// TestRecorderWaitsForArrival: Wait returns once a notification arrives
+// after it started waiting.
+func TestRecorderWaitsForArrival(t *testing.T) {
+	r := NewRecorder("test", nil)
+	cs := connect(t, r, "2025-11-25")
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := r.WaitEvents(ctx, "progress:step 1")
+		errc <- err
+	}()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "notify", Arguments: map[string]any{"steps": 2}, Meta: mcp.Meta{"progressToken": 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}
