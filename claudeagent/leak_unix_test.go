@@ -4,23 +4,12 @@ package claudeagent
 
 import (
 	"context"
-	"errors"
 	"syscall"
 	"testing"
 	"time"
-)
 
-// processGone reports whether pid (and its process group) no longer exist:
-// kill(pid, 0) fails with ESRCH. A zombie (exited, not reaped) still exists.
-func processGone(t *testing.T, pid int) {
-	t.Helper()
-	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-		t.Errorf("process %d still exists (kill 0: %v)", pid, err)
-	}
-	if err := syscall.Kill(-pid, 0); !errors.Is(err, syscall.ESRCH) {
-		t.Errorf("process group %d still exists (kill 0: %v)", pid, err)
-	}
-}
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/leakcheck"
+)
 
 func TestChildProcessGone(t *testing.T) {
 	for _, tc := range []struct {
@@ -50,7 +39,8 @@ func TestChildProcessGone(t *testing.T) {
 				t.Fatal(err)
 			}
 			<-p.Done()
-			processGone(t, pid)
+			leakcheck.CheckGone(t, pid)
+			leakcheck.CheckGroupGone(t, pid)
 		})
 	}
 }

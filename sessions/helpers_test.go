@@ -6,7 +6,6 @@ import (
 	"maps"
 	"math"
 	"os"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/leakcheck"
 )
 
 // What the captures in testdata/streams produce.
@@ -109,16 +109,8 @@ func query(tb testing.TB, s *Session, prompt string, qo QueryOptions) *TurnResul
 
 func approx(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
 
-func allStacks() string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			return string(buf[:n])
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-}
+// allStacks is every goroutine's stack, for the report of a hang.
+func allStacks() string { return leakcheck.Stacks() }
 
 // waitUntil polls cond: for state another goroutine (a timer, the pump)
 // changes with nothing to wait on. With quiet, running out of time is not
@@ -139,11 +131,7 @@ func waitUntil(tb testing.TB, d time.Duration, what string, cond func() bool, qu
 
 func checkGone(tb testing.TB, pid int) {
 	tb.Helper()
-	if exists, known := processExists(pid); known && exists {
-		stat, _ := procFile(pid, "stat")
-		cmd, _ := procFile(pid, "cmdline")
-		tb.Errorf("process %d still exists: %s\n%.300s", pid, stat, cmd)
-	}
+	leakcheck.CheckGone(tb, pid)
 }
 
 func checkAlive(tb testing.TB, pid int) {
@@ -152,7 +140,7 @@ func checkAlive(tb testing.TB, pid int) {
 		tb.Errorf("pid = %d, want a running process", pid)
 		return
 	}
-	if exists, known := processExists(pid); known && !exists {
+	if exists, known := leakcheck.ProcessExists(pid); known && !exists {
 		tb.Errorf("process %d does not exist", pid)
 	}
 }

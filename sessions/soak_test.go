@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/leakcheck"
 )
 
 // tracker knows every call in flight, to name the ones that hang.
@@ -195,7 +196,7 @@ func TestSoak(t *testing.T) {
 	}
 	t.Logf("seed %d (SESSIONS_SOAK_SEED replays it)", seed)
 	warmUp(t)
-	b := takeBaseline()
+	b := leakcheck.TakeWithFDs()
 
 	cfg := Config{
 		MaxLive:           maxLive,
@@ -275,7 +276,7 @@ func TestSoak(t *testing.T) {
 	nPIDs := len(st.pids)
 	lat := slices.Clone(st.latencies)
 	st.mu.Unlock()
-	g, fds := checkLeaks(t, b, 5*time.Second)
+	lr := b.Check(t, 5*time.Second)
 
 	slices.Sort(lat)
 	t.Logf("%d workers × %d queries: %d calls in %s (shutdown %s); %d query calls, %d ran: %d ok, %d is_error, %d interrupted, %d timed out, %d ended by a kill",
@@ -290,7 +291,7 @@ func TestSoak(t *testing.T) {
 		logs.get("claude process started"), logs.get("claude did not honour the interrupt; killing it"))
 	t.Logf("latency over %d returned queries: p50 %s, p99 %s, max %s; %d processes; peak live %d; goroutines %d → %d, fds %d → %d",
 		len(lat), percentile(lat, 0.5).Round(time.Microsecond), percentile(lat, 0.99).Round(time.Microsecond),
-		percentile(lat, 1).Round(time.Microsecond), nPIDs, maxLiveSeen.Load(), b.goroutines, g, b.fds, fds)
+		percentile(lat, 1).Round(time.Microsecond), nPIDs, maxLiveSeen.Load(), b.Goroutines, lr.Goroutines, b.FDs, lr.FDs)
 }
 
 type soakWorker struct {
