@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,13 +72,125 @@ func TestToolSnapshots(t *testing.T) {
 			continue
 		}
 		if !bytes.Equal(want, got) {
-			t.Errorf("tool %s differs from %s; if intended, rerun with -update.\n--- want\n%s\n--- got\n%s", tool.Name, path, want, got)
+			t.Errorf("tool %s differs from its snapshot; if intended, rerun with -update:\n%s", tool.Name,
+				lineDiff(path+" (snapshot)", tool.Name+" (tools/list)", string(want), string(got)))
 		}
 	}
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		if !seen[e.Name()] && !*update {
 			t.Errorf("snapshot %s has no tool; delete it", e.Name())
+		}
+	}
+}
+
+// lineDiff is a unified diff, line by line with three lines of context,
+// of want into got ("" when they are equal).
+func lineDiff(wantName, gotName, want, got string) string {
+	if want == got {
+		return ""
+	}
+	a := strings.Split(strings.TrimSuffix(want, "\n"), "\n")
+	b := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+	// lcs[i][j]: the longest common subsequence of a[i:] and b[j:].
+	lcs := make([][]int, len(a)+1)
+	for i := range lcs {
+		lcs[i] = make([]int, len(b)+1)
+	}
+	for i := len(a) - 1; i >= 0; i-- {
+		for j := len(b) - 1; j >= 0; j-- {
+			if a[i] == b[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	type op struct {
+		kind byte // ' ', '-' or '+'
+		line string
+		i, j int // the line's index in a and b (before it, for the other side)
+	}
+	var ops []op
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case i < len(a) && j < len(b) && a[i] == b[j]:
+			ops = append(ops, op{' ', a[i], i, j})
+			i, j = i+1, j+1
+		case i < len(a) && (j == len(b) || lcs[i+1][j] >= lcs[i][j+1]):
+			ops = append(ops, op{'-', a[i], i, j})
+			i++
+		default:
+			ops = append(ops, op{'+', b[j], i, j})
+			j++
+		}
+	}
+	const context = 3
+	var out strings.Builder
+	fmt.Fprintf(&out, "--- %s\n+++ %s\n", wantName, gotName)
+	for k := 0; k < len(ops); {
+		if ops[k].kind == ' ' {
+			k++
+			continue
+		}
+		// A hunk: from context lines before this change to context lines
+		// after the last change that is at most 2*context lines further.
+		start, end := max(0, k-context), k
+		for n := k; n < len(ops) && n-end <= 2*context; n++ {
+			if ops[n].kind != ' ' {
+				end = n
+			}
+		}
+		end = min(len(ops), end+context+1)
+		var nA, nB int
+		for _, o := range ops[start:end] {
+			if o.kind != '+' {
+				nA++
+			}
+			if o.kind != '-' {
+				nB++
+			}
+		}
+		fmt.Fprintf(&out, "@@ -%d,%d +%d,%d @@\n", ops[start].i+1, nA, ops[start].j+1, nB)
+		for _, o := range ops[start:end] {
+			out.WriteByte(o.kind)
+			out.WriteString(o.line)
+			out.WriteByte('\n')
+		}
+		k = end
+	}
+	return out.String()
+}
+
+// TestLineDiff: changed, added and removed lines, with context, in hunks.
+func TestLineDiff(t *testing.T) {
+	lines := func(from, to int) string {
+		var b strings.Builder
+		for n := from; n <= to; n++ {
+			fmt.Fprintf(&b, "line %d\n", n)
+		}
+		return b.String()
+	}
+	base := lines(1, 20)
+	for _, tc := range []struct {
+		name, got, want string
+	}{
+		{"equal", base, ""},
+		{"changed", strings.Replace(base, "line 10\n", "line ten\n", 1),
+			"--- a\n+++ b\n@@ -7,7 +7,7 @@\n line 7\n line 8\n line 9\n-line 10\n+line ten\n line 11\n line 12\n line 13\n"},
+		{"added at the end", base + "line 21\n",
+			"--- a\n+++ b\n@@ -18,3 +18,4 @@\n line 18\n line 19\n line 20\n+line 21\n"},
+		{"removed at the start", lines(2, 20),
+			"--- a\n+++ b\n@@ -1,4 +1,3 @@\n-line 1\n line 2\n line 3\n line 4\n"},
+		{"two hunks", strings.Replace(strings.Replace(base, "line 2\n", "", 1), "line 18\n", "line 18\nnew\n", 1),
+			"--- a\n+++ b\n@@ -1,5 +1,4 @@\n line 1\n-line 2\n line 3\n line 4\n line 5\n" +
+				"@@ -16,5 +15,6 @@\n line 16\n line 17\n line 18\n+new\n line 19\n line 20\n"},
+		{"close changes share a hunk", strings.Replace(strings.Replace(base, "line 5\n", "five\n", 1), "line 9\n", "nine\n", 1),
+			"--- a\n+++ b\n@@ -2,11 +2,11 @@\n line 2\n line 3\n line 4\n-line 5\n+five\n line 6\n line 7\n line 8\n-line 9\n+nine\n line 10\n line 11\n line 12\n"},
+	} {
+		if d := lineDiff("a", "b", base, tc.got); d != tc.want {
+			t.Errorf("%s: got\n%s\nwant\n%s", tc.name, d, tc.want)
 		}
 	}
 }
