@@ -11,6 +11,7 @@ import (
 // setProcAttr gives the CLI its own process group.
 func setProcAttr(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: syscall.CREATE_NEW_PROCESS_GROUP}
+	setDeathSignal(cmd.SysProcAttr) // a no-op, as on every system but Linux
 }
 
 // terminate has no graceful signal to send on Windows; it kills.

@@ -143,10 +143,12 @@ func (p *Process) callHandler(ctx context.Context, req *ControlRequest) (payload
 		}
 	}()
 	if p.opts.OnControlRequest == nil {
+		//lint:ignore ST1005 the CLI's own wording for a subtype it does not serve; the text goes back to the CLI
 		return nil, fmt.Errorf("Unsupported control request subtype: %s", req.Subtype)
 	}
 	payload, err = p.opts.OnControlRequest(ctx, req)
 	if errors.Is(err, ErrUnsupportedControl) {
+		//lint:ignore ST1005 as above
 		err = fmt.Errorf("Unsupported control request subtype: %s", req.Subtype)
 	}
 	return payload, err

@@ -104,6 +104,7 @@ func TestFakeQueryNotifications(t *testing.T) {
 			sid := out["sessionId"].(string)
 			meta := mcp.Meta{"progressToken": "p1"}
 			if proto == "" {
+				//lint:ignore SA1019 the 2026-07-28 way to ask for logs, deprecated with logging itself
 				meta[mcp.MetaKeyLogLevel] = "debug"
 			}
 			res, out = f.call(t, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "TOOL_BASH[echo hi]"}, meta)

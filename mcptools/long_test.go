@@ -121,7 +121,7 @@ func TestHistory(t *testing.T) {
 		t.Errorf("first entry = %v", entries[0])
 	}
 	total := int(out["total"].(float64))
-	res, out = f.call(t, "claude_session_history", map[string]any{"sessionId": sid, "limit": 2}, nil)
+	_, out = f.call(t, "claude_session_history", map[string]any{"sessionId": sid, "limit": 2}, nil)
 	page := out["entries"].([]any)
 	if len(page) != 2 || out["olderCursor"] == nil || out["cursor"] != strconv.Itoa(total-2) {
 		t.Fatalf("last page = %v", out)

@@ -52,7 +52,7 @@ func (n *notifier) OnEvent(e sessions.Event) {
 	case sessions.EventTurnStarted:
 		n.send("", nil, "turn started")
 	case sessions.EventText:
-		level := mcp.LoggingLevel("info")
+		level := "info"
 		if e.IsError {
 			level = "error"
 		}
@@ -72,7 +72,7 @@ func (n *notifier) OnEvent(e sessions.Event) {
 		n.send("debug", map[string]any{"type": "tool_result", "tool": e.Tool, "id": e.ToolID, "isError": e.IsError, "output": textcut.Cut(e.Text, 2000)},
 			fmt.Sprintf("tool %s %s", orTool(e.Tool), status))
 	case sessions.EventPermission:
-		level := mcp.LoggingLevel("info")
+		level := "info"
 		if e.IsError {
 			level = "warning"
 		}
@@ -96,14 +96,15 @@ func (n *notifier) OnEvent(e sessions.Event) {
 
 // send emits a log message (when level is set) and a progress notification
 // (when the call has a token).
-func (n *notifier) send(level mcp.LoggingLevel, data any, progress string) {
+func (n *notifier) send(level string, data any, progress string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed || n.ss == nil {
 		return
 	}
 	if level != "" {
-		if err := n.ss.Log(n.ctx, &mcp.LoggingMessageParams{Level: level, Logger: n.logger, Data: data}); err != nil {
+		//lint:ignore SA1019 log notifications serve clients of protocols before 2026-07-28 (and those asking in _meta)
+		if err := n.ss.Log(n.ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(level), Logger: n.logger, Data: data}); err != nil {
 			n.log.Debug("sending log notification", "err", err)
 		}
 	}

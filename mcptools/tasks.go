@@ -137,6 +137,7 @@ func (h *handlers) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		ctx = withUser(ctx, req)
 		switch method {
 		case "logging/setLevel":
+			//lint:ignore SA1019 logging/setLevel is served to clients of protocols before 2026-07-28
 			if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && !slices.Contains(logLevels, string(p.Level)) {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid level %q: use one of %s", p.Level, strings.Join(logLevels, ", "))}
 			}

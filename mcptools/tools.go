@@ -100,6 +100,7 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 		&mcp.ServerOptions{Instructions: instructions, Logger: slog.New(debugOnly{logger.Handler()}),
 			// The SDK answers prompts/list and resources/list (with empty
 			// lists) whatever it declares: declare what it answers.
+			//lint:ignore SA1019 the logging capability serves clients of protocols before 2026-07-28
 			Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Prompts: &mcp.PromptCapabilities{}, Resources: &mcp.ResourceCapabilities{}}})
 	h := &handlers{mgr: mgr, log: logger, opts: opts, stateKey: newStateKey(), tasks: newTaskStore(opts.TaskTTL), params: map[string][]string{},
 		audit: &auditLog{w: opts.AuditLog, prompts: opts.AuditPrompts}}

@@ -285,13 +285,6 @@ func (t *turn) addDenial(d PermissionDenial) {
 	t.denials = append(t.denials, d)
 }
 
-// partialText is the assistant text so far.
-func (t *turn) partialText() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return strings.Join(t.texts, "\n\n")
-}
-
 // snapshot builds the result. prevCost is the process's cumulative cost
 // before this turn (the CLI reports a running total).
 func (t *turn) snapshot(prevCost float64, includeThinking bool) *TurnResult {

@@ -599,11 +599,6 @@ func (h *host) stop() {
 	}
 }
 
-// childRequests are the children's main-conversation requests.
-func (h *host) childRequests() []fakeapi.Request {
-	return h.api.Filter(fakeapi.From(claudeagent.Entrypoint))
-}
-
 // sideCalls are the requests that are neither main conversation.
 func (h *host) sideCalls() []fakeapi.Request {
 	return h.api.Filter(func(r *fakeapi.Request) bool { return !r.IsMainConversation() })

@@ -411,7 +411,7 @@ func TestE2ECrashResume(t *testing.T) {
 	if st := out["sessions"].([]any)[0].(map[string]any)["state"]; st != "dormant" {
 		t.Errorf("state after crash = %v, want dormant", st)
 	}
-	res, out := e.call(t, ctx, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "after crash"}, nil)
+	res, _ := e.call(t, ctx, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "after crash"}, nil)
 	if res.IsError {
 		t.Fatalf("query after crash: %s", text(res))
 	}
