@@ -19,20 +19,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/mcptest"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
-
-// bearer adds a bearer token to every request.
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
-}
 
 // httpServer serves a server over the fake CLI on httptest, with tokens for
 // alice and bob.
@@ -76,7 +65,7 @@ func (h *httpServer) connect(t *testing.T, token, protocol string) *mcp.ClientSe
 	t.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "http-test", Version: "1"}, nil)
 	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: h.url + "/mcp",
-		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
+		HTTPClient: mcptest.Bearer(token)}, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
 	if err != nil {
 		t.Fatalf("connecting with %q: %v", token, err)
 	}

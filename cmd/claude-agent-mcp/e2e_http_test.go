@@ -25,6 +25,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/e2eenv"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/fakeapi"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/mcptest"
 )
 
 // End-to-end tests of --http: the built binary serves streamable HTTP on a
@@ -214,23 +215,11 @@ func (e *httpE2E) stop(t *testing.T) {
 	})
 }
 
-// bearerRT adds a bearer token to every request.
-type bearerRT struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
-}
-
 // connectToken connects the go-sdk streamable client with token (protocol
 // "" negotiates the newest).
 func (e *httpE2E) connectToken(ctx context.Context, token, protocol string) (*mcp.ClientSession, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-http", Version: "1"}, nil)
-	hc := &http.Client{Transport: bearerRT{token, http.DefaultTransport}}
+	hc := mcptest.Bearer(token)
 	return client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: hc, MaxRetries: -1},
 		&mcp.ClientSessionOptions{ProtocolVersion: protocol})
 }
@@ -464,18 +453,7 @@ func TestE2EHTTPUsers(t *testing.T) {
 // bearer token: tools/list, claude_direct_query on both protocol eras, and
 // a wrong token refused.
 func TestE2EInspectorHTTP(t *testing.T) {
-	insp := os.Getenv("MCP_INSPECTOR_BIN")
-	if insp == "" {
-		if root, err := e2eenv.ModuleRoot(); err == nil {
-			insp = filepath.Join(root, ".tools", "node_modules", ".bin", "mcp-inspector")
-		}
-	}
-	if _, err := os.Stat(insp); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("MCP Inspector not found at %s and CI=true (scripts/test installs it)", insp)
-		}
-		t.Skip("MCP Inspector not installed; run scripts/test")
-	}
+	insp := inspectorBin(t)
 	t.Parallel()
 	e := startHTTPE2E(t, httpE2EOptions{users: []string{"inspector"}, audit: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

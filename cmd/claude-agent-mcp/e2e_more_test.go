@@ -277,18 +277,7 @@ func TestE2EShutdown(t *testing.T) {
 // TestE2EInspector runs a third-party client, the MCP Inspector CLI, against
 // the binary: it lists the tools and calls claude_direct_query.
 func TestE2EInspector(t *testing.T) {
-	insp := os.Getenv("MCP_INSPECTOR_BIN")
-	if insp == "" {
-		if root, err := filepath.Abs("../.."); err == nil {
-			insp = filepath.Join(root, ".tools", "node_modules", ".bin", "mcp-inspector")
-		}
-	}
-	if _, err := os.Stat(insp); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("MCP Inspector not found at %s and CI=true (scripts/test installs it)", insp)
-		}
-		t.Skip("MCP Inspector not installed; run scripts/test")
-	}
+	insp := inspectorBin(t)
 	t.Parallel()
 	e := startE2E(t, e2eOptions{}) // for the API, HOME and env; the Inspector starts its own server
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

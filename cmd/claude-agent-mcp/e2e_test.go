@@ -319,3 +319,23 @@ func TestE2EDirectQueryAndInterrupt(t *testing.T) {
 		t.Errorf("query after interrupt = %v", out)
 	}
 }
+
+// inspectorBin is the MCP Inspector CLI ($MCP_INSPECTOR_BIN, else the one
+// scripts/test installs into .tools). Missing, it skips the test, except
+// under CI=true, where it fails it.
+func inspectorBin(t *testing.T) string {
+	t.Helper()
+	insp := os.Getenv("MCP_INSPECTOR_BIN")
+	if insp == "" {
+		if root, err := e2eenv.ModuleRoot(); err == nil {
+			insp = filepath.Join(root, ".tools", "node_modules", ".bin", "mcp-inspector")
+		}
+	}
+	if _, err := os.Stat(insp); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("MCP Inspector not found at %s and CI=true (scripts/test installs it)", insp)
+		}
+		t.Skip("MCP Inspector not installed; run scripts/test")
+	}
+	return insp
+}
