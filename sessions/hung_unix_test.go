@@ -3,6 +3,7 @@
 package sessions
 
 import (
+	"errors"
 	"strings"
 	"syscall"
 	"testing"
@@ -52,6 +53,33 @@ func TestHungChild(t *testing.T) {
 			t.Errorf("the interrupted query: %+v", r)
 		}
 		resumes(t, s, pid)
+	})
+	t.Run("query_waits", func(t *testing.T) {
+		// A query that arrives while the running turn is being interrupted
+		// waits for that turn's end (here: the stop of the hung process,
+		// after the 2 s the interrupt's acknowledgement may take) and then
+		// runs — a host such as Claude Code sends its next call without
+		// waiting for the cancel's answer. Beside a turn that runs
+		// normally it is refused at once.
+		t.Parallel()
+		m := newManager(t, Config{})
+		s := create(t, m, CreateOptions{})
+		pid := s.Info().PID
+		p := startQuery(ctxFor(t), s, "SLOW", QueryOptions{})
+		p.waitStarted(t)
+		if _, err := s.Query(ctxFor(t), "hi", QueryOptions{}); !errors.Is(err, ErrBusy) {
+			t.Fatalf("a query beside a running turn: %v, want ErrBusy", err)
+		}
+		stop(t, pid)
+		go s.Interrupt(ctxFor(t))
+		waitUntil(t, waitLimit, "the interrupt under way", s.querying.windingDown)
+		r, err := s.Query(ctxFor(t), "hi", QueryOptions{})
+		if err != nil || r.FinalText != hello {
+			t.Fatalf("the query during the interrupt: %+v, %v", r, err)
+		}
+		if r := p.wait(t, 5*time.Second); !r.Interrupted {
+			t.Errorf("the first query was not interrupted: %+v", r)
+		}
 	})
 	t.Run("query_timeout", func(t *testing.T) {
 		t.Parallel()

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
@@ -131,8 +130,9 @@ type Session struct {
 	// a process behind them.
 	slot chan struct{}
 	// querying is the one-query-at-a-time gate: a second query is refused
-	// at once instead of waiting for the slot.
-	querying atomic.Bool
+	// at once instead of waiting for the slot — unless the running turn is
+	// being interrupted, then it waits for that turn's end.
+	querying queryGate
 
 	// mu guards everything below; never hold it while calling a Manager
 	// method that locks (lock order: Manager.mu, then Session.mu).
@@ -483,6 +483,36 @@ func (s *Session) pump(p *claudeagent.Process, done chan struct{}) {
 	s.m.released(s) // another instance sharing the registry may run it now
 }
 
+// enter takes the one-query gate. A query finds it taken either because
+// another query runs — refused at once with ErrBusy — or because the
+// running turn is being interrupted (claude_chat_interrupt, a cancelled
+// call, tasks/cancel: a host such as Claude Code sends its next call
+// without waiting for the cancel's answer); then it waits for that turn to
+// end, at most the interrupt's acknowledgement time and the stop of a
+// process that gives none.
+func (s *Session) enter(ctx context.Context) error {
+	busy := fmt.Errorf("%w: session %s is already running a query; wait for it to finish or call claude_chat_interrupt", ErrBusy, s.ID)
+	var limit <-chan time.Time
+	for !s.querying.tryAcquire() {
+		if !s.querying.windingDown() {
+			return busy
+		}
+		if limit == nil {
+			t := time.NewTimer(s.m.cfg.InterruptAck + 3*time.Second)
+			defer t.Stop()
+			limit = t.C
+		}
+		select {
+		case <-s.querying.released():
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-limit:
+			return busy
+		}
+	}
+	return nil
+}
+
 // Query sends prompt and waits for the end of the turn. Only one query runs
 // at a time: a second one fails at once with ErrBusy. Cancelling ctx
 // interrupts the turn and returns what it produced; the session survives.
@@ -496,10 +526,10 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 	// at once. The slot is the lock for the process's lifecycle; it may be
 	// held for a moment by something else (making the session dormant), so
 	// the query waits for it.
-	if !s.querying.CompareAndSwap(false, true) {
-		return nil, fmt.Errorf("%w: session %s is already running a query; wait for it to finish or call claude_chat_interrupt", ErrBusy, s.ID)
+	if err := s.enter(ctx); err != nil {
+		return nil, err
 	}
-	defer s.querying.Store(false)
+	defer s.querying.release()
 	s.m.quiet.begin()
 	defer s.m.quiet.end()
 	select {
@@ -786,6 +816,7 @@ func (s *Session) abort(t *turn, p *claudeagent.Process) {
 // stop the process.
 func (s *Session) interrupt(ctx context.Context, t *turn, p *claudeagent.Process) bool {
 	t.markInterrupted()
+	s.querying.windDown() // a query arriving now waits for this turn's end
 	ack := s.m.cfg.InterruptAck
 	ictx, cancel := context.WithTimeout(ctx, ack)
 	err := p.Interrupt(ictx)

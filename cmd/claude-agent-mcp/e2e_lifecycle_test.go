@@ -48,7 +48,9 @@ func pidOf(info map[string]any) int {
 
 func TestE2EIdleTimeout(t *testing.T) {
 	t.Parallel()
-	e := startE2E(t, e2eOptions{args: []string{"--idle-timeout", "2s"}})
+	// No warm spare: it counts toward liveProcesses and stops on its own
+	// idle timer, which this test does not follow (TestSpareGivesWay does).
+	e := startE2E(t, e2eOptions{args: []string{"--idle-timeout", "2s", "--warm-spares", "0"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	sid, _ := e.create(t, ctx, nil)
