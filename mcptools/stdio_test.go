@@ -92,6 +92,13 @@ func (s *stdioServer) send(t *testing.T, line string) {
 // reply reads the next line the server writes.
 func (s *stdioServer) reply(t *testing.T) string {
 	t.Helper()
+	return s.replyWithin(t, 10*time.Second)
+}
+
+// replyWithin is reply with a deadline of d, for replies to lines of tens
+// of MiB (parsed under -race while other packages' tests run alongside).
+func (s *stdioServer) replyWithin(t *testing.T, d time.Duration) string {
+	t.Helper()
 	type res struct {
 		line string
 		err  error
@@ -104,8 +111,8 @@ func (s *stdioServer) reply(t *testing.T) string {
 			t.Fatalf("reading from the server: %v (server: %v)", r.err, s.result())
 		}
 		return strings.TrimSpace(r.line)
-	case <-time.After(10 * time.Second):
-		t.Fatal("no reply within 10 s")
+	case <-time.After(d):
+		t.Fatalf("no reply within %s", d)
 	}
 	return ""
 }
@@ -204,12 +211,12 @@ func TestDefaultFrameLimit(t *testing.T) {
 	s := newStdioServer(t, 0)
 	prompt := strings.Repeat("p", 20<<20)
 	s.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"claude_chat_query","arguments":{"sessionId":"x","prompt":"`+prompt+`"}}}`)
-	got := s.reply(t)
+	got := s.replyWithin(t, time.Minute)
 	if !strings.Contains(got, `"id":1`) || !strings.Contains(got, "--max-prompt-bytes") {
 		t.Fatalf("a 20 MiB prompt: want the prompt limit's tool error, got %.300s", got)
 	}
 	s.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"claude_chat_query","arguments":{"sessionId":"x","prompt":"`+strings.Repeat("p", DefaultMaxFrameBytes)+`"}}}`)
-	checkError(t, s.reply(t), jsonrpc.CodeInvalidRequest, `2`)
+	checkError(t, s.replyWithin(t, time.Minute), jsonrpc.CodeInvalidRequest, `2`)
 	s.send(t, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
 	if got := s.reply(t); !strings.Contains(got, `"id":3`) {
 		t.Fatalf("tools/list after a 64 MiB frame: %.200s", got)
