@@ -90,6 +90,11 @@ type spareState struct {
 // waits for a turn to end.
 const refillDelay = 5 * time.Second
 
+// wanted reports whether spares are kept for key; st.mu is held.
+func (st *spareState) wanted(key string) bool {
+	return slices.ContainsFunc(st.recent, func(w spareWant) bool { return w.key == key })
+}
+
 // spareWant is an option set a spare is kept for.
 type spareWant struct {
 	key  string
@@ -159,12 +164,16 @@ func (m *Manager) WantSpares(opts CreateOptions) {
 	// Spares for option sets no longer wanted go first.
 	var stale []*spare
 	st.ready = slices.DeleteFunc(st.ready, func(sp *spare) bool {
-		if !slices.ContainsFunc(st.recent, func(w spareWant) bool { return w.key == sp.key }) {
+		if !st.wanted(sp.key) {
 			stale = append(stale, sp)
+			if sp.timer != nil {
+				sp.timer.Stop()
+			}
 			return true
 		}
 		return false
 	})
+	st.stopping += len(stale)
 	st.mu.Unlock()
 	for _, sp := range stale {
 		m.stopSpare(sp, "its option set is no longer wanted")
@@ -237,6 +246,14 @@ func (m *Manager) startSpare(w spareWant) {
 		st.stopping++
 		st.mu.Unlock()
 		m.stopSpare(sp, "shutting down")
+		return
+	}
+	if !st.wanted(w.key) {
+		// Another option set replaced it while it started.
+		st.stopping++
+		st.mu.Unlock()
+		m.stopSpare(sp, "its option set is no longer wanted")
+		m.fillSpares() // its live place may be what the wanted one lacked
 		return
 	}
 	st.ready = append(st.ready, sp)

@@ -206,3 +206,32 @@ func TestSpareRefillWhenFull(t *testing.T) {
 		t.Errorf("the spare was not replaced: %v", next)
 	}
 }
+
+// TestSpareReplacedWhileStarting: a spare whose option set stops being
+// wanted while it starts (another create came first) is stopped once it is
+// up, instead of joining the ready ones: never more spares than
+// WarmSpares.
+func TestSpareReplacedWhileStarting(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, Config{WarmSpares: 1, MaxLive: 4})
+	a := CreateOptions{Cwd: t.TempDir(), SessionOptions: claudeagent.SessionOptions{Model: "sonnet"}}
+	b := CreateOptions{Cwd: t.TempDir(), SessionOptions: claudeagent.SessionOptions{Model: "opus"}}
+	m.WantSpares(a) // starts a's spare in the background
+	m.WantSpares(b) // b replaces a while a's spare is still starting
+	waitUntil(t, waitLimit, "the starts to end and a spare to be ready", func() bool {
+		m.spares.mu.Lock()
+		defer m.spares.mu.Unlock()
+		return len(m.spares.starting) == 0 && len(m.spares.ready) > 0
+	})
+	m.spares.mu.Lock()
+	var keys []string
+	for _, sp := range m.spares.ready {
+		keys = append(keys, sp.key)
+	}
+	want := m.spares.recent[0].key
+	m.spares.mu.Unlock()
+	if len(keys) != 1 || keys[0] != want {
+		t.Errorf("ready spares %v, want only b's %s", keys, want)
+	}
+	waitUntil(t, waitLimit, "a's spare to stop", func() bool { return m.LiveCount() == 1 })
+}
