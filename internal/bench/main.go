@@ -1082,7 +1082,7 @@ func (b *bench) report(w io.Writer, version string) {
 		fmt.Fprintf(w, "\n`claude_session_create` with a spare: p50 %s, target ≤ 50 ms: %s.\n", ms(cs), met)
 	}
 	if c := b.extra["cli_close"]; len(c) > 0 {
-		fmt.Fprintf(w, "\nClosing a CLI after its first turn (claudeagent.Process.Close, then Wait; measured after `first_turn_cli`): p50 %s, p90 %s. A one-shot query waits for this before it answers.\n",
+		fmt.Fprintf(w, "\nClosing a CLI after its first turn (claudeagent.Process.Close, then Wait; measured after `first_turn_cli`): p50 %s, p90 %s. A one-shot query answers before this: its CLI is stopped in the background.\n",
 			ms(pct(c, 0.5)), ms(pct(c, 0.9)))
 	}
 	if b.bigInfo != "" {
