@@ -365,6 +365,7 @@ func TestValidationErrors(t *testing.T) {
 		want string
 	}{
 		{"claude_chat_query", map[string]any{"sessionId": "nope", "prompt": "hi"}, "no open session has id"},
+		{"claude_chat_query", map[string]any{"sessionId": "nope", "prompt": "hi"}, "create one with claude_session_create (claude_session_list shows the open ones)"},
 		{"claude_chat_query", map[string]any{"sessionId": "nope", "prompt": "  "}, "prompt is empty"},
 		{"claude_chat_query", map[string]any{"sessionId": "nope"}, "prompt"},
 		{"claude_session_create", map[string]any{"cwd": "relative/dir"}, "not an absolute path"},

@@ -559,10 +559,16 @@ func orUnknown(s string) string {
 }
 
 // toolError maps a sessions error: a busy session is a protocol error
-// (InvalidParams), the rest are tool errors the model can read.
+// (InvalidParams), the rest are tool errors the model can read; the errors
+// a tool call can mend name that tool (sessions speaks no MCP).
 func toolError(err error) error {
-	if errors.Is(err, sessions.ErrBusy) {
-		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	switch {
+	case errors.Is(err, sessions.ErrBusy):
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error() + "; wait for it to finish (claude_chat_wait) or call claude_chat_interrupt"}
+	case errors.Is(err, sessions.ErrNotFound):
+		return fmt.Errorf("%w: create one with claude_session_create (claude_session_list shows the open ones)", err)
+	case errors.Is(err, sessions.ErrTooMany):
+		return fmt.Errorf("%w; close one with claude_session_close first", err)
 	}
 	return err
 }

@@ -160,7 +160,7 @@ func TestMaxSessions(t *testing.T) {
 	if !errors.Is(err, ErrTooMany) {
 		t.Fatalf("third Create: %v, want ErrTooMany", err)
 	}
-	for _, want := range []string{"2 sessions are open", "--max-sessions is 2", "close one"} {
+	for _, want := range []string{"2 sessions are open", "--max-sessions is 2"} { // the MCP layer adds the tool to call (TestErrorHints)
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}

@@ -445,7 +445,7 @@ func (m *Manager) Open(ctx context.Context, opts CreateOptions) (*Session, error
 	if len(m.sessions) >= m.cfg.MaxSessions {
 		n := len(m.sessions)
 		m.mu.Unlock()
-		return nil, fmt.Errorf("%w: %d sessions are open and --max-sessions is %d; close one with claude_session_close first", ErrTooMany, n, m.cfg.MaxSessions)
+		return nil, fmt.Errorf("%w: %d sessions are open and --max-sessions is %d", ErrTooMany, n, m.cfg.MaxSessions)
 	}
 	if limit := m.cfg.UserMaxSessions; limit > 0 && opts.Owner != "" {
 		n := 0
@@ -498,7 +498,7 @@ func (m *Manager) Get(id string) (*Session, error) {
 // NotFoundError is the error for a session id that names no open session
 // (of the caller's).
 func NotFoundError(id string) error {
-	return fmt.Errorf("%w: no open session has id %q; it was closed or never existed: create one with claude_session_create (claude_session_list shows the open ones)", ErrNotFound, id)
+	return fmt.Errorf("%w: no open session has id %q; it was closed or never existed", ErrNotFound, id)
 }
 
 // List returns all open sessions, oldest first.
@@ -781,6 +781,6 @@ func (m *Manager) decidePermission(ctx context.Context, req *PermissionRequest,
 	rule := req.ToolName
 	return claudeagent.Deny(fmt.Sprintf(
 		"Permission to use %s was denied: %s and the server's policy is to deny. "+
-			"To allow it, the caller can switch the session's permission mode (claude_chat_mode, e.g. acceptEdits or bypassPermissions) "+
+			"To allow it, the caller can switch the session's permission mode (e.g. to acceptEdits or bypassPermissions) "+
 			"or create the session with allowedTools including %q.", req.ToolName, why, rule))
 }

@@ -31,7 +31,7 @@ func TestPermissionPolicy(t *testing.T) {
 		m := newManager(t, Config{})
 		s := create(t, m, CreateOptions{})
 		inv := toolOf(t, query(t, s, prompt, QueryOptions{}))
-		for _, want := range []string{"Permission to use Bash was denied", "cannot be asked", "policy is to deny", "claude_chat_mode", `allowedTools including "Bash"`} {
+		for _, want := range []string{"Permission to use Bash was denied", "cannot be asked", "policy is to deny", "switch the session's permission mode", `allowedTools including "Bash"`} {
 			if !strings.Contains(inv.Output, want) {
 				t.Errorf("deny message lacks %q: %q", want, inv.Output)
 			}

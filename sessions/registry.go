@@ -779,7 +779,7 @@ func (m *Manager) adopt(id string) (*Session, error) {
 	}
 	if n := len(m.sessions); n >= m.cfg.MaxSessions {
 		m.mu.Unlock()
-		return nil, fmt.Errorf("%w: session %s is in the session registry, but %d sessions are open on this instance and --max-sessions is %d; close one with claude_session_close first", ErrTooMany, id, n, m.cfg.MaxSessions)
+		return nil, fmt.Errorf("%w: session %s is in the session registry, but %d sessions are open on this instance and --max-sessions is %d", ErrTooMany, id, n, m.cfg.MaxSessions)
 	}
 	m.sessions[id] = s
 	m.mu.Unlock()

@@ -343,7 +343,7 @@ func (s *Session) start(ctx context.Context, t *turn) error {
 			"lost_claude_session_id", lost, "claude_session_id", opts.SessionID)
 		p, resp, err = s.m.startProcess(ctx, opts, s.log)
 		if err != nil {
-			err = fmt.Errorf("the conversation's transcript was lost and a fresh start failed too: %w; close this session and create a new one (claude_session_history still shows what it said)", err)
+			err = fmt.Errorf("the conversation's transcript was lost and a fresh start failed too: %w; close this session and create a new one (its history still shows what was said)", err)
 			resuming = true // so the session is marked failed below
 			opts.Resume = lost
 		}
@@ -491,7 +491,7 @@ func (s *Session) pump(p *claudeagent.Process, done chan struct{}) {
 // end, at most the interrupt's acknowledgement time and the stop of a
 // process that gives none.
 func (s *Session) enter(ctx context.Context) error {
-	busy := fmt.Errorf("%w: session %s is already running a query; wait for it to finish or call claude_chat_interrupt", ErrBusy, s.ID)
+	busy := fmt.Errorf("%w: session %s is already running a query", ErrBusy, s.ID)
 	var limit <-chan time.Time
 	for !s.querying.tryAcquire() {
 		if !s.querying.windingDown() {
