@@ -5,11 +5,11 @@ import (
 	"time"
 )
 
-// quietAfter is how long no query must have run before Config.OnIdle is
-// called.
+// quietAfter is how long no work (a query, a create, a spare's start) must
+// have run before Config.OnIdle is called.
 const quietAfter = time.Second
 
-// quiet calls fn once each time the manager has had no query running for
+// quiet calls fn once each time the manager has had no work running for
 // quietAfter: the server is idle, and can give memory back (see
 // Config.OnIdle).
 type quiet struct {
@@ -20,7 +20,7 @@ type quiet struct {
 	timer   *time.Timer
 }
 
-// begin notes a query starting.
+// begin notes work starting.
 func (q *quiet) begin() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -31,7 +31,7 @@ func (q *quiet) begin() {
 	}
 }
 
-// end notes a query ending; the last one to end arms the call.
+// end notes work ending; the last one to end arms the call.
 func (q *quiet) end() {
 	q.mu.Lock()
 	defer q.mu.Unlock()

@@ -130,10 +130,7 @@ func (r *Registry) Path() string { return r.path }
 func (r *Registry) Load() []RegistryEntry {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if unlock, err := lockFile(r.lockPath()); err == nil {
-		defer unlock()
-	}
-	f, _, err := r.read()
+	f, err := r.readLocked()
 	if err != nil {
 		r.log.Error("reading the session registry; starting without it", "path", r.path, "err", err)
 		return nil
@@ -154,10 +151,7 @@ func (r *Registry) SpentUSD() (float64, map[string]float64) {
 func (r *Registry) lookup(id string) (RegistryEntry, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if unlock, err := lockFile(r.lockPath()); err == nil {
-		defer unlock()
-	}
-	f, _, err := r.read()
+	f, err := r.readLocked()
 	if err != nil {
 		r.log.Warn("reading the session registry", "path", r.path, "err", err)
 	}
@@ -170,6 +164,17 @@ func (r *Registry) lookup(id string) (RegistryEntry, bool) {
 }
 
 func (r *Registry) lockPath() string { return r.path + ".lock" }
+
+// readLocked reads the file under the file lock, so that no merge changes
+// it meanwhile (when the lock cannot be taken, it reads all the same); r.mu
+// is held.
+func (r *Registry) readLocked() (registryFile, error) {
+	if unlock, err := lockFile(r.lockPath()); err == nil {
+		defer unlock()
+	}
+	f, _, err := r.read()
+	return f, err
+}
 
 // read reads the file and returns it with its bytes; r.mu (and the file
 // lock, for a view that no merge changes meanwhile) is held. A missing file
