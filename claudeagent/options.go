@@ -71,6 +71,9 @@ type SessionOptions struct {
 	FallbackModel string `json:"fallbackModel,omitempty"`
 	// Name is a display name (--name).
 	Name string `json:"name,omitempty"`
+	// Plugins are plugin directories loaded for this session
+	// (--plugin-dir, once each); a plugin runs programs.
+	Plugins []string `json:"plugins,omitempty"`
 }
 
 // Options configure a [Process]. The zero value starts `claude` from PATH in
@@ -206,6 +209,9 @@ func (o *Options) Args() []string {
 	add("--agent", o.Agent)
 	add("--fallback-model", o.FallbackModel)
 	add("--name", o.Name)
+	for _, d := range o.Plugins {
+		add("--plugin-dir", d)
+	}
 	if o.IncludePartialMessages {
 		args = append(args, "--include-partial-messages")
 	}

@@ -33,20 +33,20 @@ func (h *handlers) tools() []tool {
 		newTool(&mcp.Tool{
 			Name:        "claude_session_close",
 			Title:       "Close a session",
-			Description: `Close a session: stop its query and process. Example: {"sessionId": "4b1c…"}`,
+			Description: `Close a session and stop its process. Example: {"sessionId": "4b1c…"}`,
 			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)},
 		}, h.close),
 		newTool(&mcp.Tool{
 			Name:  "claude_chat_query",
 			Title: "Query a session",
-			Description: `Send a prompt to a session; returns finalText, tools used, cost. It may edit files and run commands in its cwd. ` +
+			Description: `Send a prompt to a session; returns finalText and cost. It may edit files and run commands in its cwd. ` +
 				`Status running means: call claude_chat_wait. Example: {"sessionId": "4b1c…", "prompt": "Fix the failing test"}`,
 			// No annotations: the defaults (destructive, open world) are right.
 		}, h.query),
 		newTool(&mcp.Tool{
 			Name:        "claude_chat_interrupt",
 			Title:       "Interrupt a query",
-			Description: `Stop a session's running query; it returns what it produced. Example: {"sessionId": "4b1c…"}`,
+			Description: `Stop a session's running query. Example: {"sessionId": "4b1c…"}`,
 			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)},
 		}, h.interrupt),
 		newTool(&mcp.Tool{
@@ -58,7 +58,7 @@ func (h *handlers) tools() []tool {
 		newTool(&mcp.Tool{
 			Name:        "claude_chat_mode",
 			Title:       "Switch permission mode",
-			Description: `Switch a session's permission mode. Example: {"sessionId": "4b1c…", "permissionMode": "acceptEdits"}`,
+			Description: `Switch a session's permission mode. Example: {"sessionId": "4b1c…", "permissionMode": "plan"}`,
 			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)},
 		}, h.mode),
 		newTool(&mcp.Tool{

@@ -39,11 +39,15 @@ func hashOf(token string) string {
 func newHTTPServer(t *testing.T, cfg sessions.Config, opts Options) *httpServer {
 	t.Helper()
 	path, env := fakecli.Command(t)
-	cfg.CLIPath, cfg.Env = path, env
+	cfg.CLIPath, cfg.Env, cfg.Remote = path, env, true
+	if cfg.AllowedRoots == nil {
+		wd, _ := os.Getwd()
+		cfg.AllowedRoots = []string{os.TempDir(), wd} // the tests' directories and the default cwd
+	}
 	mgr := sessions.NewManager(cfg)
 	t.Cleanup(mgr.Shutdown)
 	audit := &syncBuf{}
-	opts.AuditLog, opts.Remote = audit, true
+	opts.AuditLog = audit
 	srv := NewServer(mgr, opts)
 	file := filepath.Join(t.TempDir(), "tokens")
 	if err := os.WriteFile(file, []byte("# users\nalice:"+hashOf("alice-secret")+"\nbob:"+hashOf("bob-secret")+"\n"), 0o600); err != nil {
@@ -202,7 +206,7 @@ func TestHTTPAuth(t *testing.T) {
 // TestHTTPQuotasAndPolicy: per-user quotas refuse with the flag's name;
 // options that run programs are refused over HTTP unless allowed.
 func TestHTTPQuotasAndPolicy(t *testing.T) {
-	h := newHTTPServer(t, sessions.Config{UserMaxSessions: 1}, Options{RemoteAllow: []string{"paths"}})
+	h := newHTTPServer(t, sessions.Config{UserMaxSessions: 1, RemoteAllow: []string{"paths"}}, Options{})
 	alice := h.connect(t, "alice-secret", "")
 	bob := h.connect(t, "bob-secret", "")
 	callJSON(t, alice, "claude_session_create", map[string]any{"cwd": t.TempDir()})
@@ -216,10 +220,10 @@ func TestHTTPQuotasAndPolicy(t *testing.T) {
 	}
 	callJSON(t, bob, "claude_session_close", map[string]any{"sessionId": bobs["sessionId"]})
 	for option, args := range map[string]map[string]any{
-		"--http-allow settings":    {"settings": map[string]any{"permissions": map[string]any{}}},
-		"--http-allow mcp-servers": {"mcpServers": map[string]any{"x": map[string]any{"command": "/bin/true"}}},
-		"--http-allow bypass":      {"permissionMode": "bypassPermissions"},
-		"--http-allow profiles":    {"profile": "p"},
+		"--http-allow runs-programs (or settings)":      {"settings": map[string]any{"hooks": map[string]any{}}},
+		"--http-allow runs-programs (or mcp-servers)":   {"mcpServers": map[string]any{"x": map[string]any{"command": "/bin/true"}}},
+		"--http-allow widens-permissions (or bypass)":   {"permissionMode": "bypassPermissions"},
+		"--http-allow widens-permissions (or profiles)": {"profile": "p"},
 	} {
 		args["prompt"] = "hi"
 		res, _ := callJSON(t, bob, "claude_direct_query", args)

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -57,11 +56,6 @@ type Options struct {
 	TaskTTL time.Duration
 	// NoTasks turns the tasks extension off.
 	NoTasks bool
-	// Remote marks a server whose callers are others (over HTTP): session
-	// options that run programs or widen access are refused unless listed
-	// in RemoteAllow (mcp-servers, settings, bypass, paths, profiles).
-	Remote      bool
-	RemoteAllow []string
 	// AuditLog, when set, gets a JSON line per tool call (see audit.go).
 	AuditLog io.Writer
 	// AuditPrompts puts the prompts themselves in the audit log.
@@ -130,53 +124,11 @@ func (h *handlers) session(ctx context.Context, id string) (*sessions.Session, e
 	return s, nil
 }
 
-// remoteCheck fills in the owner and, for a caller over HTTP, refuses the
-// session options that run programs or widen access unless the operator
-// allowed them (--http-allow).
-func (h *handlers) remoteCheck(ctx context.Context, o *sessions.CreateOptions) error {
+// owned fills in the owner of a new session: the caller (over HTTP, the
+// bearer token's user). Everything else a caller may or may not choose is
+// the policy gate's (sessions/policy.go).
+func owned(ctx context.Context, o *sessions.CreateOptions) {
 	o.Owner = userOf(ctx)
-	if !h.opts.Remote {
-		return nil
-	}
-	allowed := func(what string) bool { return slices.Contains(h.opts.RemoteAllow, what) }
-	refuse := func(option, what string) error {
-		return fmt.Errorf("%s is off over HTTP: it lets a caller run programs or reach files on the server; the operator enables it with --http-allow %s", option, what)
-	}
-	for name, raw := range o.MCPServers {
-		var srv struct {
-			Command string `json:"command"`
-		}
-		if json.Unmarshal(raw, &srv) == nil && srv.Command != "" && !allowed("mcp-servers") {
-			return refuse(fmt.Sprintf("mcpServers[%q] (a command)", name), "mcp-servers")
-		}
-	}
-	switch {
-	case len(o.Settings) > 0 && !allowed("settings"):
-		return refuse("settings (hooks run commands)", "settings")
-	case o.PermissionMode == "bypassPermissions" && !allowed("bypass"):
-		return refuse("permissionMode bypassPermissions", "bypass")
-	case len(o.AddDirs) > 0 && !allowed("paths"):
-		return refuse("addDirs", "paths")
-	case o.Worktree.On && !allowed("paths"):
-		return refuse("worktree", "paths")
-	case o.Profile != "" && !allowed("profiles"):
-		return refuse("profile", "profiles")
-	}
-	return nil
-}
-
-// imagePaths refuses image files over HTTP unless the operator allowed
-// paths (base64 data is fine).
-func (h *handlers) imagePaths(ctx context.Context, images []sessions.ImageInput) error {
-	if !h.opts.Remote || slices.Contains(h.opts.RemoteAllow, "paths") {
-		return nil
-	}
-	for _, im := range images {
-		if im.Path != "" {
-			return fmt.Errorf("image paths are off over HTTP: they read files on the server; send the image as data, or the operator enables paths with --http-allow paths")
-		}
-	}
-	return nil
 }
 
 // persisted is false (a pointer to it) when sessions should survive a
@@ -270,9 +222,7 @@ func (h *handlers) history(ctx context.Context, req *mcp.CallToolRequest, in His
 
 func (h *handlers) create(ctx context.Context, req *mcp.CallToolRequest, in CreateInput) (*mcp.CallToolResult, CreateOutput, error) {
 	opts := in.CreateOptions
-	if err := h.remoteCheck(ctx, &opts); err != nil {
-		return nil, CreateOutput{}, err
-	}
+	owned(ctx, &opts)
 	s, err := h.mgr.Create(ctx, opts)
 	if err != nil {
 		return nil, CreateOutput{}, toolError(err)
@@ -323,10 +273,7 @@ func (h *handlers) query(ctx context.Context, req *mcp.CallToolRequest, in Query
 	if err := sessions.ValidateEffort(in.Effort); err != nil {
 		return nil, QueryOutput{}, err
 	}
-	if err := h.imagePaths(ctx, in.Images); err != nil {
-		return nil, QueryOutput{}, err
-	}
-	images, err := h.mgr.LoadImages(s.Info().Cwd, in.Images)
+	images, err := s.LoadImages(in.Images)
 	if err != nil {
 		return nil, QueryOutput{}, err
 	}
@@ -354,9 +301,7 @@ func (h *handlers) direct(ctx context.Context, req *mcp.CallToolRequest, in Dire
 		return h.retried(ctx, req, wait, true)
 	}
 	opts := in.CreateOptions
-	if err := h.remoteCheck(ctx, &opts); err != nil {
-		return nil, QueryOutput{}, err
-	}
+	owned(ctx, &opts)
 	spareOpts := opts
 	opts.Temporary = true
 	s, err := h.mgr.Open(ctx, opts) // the query starts the process (or takes a warm spare)
@@ -364,11 +309,7 @@ func (h *handlers) direct(ctx context.Context, req *mcp.CallToolRequest, in Dire
 		return nil, QueryOutput{}, toolError(err)
 	}
 	defer func() { go h.mgr.WantSpares(spareOpts) }()
-	if err := h.imagePaths(ctx, in.Images); err != nil {
-		h.mgr.Discard(s)
-		return nil, QueryOutput{}, err
-	}
-	images, err := h.mgr.LoadImages(s.Info().Cwd, in.Images)
+	images, err := s.LoadImages(in.Images)
 	if err != nil {
 		h.mgr.Discard(s)
 		return nil, QueryOutput{}, err

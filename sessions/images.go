@@ -104,3 +104,27 @@ func userContent(prompt string, images []Image) any {
 	}
 	return blocks
 }
+
+// LoadImages reads a query's images for s: image files pass the policy
+// gate first (over HTTP they read files of the server), then see
+// Manager.LoadImages.
+func (s *Session) LoadImages(in []ImageInput) ([]Image, error) {
+	cwd := s.Info().Cwd
+	var uses []use
+	for i, im := range in {
+		if im.Path == "" {
+			continue
+		}
+		path := im.Path
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(cwd, path)
+		}
+		uses = append(uses, use{what: fmt.Sprintf("images[%d] path", i), value: path, class: ReadsFiles, also: "paths", paths: []string{path}})
+	}
+	if len(uses) > 0 {
+		if err := s.gateChange(nil, uses); err != nil {
+			return nil, err
+		}
+	}
+	return s.m.LoadImages(cwd, in)
+}

@@ -8,7 +8,6 @@ package sessions
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -70,6 +69,12 @@ type Config struct {
 	// NoSessionMCPServers refuses session mcpServers entries that run a
 	// command (--allow-session-mcp-servers=false).
 	NoSessionMCPServers bool
+	// Remote marks a server whose callers are others (over HTTP): the uses
+	// of options that read files, run programs or widen permissions are
+	// refused unless RemoteAllow names their class (--http-allow; see
+	// HTTPAllowNames), and a resume must name the caller's own conversation.
+	Remote      bool
+	RemoteAllow []string
 	// ToolsCeiling, when non-nil, is every built-in tool a session may
 	// have (--allowed-tools-ceiling); a session that names none gets these.
 	ToolsCeiling []string
@@ -136,6 +141,8 @@ type Manager struct {
 	cliMu      sync.Mutex
 	cliPath    string
 	cliVersion string
+
+	pastConversations map[string]string // Claude session id → owner, of sessions closed here (under mu)
 
 	closing sync.WaitGroup // temporary sessions closing after their answer went out
 	quiet   quiet          // calls cfg.OnIdle when no query has run for a while
@@ -220,27 +227,6 @@ func (m *Manager) modeAllowed(mode string) bool {
 	return m.cfg.AllowedModes == nil || slices.Contains(m.cfg.AllowedModes, mode)
 }
 
-func (m *Manager) checkMode(mode string) error {
-	if err := ValidatePermissionMode(mode); err != nil {
-		return err
-	}
-	if mode == "" {
-		// No mode is the CLI's default mode, which the operator may have
-		// left out.
-		if !m.modeAllowed("default") {
-			return fmt.Errorf("the default permission mode is not allowed by this server (allowed: %s; --allowed-permission-modes): pass permissionMode as one of them", strings.Join(m.cfg.AllowedModes, ", "))
-		}
-		return nil
-	}
-	if !m.modeAllowed(mode) {
-		return fmt.Errorf("permissionMode %q is not allowed by this server (allowed: %s; --allowed-permission-modes)", mode, strings.Join(m.cfg.AllowedModes, ", "))
-	}
-	if mode == "bypassPermissions" && !m.BypassAvailable() {
-		return fmt.Errorf("permissionMode bypassPermissions is unavailable: the server runs as root and the claude CLI refuses it there unless IS_SANDBOX=1 is set in the server's environment")
-	}
-	return nil
-}
-
 // checkDir checks a directory: it exists, and lies within the allowed
 // roots (see checkPath).
 func (m *Manager) checkDir(what, dir string) error {
@@ -320,77 +306,22 @@ func (m *Manager) Validate(opts *CreateOptions) error {
 	if err := validateDelegation(opts); err != nil {
 		return err
 	}
-	_, err = m.admit(opts)
+	for _, p := range opts.Plugins {
+		if _, err := ValidateDir("plugins entry", p); err != nil {
+			return err
+		}
+	}
+	_, err = m.gate(opts, change{creating: true})
 	return err
 }
 
-// admit checks opts against the server's policy as it is now: the allowed
-// roots (cwd and addDirs, resolved again), permission modes, nesting depth,
-// session MCP servers, the tools ceiling and the profile. It runs at create
-// and again before every process start (resume, restore, wake from
-// dormancy), so a session made under a looser policy does not run under a
-// stricter one. It returns the CLI environment of the session's profile.
+// admit checks opts against the server's policy as it is now (the gate,
+// policy.go) before a process starts: at create, and again before every
+// start (resume, restore, wake from dormancy), so a session made under a
+// looser policy does not run under a stricter one. It returns the CLI
+// environment of the session's profile.
 func (m *Manager) admit(opts *CreateOptions) (map[string]string, error) {
-	if m.cfg.MaxDepth > 0 && m.cfg.Depth >= m.cfg.MaxDepth {
-		return nil, fmt.Errorf("%w: this server runs inside %d nested claude-agent-mcp session(s) and --max-depth is %d, so it runs no sessions (this stops unbounded fan-out); do the work directly instead", ErrDepthExceeded, m.cfg.Depth, m.cfg.MaxDepth)
-	}
-	if err := m.checkDir("cwd", opts.Cwd); err != nil {
-		return nil, err
-	}
-	for _, d := range opts.AddDirs {
-		if err := m.checkDir("addDirs entry", d); err != nil {
-			return nil, err
-		}
-	}
-	if err := m.checkMode(opts.PermissionMode); err != nil {
-		return nil, err
-	}
-	if m.cfg.NoSessionMCPServers {
-		for name, raw := range opts.MCPServers {
-			var srv struct {
-				Command string `json:"command"`
-			}
-			if json.Unmarshal(raw, &srv) == nil && srv.Command != "" {
-				return nil, fmt.Errorf("mcpServers[%q] runs a command, and this server does not let sessions start MCP servers (--allow-session-mcp-servers=false): use an http server entry, or ask the operator", name)
-			}
-		}
-	}
-	if err := m.checkCeiling(opts); err != nil {
-		return nil, err
-	}
-	if ceiling := m.cfg.MaxSessionBudgetUSD; ceiling > 0 && opts.MaxBudgetUSD > ceiling {
-		return nil, fmt.Errorf("maxBudgetUsd $%s is more than this server lets a session spend ($%s, --max-session-budget-usd)", usd(opts.MaxBudgetUSD), usd(ceiling))
-	}
-	if opts.Profile == "" {
-		return nil, nil
-	}
-	if m.cfg.ProfileEnv == nil {
-		return nil, fmt.Errorf("unknown profile %q: this server has no profiles (start it with --profiles FILE)", opts.Profile)
-	}
-	return m.cfg.ProfileEnv(opts.Profile)
-}
-
-// checkCeiling checks that a session has only built-in tools within
-// --allowed-tools-ceiling: its tools, and the tools its allowedTools rules
-// name. A session that names no tools gets the ceiling as its tool set (see
-// processOptions).
-func (m *Manager) checkCeiling(opts *CreateOptions) error {
-	ceiling := m.cfg.ToolsCeiling
-	if ceiling == nil {
-		return nil
-	}
-	for _, t := range opts.Tools {
-		if !slices.Contains(ceiling, t) {
-			return fmt.Errorf("tools entry %q is beyond the tools this server allows (--allowed-tools-ceiling %s)", t, strings.Join(ceiling, ","))
-		}
-	}
-	for _, r := range opts.AllowedTools {
-		name, _, _ := strings.Cut(r, "(")
-		if !strings.HasPrefix(name, "mcp__") && !slices.Contains(ceiling, name) {
-			return fmt.Errorf("allowedTools entry %q names a tool beyond the tools this server allows (--allowed-tools-ceiling %s)", r, strings.Join(ceiling, ","))
-		}
-	}
-	return nil
+	return m.gate(opts, change{})
 }
 
 // Create validates opts, starts a session's process and initializes it.
@@ -531,6 +462,8 @@ func (m *Manager) Close(id string) (int, error) {
 		return n, fmt.Errorf("%w: no open session has id %q; it was already closed or never existed", ErrNotFound, id)
 	}
 	m.noteClosed(s)
+	info := s.Info()
+	m.noteConversation(info.ClaudeSessionID, info.Owner)
 	s.close()
 	m.persist()
 	return n, nil

@@ -335,10 +335,11 @@ func (s *Session) start(ctx context.Context, t *turn) error {
 		// and the next prompt carries the conversation as this server
 		// recorded it.
 		s.mu.Lock()
-		lost := s.claudeSessionID
+		lost, owner := s.claudeSessionID, s.opts.Owner
 		s.claudeSessionID, s.resumable, s.forkPending, s.replay = uuid.NewString(), false, false, true
 		opts = s.processOptions()
 		s.mu.Unlock()
+		s.m.noteConversation(lost, owner)
 		s.log.Warn("the CLI has no transcript to resume (it was killed before writing it); starting a fresh conversation seeded with the session's recorded history",
 			"lost_claude_session_id", lost, "claude_session_id", opts.SessionID)
 		p, resp, err = s.m.startProcess(ctx, opts, s.log)
@@ -545,6 +546,14 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 
 	if err := s.checkBudget(); err != nil {
 		return nil, err
+	}
+	if qo.Effort != "" {
+		if err := ValidateEffort(qo.Effort); err != nil {
+			return nil, err
+		}
+		if err := s.gateChange(func(o *CreateOptions) { o.Effort = qo.Effort }, nil); err != nil {
+			return nil, err
+		}
 	}
 	s.stopIdleTimer()
 	t := newTurn(qo.OnEvent)
@@ -851,6 +860,9 @@ func (s *Session) SetModel(ctx context.Context, model string) (string, error) {
 	if err := ValidateModel(model); err != nil {
 		return "", err
 	}
+	if err := s.gateChange(func(o *CreateOptions) { o.Model = model }, nil); err != nil {
+		return "", err
+	}
 	s.mu.Lock()
 	if err := s.usableLocked(); err != nil {
 		s.mu.Unlock()
@@ -874,7 +886,13 @@ func (s *Session) SetModel(ctx context.Context, model string) (string, error) {
 
 // SetPermissionMode switches the permission mode.
 func (s *Session) SetPermissionMode(ctx context.Context, mode string) error {
-	if err := s.m.checkMode(mode); err != nil {
+	if err := ValidatePermissionMode(mode); err != nil {
+		return err
+	}
+	if mode == "" {
+		return errors.New("permissionMode is empty: pass one of " + strings.Join(PermissionModes, ", "))
+	}
+	if err := s.gateChange(func(o *CreateOptions) { o.PermissionMode = mode }, nil); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -894,6 +912,20 @@ func (s *Session) SetPermissionMode(ctx context.Context, mode string) error {
 	s.mu.Unlock()
 	s.m.persist()
 	return nil
+}
+
+// gateChange checks a change of the session's options at the policy gate:
+// apply makes the change on a copy of the options; extra are further uses
+// (images by path).
+func (s *Session) gateChange(apply func(o *CreateOptions), extra []use) error {
+	s.mu.Lock()
+	o := s.opts
+	s.mu.Unlock()
+	if apply != nil {
+		apply(&o)
+	}
+	_, err := s.m.gate(&o, change{extra: extra})
+	return err
 }
 
 func (s *Session) usableLocked() error {

@@ -95,7 +95,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.http, "http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:8787) at /mcp instead of stdio")
 	fs.StringVar(&c.tokensFile, "tokens-file", "", "bearer tokens for --http: one USER:SHA256HEX line per token (the SHA-256 of the token, never the token); reloaded on SIGHUP. CLAUDE_AGENT_MCP_TOKEN adds one token for user default")
 	fs.StringVar(&c.publicURL, "public-url", "", "the URL clients reach --http at (default http://ADDR), for the protected resource metadata")
-	fs.StringVar(&c.httpAllow, "http-allow", "", "session options allowed over --http that run programs or reach server files (comma-separated): mcp-servers, settings, bypass, paths, profiles")
+	fs.StringVar(&c.httpAllow, "http-allow", "", "classes of session options allowed over --http (comma-separated): reads-files, runs-programs, widens-permissions; or, as before, mcp-servers, settings, bypass, paths (= reads-files), profiles")
 	fs.IntVar(&c.userMaxSessions, "user-max-sessions", 0, "open sessions a user may have over --http; 0 no limit")
 	fs.IntVar(&c.userMaxLive, "user-max-live", 0, "live claude processes a user may have over --http; 0 no limit")
 	fs.Float64Var(&c.userBudget, "user-max-budget-usd", 0, "the most a user's sessions may spend together, in USD; 0 no cap")
@@ -231,8 +231,8 @@ func (c *config) check() (*settings, error) {
 	}
 	allow := splitList(c.httpAllow, ",")
 	for _, a := range allow {
-		if !slices.Contains(httpAllowable, a) {
-			bad("http-allow", a, "use "+strings.Join(httpAllowable, ", "))
+		if !slices.Contains(sessions.HTTPAllowNames(), a) {
+			bad("http-allow", a, "use "+strings.Join(sessions.HTTPAllowNames(), ", "))
 		}
 	}
 	if c.http != "" {
@@ -264,11 +264,12 @@ func (c *config) check() (*settings, error) {
 			MaxDepth: c.maxDepth, NoSessionMCPServers: !c.sessionMCP,
 			MaxSessionBudgetUSD: c.sessionBudget, MaxTotalBudgetUSD: c.totalBudget,
 			UserMaxSessions: c.userMaxSessions, UserMaxLive: c.userMaxLive, UserMaxBudgetUSD: c.userBudget, PerUserConfigDir: c.perUserConfigDir,
+			Remote: c.http != "", RemoteAllow: allow,
 		},
 		tools: mcptools.Options{
 			Version: versionString(), MaxResultChars: c.maxResultChars, DefaultWait: c.defaultWait, HeartbeatInterval: c.heartbeat,
 			MaxPromptBytes: c.maxPromptBytes, NoTasks: !c.tasks, TaskAfter: c.taskAfter, TaskTTL: c.taskTTL,
-			Remote: c.http != "", RemoteAllow: allow, AuditPrompts: c.auditPrompts,
+			AuditPrompts: c.auditPrompts,
 		},
 	}
 	switch c.permissionPolicy {

@@ -21,9 +21,6 @@ import (
 // TokenEnv holds one bearer token (the token itself) for user "default".
 const TokenEnv = "CLAUDE_AGENT_MCP_TOKEN"
 
-// httpAllowable are the values of --http-allow.
-var httpAllowable = []string{"mcp-servers", "settings", "bypass", "paths", "profiles"}
-
 // checkHTTP checks the --http flags before anything is served: a
 // non-loopback address needs tokens.
 func (c *config) checkHTTP() error {

@@ -1,0 +1,257 @@
+package sessions
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+)
+
+// TestEveryOptionClassified: every session option has a policy classifier,
+// and every classifier names an option. A new option without a class fails
+// here (and is refused by the gate at run time).
+func TestEveryOptionClassified(t *testing.T) {
+	names := jsonNames(reflect.TypeFor[CreateOptions]())
+	if len(names) < 20 {
+		t.Fatalf("found only %d options: %v", len(names), names)
+	}
+	for _, n := range names {
+		if _, ok := optionClasses[n]; !ok {
+			t.Errorf("session option %q has no policy class: add it to optionClasses (sessions/policy_classes.go)", n)
+		}
+	}
+	for n := range optionClasses {
+		if !slices.Contains(names, n) {
+			t.Errorf("optionClasses has %q, which is no session option", n)
+		}
+	}
+}
+
+// TestUnclassifiedOptionRefused: the gate itself refuses an option it has
+// no classifier for, wherever it is called from.
+func TestUnclassifiedOptionRefused(t *testing.T) {
+	saved := optionClasses["name"]
+	delete(optionClasses, "name")
+	defer func() { optionClasses["name"] = saved }()
+	m := newManager(t, Config{})
+	opts := CreateOptions{Cwd: t.TempDir(), SessionOptions: claudeagent.SessionOptions{Name: "x"}}
+	if err := m.Validate(&opts); !errors.Is(err, errUnclassified) {
+		t.Errorf("an option without a class = %v, want it refused", err)
+	}
+}
+
+// raw is a JSON value for tests.
+func raw(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// hookAgent is an agent that runs commands: a SessionStart hook and a
+// command MCP server (the adversarial pass's payload).
+var hookAgent = map[string]any{"x": map[string]any{
+	"description": "d", "prompt": "p",
+	"hooks":      map[string]any{"SessionStart": []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": "touch /tmp/pwned"}}}}},
+	"mcpServers": []any{map[string]any{"evil": map[string]any{"command": "/bin/sh", "args": []string{"-c", "touch /tmp/pwned2"}}}},
+}}
+
+// TestGateCeilingsInsideAgentsAndSettings: the operator's ceilings apply
+// inside agents and settings, on stdio as over HTTP (defect 2: an agent's
+// hooks and MCP servers ran past every ceiling).
+func TestGateCeilingsInsideAgentsAndSettings(t *testing.T) {
+	strict := Config{ToolsCeiling: []string{"Read", "Grep", "Glob"}, NoSessionMCPServers: true, AllowedModes: []string{"default", "plan"}}
+	settingsFile := filepath.Join(t.TempDir(), "settings.json")
+	if err := os.WriteFile(settingsFile, raw(map[string]any{"statusLine": map[string]any{"type": "command", "command": "id"}}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		opts claudeagent.SessionOptions
+		want string // "" is allowed
+	}{
+		{"agent hooks under a ceiling", strict, claudeagent.SessionOptions{Agents: raw(map[string]any{"x": map[string]any{"description": "d", "prompt": "p", "hooks": map[string]any{}}}), Agent: "x"}, `agents["x"].hooks runs a program`},
+		{"agent command MCP server", Config{NoSessionMCPServers: true}, claudeagent.SessionOptions{Agents: raw(hookAgent)}, `agents["x"].mcpServers["evil"] (a command) runs a command`},
+		{"the adversarial payload", strict, claudeagent.SessionOptions{Agents: raw(hookAgent), Agent: "x"}, `agents["x"].hooks`},
+		{"agent bypass mode", strict, claudeagent.SessionOptions{Agents: raw(map[string]any{"x": map[string]any{"description": "d", "prompt": "p", "permissionMode": "bypassPermissions"}})}, `agents["x"].permissionMode "bypassPermissions" is not allowed`},
+		{"agent tools beyond the ceiling", strict, claudeagent.SessionOptions{Agents: raw(map[string]any{"x": map[string]any{"description": "d", "prompt": "p", "tools": []string{"Read", "Bash"}}})}, `agents["x"].tools entry "Bash" is beyond the tools this server allows`},
+		{"agent tools beyond the session's", Config{}, claudeagent.SessionOptions{Tools: []string{"Read"}, Agents: raw(map[string]any{"x": map[string]any{"description": "d", "prompt": "p", "tools": []string{"Edit"}}})}, `is beyond the session's own tools`},
+		{"agent tools within the session's", Config{}, claudeagent.SessionOptions{Tools: []string{"Read", "Grep"}, Agents: raw(map[string]any{"x": map[string]any{"description": "d", "prompt": "p", "tools": []string{"Grep"}}})}, ""},
+		{"agent unknown field under a ceiling", strict, claudeagent.SessionOptions{Agents: raw(map[string]any{"x": map[string]any{"description": "d", "prompt": "p", "spawnsThings": true}})}, `agents["x"].spawnsThings is not known to this server's policy`},
+		{"harmless agent under a ceiling", strict, claudeagent.SessionOptions{Agents: raw(map[string]any{"x": map[string]any{"description": "d", "prompt": "p", "model": "haiku", "tools": []string{"Read"}}}), Agent: "x"}, ""},
+		{"settings hooks under a ceiling", strict, claudeagent.SessionOptions{Settings: raw(map[string]any{"hooks": map[string]any{}})}, `settings.hooks runs a program`},
+		{"settings file with a status line", strict, claudeagent.SessionOptions{Settings: raw(settingsFile)}, `settings.statusLine runs a program`},
+		{"settings allow beyond the ceiling", strict, claudeagent.SessionOptions{Settings: raw(map[string]any{"permissions": map[string]any{"allow": []string{"Bash(rm:*)"}}})}, `settings.permissions.allow entry "Bash(rm:*)" names a tool beyond`},
+		{"settings default mode", strict, claudeagent.SessionOptions{Settings: raw(map[string]any{"permissions": map[string]any{"defaultMode": "acceptEdits"}})}, `settings.permissions.defaultMode "acceptEdits" is not allowed`},
+		{"settings deny rules under a ceiling", strict, claudeagent.SessionOptions{Settings: raw(map[string]any{"permissions": map[string]any{"deny": []string{"Bash"}}})}, ""},
+		{"settings unknown key under a ceiling", strict, claudeagent.SessionOptions{Settings: raw(map[string]any{"brandNewHelper": "x"})}, `settings.brandNewHelper is not known to this server's policy`},
+		{"settings unknown key without ceilings", Config{}, claudeagent.SessionOptions{Settings: raw(map[string]any{"brandNewHelper": "x"})}, ""},
+		{"plugins under a ceiling", strict, claudeagent.SessionOptions{Plugins: []string{os.TempDir()}}, `plugins runs a program`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newManager(t, tc.cfg)
+			opts := CreateOptions{Cwd: t.TempDir(), SessionOptions: tc.opts}
+			err := m.Validate(&opts)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("got %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestGateRemote: a remote caller gets only harmless options unless
+// --http-allow names the class (or an earlier release's name for it);
+// paths are open when --allowed-roots bounds them.
+func TestGateRemote(t *testing.T) {
+	root := t.TempDir()
+	wd, _ := os.Getwd()
+	for _, tc := range []struct {
+		name  string
+		allow []string
+		roots []string
+		opts  CreateOptions
+		want  string
+	}{
+		{"harmless options", nil, nil, CreateOptions{SessionOptions: claudeagent.SessionOptions{Model: "haiku", Effort: "low", Tools: []string{"Read"}, DisallowedTools: []string{"Bash"}, Name: "n"}}, ""},
+		{"cwd elsewhere", nil, nil, CreateOptions{Cwd: root}, "--http-allow reads-files (or paths), or bound the paths with --allowed-roots"},
+		{"cwd within the roots", nil, []string{root}, CreateOptions{Cwd: root}, ""},
+		{"addDirs with paths", []string{"paths"}, nil, CreateOptions{Cwd: root, SessionOptions: claudeagent.SessionOptions{AddDirs: []string{root}}}, ""},
+		{"allowedTools", nil, nil, CreateOptions{SessionOptions: claudeagent.SessionOptions{AllowedTools: []string{"Bash"}}}, "allowedTools is off over HTTP"},
+		{"allowedTools allowed", []string{"widens-permissions"}, nil, CreateOptions{SessionOptions: claudeagent.SessionOptions{AllowedTools: []string{"Bash"}}}, ""},
+		{"acceptEdits", nil, nil, CreateOptions{SessionOptions: claudeagent.SessionOptions{PermissionMode: "acceptEdits"}}, "permissionMode acceptEdits is off over HTTP"},
+		{"plan", nil, nil, CreateOptions{SessionOptions: claudeagent.SessionOptions{PermissionMode: "plan"}}, ""},
+		{"agent hooks", nil, nil, CreateOptions{SessionOptions: claudeagent.SessionOptions{Agents: raw(hookAgent), Agent: "x"}}, `agents["x"].hooks is off over HTTP`},
+		{"agent hooks with runs-programs", []string{"runs-programs"}, nil, CreateOptions{SessionOptions: claudeagent.SessionOptions{Agents: raw(hookAgent), Agent: "x"}}, ""},
+		{"agent MCP server with mcp-servers only", []string{"mcp-servers"}, nil, CreateOptions{SessionOptions: claudeagent.SessionOptions{Agents: raw(hookAgent)}}, `agents["x"].hooks is off over HTTP`},
+		{"settings deny rules", nil, nil, CreateOptions{SessionOptions: claudeagent.SessionOptions{Settings: raw(map[string]any{"permissions": map[string]any{"deny": []string{"Bash"}}})}}, ""},
+		{"settings env", nil, nil, CreateOptions{SessionOptions: claudeagent.SessionOptions{Settings: raw(map[string]any{"env": map[string]any{"NODE_OPTIONS": "--require /tmp/x.js"}})}}, "settings.env is off over HTTP"},
+		{"settings env with settings", []string{"settings"}, nil, CreateOptions{SessionOptions: claudeagent.SessionOptions{Settings: raw(map[string]any{"env": map[string]any{"A": "b"}})}}, ""},
+		{"settings unknown key", []string{"runs-programs", "reads-files", "widens-permissions"}, nil, CreateOptions{SessionOptions: claudeagent.SessionOptions{Settings: raw(map[string]any{"brandNewHelper": "x"})}}, "settings.brandNewHelper is not known to this server's policy, so it is refused over HTTP (--http-allow settings opens it)"},
+		{"plugins", nil, nil, CreateOptions{SessionOptions: claudeagent.SessionOptions{Plugins: []string{wd}}}, "plugins is off over HTTP: it reaches files and runs programs"},
+		{"plugins outside the roots", []string{"runs-programs", "reads-files"}, nil, CreateOptions{SessionOptions: claudeagent.SessionOptions{Plugins: []string{root}}}, "outside the directories this server allows"},
+		{"plugins in the roots", []string{"runs-programs"}, []string{root}, CreateOptions{SessionOptions: claudeagent.SessionOptions{Plugins: []string{root}}}, ""},
+		{"profile", nil, nil, CreateOptions{Profile: "p"}, "--http-allow widens-permissions (or profiles)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			roots := tc.roots
+			if tc.opts.Cwd == "" {
+				roots = append(roots, wd)
+			}
+			m := newManager(t, Config{Remote: true, RemoteAllow: tc.allow, AllowedRoots: roots})
+			opts := tc.opts
+			opts.Owner = "alice"
+			err := m.Validate(&opts)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("got %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestGateModeSwitch: a mode switch passes the same gate as create: over
+// HTTP a mode that skips questions needs --http-allow, and the allowed
+// modes bind everyone (defect 2: claude_chat_mode to bypassPermissions was
+// accepted over HTTP).
+func TestGateModeSwitch(t *testing.T) {
+	dir := t.TempDir()
+	m := newManager(t, Config{Remote: true, AllowedRoots: []string{dir}})
+	s := create(t, m, CreateOptions{Cwd: dir, Owner: "alice"})
+	for _, mode := range []string{"bypassPermissions", "acceptEdits", "auto"} {
+		if err := s.SetPermissionMode(ctxFor(t), mode); err == nil || !strings.Contains(err.Error(), "off over HTTP") {
+			t.Errorf("switching to %s over HTTP = %v, want refused", mode, err)
+		}
+	}
+	if got := s.Info().PermissionMode; got != "default" {
+		t.Errorf("mode after refused switches = %s", got)
+	}
+	if err := s.SetPermissionMode(ctxFor(t), "plan"); err != nil {
+		t.Errorf("switching to plan: %v", err)
+	}
+
+	m2 := newManager(t, Config{Remote: true, RemoteAllow: []string{"widens-permissions"}, AllowedRoots: []string{dir}, AllowedModes: []string{"default", "plan", "acceptEdits"}})
+	s2 := create(t, m2, CreateOptions{Cwd: dir, Owner: "alice"})
+	if err := s2.SetPermissionMode(ctxFor(t), "acceptEdits"); err != nil {
+		t.Errorf("acceptEdits with --http-allow widens-permissions: %v", err)
+	}
+	if err := s2.SetPermissionMode(ctxFor(t), "bypassPermissions"); err == nil || !strings.Contains(err.Error(), "--allowed-permission-modes") {
+		t.Errorf("bypassPermissions beyond the allowed modes = %v", err)
+	}
+}
+
+// TestGateQueryChanges: a query's effort and image files pass the gate.
+func TestGateQueryChanges(t *testing.T) {
+	dir := t.TempDir()
+	m := newManager(t, Config{Remote: true, AllowedRoots: []string{dir}})
+	s := create(t, m, CreateOptions{Cwd: dir, Owner: "alice"})
+	outside := filepath.Join(t.TempDir(), "x.png")
+	if err := os.WriteFile(outside, []byte("\x89PNG\r\n\x1a\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.LoadImages([]ImageInput{{Path: outside}}); err == nil || !strings.Contains(err.Error(), "--allowed-roots") {
+		t.Errorf("an image outside the roots = %v", err)
+	}
+	if _, err := s.Query(ctxFor(t), "hi", QueryOptions{Effort: "huge"}); err == nil || !strings.Contains(err.Error(), "invalid effort") {
+		t.Errorf("a query with an invalid effort = %v", err)
+	}
+}
+
+// TestGateResumeOwnConversation: over HTTP a resume or fork must name a
+// conversation its caller made here (defect 3: user B resumed user A's
+// conversation and read it through the history).
+func TestGateResumeOwnConversation(t *testing.T) {
+	dir := t.TempDir()
+	m := newManager(t, Config{Remote: true, AllowedRoots: []string{dir}})
+	a := create(t, m, CreateOptions{Cwd: dir, Owner: "alice"})
+	query(t, a, "hi", QueryOptions{})
+	conv := a.Info().ClaudeSessionID
+	for _, fork := range []bool{false, true} {
+		opts := CreateOptions{Cwd: dir, Owner: "bob", ResumeSessionID: conv, ForkSession: fork}
+		if _, err := m.Create(ctxFor(t), opts); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "no conversation of yours") {
+			t.Errorf("bob resuming alice's conversation (fork %v) = %v, want refused", fork, err)
+		}
+	}
+	unknown := CreateOptions{Cwd: dir, Owner: "bob", ResumeSessionID: "6f1c2a51-1d7e-4d2b-9a43-0a8f5a2f7e11"}
+	if _, err := m.Create(ctxFor(t), unknown); !errors.Is(err, ErrNotFound) {
+		t.Errorf("bob resuming a conversation nobody made here = %v, want refused", err)
+	}
+	fork := create(t, m, CreateOptions{Cwd: dir, Owner: "alice", ResumeSessionID: conv, ForkSession: true})
+	if fork.Info().Owner != "alice" {
+		t.Fatal("alice's fork has another owner")
+	}
+	// Closed, the conversation is still alice's.
+	if _, err := m.Close(a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Create(ctxFor(t), CreateOptions{Cwd: dir, Owner: "bob", ResumeSessionID: conv}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("bob resuming alice's closed conversation = %v, want refused", err)
+	}
+	create(t, m, CreateOptions{Cwd: dir, Owner: "alice", ResumeSessionID: conv})
+
+	// Each user in a config directory of their own finds only their own
+	// transcripts: the CLI is the check.
+	own := newManager(t, Config{Remote: true, AllowedRoots: []string{dir}, PerUserConfigDir: t.TempDir()})
+	opts := CreateOptions{Cwd: dir, Owner: "bob", ResumeSessionID: conv}
+	if err := own.Validate(&opts); err != nil {
+		t.Errorf("a resume with --per-user-config-dir: %v", err)
+	}
+	// On stdio the one user may resume any conversation.
+	local := newManager(t, Config{})
+	opts = CreateOptions{Cwd: dir, ResumeSessionID: conv}
+	if err := local.Validate(&opts); err != nil {
+		t.Errorf("a resume on stdio: %v", err)
+	}
+}

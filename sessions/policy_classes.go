@@ -1,0 +1,304 @@
+package sessions
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+)
+
+// The policy classes: one classifier per session option (by its JSON name,
+// the tool parameter), and within the options that carry documents of the
+// CLI's (agents, settings, mcpServers) one class per field or key. A name
+// missing here is refused (see policy.go); TestEveryOptionClassified fails
+// when an option of CreateOptions has no classifier.
+
+// classifier breaks one option of o down into uses.
+type classifier func(o *CreateOptions) ([]use, error)
+
+// harmless is the classifier of an option a caller may always choose.
+func harmless(*CreateOptions) ([]use, error) { return nil, nil }
+
+// optionClasses are the session options' classifiers.
+var optionClasses = map[string]classifier{
+	"cwd": func(o *CreateOptions) ([]use, error) {
+		if o.Cwd == serverCwd() {
+			return []use{{what: "cwd", paths: []string{o.Cwd}, dirs: true}}, nil // the operator's choice
+		}
+		return []use{{what: "cwd", value: o.Cwd, class: ReadsFiles, also: "paths", paths: []string{o.Cwd}, dirs: true}}, nil
+	},
+	"model":              harmless,
+	"fallbackModel":      harmless,
+	"systemPrompt":       harmless,
+	"appendSystemPrompt": harmless,
+	"maxTurns":           harmless,
+	"effort":             harmless,
+	"jsonSchema":         harmless,
+	"maxBudgetUsd":       harmless, // within --max-session-budget-usd, checked by gate
+	"settingSources":     harmless, // no more than the CLI's default
+	"name":               harmless,
+	"strictMcpConfig":    harmless,
+	"resumeSessionId":    harmless, // whose conversation it is: checkConversation
+	"forkSession":        harmless,
+	"agent":              harmless, // the agent's definition is classified where it comes from
+	"disallowedTools":    harmless, // narrows
+	"tools": func(o *CreateOptions) ([]use, error) {
+		return []use{{what: "tools", tools: o.Tools}}, nil
+	},
+	"allowedTools": func(o *CreateOptions) ([]use, error) {
+		return []use{{what: "allowedTools", class: WidensPermissions, tools: o.AllowedTools}}, nil
+	},
+	"permissionMode": func(o *CreateOptions) ([]use, error) {
+		c, also := modeClass(o.PermissionMode)
+		return []use{{what: "permissionMode", value: o.PermissionMode, class: c, also: also, modes: []string{o.PermissionMode}}}, nil
+	},
+	"addDirs": func(o *CreateOptions) ([]use, error) {
+		var uses []use
+		for _, d := range o.AddDirs {
+			uses = append(uses, use{what: "addDirs entry", value: d, class: ReadsFiles, also: "paths", paths: []string{d}, dirs: true})
+		}
+		return uses, nil
+	},
+	"worktree": func(o *CreateOptions) ([]use, error) {
+		return []use{{what: "worktree", class: ReadsFiles, also: "paths", paths: []string{o.Cwd}}}, nil
+	},
+	"profile": func(o *CreateOptions) ([]use, error) {
+		return []use{{what: "profile", value: o.Profile, class: WidensPermissions, also: "profiles"}}, nil
+	},
+	"plugins": func(o *CreateOptions) ([]use, error) {
+		return []use{{what: "plugins", class: RunsPrograms | ReadsFiles, program: true, paths: o.Plugins, dirs: true}}, nil
+	},
+	"mcpServers": func(o *CreateOptions) ([]use, error) {
+		var uses []use
+		for _, name := range sortedKeys(o.MCPServers) {
+			uses = append(uses, mcpServerUse(fmt.Sprintf("mcpServers[%q]", name), o.MCPServers[name]))
+		}
+		return uses, nil
+	},
+	"agents": func(o *CreateOptions) ([]use, error) {
+		var agents map[string]map[string]json.RawMessage
+		if err := json.Unmarshal(o.Agents, &agents); err != nil {
+			return nil, fmt.Errorf("invalid agents: %v", err)
+		}
+		var uses []use
+		for _, name := range sortedKeys(agents) {
+			uses = append(uses, agentUses(fmt.Sprintf("agents[%q]", name), agents[name])...)
+		}
+		return uses, nil
+	},
+	"settings": func(o *CreateOptions) ([]use, error) {
+		var obj map[string]json.RawMessage
+		var path string
+		var uses []use
+		if json.Unmarshal(o.Settings, &path) == nil {
+			uses = append(uses, use{what: "settings file", value: path, class: ReadsFiles, also: "settings", paths: []string{path}})
+			var err error
+			if obj, err = readSettingsFile(path); err != nil {
+				return nil, err
+			}
+		} else if err := json.Unmarshal(o.Settings, &obj); err != nil {
+			return nil, fmt.Errorf("invalid settings: %v", err)
+		}
+		return append(uses, settingsUses(obj)...), nil
+	},
+}
+
+// optionUses breaks the options that are set down into uses. An option
+// without a classifier is an error.
+func optionUses(o *CreateOptions) ([]use, error) {
+	names, err := setOptions(o)
+	if err != nil {
+		return nil, err
+	}
+	var uses []use
+	for _, name := range names {
+		classify, ok := optionClasses[name]
+		if !ok {
+			return nil, fmt.Errorf("%w: session option %q is not classified, so this server refuses it", errUnclassified, name)
+		}
+		u, err := classify(o)
+		if err != nil {
+			return nil, err
+		}
+		uses = append(uses, u...)
+	}
+	return uses, nil
+}
+
+// mcpServerUse classifies one MCP server entry: a command runs a program;
+// a URL only reaches the network, as WebFetch does.
+func mcpServerUse(what string, raw json.RawMessage) use {
+	var srv struct {
+		Command string `json:"command"`
+		Type    string `json:"type"`
+	}
+	if json.Unmarshal(raw, &srv) != nil {
+		return use{what: what, unclassified: true, also: "mcp-servers"}
+	}
+	if srv.Command != "" || srv.Type == "" || srv.Type == "stdio" {
+		return use{what: what + " (a command)", class: RunsPrograms, also: "mcp-servers", program: true, mcpCommand: true}
+	}
+	return use{what: what}
+}
+
+// agentFields classify the fields of an agent definition (--agents), as
+// CLI 2.1.330 reads them; fields with more to check are in agentUses.
+var agentFields = map[string]Class{
+	"description": Harmless, "prompt": Harmless, "model": Harmless, "effort": Harmless,
+	"maxTurns": Harmless, "autoCompactWindow": Harmless, "initialPrompt": Harmless,
+	"omitClaudeMd": Harmless, "background": Harmless, "skills": Harmless, "color": Harmless,
+	"disallowedTools": Harmless,
+	"hooks":           RunsPrograms,
+	"memory":          ReadsFiles, // the agent's memory directory, read and written
+	"isolation":       ReadsFiles, // a worktree of its own
+}
+
+// agentUses classifies one agent's fields; the ceilings apply inside
+// agents as they do to the session.
+func agentUses(what string, agent map[string]json.RawMessage) []use {
+	var uses []use
+	for _, field := range sortedKeys(agent) {
+		raw := agent[field]
+		w := what + "." + field
+		switch field {
+		case "tools":
+			var tools []string
+			_ = json.Unmarshal(raw, &tools)
+			uses = append(uses, use{what: w, tools: tools, beyond: tools})
+		case "permissionMode":
+			var mode string
+			_ = json.Unmarshal(raw, &mode)
+			c, also := modeClass(mode)
+			uses = append(uses, use{what: w, value: mode, class: c, also: also, modes: []string{mode}})
+		case "mcpServers":
+			var entries []json.RawMessage
+			if json.Unmarshal(raw, &entries) != nil {
+				uses = append(uses, use{what: w, unclassified: true, also: "mcp-servers"})
+				continue
+			}
+			for i, e := range entries {
+				var name string
+				if json.Unmarshal(e, &name) == nil {
+					continue // a server configured elsewhere, by name
+				}
+				var servers map[string]json.RawMessage
+				if json.Unmarshal(e, &servers) != nil {
+					uses = append(uses, use{what: fmt.Sprintf("%s[%d]", w, i), unclassified: true, also: "mcp-servers"})
+					continue
+				}
+				for _, name := range sortedKeys(servers) {
+					uses = append(uses, mcpServerUse(fmt.Sprintf("%s[%q]", w, name), servers[name]))
+				}
+			}
+		default:
+			c, known := agentFields[field]
+			uses = append(uses, use{what: w, class: c, unclassified: !known, program: c&RunsPrograms != 0})
+		}
+	}
+	return uses
+}
+
+// settingsKeys classify the top-level keys of a settings document (as CLI
+// 2.1.330 reads them); permissions is classified by its own keys.
+var settingsKeys = map[string]Class{
+	// What the session looks like and which model it uses.
+	"$schema": Harmless, "model": Harmless, "fallbackModel": Harmless, "availableModels": Harmless,
+	"effortLevel": Harmless, "maxEffortLevel": Harmless, "alwaysThinkingEnabled": Harmless,
+	"outputStyle": Harmless, "language": Harmless, "includeCoAuthoredBy": Harmless,
+	"includeGitInstructions": Harmless, "attribution": Harmless, "cleanupPeriodDays": Harmless,
+	"respectGitignore": Harmless, "verbose": Harmless, "showThinkingSummaries": Harmless,
+	"todoFeatureEnabled": Harmless, "autoCompactEnabled": Harmless, "autoCompactWindow": Harmless,
+	"spinnerTipsEnabled": Harmless, "spinnerVerbs": Harmless, "theme": Harmless, "timeFormat": Harmless,
+	"timeZone": Harmless, "agent": Harmless, "prUrlTemplate": Harmless, "promptSuggestionEnabled": Harmless,
+	"showTurnDuration": Harmless, "fastMode": Harmless, "companyAnnouncements": Harmless,
+	"bashOutputMaxChars": Harmless, "taskOutputMaxChars": Harmless, "claudeMdExcludes": Harmless,
+	"autoMemoryEnabled": Harmless,
+	// What narrows.
+	"disableAllHooks": Harmless, "disableBundledSkills": Harmless, "disableSkillShellExecution": Harmless,
+	"disableWorkflows": Harmless, "disabledMcpjsonServers": Harmless, "deniedMcpServers": Harmless,
+	"disableAutoMode": Harmless,
+	// What starts programs as the server's user.
+	"hooks": RunsPrograms, "statusLine": RunsPrograms, "subagentStatusLine": RunsPrograms,
+	"apiKeyHelper": RunsPrograms, "proxyAuthHelper": RunsPrograms, "awsCredentialExport": RunsPrograms,
+	"awsAuthRefresh": RunsPrograms, "gcpAuthRefresh": RunsPrograms, "processWrapper": RunsPrograms,
+	"policyHelper": RunsPrograms, "policyHelpers": RunsPrograms, "otelHeadersHelper": RunsPrograms,
+	"fileSuggestion": RunsPrograms, "enabledPlugins": RunsPrograms, "prependPlugins": RunsPrograms,
+	"appendPlugins": RunsPrograms, "extraKnownMarketplaces": RunsPrograms, "additionalMarketplaces": RunsPrograms,
+	"enableAllProjectMcpServers": RunsPrograms, "enabledMcpjsonServers": RunsPrograms,
+	"defaultShell": RunsPrograms, "sshConfigs": RunsPrograms, "sshHostCommands": RunsPrograms,
+	"pluginConfigs": RunsPrograms,
+	"env":           RunsPrograms, // NODE_OPTIONS, LD_PRELOAD, a PATH of one's own
+	// What lets the session act without asking.
+	"skipDangerousModePermissionPrompt": WidensPermissions, "sandbox": WidensPermissions,
+	"allowedHttpHookUrls": WidensPermissions, "httpHookAllowedEnvVars": WidensPermissions,
+	// What reaches files.
+	"additionalDirectoryConfigRoots": ReadsFiles, "autoMemoryDirectory": ReadsFiles,
+	"plansDirectory": ReadsFiles, "claudeMd": ReadsFiles,
+}
+
+// settingsUses classifies a settings document.
+func settingsUses(obj map[string]json.RawMessage) []use {
+	var uses []use
+	for _, key := range sortedKeys(obj) {
+		what := "settings." + key
+		if key == "permissions" {
+			uses = append(uses, permissionsUses(what, obj[key])...)
+			continue
+		}
+		c, known := settingsKeys[key]
+		uses = append(uses, use{what: what, class: c, also: "settings", unclassified: !known, program: c&RunsPrograms != 0})
+	}
+	return uses
+}
+
+// permissionsUses classifies settings.permissions: deny and ask rules
+// narrow; allow rules and the default mode are checked like the session's
+// own; additional directories like addDirs.
+func permissionsUses(what string, raw json.RawMessage) []use {
+	var p map[string]json.RawMessage
+	if json.Unmarshal(raw, &p) != nil {
+		return []use{{what: what, unclassified: true, also: "settings"}}
+	}
+	var uses []use
+	for _, key := range sortedKeys(p) {
+		w := what + "." + key
+		var list []string
+		switch key {
+		case "deny", "ask", "disableBypassPermissionsMode":
+		case "allow":
+			_ = json.Unmarshal(p[key], &list)
+			uses = append(uses, use{what: w, class: WidensPermissions, also: "settings", tools: list})
+		case "additionalDirectories":
+			_ = json.Unmarshal(p[key], &list)
+			uses = append(uses, use{what: w, class: ReadsFiles, also: "settings", paths: list})
+		case "defaultMode":
+			var mode string
+			_ = json.Unmarshal(p[key], &mode)
+			c, also := modeClass(mode)
+			if also == "" {
+				also = "settings"
+			}
+			uses = append(uses, use{what: w, value: mode, class: c, also: also, modes: []string{mode}})
+		default:
+			uses = append(uses, use{what: w, unclassified: true, also: "settings"})
+		}
+	}
+	return uses
+}
+
+// sortedKeys are m's keys in order, so that the first refusal is always
+// the same.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// serverCwd is the server's working directory ("" when unknown).
+func serverCwd() string {
+	wd, _ := os.Getwd()
+	return wd
+}
