@@ -6,18 +6,28 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
+	"regexp"
+	"slices"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The audit log (--audit-log): a JSON line per tool call, with who called
-// what on which session, how it ended, how long it took and what it cost.
-// Prompts appear as their size and SHA-256, never as text unless
-// --audit-prompts; tokens and keys never.
+// The audit log (--audit-log): two JSON lines per tool call — "started",
+// written before the call runs, and its outcome — with who called what on
+// which session, how it ended, how long it took and what it cost. It fails
+// closed: a call whose "started" line cannot be written is refused, naming
+// the audit log, and the server logs it at ERROR. Prompts appear as their
+// size and SHA-256, never as text unless --audit-prompts; error texts have
+// the call's string arguments cut out; tokens and keys never appear.
 
 // auditEntry is one line.
 type auditEntry struct {
@@ -29,22 +39,41 @@ type auditEntry struct {
 	PromptBytes  int     `json:"promptBytes,omitempty"`
 	PromptSHA256 string  `json:"promptSha256,omitempty"`
 	Prompt       string  `json:"prompt,omitempty"`
-	Outcome      string  `json:"outcome"` // ok, tool_error, rpc_error, task, task_completed, task_failed, task_cancelled
+	Outcome      string  `json:"outcome"`          // started, ok, tool_error, rpc_error, cancelled, task, task_completed, task_failed, task_cancelled; auth_failed, tokens_reloaded, tokens_reload_failed, revoked
+	Remote       string  `json:"remote,omitempty"` // the remote address, for authentication events
 	Error        string  `json:"error,omitempty"`
 	DurationMs   int64   `json:"durationMs"`
 	CostUSD      float64 `json:"costUsd,omitempty"`
 }
 
-// auditLog writes entries, one line each.
-type auditLog struct {
+// AuditLog writes the audit log's entries, one line each. Its methods are
+// safe for concurrent use; a nil *AuditLog audits nothing.
+type AuditLog struct {
 	mu      sync.Mutex
 	w       io.Writer
+	name    string // names the log in errors: --audit-log PATH
 	prompts bool
+	log     *slog.Logger
+	failing bool // the last write failed (logged once until one succeeds)
 }
 
-func (a *auditLog) write(e auditEntry) {
-	if a == nil || a.w == nil {
-		return
+// NewAuditLog returns an audit log writing to w; name is what errors call
+// it (the file's path); with prompts, prompts appear as text.
+func NewAuditLog(w io.Writer, name string, prompts bool, log *slog.Logger) *AuditLog {
+	if w == nil {
+		return nil
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &AuditLog{w: w, name: name, prompts: prompts, log: log}
+}
+
+// write writes one entry; an error says the entry is not in the log (it
+// is logged at ERROR).
+func (a *AuditLog) write(e auditEntry) error {
+	if a == nil {
+		return nil
 	}
 	if e.User == "" {
 		e.User = "local"
@@ -52,22 +81,44 @@ func (a *auditLog) write(e auditEntry) {
 	b, _ := json.Marshal(e)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	_, _ = a.w.Write(append(b, '\n'))
+	_, err := a.w.Write(append(b, '\n'))
+	switch {
+	case err != nil:
+		a.log.Error("writing the audit log failed: tool calls are refused until it can be written", "audit_log", a.name, "tool", e.Tool, "outcome", e.Outcome, "err", err)
+		a.failing = true
+		return fmt.Errorf("the audit log (--audit-log %s) cannot be written: %v", a.name, err)
+	case a.failing:
+		a.log.Info("the audit log is written again", "audit_log", a.name)
+		a.failing = false
+	}
+	return nil
 }
 
-// call audits one tools/call: the arguments' session and prompt, then the
-// outcome.
-func (a *auditLog) call(ctx context.Context, req *mcp.CallToolRequest, start time.Time, res mcp.Result, err error) {
-	if a == nil || a.w == nil || req.Params == nil {
-		return
-	}
-	var args struct {
-		SessionID string `json:"sessionId"`
-		Prompt    string `json:"prompt"`
-	}
+// AuthEvent is an authentication event of the HTTP transport, for the
+// audit log.
+type AuthEvent struct {
+	Kind   string // auth_failed, tokens_reloaded, tokens_reload_failed, revoked
+	User   string
+	Remote string
+	Reason string
+}
+
+// Auth audits an authentication event.
+func (a *AuditLog) Auth(ev AuthEvent) {
+	_ = a.write(auditEntry{Time: time.Now().UTC().Format(time.RFC3339Nano), User: ev.User, Outcome: ev.Kind, Remote: ev.Remote, Error: ev.Reason})
+}
+
+// callArgs are what the audit log reads of a call's arguments.
+type callArgs struct {
+	SessionID string `json:"sessionId"`
+	Prompt    string `json:"prompt"`
+}
+
+// entry is the entry of a tools/call as it starts.
+func (a *AuditLog) entry(ctx context.Context, req *mcp.CallToolRequest, start time.Time) auditEntry {
+	var args callArgs
 	_ = json.Unmarshal(req.Params.Arguments, &args)
-	e := auditEntry{Time: start.UTC().Format(time.RFC3339Nano), User: userOf(ctx), Tool: req.Params.Name, Session: args.SessionID,
-		DurationMs: time.Since(start).Milliseconds(), Outcome: "ok"}
+	e := auditEntry{Time: start.UTC().Format(time.RFC3339Nano), User: userOf(ctx), Tool: req.Params.Name, Session: args.SessionID, Outcome: "started"}
 	if args.Prompt != "" {
 		sum := sha256.Sum256([]byte(args.Prompt))
 		e.PromptBytes, e.PromptSHA256 = len(args.Prompt), hex.EncodeToString(sum[:])
@@ -75,12 +126,35 @@ func (a *auditLog) call(ctx context.Context, req *mcp.CallToolRequest, start tim
 			e.Prompt = args.Prompt
 		}
 	}
+	return e
+}
+
+// started audits a tools/call before it runs; an error refuses the call.
+func (a *AuditLog) started(ctx context.Context, req *mcp.CallToolRequest, start time.Time) error {
+	if a == nil {
+		return nil
+	}
+	return a.write(a.entry(ctx, req, start))
+}
+
+// call audits the outcome of a tools/call. Any result is read safely: a
+// typed nil (an unknown tool's) is no result.
+func (a *AuditLog) call(ctx context.Context, req *mcp.CallToolRequest, start time.Time, res mcp.Result, err error) {
+	if a == nil {
+		return
+	}
+	e := a.entry(ctx, req, start)
+	e.DurationMs, e.Outcome = time.Since(start).Milliseconds(), "ok"
 	var rpcErr *jsonrpc.Error
 	switch r := res.(type) {
-	case nil:
 	case *taskState:
-		e.Outcome, e.Task = "task", r.TaskID
+		if r != nil {
+			e.Outcome, e.Task = "task", r.TaskID
+		}
 	case *mcp.CallToolResult:
+		if r == nil {
+			break
+		}
 		if r.IsError {
 			e.Outcome, e.Error = "tool_error", firstLine(textOf(r))
 		}
@@ -96,12 +170,65 @@ func (a *auditLog) call(ctx context.Context, req *mcp.CallToolRequest, start tim
 			e.Error = rpcErr.Message
 		}
 	}
-	a.write(e)
+	if ctx.Err() != nil && e.Outcome != "task" {
+		e.Outcome = "cancelled"
+	}
+	e.Error = redact(e.Error, req.Params.Arguments)
+	_ = a.write(e)
+}
+
+// Argument-decoding errors quote the values they could not take: the SDK's
+// schema validation ("type: map[text:…] has type") and encoding/json's
+// ("cannot unmarshal \"…\" into").
+var (
+	quotedValueRE  = regexp.MustCompile(`(type: ).*?( has type)`)
+	unmarshalRE    = regexp.MustCompile(`(cannot unmarshal ).*?( into )`)
+	valueRedaction = "${1}[redacted]${2}"
+)
+
+// redact cuts the call's string arguments (a prompt, a system prompt)
+// out of an error text, which may quote them (argument validation does),
+// and keeps it short.
+func redact(text string, args json.RawMessage) string {
+	if text == "" {
+		return ""
+	}
+	text = quotedValueRE.ReplaceAllString(text, valueRedaction)
+	text = unmarshalRE.ReplaceAllString(text, valueRedaction)
+	var v any
+	_ = json.Unmarshal(args, &v)
+	var strs []string
+	var walk func(any)
+	walk = func(x any) {
+		switch y := x.(type) {
+		case string:
+			if len(y) >= 4 {
+				strs = append(strs, y)
+			}
+		case []any:
+			for _, e := range y {
+				walk(e)
+			}
+		case map[string]any:
+			for _, e := range y {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	slices.SortFunc(strs, func(a, b string) int { return len(b) - len(a) })
+	for _, s := range strs {
+		text = strings.ReplaceAll(text, s, "[redacted]")
+		if q, err := json.Marshal(s); err == nil {
+			text = strings.ReplaceAll(text, strings.Trim(string(q), `"`), "[redacted]")
+		}
+	}
+	return textcut.Cut(text, 300)
 }
 
 // taskEnded audits the end of a task.
-func (a *auditLog) taskEnded(t *task) {
-	if a == nil || a.w == nil {
+func (a *AuditLog) taskEnded(t *task) {
+	if a == nil {
 		return
 	}
 	st := t.state()
@@ -116,7 +243,7 @@ func (a *auditLog) taskEnded(t *task) {
 	if st.Error != nil {
 		e.Error = st.Error.Message
 	}
-	a.write(e)
+	_ = a.write(e)
 }
 
 // costAndSession reads a result's cost and session id from its structured

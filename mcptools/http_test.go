@@ -47,7 +47,7 @@ func newHTTPServer(t *testing.T, cfg sessions.Config, opts Options) *httpServer 
 	mgr := sessions.NewManager(cfg)
 	t.Cleanup(mgr.Shutdown)
 	audit := &syncBuf{}
-	opts.AuditLog = audit
+	opts.Audit = NewAuditLog(audit, "audit.log", false, nil)
 	srv := NewServer(mgr, opts)
 	file := filepath.Join(t.TempDir(), "tokens")
 	if err := os.WriteFile(file, []byte("# users\nalice:"+hashOf("alice-secret")+"\nbob:"+hashOf("bob-secret")+"\n"), 0o600); err != nil {

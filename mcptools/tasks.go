@@ -153,6 +153,9 @@ func (h *handlers) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case "tools/call":
 			if ctr, ok := req.(*mcp.CallToolRequest); ok && ctr.Params != nil {
 				start := time.Now()
+				if err := h.audit.started(ctx, ctr, start); err != nil {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "refused: " + err.Error() + "; nothing was run"}
+				}
 				res, err := h.callTool(ctx, ctr, next)
 				h.audit.call(ctx, ctr, start, res, err)
 				return res, err

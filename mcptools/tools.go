@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -56,10 +55,8 @@ type Options struct {
 	TaskTTL time.Duration
 	// NoTasks turns the tasks extension off.
 	NoTasks bool
-	// AuditLog, when set, gets a JSON line per tool call (see audit.go).
-	AuditLog io.Writer
-	// AuditPrompts puts the prompts themselves in the audit log.
-	AuditPrompts bool
+	// Audit, when set, gets two JSON lines per tool call (see audit.go).
+	Audit *AuditLog
 	// HeartbeatInterval is how often a running query sends a progress
 	// heartbeat when the call has a progress token; default 15 s.
 	HeartbeatInterval time.Duration
@@ -97,7 +94,7 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 			//lint:ignore SA1019 the logging capability serves clients of protocols before 2026-07-28
 			Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Prompts: &mcp.PromptCapabilities{}, Resources: &mcp.ResourceCapabilities{}}})
 	h := &handlers{mgr: mgr, log: logger, opts: opts, stateKey: newStateKey(), tasks: newTaskStore(opts.TaskTTL), params: map[string][]string{},
-		audit: &auditLog{w: opts.AuditLog, prompts: opts.AuditPrompts}}
+		audit: opts.Audit}
 	for _, t := range h.tools() {
 		t.add(srv)
 		h.params[t.def.Name] = t.params
@@ -165,7 +162,7 @@ type handlers struct {
 	stateKey []byte // signs RequestState of input-required results
 	tasks    *taskStore
 	params   map[string][]string // argument names, by tool
-	audit    *auditLog
+	audit    *AuditLog
 }
 
 func (h *handlers) history(ctx context.Context, req *mcp.CallToolRequest, in HistoryInput) (*mcp.CallToolResult, HistoryOutput, error) {

@@ -373,16 +373,26 @@ func TestE2EHTTPUsers(t *testing.T) {
 		t.Errorf("/healthz without a token: %d", resp.StatusCode)
 	}
 
-	// The audit log: one JSON line per tools/call (none for the refused
-	// requests, which never reached a tool), with user, tool, session,
+	// The audit log: two JSON lines per tools/call, "started" and the
+	// outcome (the refused requests never reached a tool: their lines are
+	// authentication events, without a tool), with user, tool, session,
 	// the prompt's size and SHA-256, and the outcome.
 	raw, err := os.ReadFile(e.audit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
-	if len(lines) != calls {
-		t.Errorf("%d audit lines for %d tools/call:\n%s", len(lines), calls, raw)
+	var lines []string
+	started := 0
+	for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		if strings.Contains(l, `"tool":`) {
+			lines = append(lines, l)
+			if strings.Contains(l, `"outcome":"started"`) {
+				started++
+			}
+		}
+	}
+	if len(lines) != 2*calls || started != calls {
+		t.Errorf("%d audit lines (%d started) for %d tools/call:\n%s", len(lines), started, calls, raw)
 	}
 	type entry struct {
 		User, Tool, Session, Outcome, Error, PromptSha256, Prompt string
@@ -498,7 +508,7 @@ func TestE2EInspectorHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(string(raw), `"user":"inspector","tool":"claude_direct_query"`); n != 2 {
+	if n := strings.Count(string(raw), `"user":"inspector","tool":"claude_direct_query"`) - strings.Count(string(raw), `"outcome":"started"`); n != 2 {
 		t.Errorf("%d audited direct queries, want 2:\n%s", n, raw)
 	}
 }

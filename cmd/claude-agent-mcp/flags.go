@@ -269,7 +269,6 @@ func (c *config) check() (*settings, error) {
 		tools: mcptools.Options{
 			Version: versionString(), MaxResultChars: c.maxResultChars, DefaultWait: c.defaultWait, HeartbeatInterval: c.heartbeat,
 			MaxPromptBytes: c.maxPromptBytes, NoTasks: !c.tasks, TaskAfter: c.taskAfter, TaskTTL: c.taskTTL,
-			AuditPrompts: c.auditPrompts,
 		},
 	}
 	switch c.permissionPolicy {

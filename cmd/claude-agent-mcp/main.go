@@ -144,7 +144,7 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 			return fmt.Errorf("opening --audit-log: %w", err)
 		}
 		defer f.Close()
-		opts.AuditLog = f
+		opts.Audit = mcptools.NewAuditLog(f, c.auditLog, c.auditPrompts, logger)
 	}
 	srv := mcptools.NewServer(mgr, opts)
 	go checkCLI(mgr, logger)
