@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -198,4 +199,34 @@ func FuzzAuditedCalls(f *testing.F) {
 			t.Errorf("%q(%s): %d audit lines, want 2", name, args, n)
 		}
 	})
+}
+
+// TestTaskResultsBoundedPerUser: one user's many finished tasks never
+// evict another user's result (defect: one bound of 256 for all users).
+func TestTaskResultsBoundedPerUser(t *testing.T) {
+	ts := newTaskStore(time.Hour)
+	now := time.Now()
+	finished := func(id, owner string, at time.Time) *task {
+		return &task{id: id, owner: owner, scope: owner, created: at, updated: at, finished: at, ttl: time.Hour, status: taskCompleted}
+	}
+	ts.add(finished("bobs", "bob", now.Add(-time.Minute)))
+	for i := range maxFinishedTasks + 40 {
+		ts.add(finished(fmt.Sprintf("alice-%d", i), "alice", now.Add(time.Duration(i)*time.Millisecond)))
+	}
+	ts.add(finished("alice-last", "alice", now.Add(time.Hour/2)))
+	if ts.get("bobs", "bob") == nil {
+		t.Error("alice's tasks evicted bob's result")
+	}
+	n := 0
+	for _, tk := range ts.tasks {
+		if tk.owner == "alice" {
+			n++
+		}
+	}
+	if n != maxFinishedTasks {
+		t.Errorf("alice has %d finished tasks kept, want %d", n, maxFinishedTasks)
+	}
+	if ts.get("alice-0", "alice") != nil || ts.get("alice-last", "alice") == nil {
+		t.Error("not alice's oldest were dropped")
+	}
 }

@@ -38,14 +38,21 @@ const (
 	taskCancelled     = "cancelled"
 )
 
-// maxFinishedTasks bounds the finished tasks kept for their TTL; past it
-// the oldest are dropped early.
-const maxFinishedTasks = 256
+// maxFinishedTasks bounds the finished tasks kept for their TTL for each
+// user (on stdio, each MCP session); past it that user's oldest are dropped
+// early, so that one user's tasks never evict another's results.
+// maxAllFinishedTasks bounds them all: past it the oldest of the user with
+// the most go first.
+const (
+	maxFinishedTasks    = 256
+	maxAllFinishedTasks = 4096
+)
 
 // task is one query answered with a task.
 type task struct {
 	id      string
 	owner   string // the user who may see it
+	scope   string // whose bound it counts against: the user, or on stdio the MCP session
 	tool    string
 	run     *sessions.Run
 	created time.Time
@@ -86,6 +93,24 @@ func (s *taskSlot) grace(after time.Duration) time.Duration {
 }
 
 type taskSlotKey struct{}
+
+// scopeKey carries whose bound a call's tasks count against.
+type scopeKey struct{}
+
+// withScope puts the scope of req's tasks into ctx: its user, or, without
+// one (stdio), its MCP session.
+func withScope(ctx context.Context, req mcp.Request) context.Context {
+	scope := userOf(ctx)
+	if scope == "" {
+		scope = fmt.Sprintf("mcp-session %p", req.GetSession())
+	}
+	return context.WithValue(ctx, scopeKey{}, scope)
+}
+
+func scopeOf(ctx context.Context) string {
+	s, _ := ctx.Value(scopeKey{}).(string)
+	return s
+}
 
 func taskSlotFrom(ctx context.Context) *taskSlot {
 	s, _ := ctx.Value(taskSlotKey{}).(*taskSlot)
@@ -135,6 +160,7 @@ var taskTools = []string{"claude_chat_query", "claude_direct_query"}
 func (h *handlers) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		ctx = withUser(ctx, req)
+		ctx = withScope(ctx, req)
 		switch method {
 		case "logging/setLevel":
 			//lint:ignore SA1019 logging/setLevel is served to clients of protocols before 2026-07-28
@@ -190,7 +216,7 @@ func (h *handlers) callTool(ctx context.Context, req *mcp.CallToolRequest, next 
 // answered with it; a goroutine collects the result when the turn ends.
 func (h *handlers) newTask(ctx context.Context, tool string, r *sessions.Run) *task {
 	now := time.Now()
-	t := &task{id: uuid.NewString(), owner: userOf(ctx), tool: tool, run: r, created: now, updated: now, ttl: h.tasks.ttl}
+	t := &task{id: uuid.NewString(), owner: userOf(ctx), scope: scopeOf(ctx), tool: tool, run: r, created: now, updated: now, ttl: h.tasks.ttl}
 	r.SetOwner("task " + t.id)
 	h.tasks.add(t)
 	h.log.Info("query continues as a task", "task", t.id, "session_id", r.Session().ID, "tool", tool)
@@ -374,7 +400,8 @@ func (ts *taskStore) get(id, user string) *task {
 // — after it finished, so that its poller sees the result), and the oldest
 // finished tasks beyond maxFinishedTasks. Running tasks are kept.
 func (ts *taskStore) sweepLocked(now time.Time) {
-	var finished []*task
+	finished := map[string][]*task{}
+	total := 0
 	for id, t := range ts.tasks {
 		t.mu.Lock()
 		end := t.finished
@@ -386,13 +413,29 @@ func (ts *taskStore) sweepLocked(now time.Time) {
 			delete(ts.tasks, id)
 			continue
 		}
-		finished = append(finished, t)
+		finished[t.scope] = append(finished[t.scope], t)
+		total++
 	}
-	if n := len(finished) - maxFinishedTasks; n > 0 {
-		slices.SortFunc(finished, func(a, b *task) int { return a.created.Compare(b.created) })
-		for _, t := range finished[:n] {
-			delete(ts.tasks, t.id)
+	for scope, list := range finished {
+		slices.SortFunc(list, func(a, b *task) int { return a.created.Compare(b.created) })
+		if n := len(list) - maxFinishedTasks; n > 0 {
+			for _, t := range list[:n] {
+				delete(ts.tasks, t.id)
+			}
+			total -= n
+			finished[scope] = list[n:]
 		}
+	}
+	for total > maxAllFinishedTasks {
+		most := ""
+		for scope, list := range finished {
+			if len(list) > len(finished[most]) {
+				most = scope
+			}
+		}
+		delete(ts.tasks, finished[most][0].id)
+		finished[most] = finished[most][1:]
+		total--
 	}
 }
 

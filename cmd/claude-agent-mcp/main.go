@@ -160,29 +160,47 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 	go func() {
 		runErr <- srv.Run(ctx, transport)
 	}()
-	// The SDK finishes in-flight calls before Run returns, so stop the
-	// sessions as soon as stdin ends or a signal arrives: their running
-	// turns are interrupted and the calls return.
-	select {
-	case err = <-runErr:
-	case <-transport.InputClosed():
-		logger.Info("stdin closed; stopping")
-	case <-ctx.Done():
-		logger.Info("signal received; stopping")
-	}
-	stop()
-	start := time.Now()
-	mgr.Shutdown()
-	logger.Info("all sessions stopped", "took", time.Since(start).Round(time.Millisecond))
-	select {
-	case err = <-runErr:
-	case <-time.After(3 * time.Second):
-		logger.Warn("MCP server did not stop in time; exiting")
-	}
+	err = awaitStop(ctx, runErr, transport.InputClosed(), func() {
+		stop()
+		start := time.Now()
+		mgr.Shutdown()
+		logger.Info("all sessions stopped", "took", time.Since(start).Round(time.Millisecond))
+	}, 3*time.Second, logger)
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) && !errors.Is(err, mcp.ErrConnectionClosed) {
 		return err
 	}
 	return nil
+}
+
+// awaitStop waits for the end of serving on stdio: Run returning, stdin
+// closing or a signal (ctx). The SDK finishes in-flight calls before Run
+// returns, so shutdown (stopping the sessions: their running turns are
+// interrupted and the calls return) runs as soon as any of them happens;
+// then Run's error is awaited for at most grace — unless Run had already
+// returned, whose error is read exactly once.
+func awaitStop(ctx context.Context, runErr <-chan error, inputClosed <-chan struct{}, shutdown func(), grace time.Duration, logger *slog.Logger) error {
+	var err error
+	ran := false
+	select {
+	case err = <-runErr:
+		ran = true
+	case <-inputClosed:
+		logger.Info("stdin closed; stopping")
+	case <-ctx.Done():
+		logger.Info("signal received; stopping")
+	}
+	shutdown()
+	if ran {
+		return err
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case err = <-runErr:
+	case <-t.C:
+		logger.Warn("MCP server did not stop in time; exiting")
+	}
+	return err
 }
 
 // checkCLI finds the claude CLI once at start and logs its version, with a
