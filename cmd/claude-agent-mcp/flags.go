@@ -97,7 +97,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.publicURL, "public-url", "", "the URL clients reach --http at (default http://ADDR), for the protected resource metadata")
 	fs.StringVar(&c.httpAllow, "http-allow", "", "classes of session options allowed over --http (comma-separated): reads-files, runs-programs, widens-permissions; or, as before, mcp-servers, settings, bypass, paths (= reads-files), profiles")
 	fs.IntVar(&c.userMaxSessions, "user-max-sessions", 0, "open sessions a user may have over --http; 0 no limit")
-	fs.IntVar(&c.userMaxLive, "user-max-live", 0, "live claude processes a user may have over --http; 0 no limit")
+	fs.IntVar(&c.userMaxLive, "user-max-live", -1, "live claude processes a user may have over --http; default (-1) half of --max-live rounded up, so that one user's endless turns leave room for others; 0 no limit")
 	fs.Float64Var(&c.userBudget, "user-max-budget-usd", 0, "the most a user's sessions may spend together, in USD; 0 no cap")
 	fs.StringVar(&c.perUserConfigDir, "per-user-config-dir", "", "give each --http user's sessions the CLI config directory DIR/<user> (their transcripts apart)")
 	fs.StringVar(&c.auditLog, "audit-log", "", "append a JSON line per tool call to this file: time, user, tool, session, prompt size and SHA-256, outcome, duration, cost")
@@ -223,8 +223,12 @@ func (c *config) check() (*settings, error) {
 	if c.userMaxSessions < 0 {
 		bad("user-max-sessions", c.userMaxSessions, "use 0 (no limit) or more")
 	}
-	if c.userMaxLive < 0 {
-		bad("user-max-live", c.userMaxLive, "use 0 (no limit) or more")
+	userMaxLive := c.userMaxLive
+	switch {
+	case userMaxLive == -1:
+		userMaxLive = (c.maxLive + 1) / 2 // fair by default: others keep room
+	case userMaxLive < 0:
+		bad("user-max-live", c.userMaxLive, "use 0 (no limit) or more, or -1 for half of --max-live")
 	}
 	if c.userBudget < 0 {
 		bad("user-max-budget-usd", c.userBudget, "use an amount in USD, or 0 for no cap")
@@ -263,7 +267,7 @@ func (c *config) check() (*settings, error) {
 			IdleTimeout: c.idleTimeout, QueryTimeout: c.queryTimeout, PermissionTimeout: c.permissionTimeout,
 			MaxDepth: c.maxDepth, NoSessionMCPServers: !c.sessionMCP,
 			MaxSessionBudgetUSD: c.sessionBudget, MaxTotalBudgetUSD: c.totalBudget,
-			UserMaxSessions: c.userMaxSessions, UserMaxLive: c.userMaxLive, UserMaxBudgetUSD: c.userBudget, PerUserConfigDir: c.perUserConfigDir,
+			UserMaxSessions: c.userMaxSessions, UserMaxLive: userMaxLive, UserMaxBudgetUSD: c.userBudget, PerUserConfigDir: c.perUserConfigDir,
 			Remote: c.http != "", RemoteAllow: allow,
 		},
 		tools: mcptools.Options{
