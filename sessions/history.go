@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,21 +28,39 @@ type HistoryEntry struct {
 	Time    time.Time       `json:"time,omitzero"`
 }
 
-// historyResultChars caps a tool result kept in the history.
-const historyResultChars = 500
+// Bounds of the history a session keeps in memory: a tool result, the
+// text (or tool input) of one entry, and all entries together. What is cut
+// or dropped is in the CLI's transcript, which History reads on demand.
+const (
+	historyResultChars = 500
+	historyEntryBytes  = 64 << 10
+	historyMaxBytes    = 1 << 20
+)
 
 // History returns the conversation so far, oldest first. For a session
 // that continues an earlier conversation (resumeSessionId, or restored
 // after a restart) it starts with what the CLI's transcript held then.
+// Once older entries were dropped from memory (historyMaxBytes), they are
+// read from the transcript: the whole conversation as the CLI recorded it.
 func (s *Session) History() []HistoryEntry {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]HistoryEntry(nil), s.history...)
+	mem := append([]HistoryEntry(nil), s.history...)
+	dropped := s.historyDropped
+	path := s.transcriptPath()
+	s.mu.Unlock()
+	if dropped == 0 {
+		return mem
+	}
+	if all, err := loadTranscript(path); err == nil && len(all) >= len(mem) {
+		return all
+	}
+	note := HistoryEntry{Kind: "text", Text: fmt.Sprintf("[%d older entries are not kept in memory, and the transcript %s that holds them cannot be read]", dropped, path)}
+	return append([]HistoryEntry{note}, mem...)
 }
 
 // recordTurn appends a finished turn to the history; s.mu is held.
 func (s *Session) recordTurn(prompt string, started time.Time, t *turn) {
-	s.history = append(s.history, HistoryEntry{Kind: "prompt", Text: prompt, Time: started})
+	s.addHistoryLocked(HistoryEntry{Kind: "prompt", Text: prompt, Time: started})
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, e := range t.steps {
@@ -51,8 +70,44 @@ func (s *Session) recordTurn(prompt string, started time.Time, t *turn) {
 				e.Result, e.IsError = textcut.Cut(inv.Output, historyResultChars), inv.IsError
 			}
 		}
-		s.history = append(s.history, e)
+		s.addHistoryLocked(e)
 	}
+}
+
+// addHistoryLocked appends e, cut to historyEntryBytes, and drops the
+// oldest entries beyond historyMaxBytes; s.mu is held.
+func (s *Session) addHistoryLocked(e HistoryEntry) {
+	if len(e.Text) > historyEntryBytes {
+		e.Text = fmt.Sprintf("%s\n[… %d more bytes in the transcript %s]", textcut.Prefix(e.Text, historyEntryBytes), len(e.Text)-historyEntryBytes, s.transcriptPath())
+	}
+	if len(e.Input) > historyEntryBytes {
+		e.Input, _ = json.Marshal(map[string]string{"truncated": textcut.Prefix(string(e.Input), historyEntryBytes)})
+	}
+	s.history = append(s.history, e)
+	s.historyBytes += entrySize(e)
+	n := 0
+	for s.historyBytes > historyMaxBytes && n < len(s.history)-1 {
+		s.historyBytes -= entrySize(s.history[n])
+		n++
+	}
+	if n > 0 {
+		s.history = slices.Delete(s.history, 0, n)
+		s.historyDropped += n
+	}
+}
+
+// setHistoryLocked replaces the history with h (a transcript's), within
+// the bounds; s.mu is held.
+func (s *Session) setHistoryLocked(h []HistoryEntry) {
+	s.history, s.historyBytes, s.historyDropped = nil, 0, 0
+	for _, e := range h {
+		s.addHistoryLocked(e)
+	}
+}
+
+// entrySize is about what an entry holds in memory.
+func entrySize(e HistoryEntry) int {
+	return len(e.Text) + len(e.Input) + len(e.Result) + len(e.Tool) + len(e.ToolID) + 64
 }
 
 // TranscriptPath is where the CLI keeps the transcript of a Claude session

@@ -664,7 +664,7 @@ func (m *Manager) sync(claim *Session) error {
 					r.s.log.Warn("reading the transcript for the history", "path", path, "err", herr)
 				}
 				r.s.mu.Lock()
-				r.s.history = h
+				r.s.setHistoryLocked(h)
 			}
 			r.s.mu.Unlock()
 		}

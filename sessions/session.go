@@ -165,7 +165,9 @@ type Session struct {
 	cost            float64
 	failure         string
 	idleTimer       *time.Timer
-	history         []HistoryEntry
+	history         []HistoryEntry // the newest entries, at most historyMaxBytes (history.go)
+	historyBytes    int            // what history holds
+	historyDropped  int            // entries dropped from history: the transcript has them
 }
 
 func newSession(m *Manager, opts CreateOptions) *Session {
@@ -204,7 +206,7 @@ func (s *Session) loadHistory() {
 	if err != nil {
 		s.log.Warn("reading the transcript for the history", "path", path, "err", err)
 	}
-	s.history = h
+	s.setHistoryLocked(h)
 }
 
 // Info returns a snapshot of the session.
