@@ -323,12 +323,18 @@ func (h *handlers) capText(s *sessions.Session, r *sessions.TurnResult) {
 // capTo cuts text beyond max bytes (never a character), with a marker that
 // names the transcript holding all of it; max < 0 never cuts.
 func (h *handlers) capTo(text string, max int, s *sessions.Session) string {
-	if max < 0 || len(text) <= max {
+	return h.capFrom(text, len(text), max, s)
+}
+
+// capFrom is capTo for a text that was full bytes long before the server
+// cut it (the history in memory keeps a part of long entries).
+func (h *handlers) capFrom(text string, full, limit int, s *sessions.Session) string {
+	if limit < 0 || len(text) <= limit {
 		return text
 	}
-	cut := textcut.Prefix(text, max)
+	cut := textcut.Prefix(text, limit)
 	return fmt.Sprintf("%s\n\n[… truncated: showing %d of %d characters. The full conversation is in the transcript %s]",
-		cut, len(cut), len(text), s.TranscriptPath())
+		cut, len(cut), max(full, len(text)), s.TranscriptPath())
 }
 
 // capHistory keeps a page of history within --max-result-chars: each
@@ -341,7 +347,7 @@ func (h *handlers) capHistory(s *sessions.Session, entries []sessions.HistoryEnt
 	share := max(h.opts.MaxResultChars/len(entries), 500)
 	for i := range entries {
 		e := &entries[i]
-		e.Text = h.capTo(e.Text, share, s)
+		e.Text = h.capFrom(e.Text, e.TextBytes, share, s)
 		if len(e.Input) > share {
 			// Cut JSON stays a JSON object: the head of the input, as text.
 			e.Input, _ = json.Marshal(map[string]string{"truncated": h.capTo(string(e.Input), share, s)})

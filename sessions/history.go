@@ -26,6 +26,9 @@ type HistoryEntry struct {
 	Result  string          `json:"result,omitempty"`
 	IsError bool            `json:"isError,omitempty"`
 	Time    time.Time       `json:"time,omitzero"`
+	// TextBytes is how long Text was before the history in memory cut it
+	// (0: it is whole).
+	TextBytes int `json:"-"`
 }
 
 // Bounds of the history a session keeps in memory: a tool result, the
@@ -78,6 +81,7 @@ func (s *Session) recordTurn(prompt string, started time.Time, t *turn) {
 // oldest entries beyond historyMaxBytes; s.mu is held.
 func (s *Session) addHistoryLocked(e HistoryEntry) {
 	if len(e.Text) > historyEntryBytes {
+		e.TextBytes = len(e.Text)
 		e.Text = fmt.Sprintf("%s\n[… %d more bytes in the transcript %s]", textcut.Prefix(e.Text, historyEntryBytes), len(e.Text)-historyEntryBytes, s.transcriptPath())
 	}
 	if len(e.Input) > historyEntryBytes {
