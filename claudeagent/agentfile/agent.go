@@ -18,8 +18,8 @@ type Agent struct {
 	// ToolName is the agent's tool name, set by [Load] (see
 	// [AssignToolNames]); "" for an agent only parsed.
 	ToolName string
-	// Source, Path and Line say where the agent was defined: the file, and
-	// for an operator file the line of its entry (1 for an agent file).
+	// Source, Path and Line say where the agent was defined: the file and
+	// the line of its name (in an operator file, of its entry).
 	Source Source
 	Path   string
 	Line   int

@@ -113,12 +113,12 @@ func (p *parser) agentFile(data []byte) *Agent {
 	if dup != nil {
 		return skip(dup.Line, "field %q appears twice in the front matter", dup.Value)
 	}
-	a := &Agent{Source: SourceUser, Path: p.path, Line: 1}
+	a := &Agent{Source: SourceUser, Path: p.path}
 	name, line, msg := p.name(fields, 1)
 	if msg != "" {
 		return skip(line, "%s", msg)
 	}
-	a.Name = name
+	a.Name, a.Line = name, line
 	desc, line, msg := requiredString(fields, "description", 1)
 	if msg != "" {
 		return skip(line, "%s", msg)

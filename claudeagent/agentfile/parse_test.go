@@ -199,7 +199,7 @@ func TestParseAgentFileKeepsUnknownAndColor(t *testing.T) {
 	if !reflect.DeepEqual(a.Unknown, want) {
 		t.Errorf("Unknown = %#v, want %#v", a.Unknown, want)
 	}
-	if a.Source != SourceUser || a.Path != "f.md" || a.Line != 1 {
+	if a.Source != SourceUser || a.Path != "f.md" || a.Line != 2 {
 		t.Errorf("place = %v %q %d", a.Source, a.Path, a.Line)
 	}
 }
