@@ -114,7 +114,7 @@ func (p *parser) agentFile(data []byte) *Agent {
 		return skip(dup.Line, "field %q appears twice in the front matter", dup.Value)
 	}
 	a := &Agent{Source: SourceUser, Path: p.path}
-	name, line, msg := p.name(fields, 1)
+	name, line, msg := agentName(fields, 1)
 	if msg != "" {
 		return skip(line, "%s", msg)
 	}
@@ -356,10 +356,10 @@ func requiredString(fs fieldList, key string, missing int) (string, int, string)
 	return f.val.Value, f.key.Line, ""
 }
 
-// name returns the agent's name, checked as the CLI checks it: a string,
+// agentName returns the agent's name, checked as the CLI checks it: a string,
 // not starting with "-", at most 256 characters, without ":" (reserved for
 // plugins' agents).
-func (p *parser) name(fs fieldList, missing int) (string, int, string) {
+func agentName(fs fieldList, missing int) (string, int, string) {
 	name, line, msg := requiredString(fs, "name", missing)
 	if msg != "" {
 		return "", line, msg
@@ -439,6 +439,9 @@ func (p *parser) field(ctx fieldContext, f field) {
 		}
 	case "disallowedTools":
 		a.DisallowedTools = p.toolList(ctx, f)
+		if slices.Contains(a.DisallowedTools, "*") {
+			a.DisallowedTools = nil // the CLI ignores such a list
+		}
 	case "skills":
 		a.Skills = p.toolList(ctx, f)
 	case "color":

@@ -63,6 +63,11 @@ func TestParseAgentFile(t *testing.T) {
 			want: `{"description":"d","prompt":"p"}`,
 		},
 		{
+			name: "disallowedTools star is ignored, as by the CLI",
+			file: "---\nname: r\ndescription: d\ndisallowedTools: [Bash, \"*\"]\n---\np",
+			want: `{"description":"d","prompt":"p"}`,
+		},
+		{
 			name: "tools empty is none",
 			file: "---\nname: r\ndescription: d\ntools:\n---\np",
 			want: `{"description":"d","prompt":"p","tools":[]}`,
