@@ -88,8 +88,9 @@ func (p *parser) fail(line int, format string, args ...any) error {
 // agentFile parses an agent file; nil means skipped, with the reason as the
 // first warning (and no other).
 func (p *parser) agentFile(data []byte) *Agent {
+	name := "" // once known
 	skip := func(line int, format string, args ...any) *Agent {
-		p.warns = []Warning{{Path: p.path, Line: line, Text: "skipped: " + fmt.Sprintf(format, args...)}}
+		p.warns = []Warning{{Path: p.path, Line: line, Agent: name, Text: "skipped: " + fmt.Sprintf(format, args...)}}
 		return nil
 	}
 	if len(data) > MaxFileBytes {
@@ -114,10 +115,11 @@ func (p *parser) agentFile(data []byte) *Agent {
 		return skip(dup.Line, "field %q appears twice in the front matter", dup.Value)
 	}
 	a := &Agent{Source: SourceUser, Path: p.path}
-	name, line, msg := agentName(fields, 1)
+	n, line, msg := agentName(fields, 1)
 	if msg != "" {
 		return skip(line, "%s", msg)
 	}
+	name = n
 	a.Name, a.Line = name, line
 	desc, line, msg := requiredString(fields, "description", 1)
 	if msg != "" {

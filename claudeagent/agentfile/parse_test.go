@@ -253,6 +253,9 @@ func TestParseAgentFileSkipped(t *testing.T) {
 			if !strings.HasPrefix(got, tc.want) || !strings.Contains(got, tc.has) {
 				t.Errorf("warning %q, want it to start with %q and contain %q", got, tc.want, tc.has)
 			}
+			if strings.HasPrefix(tc.name, "empty prompt") && warns[0].Agent != "x" {
+				t.Errorf("warning names agent %q, want x", warns[0].Agent)
+			}
 		})
 	}
 }
