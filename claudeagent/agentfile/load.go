@@ -1,0 +1,354 @@
+package agentfile
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+)
+
+// maxDirFiles caps the agent files read from one directory tree.
+const maxDirFiles = 1000
+
+// racyWindow is how long after a file's modification time its size and
+// time may not tell a change: filesystems keep times in steps of up to 2 s
+// (FAT), and Linux in steps of a clock tick. A file modified within it of
+// its last read is read again.
+const racyWindow = 2 * time.Second
+
+// A Set is what one scan exposes: the agents and the warnings.
+type Set struct {
+	// Agents are sorted by tool name; each has a unique one.
+	Agents []*Agent
+	// Warnings are in the order found: by source, in increasing precedence,
+	// then by file; then shadowing, the cap and tool names.
+	Warnings []Warning
+}
+
+// Lookup returns the agent with this tool name, or nil.
+func (s *Set) Lookup(toolName string) *Agent {
+	i, ok := slices.BinarySearchFunc(s.Agents, toolName, func(a *Agent, name string) int {
+		return strings.Compare(a.ToolName, name)
+	})
+	if !ok {
+		return nil
+	}
+	return s.Agents[i]
+}
+
+// Equal reports whether two sets hold the same agents and warnings.
+func (s *Set) Equal(o *Set) bool {
+	return reflect.DeepEqual(s.Agents, o.Agents) && reflect.DeepEqual(s.Warnings, o.Warnings)
+}
+
+// Load reads the agents of the configured sources and returns the set to
+// expose. Nothing is fatal: what cannot be read is a warning.
+//
+// Precedence. An agent name is defined once; when several sources define
+// it, the one with the highest precedence wins and the others are reported
+// as shadowed. From lowest to highest: the user's files, the project's
+// files, the operator's directories (a later one over an earlier one), the
+// operator file. Project over user is Claude Code's own order. The
+// operator's sources come over both because the operator set them up on
+// purpose, while a project's files come with whatever repository the
+// caller works in: a repository must not be able to replace an agent the
+// operator defined. Within one directory tree a later file in path order
+// wins, as in Claude Code; within the operator file a later entry. A file
+// reached twice (through a symbolic link, or a project inside the
+// config directory) counts once, at its first place.
+//
+// Cap. When more agents than Config.Max remain, those kept are the ones of
+// the highest-precedence sources, then by name; the others are named in
+// one warning.
+//
+// Tool names are then given by [AssignToolNames].
+func Load(cfg Config) *Set {
+	return newScanner().scan(cfg)
+}
+
+// scanner reads the sources, keeping what it parsed of each file to read
+// it again only when it may have changed.
+type scanner struct {
+	files    map[string]*cachedFile // by kind and path
+	readFile func(string) ([]byte, error)
+	now      func() time.Time
+}
+
+type cachedFile struct {
+	size  int64
+	mtime time.Time
+	read  time.Time // when its content was read
+	sum   [sha256.Size]byte
+	res   fileResult
+}
+
+// fileResult is what a file gave: its agents (shared by every scan that
+// reuses it: copied before they are changed) and warnings.
+type fileResult struct {
+	agents []*Agent
+	warns  []Warning
+}
+
+func newScanner() *scanner {
+	return &scanner{files: map[string]*cachedFile{}, readFile: os.ReadFile, now: time.Now}
+}
+
+// layer is one source's agents, in the order they override each other.
+type layer struct {
+	src    Source
+	agents []*Agent
+}
+
+func (sc *scanner) scan(cfg Config) *Set {
+	set := &Set{}
+	warn := func(w Warning) { set.Warnings = append(set.Warnings, w) }
+	seen := map[string]*cachedFile{}
+	realSeen := map[string]bool{}
+	var layers []layer
+
+	readDir := func(src Source, dir string, mustExist bool) {
+		l := layer{src: src}
+		for _, path := range listAgentFiles(dir, mustExist, warn) {
+			if real, err := filepath.EvalSymlinks(path); err == nil {
+				if realSeen[real] {
+					continue
+				}
+				realSeen[real] = true
+			}
+			res := sc.file("agent", path, seen, func(data []byte) fileResult {
+				a, ws := ParseAgentFile(path, data)
+				if a == nil {
+					return fileResult{warns: ws}
+				}
+				return fileResult{agents: []*Agent{a}, warns: ws}
+			})
+			set.Warnings = append(set.Warnings, res.warns...)
+			for _, a := range res.agents {
+				b := *a
+				b.Source = src
+				l.agents = append(l.agents, &b)
+			}
+		}
+		layers = append(layers, l)
+	}
+
+	if cfg.Sources.Has(SourceUser) {
+		dir := cfg.UserDir
+		if dir == "" {
+			var err error
+			if dir, err = DefaultUserDir(); err != nil {
+				warn(Warning{Text: fmt.Sprintf("user agents not read: %v", err)})
+			}
+		}
+		if dir != "" {
+			readDir(SourceUser, dir, false)
+		}
+	}
+	if cfg.Sources.Has(SourceProject) && cfg.Project != "" {
+		readDir(SourceProject, filepath.Join(cfg.Project, ".claude", "agents"), false)
+	}
+	if cfg.Sources.Has(SourceDirs) {
+		for _, dir := range cfg.Dirs {
+			readDir(SourceDirs, dir, true)
+		}
+	}
+	if cfg.Sources.Has(SourceFile) && cfg.File != "" {
+		path := absPath(cfg.File)
+		res := sc.file("operator", path, seen, func(data []byte) fileResult {
+			agents, ws, err := ParseOperatorFile(path, data)
+			if err != nil {
+				var w Warning
+				if !errors.As(err, &w) {
+					w = Warning{Path: path, Text: err.Error()}
+				}
+				return fileResult{warns: []Warning{w}}
+			}
+			return fileResult{agents: agents, warns: ws}
+		})
+		set.Warnings = append(set.Warnings, res.warns...)
+		l := layer{src: SourceFile}
+		for _, a := range res.agents {
+			b := *a
+			l.agents = append(l.agents, &b)
+		}
+		layers = append(layers, l)
+	}
+	sc.files = seen
+
+	agents := resolvePrecedence(layers, warn)
+	agents = applyCap(agents, cfg.Max, warn)
+	set.Warnings = append(set.Warnings, AssignToolNames(agents, cfg.ToolPrefix, cfg.Reserved)...)
+	slices.SortFunc(agents, func(a, b *Agent) int { return strings.Compare(a.ToolName, b.ToolName) })
+	set.Agents = agents
+	return set
+}
+
+// resolvePrecedence keeps one agent per name: the last one defined, the
+// layers being in increasing precedence.
+func resolvePrecedence(layers []layer, warn func(Warning)) []*Agent {
+	byName := map[string]*Agent{}
+	var order []string
+	for _, l := range layers {
+		for _, a := range l.agents {
+			if old, ok := byName[a.Name]; ok {
+				warn(Warning{Path: old.Path, Line: old.Line, Agent: old.Name,
+					Text: fmt.Sprintf("agent %q (%s) is shadowed by %s (%s)", old.Name, old.Source, where(a), a.Source)})
+			} else {
+				order = append(order, a.Name)
+			}
+			byName[a.Name] = a
+		}
+	}
+	agents := make([]*Agent, len(order))
+	for i, name := range order {
+		agents[i] = byName[name]
+	}
+	return agents
+}
+
+// where names the place an agent was defined.
+func where(a *Agent) string { return fmt.Sprintf("%s:%d", a.Path, a.Line) }
+
+// applyCap keeps at most limit agents (0 is no cap): those of the
+// highest-precedence sources, then by name.
+func applyCap(agents []*Agent, limit int, warn func(Warning)) []*Agent {
+	if limit <= 0 || len(agents) <= limit {
+		return agents
+	}
+	ranked := slices.Clone(agents)
+	slices.SortFunc(ranked, func(a, b *Agent) int {
+		return cmp.Or(-cmp.Compare(a.Source, b.Source), strings.Compare(a.Name, b.Name))
+	})
+	dropped := ranked[limit:]
+	names := make([]string, len(dropped))
+	for i, a := range dropped {
+		names[i] = fmt.Sprintf("%q (%s)", a.Name, a.Source)
+	}
+	warn(Warning{Text: fmt.Sprintf("%d agents found, at most %d exposed; not exposed: %s", len(agents), limit, strings.Join(names, ", "))})
+	return ranked[:limit]
+}
+
+// file returns what a file gives, from the cache when its size and
+// modification time say it has not changed (and it was not modified
+// within racyWindow of its last read) or when its content hash is the
+// same; else it parses it again. seen collects the cache of this scan.
+func (sc *scanner) file(kind, path string, seen map[string]*cachedFile, parse func([]byte) fileResult) fileResult {
+	key := kind + "\x00" + path
+	fi, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) && kind == "agent" {
+			return fileResult{} // gone since the directory was listed
+		}
+		return fileResult{warns: []Warning{{Path: path, Text: "not read: " + errText(err)}}}
+	}
+	if fi.IsDir() {
+		return fileResult{warns: []Warning{{Path: path, Text: "not read: a directory"}}}
+	}
+	c := sc.files[key]
+	if c != nil && c.size == fi.Size() && c.mtime.Equal(fi.ModTime()) && fi.ModTime().Before(c.read.Add(-racyWindow)) {
+		seen[key] = c
+		return c.res
+	}
+	if fi.Size() > MaxFileBytes {
+		return fileResult{warns: []Warning{{Path: path, Text: fmt.Sprintf("skipped: larger than %d bytes", MaxFileBytes)}}}
+	}
+	now := sc.now()
+	data, err := sc.readFile(path)
+	if err != nil {
+		return fileResult{warns: []Warning{{Path: path, Text: "not read: " + errText(err)}}}
+	}
+	sum := sha256.Sum256(data)
+	if c == nil || c.sum != sum {
+		c = &cachedFile{sum: sum, res: parse(data)}
+	}
+	c.size, c.mtime, c.read = fi.Size(), fi.ModTime(), now
+	seen[key] = c
+	return c.res
+}
+
+// listAgentFiles returns the .md files under dir, in path order, following
+// symbolic links (each directory once) and including hidden ones, as the
+// CLI does. A missing dir is a warning only when mustExist.
+func listAgentFiles(dir string, mustExist bool, warn func(Warning)) []string {
+	dir = absPath(dir)
+	fi, err := os.Stat(dir)
+	switch {
+	case err != nil && errors.Is(err, fs.ErrNotExist) && !mustExist:
+		return nil
+	case err != nil:
+		warn(Warning{Path: dir, Text: "agents directory not read: " + errText(err)})
+		return nil
+	case !fi.IsDir():
+		warn(Warning{Path: dir, Text: "agents directory not read: not a directory"})
+		return nil
+	}
+	var files []string
+	visited := map[string]bool{}
+	full := false
+	var walk func(d string)
+	walk = func(d string) {
+		if real, err := filepath.EvalSymlinks(d); err == nil {
+			if visited[real] {
+				return
+			}
+			visited[real] = true
+		}
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			warn(Warning{Path: d, Text: "agents directory not read: " + errText(err)})
+			return
+		}
+		for _, e := range entries {
+			if full {
+				return
+			}
+			path := filepath.Join(d, e.Name())
+			mode := e.Type()
+			if mode&fs.ModeSymlink != 0 {
+				fi, err := os.Stat(path)
+				if err != nil {
+					warn(Warning{Path: path, Text: "not read: a symbolic link that cannot be followed: " + errText(err)})
+					continue
+				}
+				mode = fi.Mode().Type()
+			}
+			switch {
+			case mode.IsDir():
+				walk(path)
+			case mode.IsRegular() && strings.HasSuffix(e.Name(), ".md"):
+				if len(files) == maxDirFiles {
+					warn(Warning{Path: dir, Text: fmt.Sprintf("more than %d agent files: the rest not read", maxDirFiles)})
+					full = true
+					return
+				}
+				files = append(files, path)
+			}
+		}
+	}
+	walk(dir)
+	slices.Sort(files)
+	return files
+}
+
+// errText is an error's text without the path it repeats.
+func errText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+func absPath(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
+}
