@@ -255,3 +255,24 @@ func TestGateResumeOwnConversation(t *testing.T) {
 		t.Errorf("a resume on stdio: %v", err)
 	}
 }
+
+// TestGateOperatorOptions: options the operator chose (an agent of the
+// operator's file) need no --http-allow from a remote caller; the ceilings
+// still bind them.
+func TestGateOperatorOptions(t *testing.T) {
+	wd, _ := os.Getwd()
+	m := newManager(t, Config{Remote: true, AllowedRoots: []string{wd}})
+	opts := CreateOptions{Owner: "alice", SessionOptions: claudeagent.SessionOptions{Agents: raw(hookAgent), Agent: "x", PermissionMode: "acceptEdits"}}
+	if err := m.Validate(&opts); err == nil {
+		t.Fatal("a caller's agent hooks were accepted over HTTP")
+	}
+	opts = CreateOptions{Owner: "alice", Operator: []string{"agents", "permissionMode"}, SessionOptions: claudeagent.SessionOptions{Agents: raw(hookAgent), Agent: "x", PermissionMode: "acceptEdits"}}
+	if err := m.Validate(&opts); err != nil {
+		t.Errorf("the operator's agent over HTTP: %v", err)
+	}
+	strict := newManager(t, Config{Remote: true, AllowedRoots: []string{wd}, ToolsCeiling: []string{"Read"}})
+	opts = CreateOptions{Owner: "alice", Operator: []string{"agents"}, SessionOptions: claudeagent.SessionOptions{Agents: raw(hookAgent), Agent: "x"}}
+	if err := strict.Validate(&opts); err == nil || !strings.Contains(err.Error(), "runs a program") {
+		t.Errorf("the operator's agent hooks under a tools ceiling without Bash = %v, want refused", err)
+	}
+}

@@ -78,7 +78,8 @@ func (c Class) String() string {
 
 // use is one thing an option does, as the gate checks it.
 type use struct {
-	what  string // the option and the part of it: `agents["x"].hooks`
+	option string // the session option it is part of (its JSON name)
+	what   string // the option and the part of it: `agents["x"].hooks`
 	value string // the value, when the messages name it (a mode, a path)
 	class Class
 	also  string // a --http-allow name of earlier releases that allows it too
@@ -123,7 +124,7 @@ func (m *Manager) gate(o *CreateOptions, ch change) (map[string]string, error) {
 	}
 	effective := m.effectiveTools(o)
 	for _, u := range uses {
-		if err := m.checkUse(u, effective); err != nil {
+		if err := m.checkUse(u, effective, slices.Contains(o.Operator, u.option)); err != nil {
 			return nil, err
 		}
 	}
@@ -145,8 +146,9 @@ func (m *Manager) gate(o *CreateOptions, ch change) (map[string]string, error) {
 }
 
 // checkUse checks one use: the ceilings first (they bind every caller),
-// then, for a remote caller, its class against --http-allow.
-func (m *Manager) checkUse(u use, effective []string) error {
+// then, for a remote caller, its class against --http-allow (unless the
+// operator chose the option's value).
+func (m *Manager) checkUse(u use, effective []string, operator bool) error {
 	cfg := &m.cfg
 	for _, p := range u.paths {
 		if u.dirs {
@@ -192,7 +194,7 @@ func (m *Manager) checkUse(u use, effective []string) error {
 		}
 		return fmt.Errorf("%s %s, and this server lets sessions run no programs (--allowed-tools-ceiling %s has no Bash)", u.what, why, strings.Join(cfg.ToolsCeiling, ","))
 	}
-	if !cfg.Remote || (u.class == Harmless && !u.unclassified) {
+	if !cfg.Remote || operator || (u.class == Harmless && !u.unclassified) {
 		return nil
 	}
 	if m.remoteAllowed(u) {

@@ -120,6 +120,9 @@ func optionUses(o *CreateOptions) ([]use, error) {
 		if err != nil {
 			return nil, err
 		}
+		for i := range u {
+			u[i].option = name
+		}
 		uses = append(uses, u...)
 	}
 	return uses, nil

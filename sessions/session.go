@@ -66,6 +66,11 @@ type CreateOptions struct {
 	// Owner is the user the session belongs to (over HTTP, the bearer
 	// token's); "" on stdio. Persisted with the registry entry.
 	Owner string `json:"-"`
+	// Operator names the options whose values the operator chose (an
+	// agent of --agents-file or the user's agent files, not the caller):
+	// a remote caller needs no --http-allow for them; the ceilings still
+	// apply. Never a tool parameter; persisted with the registry entry.
+	Operator []string `json:"-"`
 }
 
 // QueryOptions tune one query.
