@@ -80,9 +80,9 @@ func (c Class) String() string {
 type use struct {
 	option string // the session option it is part of (its JSON name)
 	what   string // the option and the part of it: `agents["x"].hooks`
-	value string // the value, when the messages name it (a mode, a path)
-	class Class
-	also  string // a --http-allow name of earlier releases that allows it too
+	value  string // the value, when the messages name it (a mode, a path)
+	class  Class
+	also   string // a --http-allow name of earlier releases that allows it too
 	// unclassified marks a part no table knows: refused under any ceiling
 	// and from remote callers (unless --http-allow names its option).
 	unclassified bool
