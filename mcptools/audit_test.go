@@ -230,3 +230,26 @@ func TestTaskResultsBoundedPerUser(t *testing.T) {
 		t.Error("not alice's oldest were dropped")
 	}
 }
+
+// TestEveryToolClassified: every tool has a policy class, and a registered
+// tool without one is refused before it runs.
+func TestEveryToolClassified(t *testing.T) {
+	h := &handlers{}
+	for _, tool := range Tools() {
+		if _, ok := h.toolAction(tool.Name); !ok {
+			t.Errorf("tool %s has no policy class: add it to toolActions (mcptools/actions.go)", tool.Name)
+		}
+	}
+	h = &handlers{params: map[string][]string{"claude_session_list": {"sessionId"}}, actions: map[string]string{}}
+	ran := false
+	next := func(context.Context, string, mcp.Request) (mcp.Result, error) {
+		ran = true
+		return &mcp.CallToolResult{}, nil
+	}
+	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "claude_session_list", Arguments: json.RawMessage("{}")}}
+	res, err := h.callTool(context.Background(), req, next)
+	r, _ := res.(*mcp.CallToolResult)
+	if ran || err != nil || r == nil || !r.IsError || !strings.Contains(textOf(r), "not classified") {
+		t.Errorf("an unclassified tool: ran %v, result %+v, err %v", ran, r, err)
+	}
+}

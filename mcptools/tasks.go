@@ -196,6 +196,9 @@ func (h *handlers) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 func (h *handlers) callTool(ctx context.Context, req *mcp.CallToolRequest, next mcp.MethodHandler) (mcp.Result, error) {
 	name := req.Params.Name
 	if params := h.params[name]; params != nil {
+		if _, ok := h.toolAction(name); !ok {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: unclassifiedTool(name).Error()}}, IsError: true}, nil
+		}
 		if err := checkArgs(params, name, req.Params.Arguments); err != nil {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}, IsError: true}, nil
 		}

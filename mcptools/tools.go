@@ -163,6 +163,9 @@ type handlers struct {
 	tasks    *taskStore
 	params   map[string][]string // argument names, by tool
 	audit    *AuditLog
+	actions  map[string]string // the tools' classes (toolActions; tests change it)
+	// dynamicAction classifies tools added after NewServer (actions.go).
+	dynamicAction func(name string) (string, bool)
 }
 
 func (h *handlers) history(ctx context.Context, req *mcp.CallToolRequest, in HistoryInput) (*mcp.CallToolResult, HistoryOutput, error) {

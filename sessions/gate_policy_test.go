@@ -3,6 +3,7 @@ package sessions
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -33,16 +34,18 @@ func TestEveryOptionClassified(t *testing.T) {
 	}
 }
 
-// TestUnclassifiedOptionRefused: the gate itself refuses an option it has
-// no classifier for, wherever it is called from.
+// TestUnclassifiedOptionRefused: the gate refuses an option it has no
+// classifier for.
 func TestUnclassifiedOptionRefused(t *testing.T) {
-	saved := optionClasses["name"]
-	delete(optionClasses, "name")
-	defer func() { optionClasses["name"] = saved }()
-	m := newManager(t, Config{})
+	classes := maps.Clone(optionClasses)
+	delete(classes, "name")
 	opts := CreateOptions{Cwd: t.TempDir(), SessionOptions: claudeagent.SessionOptions{Name: "x"}}
-	if err := m.Validate(&opts); !errors.Is(err, errUnclassified) {
+	if _, err := optionUsesWith(classes, &opts); !errors.Is(err, errUnclassified) {
 		t.Errorf("an option without a class = %v, want it refused", err)
+	}
+	opts.Name = ""
+	if _, err := optionUsesWith(classes, &opts); err != nil {
+		t.Errorf("options without the unclassified one: %v", err)
 	}
 }
 

@@ -106,13 +106,18 @@ var optionClasses = map[string]classifier{
 // optionUses breaks the options that are set down into uses. An option
 // without a classifier is an error.
 func optionUses(o *CreateOptions) ([]use, error) {
+	return optionUsesWith(optionClasses, o)
+}
+
+// optionUsesWith is optionUses with the classifiers given.
+func optionUsesWith(classes map[string]classifier, o *CreateOptions) ([]use, error) {
 	names, err := setOptions(o)
 	if err != nil {
 		return nil, err
 	}
 	var uses []use
 	for _, name := range names {
-		classify, ok := optionClasses[name]
+		classify, ok := classes[name]
 		if !ok {
 			return nil, fmt.Errorf("%w: session option %q is not classified, so this server refuses it", errUnclassified, name)
 		}
