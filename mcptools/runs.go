@@ -25,7 +25,7 @@ func (h *handlers) launch(ctx context.Context, req *mcp.CallToolRequest, s *sess
 	if slot := taskSlotFrom(ctx); slot != nil {
 		// Do not wait for a process that is queued or still starting
 		// beyond the grace.
-		ro.ReturnAfter = slot.grace(h.opts.TaskAfter)
+		ro.ReturnAfter = slot.grace()
 	} else if wait > 0 {
 		ro.ReturnAfter = wait
 	}
@@ -59,7 +59,7 @@ func (h *handlers) await(ctx context.Context, req *mcp.CallToolRequest, n *notif
 	slot := taskSlotFrom(ctx)
 	if slot != nil {
 		// A task, unless the turn ends within the grace.
-		wait = slot.grace(h.opts.TaskAfter)
+		wait = slot.grace()
 	}
 	var asked <-chan struct{}
 	if modernEra(req) {

@@ -83,13 +83,58 @@ func newTaskStore(ttl time.Duration) *taskStore {
 // taskSlot carries a tools/call's task from the handler to the middleware
 // that answers the call with it.
 type taskSlot struct {
-	start time.Time // when the call arrived: the grace counts from here
+	start time.Time     // when the call arrived: the grace counts from here
+	after time.Duration // the grace: --task-after, or burstGrace in a fan-out
 	task  *task
 }
 
 // grace is what is left of the task grace of the call.
-func (s *taskSlot) grace(after time.Duration) time.Duration {
-	return max(after-time.Since(s.start), time.Millisecond)
+func (s *taskSlot) grace() time.Duration {
+	return max(s.after-time.Since(s.start), time.Millisecond)
+}
+
+// The fan-out rule. A host such as Claude Code runs a model's tool calls
+// that are not read-only one after another, so a model that fans out four
+// sub-agents waits for each call's grace in turn. A query call that
+// arrives within burstWindow after a call of the same client (its user, or
+// on stdio its MCP session) was answered with a task is taken for part of
+// such a fan-out: its grace is burstGrace, so it becomes a task at once
+// (the host is waiting for nothing else). A lone query keeps --task-after, and one
+// that ends within it still gets a plain result.
+const (
+	burstWindow = 3 * time.Second
+	burstGrace  = 10 * time.Millisecond
+)
+
+// bursts remembers, per client, when a call was last answered with a task.
+type bursts struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+// grace is the task grace of a call of scope arriving now.
+func (b *bursts) grace(scope string, after time.Duration, now time.Time) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s, t := range b.last {
+		if now.Sub(t) > burstWindow {
+			delete(b.last, s) // forget old bursts: the map stays small
+		}
+	}
+	if t, ok := b.last[scope]; ok && now.Sub(t) <= burstWindow {
+		return min(after, burstGrace)
+	}
+	return after
+}
+
+// tasked notes that a call of scope was answered with a task now.
+func (b *bursts) tasked(scope string, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.last == nil {
+		b.last = map[string]time.Time{}
+	}
+	b.last[scope] = now
 }
 
 type taskSlotKey struct{}
@@ -206,9 +251,11 @@ func (h *handlers) callTool(ctx context.Context, req *mcp.CallToolRequest, next 
 	if h.opts.NoTasks || !slices.Contains(taskTools, name) || !requestWantsTasks(req) {
 		return next(ctx, "tools/call", req)
 	}
-	slot := &taskSlot{start: time.Now()}
+	now := time.Now()
+	slot := &taskSlot{start: now, after: h.bursts.grace(scopeOf(ctx), h.opts.TaskAfter, now)}
 	res, err := next(context.WithValue(ctx, taskSlotKey{}, slot), "tools/call", req)
 	if slot.task != nil {
+		h.bursts.tasked(scopeOf(ctx), time.Now())
 		return slot.task.createResult(), nil
 	}
 	return res, err

@@ -164,6 +164,7 @@ type handlers struct {
 	params   map[string][]string // argument names, by tool
 	audit    *AuditLog
 	actions  map[string]string // the tools' classes (toolActions; tests change it)
+	bursts   bursts            // the fan-out rule (tasks.go)
 	// dynamicAction classifies tools added after NewServer (actions.go).
 	dynamicAction func(name string) (string, bool)
 }

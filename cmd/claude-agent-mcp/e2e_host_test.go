@@ -745,6 +745,47 @@ func TestE2EHost(t *testing.T) {
 		}
 	})
 
+	t.Run("task_fan_out", func(t *testing.T) {
+		// Four calls in one reply from a host that takes tasks: the host runs
+		// them one after another; the first becomes a task after
+		// --task-after, the next three at once (the fan-out rule), so the
+		// host model has its turn back in about a second.
+		start := time.Now()
+		ids := []string{"toolu_fo_a", "toolu_fo_b", "toolu_fo_c", "toolu_fo_d"}
+		h := startHost(t, hostOptions{prompt: "Ask four sub-agents in the background.", plan: func(h *host) hostPlan {
+			var calls []hostCall
+			for i, id := range ids {
+				calls = append(calls, directQuery(id, fmt.Sprintf("SLOW20 fan %d", i), h.cwd))
+			}
+			return hostPlan{final: "HOST DONE", steps: [][]hostCall{calls}}
+		}})
+		r := h.waitToolResult(90*time.Second, ids[len(ids)-1])
+		defer h.report(start)
+		for _, id := range ids {
+			if tr, _ := r.ToolResult(id); !strings.Contains(tr.Content, "started server-side task") {
+				t.Errorf("%s did not become a task; the host model got %q", id, tr.Content)
+			}
+		}
+		// The turn back: from the host's request answered with the four
+		// calls to its request carrying their results.
+		var prev *fakeapi.Request
+		for _, q := range h.api.Filter(func(q *fakeapi.Request) bool {
+			return fakeapi.From(fakeapi.EntrypointCLI)(q) && q.IsMainConversation()
+		}) {
+			if q.Received.Before(r.Received) {
+				prev = &q
+			}
+		}
+		if prev == nil {
+			t.Fatal("no host request before the one with the results")
+		}
+		back := r.Received.Sub(prev.Received)
+		t.Logf("four calls: the host model had its turn back after %s", back.Round(10*time.Millisecond))
+		if back > 2*time.Second {
+			t.Errorf("the host model waited %s for four task calls, want at most 2 s", back.Round(10*time.Millisecond))
+		}
+	})
+
 	for _, tool := range []string{"claude_direct_query", "claude_chat_query"} {
 		t.Run("task/"+tool, func(t *testing.T) {
 			// A host that takes MCP tasks: the call returns a task at once, the

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Request is one HTTP request received by the fake, with the Messages API
@@ -23,6 +24,7 @@ type Request struct {
 	System   json.RawMessage // string or array of blocks, as sent
 	Tools    []json.RawMessage
 	Messages []Message
+	Received time.Time // when the server recorded it
 }
 
 // Message is one entry of the request's messages array.

@@ -202,6 +202,7 @@ func cloneRequests(in []Request) []Request {
 // record appends r and wakes WaitRequests callers.
 func (s *Server) record(r *Request) {
 	s.mu.Lock()
+	r.Received = time.Now()
 	s.requests = append(s.requests, r.clone())
 	close(s.changed)
 	s.changed = make(chan struct{})
