@@ -19,6 +19,11 @@ import (
 // envPrefix prefixes the environment twin of every flag.
 const envPrefix = "CLAUDE_AGENT_MCP_"
 
+// noEnvTwin names the flags that are commands, not settings: they have no
+// environment twin, since a variable left in a serving server's
+// environment would turn it into one that prints and exits.
+var noEnvTwin = map[string]bool{"version": true}
+
 // config is the command line, with the environment twins applied.
 type config struct {
 	claudePath        string
@@ -116,7 +121,10 @@ func usage(fs *flag.FlagSet, w io.Writer) {
 		if typ != "" {
 			line += " " + typ
 		}
-		fmt.Fprintf(w, "%s  [%s]\n    \t%s", line, envName(f.Name), help)
+		if !noEnvTwin[f.Name] {
+			line += "  [" + envName(f.Name) + "]"
+		}
+		fmt.Fprintf(w, "%s\n    \t%s", line, help)
 		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "0s" && f.DefValue != "false" {
 			fmt.Fprintf(w, " (default %s)", f.DefValue)
 		}
@@ -146,13 +154,13 @@ func parseFlags(args []string) (*config, *flag.FlagSet, error) {
 }
 
 // applyEnv sets every flag not given on the command line from its
-// environment twin.
+// environment twin (commands have none: noEnvTwin).
 func applyEnv(fs *flag.FlagSet) error {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	var errs []error
 	fs.VisitAll(func(f *flag.Flag) {
-		if given[f.Name] {
+		if given[f.Name] || noEnvTwin[f.Name] {
 			return
 		}
 		name := envName(f.Name)

@@ -84,9 +84,38 @@ func TestHelpNamesEnv(t *testing.T) {
 		}
 	}
 	count := 0
-	newFlagSet(&config{}).VisitAll(func(*flag.Flag) { count++ })
+	newFlagSet(&config{}).VisitAll(func(f *flag.Flag) {
+		if !noEnvTwin[f.Name] {
+			count++
+		}
+	})
 	if got := strings.Count(stderr.String(), "[CLAUDE_AGENT_MCP_"); got != count {
 		t.Errorf("--help names %d environment variables for %d flags", got, count)
+	}
+}
+
+// TestCommandsHaveNoEnvTwin: --version is a command, not a setting: its
+// would-be environment twin, left in a serving server's environment, must
+// not make it print its version and exit. The server behaves as without
+// the variable (here: a bad flag is still reported, exit 2, nothing on
+// stdout).
+func TestCommandsHaveNoEnvTwin(t *testing.T) {
+	for name := range noEnvTwin {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv(envName(name), "true")
+			_, fs, err := parseFlags(nil)
+			if err != nil {
+				t.Fatalf("parseFlags: %v", err)
+			}
+			if f := fs.Lookup(name); f.Value.String() != f.DefValue {
+				t.Errorf("%s=true set --%s to %s", envName(name), name, f.Value)
+			}
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"--max-live", "0"}, strings.NewReader(""), &stdout, &stderr)
+			if code != 2 || stdout.Len() != 0 || !strings.Contains(stderr.String(), "--max-live 0") {
+				t.Errorf("with %s=true: exit %d, stdout %q, stderr %q; want exit 2 naming --max-live and no stdout", envName(name), code, stdout.String(), stderr.String())
+			}
+		})
 	}
 }
 
