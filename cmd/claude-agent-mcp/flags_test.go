@@ -7,14 +7,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 )
 
 // TestBadFlags: every flag and environment twin is checked before anything
-// is served: a bad one exits 2 with one line naming it, and nothing reaches
-// stdout.
+// is served: a bad one exits 2 with one line naming it (flags in their
+// double-dash form, a bad variable by its name) and saying what to use, and
+// nothing reaches stdout.
 func TestBadFlags(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
@@ -22,48 +24,85 @@ func TestBadFlags(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		args []string
-		env  string // NAME=value
-		want string
+		env  []string // NAME=value
+		want []string // in the one line, in this order
 	}{
-		{args: []string{"--max-sessions", "0"}, want: "--max-sessions 0"},
-		{args: []string{"--max-live", "-3"}, want: "--max-live -3"},
-		{args: []string{"--max-queue", "0"}, want: "--max-queue 0"},
-		{args: []string{"--idle-timeout", "-5s"}, want: "--idle-timeout -5s"},
-		{args: []string{"--query-timeout", "-1s"}, want: "--query-timeout"},
-		{args: []string{"--permission-timeout", "0s"}, want: "--permission-timeout"},
-		{args: []string{"--heartbeat-interval", "0s"}, want: "--heartbeat-interval"},
-		{args: []string{"--task-after", "0s"}, want: "--task-after"},
-		{args: []string{"--task-ttl", "-1h"}, want: "--task-ttl"},
-		{args: []string{"--max-depth", "-1"}, want: "--max-depth"},
-		{args: []string{"--max-session-budget-usd", "-1"}, want: "--max-session-budget-usd"},
-		{args: []string{"--max-total-budget-usd", "-0.5"}, want: "--max-total-budget-usd"},
-		{args: []string{"--max-result-chars", "0"}, want: "--max-result-chars"},
-		{args: []string{"--max-frame-bytes", "10"}, want: "--max-frame-bytes"},
-		{args: []string{"--max-prompt-bytes", "99999999999"}, want: "--max-prompt-bytes"},
-		{args: []string{"--permission-policy", "maybe"}, want: "--permission-policy maybe"},
-		{args: []string{"--log-level", "loud"}, want: "--log-level"},
-		{args: []string{"--allowed-permission-modes", "default,yolo"}, want: "--allowed-permission-modes yolo"},
-		{args: []string{"--allowed-roots", "relative/dir"}, want: "--allowed-roots entry"},
-		{args: []string{"--allowed-roots", file}, want: "is not a directory"},
-		{args: []string{"--allowed-tools-ceiling", "Read,not a tool"}, want: "--allowed-tools-ceiling"},
-		{args: []string{"--profiles", filepath.Join(t.TempDir(), "missing.json")}, want: "--profiles"},
-		{args: []string{"--max-live", "many"}, want: "-max-live"},
-		{args: []string{"--no-such-flag"}, want: "no-such-flag"},
-		{args: []string{"stray"}, want: "unexpected arguments"},
-		{env: "CLAUDE_AGENT_MCP_MAX_LIVE=-3", want: "--max-live -3"},
-		{env: "CLAUDE_AGENT_MCP_MAX_LIVE=lots", want: "CLAUDE_AGENT_MCP_MAX_LIVE"},
-		{env: "CLAUDE_AGENT_MCP_PERMISSION_POLICY=maybe", want: "--permission-policy maybe"},
+		{args: []string{"--max-sessions", "0"}, want: []string{"--max-sessions 0"}},
+		{args: []string{"--max-live", "-3"}, want: []string{"--max-live -3"}},
+		{args: []string{"--max-queue", "0"}, want: []string{"--max-queue 0"}},
+		{args: []string{"--idle-timeout", "-5s"}, want: []string{"--idle-timeout -5s"}},
+		{args: []string{"--query-timeout", "-1s"}, want: []string{"--query-timeout"}},
+		{args: []string{"--permission-timeout", "0s"}, want: []string{"--permission-timeout"}},
+		{args: []string{"--heartbeat-interval", "0s"}, want: []string{"--heartbeat-interval"}},
+		{args: []string{"--task-after", "0s"}, want: []string{"--task-after"}},
+		{args: []string{"--task-ttl", "-1h"}, want: []string{"--task-ttl"}},
+		{args: []string{"--max-depth", "-1"}, want: []string{"--max-depth"}},
+		{args: []string{"--max-session-budget-usd", "-1"}, want: []string{"--max-session-budget-usd"}},
+		{args: []string{"--max-total-budget-usd", "-0.5"}, want: []string{"--max-total-budget-usd"}},
+		{args: []string{"--max-result-chars", "0"}, want: []string{"--max-result-chars"}},
+		{args: []string{"--max-frame-bytes", "10"}, want: []string{"--max-frame-bytes"}},
+		{args: []string{"--max-prompt-bytes", "99999999999"}, want: []string{"--max-prompt-bytes"}},
+		{args: []string{"--permission-policy", "maybe"}, want: []string{"--permission-policy maybe"}},
+		{args: []string{"--log-level", "loud"}, want: []string{"--log-level"}},
+		{args: []string{"--allowed-permission-modes", "default,yolo"}, want: []string{"--allowed-permission-modes yolo"}},
+		{args: []string{"--allowed-roots", "relative/dir"}, want: []string{"--allowed-roots entry"}},
+		{args: []string{"--allowed-roots", file}, want: []string{"is not a directory"}},
+		{args: []string{"--allowed-tools-ceiling", "Read,not a tool"}, want: []string{"--allowed-tools-ceiling"}},
+		{args: []string{"--profiles", filepath.Join(t.TempDir(), "missing.json")}, want: []string{"--profiles"}},
+		// What the flag parser refuses: the value's kind is named.
+		{args: []string{"--idle-timeout", "5"}, want: []string{`invalid --idle-timeout "5"`, "use a duration such as 30s or 15m"}},
+		{args: []string{"-idle-timeout=soon"}, want: []string{`invalid --idle-timeout "soon"`, "a duration such as 30s or 15m"}},
+		{args: []string{"--max-live", "many"}, want: []string{`invalid --max-live "many"`, "use a whole number such as 4"}},
+		{args: []string{"--max-live", "99999999999999999999"}, want: []string{"--max-live", "a whole number", "out of range"}},
+		{args: []string{"--max-total-budget-usd", "lots"}, want: []string{`invalid --max-total-budget-usd "lots"`, "use a number such as 2.5"}},
+		{args: []string{"--persist=maybe"}, want: []string{`invalid --persist "maybe"`, "use true or false"}},
+		{args: []string{"--persist", "false"}, want: []string{"unexpected arguments", "--persist takes true or false after '='", "--persist=false"}},
+		{args: []string{"--claude-path", "false", "--persist", "false"}, want: []string{"unexpected arguments", "--persist=false"}},
+		{args: []string{"--max-live", "2", "--idle-timeout"}, want: []string{"--idle-timeout needs a value: a duration such as 30s or 15m"}},
+		{args: []string{"--claude-path"}, want: []string{"--claude-path needs a value"}},
+		// Unknown flags: the closest existing one is suggested.
+		{args: []string{"--idle-timout", "5m"}, want: []string{"unknown flag --idle-timout", "did you mean --idle-timeout?"}},
+		{args: []string{"-max-lve", "3"}, want: []string{"unknown flag --max-lve", "did you mean --max-live?"}},
+		{args: []string{"--versoin"}, want: []string{"did you mean --version?"}},
+		{args: []string{"--log", "debug"}, want: []string{"unknown flag --log", "did you mean --log-level?"}},
+		{args: []string{"--no-such-flag"}, want: []string{"unknown flag --no-such-flag (see --help)"}},
+		{args: []string{"stray"}, want: []string{"unexpected arguments"}},
+		// Environment twins: a value the parser refuses names the variable,
+		// one that check refuses names the flag and the variable.
+		{env: []string{"CLAUDE_AGENT_MCP_MAX_LIVE=-3"}, want: []string{"--max-live -3", "(set by CLAUDE_AGENT_MCP_MAX_LIVE)"}},
+		{env: []string{"CLAUDE_AGENT_MCP_MAX_LIVE=lots"}, want: []string{`invalid CLAUDE_AGENT_MCP_MAX_LIVE="lots"`, "use a whole number such as 4"}},
+		{env: []string{"CLAUDE_AGENT_MCP_IDLE_TIMEOUT=5"}, want: []string{`invalid CLAUDE_AGENT_MCP_IDLE_TIMEOUT="5"`, "use a duration such as 30s or 15m"}},
+		{env: []string{"CLAUDE_AGENT_MCP_PERSIST=maybe"}, want: []string{`invalid CLAUDE_AGENT_MCP_PERSIST="maybe"`, "use true or false"}},
+		{env: []string{"CLAUDE_AGENT_MCP_PERMISSION_POLICY=maybe"}, want: []string{"--permission-policy maybe", "(set by CLAUDE_AGENT_MCP_PERMISSION_POLICY)"}},
+		{env: []string{"CLAUDE_AGENT_MCP_MAX_LIVE=lots", "CLAUDE_AGENT_MCP_TASK_TTL=x"}, want: []string{"CLAUDE_AGENT_MCP_"}}, // still one line
+		// The command line wins over a bad twin, and its own error is not
+		// blamed on the variable.
+		{args: []string{"--max-live", "0"}, env: []string{"CLAUDE_AGENT_MCP_MAX_LIVE=lots"}, want: []string{"--max-live 0"}},
 	} {
-		t.Run(strings.Join(append(tc.args, tc.env), " "), func(t *testing.T) {
-			if tc.env != "" {
-				k, v, _ := strings.Cut(tc.env, "=")
+		t.Run(strings.Join(append(tc.args, tc.env...), " "), func(t *testing.T) {
+			for _, kv := range tc.env {
+				k, v, _ := strings.Cut(kv, "=")
 				t.Setenv(k, v)
 			}
 			var stdout, stderr bytes.Buffer
 			code := run(tc.args, strings.NewReader(""), &stdout, &stderr)
 			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
-			if code != 2 || len(lines) != 1 || !strings.Contains(lines[0], tc.want) || !strings.HasPrefix(lines[0], "claude-agent-mcp: ") {
-				t.Errorf("exit %d, stderr %q; want exit 2 and one line naming %q", code, stderr.String(), tc.want)
+			if code != 2 || len(lines) != 1 || !strings.HasPrefix(lines[0], "claude-agent-mcp: ") {
+				t.Fatalf("exit %d, stderr %q; want exit 2 and one line", code, stderr.String())
+			}
+			rest := lines[0]
+			for _, want := range tc.want {
+				i := strings.Index(rest, want)
+				if i < 0 {
+					t.Fatalf("stderr %q lacks %q (in this order: %q)", lines[0], want, tc.want)
+				}
+				rest = rest[i+len(want):]
+			}
+			if singleDash.MatchString(lines[0]) {
+				t.Errorf("stderr %q names a flag with a single dash", lines[0])
+			}
+			if tc.env == nil && strings.Contains(lines[0], "set by") {
+				t.Errorf("stderr %q blames a variable", lines[0])
 			}
 			if stdout.Len() != 0 {
 				t.Errorf("stdout = %q", stdout.String())
@@ -72,26 +111,123 @@ func TestBadFlags(t *testing.T) {
 	}
 }
 
-// TestHelpNamesEnv: --help lists every flag with its environment twin.
-func TestHelpNamesEnv(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	if code := run([]string{"--help"}, strings.NewReader(""), &stdout, &stderr); code != 0 {
-		t.Fatalf("--help exit %d", code)
-	}
-	for _, name := range []string{"max-live", "permission-policy", "task-after", "allowed-roots", "claude-path"} {
-		if !strings.Contains(stderr.String(), "--"+name) || !strings.Contains(stderr.String(), "["+envName(name)+"]") {
-			t.Errorf("--help lacks --%s with [%s]", name, envName(name))
+// singleDash finds a flag written the flag package's way (-max-live).
+var singleDash = regexp.MustCompile(`(^|[\s(])-[a-z]`)
+
+// TestClosestFlag: an unknown flag's suggestion is the existing flag within
+// a small edit distance, or the only one it begins, else none.
+func TestClosestFlag(t *testing.T) {
+	fs := newFlagSet(&config{})
+	for _, tc := range []struct{ in, want string }{
+		{"idle-timout", "idle-timeout"},
+		{"idle-timeuot", "idle-timeout"},
+		{"max-lives", "max-live"},
+		{"taskttl", "task-ttl"},
+		{"claude-pth", "claude-path"},
+		{"log", "log-level"}, // the only flag it begins
+		{"max", ""},          // begins many
+		{"verbose", ""},      // nothing near
+		{"timeout", ""},      // nothing near enough
+		{"x", ""},
+	} {
+		if got := closestFlag(fs, tc.in); got != tc.want {
+			t.Errorf("closestFlag(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
-	count := 0
-	newFlagSet(&config{}).VisitAll(func(f *flag.Flag) {
-		if !noEnvTwin[f.Name] {
-			count++
+	for _, tc := range []struct {
+		a, b string
+		d    int
+	}{{"", "", 0}, {"a", "", 1}, {"", "abc", 3}, {"kitten", "sitting", 3}, {"idle-timout", "idle-timeout", 1}, {"flaw", "lawn", 2}} {
+		if d := editDistance(tc.a, tc.b); d != tc.d {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, d, tc.d)
+		}
+	}
+}
+
+// TestHelp: --help prints to stdout and exits 0; every flag appears once,
+// under one of the headings, with its default and, unless it is a command,
+// its environment twin.
+func TestHelp(t *testing.T) {
+	for _, arg := range []string{"--help", "-h", "-help"} {
+		t.Run(arg, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run([]string{arg}, strings.NewReader(""), &stdout, &stderr); code != 0 || stderr.Len() != 0 {
+				t.Fatalf("%s: exit %d, stderr %q; want 0 and nothing", arg, code, stderr.String())
+			}
+			help := stdout.String()
+			for _, heading := range []string{"\nSessions:\n", "\nPolicy:\n", "\nTasks", "\nHTTP and teams:\n", "\nPerformance and limits:\n", "\nLogging:\n", "\nCommands"} {
+				if !strings.Contains(help, heading) {
+					t.Errorf("--help lacks the heading %q", strings.TrimSpace(heading))
+				}
+			}
+			// Each flag's entry: its line, then its indented description.
+			entries := map[string]string{}
+			var name string
+			for _, line := range strings.Split(help, "\n") {
+				switch {
+				case strings.HasPrefix(line, "  --"):
+					name = strings.Fields(line)[0][2:]
+					if _, dup := entries[name]; dup {
+						t.Errorf("--%s is listed twice", name)
+					}
+					entries[name] = line + "\n"
+				case strings.HasPrefix(line, "      ") && name != "":
+					entries[name] += line + "\n"
+				default:
+					name = ""
+				}
+			}
+			newFlagSet(&config{}).VisitAll(func(f *flag.Flag) {
+				e, ok := entries[f.Name]
+				switch {
+				case !ok:
+					t.Errorf("--help lacks --%s", f.Name)
+				case noEnvTwin[f.Name]:
+					if strings.Contains(e, "CLAUDE_AGENT_MCP_") {
+						t.Errorf("--%s is a command, yet --help gives it an environment variable:\n%s", f.Name, e)
+					}
+				default:
+					if !strings.Contains(e, "["+envName(f.Name)+"]") {
+						t.Errorf("--help lacks [%s] for --%s:\n%s", envName(f.Name), f.Name, e)
+					}
+					if !strings.Contains(e, "(default") {
+						t.Errorf("--help gives no default for --%s:\n%s", f.Name, e)
+					}
+				}
+			})
+			for _, want := range []string{"(default 15m)", "(default 64)", "(default true)", "(default deny)", "(default 1h)"} {
+				if !strings.Contains(help, want) {
+					t.Errorf("--help lacks %q", want)
+				}
+			}
+			if i := strings.Index(help, "\nOther:"); i >= 0 {
+				t.Errorf("--help has flags in no group (add them to flagGroups):\n%s", help[i:])
+			}
+		})
+	}
+}
+
+// TestHelpGroups: flagGroups names every flag exactly once, and nothing
+// else.
+func TestHelpGroups(t *testing.T) {
+	fs := newFlagSet(&config{})
+	seen := map[string]string{}
+	for _, g := range flagGroups {
+		for _, name := range g.names {
+			if fs.Lookup(name) == nil {
+				t.Errorf("group %q names --%s, which is no flag", g.title, name)
+			}
+			if other, dup := seen[name]; dup {
+				t.Errorf("--%s is in groups %q and %q", name, other, g.title)
+			}
+			seen[name] = g.title
+		}
+	}
+	fs.VisitAll(func(f *flag.Flag) {
+		if seen[f.Name] == "" {
+			t.Errorf("--%s is in no group of flagGroups", f.Name)
 		}
 	})
-	if got := strings.Count(stderr.String(), "[CLAUDE_AGENT_MCP_"); got != count {
-		t.Errorf("--help names %d environment variables for %d flags", got, count)
-	}
 }
 
 // TestCommandsHaveNoEnvTwin: --version is a command, not a setting: its

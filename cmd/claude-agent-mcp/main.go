@@ -50,7 +50,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	cfg, fs, err := parseFlags(args)
 	if errors.Is(err, flag.ErrHelp) {
-		usage(fs, stderr)
+		usage(fs, stdout)
 		return 0
 	}
 	if err != nil {
