@@ -24,7 +24,7 @@ const envPrefix = "CLAUDE_AGENT_MCP_"
 // noEnvTwin names the flags that are commands, not settings: they have no
 // environment twin, since a variable left in a serving server's
 // environment would turn it into one that prints and exits.
-var noEnvTwin = map[string]bool{"version": true}
+var noEnvTwin = map[string]bool{"version": true, "print-setup": true}
 
 // config is the command line, with the environment twins applied.
 type config struct {
@@ -57,6 +57,7 @@ type config struct {
 	taskAfter         time.Duration
 	taskTTL           time.Duration
 	showVersion       bool
+	printSetup        bool
 	http              string
 	tokensFile        string
 	publicURL         string
@@ -112,6 +113,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.auditLog, "audit-log", "", "append a JSON line per tool call to this file: time, user, tool, session, prompt size and SHA-256, outcome, duration, cost (default: none)")
 	fs.BoolVar(&c.auditPrompts, "audit-prompts", false, "put the prompts themselves in --audit-log")
 	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
+	fs.BoolVar(&c.printSetup, "print-setup", false, "print how to register this binary with Claude Code (the claude mcp add line at user scope, and a .mcp.json entry, with its absolute path) and exit")
 	return fs
 }
 

@@ -26,7 +26,7 @@ var flagGroups = []flagGroup{
 		"user-max-budget-usd", "per-user-config-dir"}},
 	{"Performance and limits", []string{"max-live", "max-queue", "warm-spares", "idle-timeout", "max-frame-bytes", "max-prompt-bytes"}},
 	{"Logging", []string{"log-level", "audit-log", "audit-prompts"}},
-	{"Commands (print, then exit)", []string{"version"}},
+	{"Commands (print, then exit)", []string{"print-setup", "version"}},
 }
 
 // usage prints --help: the flags under their headings, each with its

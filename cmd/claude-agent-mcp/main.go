@@ -61,6 +61,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "claude-agent-mcp", versionString())
 		return 0
 	}
+	if cfg.printSetup {
+		if err := printSetup(stdout, stderr); err != nil {
+			fmt.Fprintln(stderr, "claude-agent-mcp:", err)
+			return 1
+		}
+		return 0
+	}
 	st, err := cfg.check()
 	if err != nil {
 		fmt.Fprintln(stderr, "claude-agent-mcp:", err)
