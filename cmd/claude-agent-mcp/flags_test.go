@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/fakecli"
 )
 
 // TestBadFlags: every flag and environment twin is checked before anything
@@ -263,7 +265,7 @@ func TestQuietCleanStop(t *testing.T) {
 	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho '2.1.330 (Claude Code)'\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	log := startAndStop(t, fake)
+	log := startAndStop(t, fake, nil, "claude CLI")
 	for _, bad := range []string{"ERR", "server run start", "server connecting", "run cancelled"} {
 		if strings.Contains(log, bad) {
 			t.Errorf("the log at info holds %q:\n%s", bad, log)
@@ -276,45 +278,61 @@ func TestQuietCleanStop(t *testing.T) {
 	}
 }
 
-// TestCLICheckAtStart: a missing claude, or one older than the oldest
-// supported version, is reported once at start with what to do — not only
-// at the first call — and the server still serves.
+// TestCLICheckAtStart: a missing claude, one older than the oldest
+// supported version, or one that is not logged in is reported once at start
+// with what to do — not only at the first call — and the server still
+// serves and stops cleanly. A usable CLI gets no warning.
 func TestCLICheckAtStart(t *testing.T) {
 	dir := t.TempDir()
 	old := filepath.Join(dir, "claude-old")
 	if err := os.WriteFile(old, []byte("#!/bin/sh\necho '2.1.100 (Claude Code)'\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	fake, fakeEnv := fakecli.Command(t)
+	var env []string
+	for k, v := range fakeEnv {
+		env = append(env, k+"="+v)
+	}
 	for _, tc := range []struct {
 		name, path string
-		want       []string
+		env        []string
+		until      string   // the line to wait for
+		want       []string // in the log
+		warnings   int
 	}{
-		{"missing", filepath.Join(dir, "no-such-claude"), []string{"WRN", "not usable", "no-such-claude", "npm install -g @anthropic-ai/claude-code"}},
-		{"old", old, []string{"WRN", "older than the oldest version", "2.1.100", "2.1.197"}},
+		{"missing", filepath.Join(dir, "no-such-claude"), nil, "claude CLI",
+			[]string{"WRN", "not usable", "no-such-claude", "npm install -g @anthropic-ai/claude-code", "--claude-path", "CLAUDE_AGENT_MCP_CLAUDE_PATH"}, 1},
+		{"old", old, nil, "claude CLI", []string{"WRN", "older than the oldest version", "2.1.100", "2.1.197"}, 1},
+		{"not logged in", fake, append(env, fakecli.EnvNotLoggedIn+"=1"), "not logged in",
+			[]string{"WRN", "the claude CLI is not logged in", "claude auth login", "ANTHROPIC_API_KEY", "INF claude CLI"}, 1},
+		{"logged in", fake, env, "claude CLI login", []string{"INF claude CLI", "method=api_key"}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			log := startAndStop(t, tc.path, "--warm-spares", "0") // a spare would run the stand-in too
+			// A spare would run the stand-in too.
+			log := startAndStop(t, tc.path, tc.env, tc.until, "--warm-spares", "0", "--log-level", "debug")
 			for _, want := range tc.want {
 				if !strings.Contains(log, want) {
 					t.Errorf("the log lacks %q:\n%s", want, log)
 				}
 			}
-			if n := strings.Count(log, "WRN"); n != 1 {
-				t.Errorf("%d warnings, want one:\n%s", n, log)
+			if n := strings.Count(log, "WRN"); n != tc.warnings {
+				t.Errorf("%d warnings, want %d:\n%s", n, tc.warnings, log)
 			}
 		})
 	}
 }
 
-// startAndStop starts the built server with claude at claudePath, waits
-// for its start-up line about the CLI, stops it cleanly (stdin EOF) and
-// returns its stderr. args go to the server.
-func startAndStop(t *testing.T, claudePath string, args ...string) string {
+// startAndStop starts the built server with claude at claudePath and env
+// added to its environment, waits for a line of the background check of
+// the CLI holding until, stops the server cleanly (stdin EOF) and returns
+// its stderr. args go to the server.
+func startAndStop(t *testing.T, claudePath string, env []string, until string, args ...string) string {
 	t.Helper()
 	bin := serverBinary(t)
 	dir := t.TempDir()
 	cmd := exec.Command(bin, append([]string{"--claude-path", claudePath, "--state-file", filepath.Join(dir, "state.json")}, args...)...)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -338,16 +356,16 @@ func startAndStop(t *testing.T, claudePath string, args ...string) string {
 	// The start-up check runs in the background: wait for its line, then
 	// stop the server cleanly.
 	timeout := time.After(10 * time.Second)
-	for !strings.Contains(log.String(), "claude CLI") {
+	for !strings.Contains(log.String(), until) {
 		select {
 		case l, ok := <-lines:
 			if !ok {
-				t.Fatalf("the server exited before its line about the claude CLI:\n%s", log.String())
+				t.Fatalf("the server exited before a line with %q:\n%s", until, log.String())
 			}
 			log.WriteString(l + "\n")
 		case <-timeout:
 			_ = cmd.Process.Kill()
-			t.Fatalf("no line about the claude CLI:\n%s", log.String())
+			t.Fatalf("no line with %q:\n%s", until, log.String())
 		}
 	}
 	in.Close()
