@@ -243,7 +243,7 @@ func boolHint(fs *flag.FlagSet, args []string) string {
 		return ""
 	}
 	name := strings.TrimLeft(args[stray-1], "-")
-	if f := fs.Lookup(name); f != nil && wantFor(f.Value) == "true or false" && !strings.Contains(args[stray-1], "=") {
+	if f := fs.Lookup(name); f != nil && isBool(f) && !strings.Contains(args[stray-1], "=") {
 		example := "true"
 		if f.DefValue == "true" {
 			example = "false"
@@ -251,6 +251,13 @@ func boolHint(fs *flag.FlagSet, args []string) string {
 		return fmt.Sprintf(": --%s takes true or false after '=', as in --%s=%s", name, name, example)
 	}
 	return ""
+}
+
+// isBool reports whether f is a true/false flag, which the flag package
+// lets stand alone (--persist) and takes a value only after '='.
+func isBool(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
 
 // closestFlag is the flag whose name is nearest to name — within an edit

@@ -154,23 +154,23 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 		opts.AuditLog = f
 	}
 	srv := mcptools.NewServer(mgr, opts)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	// The CLI is checked in the background: serving starts at once. The
-	// check ends (its CLI killed) when serving does.
-	checkCtx, stopCheck := context.WithCancel(context.Background())
+	// check ends (its CLI killed) when serving does: stop comes before the
+	// sessions are shut down.
 	checked := make(chan struct{})
 	go func() {
 		defer close(checked)
 		// With --per-user-config-dir each user's sessions have credentials
 		// of their own: the server's are no guide.
-		checkCLI(checkCtx, mgr, mcfg.Env, mcfg.PerUserConfigDir == "", logger)
+		checkCLI(ctx, mgr, mcfg.Env, mcfg.PerUserConfigDir == "", logger)
 	}()
 	defer func() {
-		stopCheck()
+		stop()
 		<-checked
 	}()
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	if c.http != "" {
 		return serveHTTP(ctx, c, st, srv, mgr, logger)
 	}
