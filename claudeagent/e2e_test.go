@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -676,6 +677,32 @@ func TestE2EMissingCLI(t *testing.T) {
 		}
 		if !errors.Is(err, claudeagent.ErrCLINotFound) || !strings.Contains(err.Error(), path) {
 			t.Errorf("Start(%q) error = %v; want ErrCLINotFound naming the path", path, err)
+		}
+	}
+}
+
+// TestE2ECLIAuthStatus: the real CLI answers `auth status` offline: logged
+// in with the API key of the test environment, not logged in without it in
+// a scratch HOME; either way without an API call (at most the connection
+// warm-up HEAD that every start of the CLI sends).
+func TestE2ECLIAuthStatus(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ctx, cancel := context.WithTimeout(t.Context(), e2eTimeout)
+	defer cancel()
+	st, err := claudeagent.CLIAuthStatus(ctx, h.bin, h.env)
+	if err != nil || !st.LoggedIn || st.AuthMethod != "api_key" {
+		t.Errorf("with ANTHROPIC_API_KEY: %+v, %v; want logged in by api_key", st, err)
+	}
+	env := maps.Clone(h.env)
+	env["ANTHROPIC_API_KEY"] = ""
+	st, err = claudeagent.CLIAuthStatus(ctx, h.bin, env)
+	if err != nil || st.LoggedIn || st.AuthMethod != "none" {
+		t.Errorf("without credentials: %+v, %v; want not logged in", st, err)
+	}
+	for _, r := range h.srv.Requests() {
+		if r.Method != "HEAD" { // 2.1.197 sends its warm-up HEAD / as at every start
+			t.Errorf("auth status sent %s %s to the API", r.Method, r.Path)
 		}
 	}
 }

@@ -1011,6 +1011,48 @@ func TestFakeControlTimeout(t *testing.T) {
 	}
 }
 
+// TestFakeCLIAuthStatus: CLIAuthStatus reads `auth status` logged in, not
+// logged in (exit 1, the status still printed), and fails on a CLI that
+// prints no status.
+func TestFakeCLIAuthStatus(t *testing.T) {
+	t.Parallel()
+	path, env := fakecli.Command(t)
+	ctx := context.Background()
+	st, err := CLIAuthStatus(ctx, path, env)
+	if err != nil || st != (AuthStatus{LoggedIn: true, AuthMethod: "api_key", APIProvider: "firstParty"}) {
+		t.Errorf("logged in: %+v, %v", st, err)
+	}
+	env[fakecli.EnvNotLoggedIn] = "1"
+	st, err = CLIAuthStatus(ctx, path, env)
+	if err != nil || st != (AuthStatus{LoggedIn: false, AuthMethod: "none", APIProvider: "firstParty"}) {
+		t.Errorf("not logged in: %+v, %v", st, err)
+	}
+	if runtime.GOOS == "windows" {
+		return
+	}
+	script := filepath.Join(t.TempDir(), "claude")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho '2.1.330 (Claude Code)'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := CLIAuthStatus(ctx, script, nil); err == nil || !strings.Contains(err.Error(), "auth status") || !strings.Contains(err.Error(), "2.1.330 (Claude Code)") {
+		t.Errorf("no status: %+v, %v; want an error naming the command and what it printed", st, err)
+	}
+	// A CLI that never answers is killed when ctx ends.
+	hang := filepath.Join(t.TempDir(), "claude")
+	if err := os.WriteFile(hang, []byte("#!/bin/sh\nexec sleep 90\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if st, err := CLIAuthStatus(short, hang, nil); err == nil {
+		t.Errorf("a hanging CLI: %+v", st)
+	}
+	if d := time.Since(start); d > time.Minute { // the CLI sleeps 90 s
+		t.Errorf("a hanging CLI held CLIAuthStatus for %s after its context ended", d)
+	}
+}
+
 func TestFakeCLIVersion(t *testing.T) {
 	t.Parallel()
 	path, env := fakecli.Command(t)

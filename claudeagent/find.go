@@ -1,7 +1,9 @@
 package claudeagent
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 )
 
 // MinVersion is the oldest CLI this package drives; older ones lack parts of
@@ -117,4 +121,44 @@ func CLIVersionEnv(ctx context.Context, path string, env map[string]string) (str
 		return v, fmt.Errorf("claude CLI at %s is version %s, older than the minimum %s; update it with: npm install -g @anthropic-ai/claude-code", path, v, MinVersion)
 	}
 	return v, nil
+}
+
+// AuthStatus is what `claude auth status` reports (the fields that CLI
+// 2.1.197 and 2.1.330 share).
+type AuthStatus struct {
+	LoggedIn bool
+	// AuthMethod is how: api_key, api_key_helper, oauth_token, claude.ai,
+	// third_party (Bedrock, Vertex, …) or none.
+	AuthMethod string
+	// APIProvider is firstParty, bedrock, vertex, ….
+	APIProvider string
+}
+
+// CLIAuthStatus runs `path auth status --json` (bounded by ctx and 10 s)
+// with env added to the inherited environment, as [CLIVersionEnv] does. The
+// CLI answers from its environment, settings (apiKeyHelper) and stored
+// credentials, without an API request; not logged in, it exits 1 and still
+// prints the status. CLIs before 2.1.197 are not known to have the command.
+func CLIAuthStatus(ctx context.Context, path string, env map[string]string) (AuthStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, "auth", "status", "--json")
+	cmd.Env = (&Options{Env: env}).Environ("")
+	cmd.WaitDelay = time.Second
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, runErr := cmd.Output()
+	var st struct {
+		LoggedIn    *bool  `json:"loggedIn"`
+		AuthMethod  string `json:"authMethod"`
+		APIProvider string `json:"apiProvider"`
+	}
+	if err := json.Unmarshal(out, &st); err != nil || st.LoggedIn == nil {
+		if runErr == nil {
+			runErr = errors.New("no loggedIn field")
+		}
+		return AuthStatus{}, fmt.Errorf("running %s auth status: %v: %s", path, runErr,
+			textcut.Cut(strings.TrimSpace(string(out)+" "+stderr.String()), 300))
+	}
+	return AuthStatus{LoggedIn: *st.LoggedIn, AuthMethod: st.AuthMethod, APIProvider: st.APIProvider}, nil
 }

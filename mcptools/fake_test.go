@@ -179,3 +179,40 @@ func BenchmarkWarmQuery(b *testing.B) {
 		}
 	}
 }
+
+// TestFailedTurnSaysItOnce: a CLI that is not logged in answers every turn
+// with the synthetic text "Not logged in · Please run /login" and an error
+// result carrying the same text; the result's text says it once, as the
+// failure, for chat and one-shot queries alike. The structured content
+// keeps both fields.
+func TestFailedTurnSaysItOnce(t *testing.T) {
+	const notLoggedIn = "Not logged in · Please run /login"
+	t.Setenv(fakecli.EnvNotLoggedIn, "1")
+	f := newFakeServer(t, "", sessions.Config{WarmSpares: 0}, Options{})
+	res, out := f.call(t, "claude_session_create", map[string]any{"cwd": t.TempDir()}, nil)
+	if res.IsError {
+		t.Fatalf("create: %s", resText(res))
+	}
+	sid := out["sessionId"].(string)
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"claude_chat_query", map[string]any{"sessionId": sid, "prompt": "hi"}},
+		{"claude_direct_query", map[string]any{"prompt": "hi", "cwd": t.TempDir()}},
+	} {
+		t.Run(tc.tool, func(t *testing.T) {
+			res, out := f.call(t, tc.tool, tc.args, nil)
+			text := resText(res)
+			if !res.IsError || !strings.HasPrefix(text, "The turn failed: "+notLoggedIn) {
+				t.Fatalf("isError %v, text %q; want a failed turn", res.IsError, text)
+			}
+			if n := strings.Count(text, notLoggedIn); n != 1 || strings.Contains(text, "\n\n\n") {
+				t.Errorf("the text says %q %d times, or has blank lines to spare:\n%s", notLoggedIn, n, text)
+			}
+			if out["error"] != notLoggedIn || out["finalText"] != notLoggedIn {
+				t.Errorf("structured error %q, finalText %q; want both %q", out["error"], out["finalText"], notLoggedIn)
+			}
+		})
+	}
+}

@@ -391,9 +391,12 @@ func queryOutput(sessionID string, r *sessions.TurnResult) QueryOutput {
 }
 
 // resultText is the text content: the final text, with a line naming the
-// Claude session id (some clients read only the text).
+// Claude session id (some clients read only the text). A final text that
+// only repeats the failure (the CLI's result text is its error, as in
+// "Not logged in") is not said twice.
 func resultText(sessionID string, r *sessions.TurnResult) string {
 	var b strings.Builder
+	failure := ""
 	switch {
 	case r.TimedOut:
 		b.WriteString("The query timed out and was interrupted.\n\n")
@@ -401,17 +404,23 @@ func resultText(sessionID string, r *sessions.TurnResult) string {
 		b.WriteString("The query was interrupted.\n\n")
 	case r.IsError && r.ErrorText != "":
 		fmt.Fprintf(&b, "The turn failed: %s\n\n", r.ErrorText)
+		failure = strings.TrimSpace(r.ErrorText)
 	}
 	if r.Recovered == "replayed" {
 		b.WriteString("(The conversation's record had been lost, so it was restored from notes: Claude Code's memory of earlier turns is rebuilt, not exact.)\n\n")
 	}
 	if r.FinalText != "" {
-		b.WriteString(r.FinalText)
+		if strings.TrimSpace(r.FinalText) != failure {
+			b.WriteString(r.FinalText)
+		}
 	} else if !r.IsError {
 		b.WriteString("(Claude Code produced no final text.)")
 	}
-	fmt.Fprintf(&b, "\n\n[sessionId %s · claudeSessionId %s]", sessionID, r.ClaudeSessionID)
-	return strings.TrimLeft(b.String(), "\n")
+	ids := fmt.Sprintf("[sessionId %s · claudeSessionId %s]", sessionID, r.ClaudeSessionID)
+	if body := strings.Trim(b.String(), "\n"); body != "" {
+		return body + "\n\n" + ids
+	}
+	return ids
 }
 
 func (h *handlers) interrupt(ctx context.Context, req *mcp.CallToolRequest, in SessionInput) (*mcp.CallToolResult, InterruptOutput, error) {

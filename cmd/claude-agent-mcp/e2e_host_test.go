@@ -256,9 +256,6 @@ func requireHostCLI(t *testing.T) string {
 	return claude
 }
 
-// shellQuote quotes s for sh.
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-
 // startHost starts the host TUI with o.prompt, the server as its MCP
 // server "agent", and o.plan as the host model. The host's stop (a
 // t.Cleanup) checks that no process the test started survives.

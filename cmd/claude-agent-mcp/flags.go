@@ -7,8 +7,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +20,11 @@ import (
 
 // envPrefix prefixes the environment twin of every flag.
 const envPrefix = "CLAUDE_AGENT_MCP_"
+
+// noEnvTwin names the flags that are commands, not settings: they have no
+// environment twin, since a variable left in a serving server's
+// environment would turn it into one that prints and exits.
+var noEnvTwin = map[string]bool{"version": true, "print-setup": true}
 
 // config is the command line, with the environment twins applied.
 type config struct {
@@ -50,6 +57,7 @@ type config struct {
 	taskAfter         time.Duration
 	taskTTL           time.Duration
 	showVersion       bool
+	printSetup        bool
 	http              string
 	tokensFile        string
 	publicURL         string
@@ -60,6 +68,8 @@ type config struct {
 	perUserConfigDir  string
 	auditLog          string
 	auditPrompts      bool
+
+	fromEnv map[string]string // flags set from their environment twin → the variable
 }
 
 func newFlagSet(c *config) *flag.FlagSet {
@@ -81,7 +91,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.IntVar(&c.maxDepth, "max-depth", 2, "refuse to create sessions when nested this deep in claude-agent-mcp sessions")
 	fs.Float64Var(&c.sessionBudget, "max-session-budget-usd", 0, "the most a session may spend, in USD (caps maxBudgetUsd, and is the budget of sessions that give none); 0 no cap")
 	fs.Float64Var(&c.totalBudget, "max-total-budget-usd", 0, "the most all sessions together may spend, in USD, counted from the costs the CLI reports (across restarts when persisted); past it new turns are refused; 0 no cap")
-	fs.StringVar(&c.profiles, "profiles", "", "JSON file of backend profiles (see README)")
+	fs.StringVar(&c.profiles, "profiles", "", "JSON file of backend profiles (see README) (default: none)")
 	fs.StringVar(&c.stateFile, "state-file", "", "session registry file (default: $XDG_STATE_HOME/claude-agent-mcp/sessions.json)")
 	fs.BoolVar(&c.persist, "persist", true, "keep sessions in the registry so they survive a restart")
 	fs.IntVar(&c.maxResultChars, "max-result-chars", 60000, "cut a query's final text beyond this many characters (naming the transcript that holds all of it); -1 never")
@@ -92,36 +102,19 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.BoolVar(&c.tasks, "tasks", true, "offer MCP tasks (extension io.modelcontextprotocol/tasks, protocol 2026-07-28): a long query from a client that takes them is answered with a task at once")
 	fs.DurationVar(&c.taskAfter, "task-after", mcptools.DefaultTaskAfter, "how long a query call waits for its turn to end before it answers with a task")
 	fs.DurationVar(&c.taskTTL, "task-ttl", mcptools.DefaultTaskTTL, "how long a finished task's result is kept for tasks/get (from the task's creation)")
-	fs.StringVar(&c.http, "http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:8787) at /mcp instead of stdio")
-	fs.StringVar(&c.tokensFile, "tokens-file", "", "bearer tokens for --http: one USER:SHA256HEX line per token (the SHA-256 of the token, never the token); reloaded on SIGHUP. CLAUDE_AGENT_MCP_TOKEN adds one token for user default")
+	fs.StringVar(&c.http, "http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:8787) at /mcp instead of stdio (default: none, serve stdio)")
+	fs.StringVar(&c.tokensFile, "tokens-file", "", "bearer tokens for --http: one USER:SHA256HEX line per token (the SHA-256 of the token, never the token); reloaded on SIGHUP. CLAUDE_AGENT_MCP_TOKEN adds one token for user default (default: none)")
 	fs.StringVar(&c.publicURL, "public-url", "", "the URL clients reach --http at (default http://ADDR), for the protected resource metadata")
-	fs.StringVar(&c.httpAllow, "http-allow", "", "classes of session options allowed over --http (comma-separated): reads-files, runs-programs, widens-permissions; or, as before, mcp-servers, settings, bypass, paths (= reads-files), profiles")
+	fs.StringVar(&c.httpAllow, "http-allow", "", "classes of session options allowed over --http (comma-separated): reads-files, runs-programs, widens-permissions; or, as before, mcp-servers, settings, bypass, paths (= reads-files), profiles (default: none)")
 	fs.IntVar(&c.userMaxSessions, "user-max-sessions", 0, "open sessions a user may have over --http; 0 no limit")
 	fs.IntVar(&c.userMaxLive, "user-max-live", -1, "live claude processes a user may have over --http; default (-1) half of --max-live rounded up, so that one user's endless turns leave room for others; 0 no limit")
 	fs.Float64Var(&c.userBudget, "user-max-budget-usd", 0, "the most a user's sessions may spend together, in USD; 0 no cap")
-	fs.StringVar(&c.perUserConfigDir, "per-user-config-dir", "", "give each --http user's sessions the CLI config directory DIR/<user> (their transcripts apart)")
-	fs.StringVar(&c.auditLog, "audit-log", "", "append a JSON line per tool call to this file: time, user, tool, session, prompt size and SHA-256, outcome, duration, cost")
+	fs.StringVar(&c.perUserConfigDir, "per-user-config-dir", "", "give each --http user's sessions the CLI config directory DIR/<user> (their transcripts apart) (default: none, the CLI's own)")
+	fs.StringVar(&c.auditLog, "audit-log", "", "append two JSON lines per tool call to this file, 'started' before it runs (a call whose line cannot be written is refused) and its outcome: time, user, tool, session, prompt size and SHA-256, outcome, duration, cost (default: none)")
 	fs.BoolVar(&c.auditPrompts, "audit-prompts", false, "put the prompts themselves in --audit-log")
 	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
+	fs.BoolVar(&c.printSetup, "print-setup", false, "print how to register this binary with Claude Code (the claude mcp add line at user scope, and a .mcp.json entry, with its absolute path) and exit")
 	return fs
-}
-
-// usage prints the flags, each with its environment twin.
-func usage(fs *flag.FlagSet, w io.Writer) {
-	fmt.Fprintf(w, "Usage: claude-agent-mcp [flags]\n\nAn MCP server (stdio) that runs Claude Code sessions as sub-agents.\n"+
-		"Every flag can also be set with its environment variable (shown in brackets); the command line wins.\n\nFlags:\n")
-	fs.VisitAll(func(f *flag.Flag) {
-		typ, help := flag.UnquoteUsage(f)
-		line := "  --" + f.Name
-		if typ != "" {
-			line += " " + typ
-		}
-		fmt.Fprintf(w, "%s  [%s]\n    \t%s", line, envName(f.Name), help)
-		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "0s" && f.DefValue != "false" {
-			fmt.Fprintf(w, " (default %s)", f.DefValue)
-		}
-		fmt.Fprintln(w)
-	})
 }
 
 // parseFlags reads the command line and the environment twins. The error
@@ -134,35 +127,178 @@ func parseFlags(args []string) (*config, *flag.FlagSet, error) {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, fs, err
 		}
-		return nil, fs, fmt.Errorf("%v (see --help)", err)
+		return nil, fs, fmt.Errorf("%v (see --help)", flagError(fs, err))
 	}
 	if fs.NArg() > 0 {
-		return nil, fs, fmt.Errorf("unexpected arguments %q (see --help)", fs.Args())
+		return nil, fs, fmt.Errorf("unexpected arguments %q%s (see --help)", fs.Args(), boolHint(fs, args))
 	}
-	if err := applyEnv(fs); err != nil {
+	env, err := applyEnv(fs)
+	if err != nil {
 		return nil, fs, err
 	}
+	c.fromEnv = env
 	return c, fs, nil
 }
 
 // applyEnv sets every flag not given on the command line from its
-// environment twin.
-func applyEnv(fs *flag.FlagSet) error {
+// environment twin (commands have none: noEnvTwin). It returns the flags
+// it set, each with its variable, or the first bad variable.
+func applyEnv(fs *flag.FlagSet) (map[string]string, error) {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	var errs []error
+	set := map[string]string{}
+	var first error
 	fs.VisitAll(func(f *flag.Flag) {
-		if given[f.Name] {
+		if given[f.Name] || noEnvTwin[f.Name] || first != nil {
 			return
 		}
 		name := envName(f.Name)
 		if v, ok := os.LookupEnv(name); ok {
 			if err := fs.Set(f.Name, v); err != nil {
-				errs = append(errs, fmt.Errorf("invalid %s=%q: %v", name, v, err))
+				first = fmt.Errorf("invalid %s=%q: %s", name, v, useFor(f.Value, err))
+				return
 			}
+			set[f.Name] = name
 		}
 	})
-	return errors.Join(errs...)
+	return set, first
+}
+
+// Translations of the flag package's errors, which name a flag with one
+// dash and do not say what a value should look like.
+var (
+	undefinedRE = regexp.MustCompile(`^flag provided but not defined: -(.*)$`)
+	badValueRE  = regexp.MustCompile(`^invalid (?:boolean )?value (".*") for (?:flag )?-([^:\s]+): (.*)$`)
+	needsArgRE  = regexp.MustCompile(`^flag needs an argument: -(.*)$`)
+)
+
+// flagError rewrites an error of fs.Parse: flags in their double-dash
+// form, what a value should look like, and for an unknown flag the
+// closest one.
+func flagError(fs *flag.FlagSet, err error) error {
+	msg := err.Error()
+	if m := undefinedRE.FindStringSubmatch(msg); m != nil {
+		if near := closestFlag(fs, m[1]); near != "" {
+			return fmt.Errorf("unknown flag --%s: did you mean --%s?", m[1], near)
+		}
+		return fmt.Errorf("unknown flag --%s", m[1])
+	}
+	if m := badValueRE.FindStringSubmatch(msg); m != nil {
+		if f := fs.Lookup(m[2]); f != nil {
+			v, uerr := strconv.Unquote(m[1])
+			if uerr != nil {
+				v = m[1]
+			}
+			return fmt.Errorf("invalid --%s %q: %s", f.Name, v, useFor(f.Value, errors.New(m[3])))
+		}
+	}
+	if m := needsArgRE.FindStringSubmatch(msg); m != nil {
+		if f := fs.Lookup(m[1]); f != nil {
+			if want := wantFor(f.Value); want != "" {
+				return fmt.Errorf("--%s needs a value: %s", f.Name, want)
+			}
+			return fmt.Errorf("--%s needs a value", f.Name)
+		}
+	}
+	return err
+}
+
+// wantFor says what a flag's value looks like, by its type.
+func wantFor(v flag.Value) string {
+	g, ok := v.(flag.Getter)
+	if !ok {
+		return ""
+	}
+	switch g.Get().(type) {
+	case time.Duration:
+		return "a duration such as 30s or 15m"
+	case int:
+		return "a whole number such as 4"
+	case float64:
+		return "a number such as 2.5"
+	case bool:
+		return "true or false"
+	}
+	return ""
+}
+
+// useFor is the advice for a value that v refused with err: what to use,
+// and the reason unless it is the flag package's plain "parse error".
+func useFor(v flag.Value, err error) string {
+	want := wantFor(v)
+	if want == "" {
+		return err.Error()
+	}
+	if reason := err.Error(); reason != "parse error" {
+		return "use " + want + " (" + reason + ")"
+	}
+	return "use " + want
+}
+
+// boolHint explains a stray argument that follows a boolean flag: those
+// take their value after '=' only (--persist=false).
+func boolHint(fs *flag.FlagSet, args []string) string {
+	stray := len(args) - fs.NArg() // parsing stops at the first non-flag
+	if stray < 1 {
+		return ""
+	}
+	name := strings.TrimLeft(args[stray-1], "-")
+	if f := fs.Lookup(name); f != nil && isBool(f) && !strings.Contains(args[stray-1], "=") {
+		example := "true"
+		if f.DefValue == "true" {
+			example = "false"
+		}
+		return fmt.Sprintf(": --%s takes true or false after '=', as in --%s=%s", name, name, example)
+	}
+	return ""
+}
+
+// isBool reports whether f is a true/false flag, which the flag package
+// lets stand alone (--persist) and takes a value only after '='.
+func isBool(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// closestFlag is the flag whose name is nearest to name — within an edit
+// distance of a third of its length (at least 1, at most 3), or the one
+// flag it begins — else "".
+func closestFlag(fs *flag.FlagSet, name string) string {
+	best, bestD := "", min(max(len(name)/3, 1), 3)+1
+	var prefixed []string
+	fs.VisitAll(func(f *flag.Flag) {
+		if d := editDistance(name, f.Name); d < bestD {
+			best, bestD = f.Name, d
+		}
+		if strings.HasPrefix(f.Name, name) {
+			prefixed = append(prefixed, f.Name)
+		}
+	})
+	if best == "" && len(prefixed) == 1 {
+		return prefixed[0]
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 func envName(flagName string) string {
@@ -313,9 +449,22 @@ func (c *config) check() (*settings, error) {
 		return env, nil
 	}
 	if len(errs) > 0 {
-		return nil, errs[0] // one line: the first problem
+		return nil, c.envNote(errs[0]) // one line: the first problem
 	}
 	return st, nil
+}
+
+var flagNameRE = regexp.MustCompile(`--([a-z][a-z0-9-]*)`)
+
+// envNote adds to err the environment variable that set a flag it names,
+// so that a bad value nobody typed can be found.
+func (c *config) envNote(err error) error {
+	for _, m := range flagNameRE.FindAllStringSubmatch(err.Error(), -1) {
+		if name, ok := c.fromEnv[m[1]]; ok {
+			return fmt.Errorf("%w (set by %s)", err, name)
+		}
+	}
+	return err
 }
 
 // splitList splits a flag value at sep, trimmed, without empty entries.

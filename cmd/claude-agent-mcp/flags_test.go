@@ -7,14 +7,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/fakecli"
 )
 
 // TestBadFlags: every flag and environment twin is checked before anything
-// is served: a bad one exits 2 with one line naming it, and nothing reaches
-// stdout.
+// is served: a bad one exits 2 with one line naming it (flags in their
+// double-dash form, a bad variable by its name) and saying what to use, and
+// nothing reaches stdout.
 func TestBadFlags(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
@@ -22,48 +26,85 @@ func TestBadFlags(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		args []string
-		env  string // NAME=value
-		want string
+		env  []string // NAME=value
+		want []string // in the one line, in this order
 	}{
-		{args: []string{"--max-sessions", "0"}, want: "--max-sessions 0"},
-		{args: []string{"--max-live", "-3"}, want: "--max-live -3"},
-		{args: []string{"--max-queue", "0"}, want: "--max-queue 0"},
-		{args: []string{"--idle-timeout", "-5s"}, want: "--idle-timeout -5s"},
-		{args: []string{"--query-timeout", "-1s"}, want: "--query-timeout"},
-		{args: []string{"--permission-timeout", "0s"}, want: "--permission-timeout"},
-		{args: []string{"--heartbeat-interval", "0s"}, want: "--heartbeat-interval"},
-		{args: []string{"--task-after", "0s"}, want: "--task-after"},
-		{args: []string{"--task-ttl", "-1h"}, want: "--task-ttl"},
-		{args: []string{"--max-depth", "-1"}, want: "--max-depth"},
-		{args: []string{"--max-session-budget-usd", "-1"}, want: "--max-session-budget-usd"},
-		{args: []string{"--max-total-budget-usd", "-0.5"}, want: "--max-total-budget-usd"},
-		{args: []string{"--max-result-chars", "0"}, want: "--max-result-chars"},
-		{args: []string{"--max-frame-bytes", "10"}, want: "--max-frame-bytes"},
-		{args: []string{"--max-prompt-bytes", "99999999999"}, want: "--max-prompt-bytes"},
-		{args: []string{"--permission-policy", "maybe"}, want: "--permission-policy maybe"},
-		{args: []string{"--log-level", "loud"}, want: "--log-level"},
-		{args: []string{"--allowed-permission-modes", "default,yolo"}, want: "--allowed-permission-modes yolo"},
-		{args: []string{"--allowed-roots", "relative/dir"}, want: "--allowed-roots entry"},
-		{args: []string{"--allowed-roots", file}, want: "is not a directory"},
-		{args: []string{"--allowed-tools-ceiling", "Read,not a tool"}, want: "--allowed-tools-ceiling"},
-		{args: []string{"--profiles", filepath.Join(t.TempDir(), "missing.json")}, want: "--profiles"},
-		{args: []string{"--max-live", "many"}, want: "-max-live"},
-		{args: []string{"--no-such-flag"}, want: "no-such-flag"},
-		{args: []string{"stray"}, want: "unexpected arguments"},
-		{env: "CLAUDE_AGENT_MCP_MAX_LIVE=-3", want: "--max-live -3"},
-		{env: "CLAUDE_AGENT_MCP_MAX_LIVE=lots", want: "CLAUDE_AGENT_MCP_MAX_LIVE"},
-		{env: "CLAUDE_AGENT_MCP_PERMISSION_POLICY=maybe", want: "--permission-policy maybe"},
+		{args: []string{"--max-sessions", "0"}, want: []string{"--max-sessions 0"}},
+		{args: []string{"--max-live", "-3"}, want: []string{"--max-live -3"}},
+		{args: []string{"--max-queue", "0"}, want: []string{"--max-queue 0"}},
+		{args: []string{"--idle-timeout", "-5s"}, want: []string{"--idle-timeout -5s"}},
+		{args: []string{"--query-timeout", "-1s"}, want: []string{"--query-timeout"}},
+		{args: []string{"--permission-timeout", "0s"}, want: []string{"--permission-timeout"}},
+		{args: []string{"--heartbeat-interval", "0s"}, want: []string{"--heartbeat-interval"}},
+		{args: []string{"--task-after", "0s"}, want: []string{"--task-after"}},
+		{args: []string{"--task-ttl", "-1h"}, want: []string{"--task-ttl"}},
+		{args: []string{"--max-depth", "-1"}, want: []string{"--max-depth"}},
+		{args: []string{"--max-session-budget-usd", "-1"}, want: []string{"--max-session-budget-usd"}},
+		{args: []string{"--max-total-budget-usd", "-0.5"}, want: []string{"--max-total-budget-usd"}},
+		{args: []string{"--max-result-chars", "0"}, want: []string{"--max-result-chars"}},
+		{args: []string{"--max-frame-bytes", "10"}, want: []string{"--max-frame-bytes"}},
+		{args: []string{"--max-prompt-bytes", "99999999999"}, want: []string{"--max-prompt-bytes"}},
+		{args: []string{"--permission-policy", "maybe"}, want: []string{"--permission-policy maybe"}},
+		{args: []string{"--log-level", "loud"}, want: []string{"--log-level"}},
+		{args: []string{"--allowed-permission-modes", "default,yolo"}, want: []string{"--allowed-permission-modes yolo"}},
+		{args: []string{"--allowed-roots", "relative/dir"}, want: []string{"--allowed-roots entry"}},
+		{args: []string{"--allowed-roots", file}, want: []string{"is not a directory"}},
+		{args: []string{"--allowed-tools-ceiling", "Read,not a tool"}, want: []string{"--allowed-tools-ceiling"}},
+		{args: []string{"--profiles", filepath.Join(t.TempDir(), "missing.json")}, want: []string{"--profiles"}},
+		// What the flag parser refuses: the value's kind is named.
+		{args: []string{"--idle-timeout", "5"}, want: []string{`invalid --idle-timeout "5"`, "use a duration such as 30s or 15m"}},
+		{args: []string{"-idle-timeout=soon"}, want: []string{`invalid --idle-timeout "soon"`, "a duration such as 30s or 15m"}},
+		{args: []string{"--max-live", "many"}, want: []string{`invalid --max-live "many"`, "use a whole number such as 4"}},
+		{args: []string{"--max-live", "99999999999999999999"}, want: []string{"--max-live", "a whole number", "out of range"}},
+		{args: []string{"--max-total-budget-usd", "lots"}, want: []string{`invalid --max-total-budget-usd "lots"`, "use a number such as 2.5"}},
+		{args: []string{"--persist=maybe"}, want: []string{`invalid --persist "maybe"`, "use true or false"}},
+		{args: []string{"--persist", "false"}, want: []string{"unexpected arguments", "--persist takes true or false after '='", "--persist=false"}},
+		{args: []string{"--claude-path", "false", "--persist", "false"}, want: []string{"unexpected arguments", "--persist=false"}},
+		{args: []string{"--max-live", "2", "--idle-timeout"}, want: []string{"--idle-timeout needs a value: a duration such as 30s or 15m"}},
+		{args: []string{"--claude-path"}, want: []string{"--claude-path needs a value"}},
+		// Unknown flags: the closest existing one is suggested.
+		{args: []string{"--idle-timout", "5m"}, want: []string{"unknown flag --idle-timout", "did you mean --idle-timeout?"}},
+		{args: []string{"-max-lve", "3"}, want: []string{"unknown flag --max-lve", "did you mean --max-live?"}},
+		{args: []string{"--versoin"}, want: []string{"did you mean --version?"}},
+		{args: []string{"--log", "debug"}, want: []string{"unknown flag --log", "did you mean --log-level?"}},
+		{args: []string{"--no-such-flag"}, want: []string{"unknown flag --no-such-flag (see --help)"}},
+		{args: []string{"stray"}, want: []string{"unexpected arguments"}},
+		// Environment twins: a value the parser refuses names the variable,
+		// one that check refuses names the flag and the variable.
+		{env: []string{"CLAUDE_AGENT_MCP_MAX_LIVE=-3"}, want: []string{"--max-live -3", "(set by CLAUDE_AGENT_MCP_MAX_LIVE)"}},
+		{env: []string{"CLAUDE_AGENT_MCP_MAX_LIVE=lots"}, want: []string{`invalid CLAUDE_AGENT_MCP_MAX_LIVE="lots"`, "use a whole number such as 4"}},
+		{env: []string{"CLAUDE_AGENT_MCP_IDLE_TIMEOUT=5"}, want: []string{`invalid CLAUDE_AGENT_MCP_IDLE_TIMEOUT="5"`, "use a duration such as 30s or 15m"}},
+		{env: []string{"CLAUDE_AGENT_MCP_PERSIST=maybe"}, want: []string{`invalid CLAUDE_AGENT_MCP_PERSIST="maybe"`, "use true or false"}},
+		{env: []string{"CLAUDE_AGENT_MCP_PERMISSION_POLICY=maybe"}, want: []string{"--permission-policy maybe", "(set by CLAUDE_AGENT_MCP_PERMISSION_POLICY)"}},
+		{env: []string{"CLAUDE_AGENT_MCP_MAX_LIVE=lots", "CLAUDE_AGENT_MCP_TASK_TTL=x"}, want: []string{"CLAUDE_AGENT_MCP_"}}, // still one line
+		// The command line wins over a bad twin, and its own error is not
+		// blamed on the variable.
+		{args: []string{"--max-live", "0"}, env: []string{"CLAUDE_AGENT_MCP_MAX_LIVE=lots"}, want: []string{"--max-live 0"}},
 	} {
-		t.Run(strings.Join(append(tc.args, tc.env), " "), func(t *testing.T) {
-			if tc.env != "" {
-				k, v, _ := strings.Cut(tc.env, "=")
+		t.Run(strings.Join(append(tc.args, tc.env...), " "), func(t *testing.T) {
+			for _, kv := range tc.env {
+				k, v, _ := strings.Cut(kv, "=")
 				t.Setenv(k, v)
 			}
 			var stdout, stderr bytes.Buffer
 			code := run(tc.args, strings.NewReader(""), &stdout, &stderr)
 			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
-			if code != 2 || len(lines) != 1 || !strings.Contains(lines[0], tc.want) || !strings.HasPrefix(lines[0], "claude-agent-mcp: ") {
-				t.Errorf("exit %d, stderr %q; want exit 2 and one line naming %q", code, stderr.String(), tc.want)
+			if code != 2 || len(lines) != 1 || !strings.HasPrefix(lines[0], "claude-agent-mcp: ") {
+				t.Fatalf("exit %d, stderr %q; want exit 2 and one line", code, stderr.String())
+			}
+			rest := lines[0]
+			for _, want := range tc.want {
+				i := strings.Index(rest, want)
+				if i < 0 {
+					t.Fatalf("stderr %q lacks %q (in this order: %q)", lines[0], want, tc.want)
+				}
+				rest = rest[i+len(want):]
+			}
+			if singleDash.MatchString(lines[0]) {
+				t.Errorf("stderr %q names a flag with a single dash", lines[0])
+			}
+			if tc.env == nil && strings.Contains(lines[0], "set by") {
+				t.Errorf("stderr %q blames a variable", lines[0])
 			}
 			if stdout.Len() != 0 {
 				t.Errorf("stdout = %q", stdout.String())
@@ -72,21 +113,147 @@ func TestBadFlags(t *testing.T) {
 	}
 }
 
-// TestHelpNamesEnv: --help lists every flag with its environment twin.
-func TestHelpNamesEnv(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	if code := run([]string{"--help"}, strings.NewReader(""), &stdout, &stderr); code != 0 {
-		t.Fatalf("--help exit %d", code)
-	}
-	for _, name := range []string{"max-live", "permission-policy", "task-after", "allowed-roots", "claude-path"} {
-		if !strings.Contains(stderr.String(), "--"+name) || !strings.Contains(stderr.String(), "["+envName(name)+"]") {
-			t.Errorf("--help lacks --%s with [%s]", name, envName(name))
+// singleDash finds a flag written the flag package's way (-max-live).
+var singleDash = regexp.MustCompile(`(^|[\s(])-[a-z]`)
+
+// TestClosestFlag: an unknown flag's suggestion is the existing flag within
+// a small edit distance, or the only one it begins, else none.
+func TestClosestFlag(t *testing.T) {
+	fs := newFlagSet(&config{})
+	for _, tc := range []struct{ in, want string }{
+		{"idle-timout", "idle-timeout"},
+		{"idle-timeuot", "idle-timeout"},
+		{"max-lives", "max-live"},
+		{"taskttl", "task-ttl"},
+		{"claude-pth", "claude-path"},
+		{"log", "log-level"}, // the only flag it begins
+		{"max", ""},          // begins many
+		{"verbose", ""},      // nothing near
+		{"timeout", ""},      // nothing near enough
+		{"x", ""},
+	} {
+		if got := closestFlag(fs, tc.in); got != tc.want {
+			t.Errorf("closestFlag(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
-	count := 0
-	newFlagSet(&config{}).VisitAll(func(*flag.Flag) { count++ })
-	if got := strings.Count(stderr.String(), "[CLAUDE_AGENT_MCP_"); got != count {
-		t.Errorf("--help names %d environment variables for %d flags", got, count)
+	for _, tc := range []struct {
+		a, b string
+		d    int
+	}{{"", "", 0}, {"a", "", 1}, {"", "abc", 3}, {"kitten", "sitting", 3}, {"idle-timout", "idle-timeout", 1}, {"flaw", "lawn", 2}} {
+		if d := editDistance(tc.a, tc.b); d != tc.d {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, d, tc.d)
+		}
+	}
+}
+
+// TestHelp: --help prints to stdout and exits 0; every flag appears once,
+// under one of the headings, with its default and, unless it is a command,
+// its environment twin.
+func TestHelp(t *testing.T) {
+	for _, arg := range []string{"--help", "-h", "-help"} {
+		t.Run(arg, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run([]string{arg}, strings.NewReader(""), &stdout, &stderr); code != 0 || stderr.Len() != 0 {
+				t.Fatalf("%s: exit %d, stderr %q; want 0 and nothing", arg, code, stderr.String())
+			}
+			help := stdout.String()
+			for _, heading := range []string{"\nSessions:\n", "\nPolicy:\n", "\nTasks", "\nHTTP and teams:\n", "\nPerformance and limits:\n", "\nLogging:\n", "\nCommands"} {
+				if !strings.Contains(help, heading) {
+					t.Errorf("--help lacks the heading %q", strings.TrimSpace(heading))
+				}
+			}
+			// Each flag's entry: its line, then its indented description.
+			entries := map[string]string{}
+			var name string
+			for _, line := range strings.Split(help, "\n") {
+				switch {
+				case strings.HasPrefix(line, "  --"):
+					name = strings.Fields(line)[0][2:]
+					if _, dup := entries[name]; dup {
+						t.Errorf("--%s is listed twice", name)
+					}
+					entries[name] = line + "\n"
+				case strings.HasPrefix(line, "      ") && name != "":
+					entries[name] += line + "\n"
+				default:
+					name = ""
+				}
+			}
+			newFlagSet(&config{}).VisitAll(func(f *flag.Flag) {
+				e, ok := entries[f.Name]
+				switch {
+				case !ok:
+					t.Errorf("--help lacks --%s", f.Name)
+				case noEnvTwin[f.Name]:
+					if strings.Contains(e, "CLAUDE_AGENT_MCP_") {
+						t.Errorf("--%s is a command, yet --help gives it an environment variable:\n%s", f.Name, e)
+					}
+				default:
+					if !strings.Contains(e, "["+envName(f.Name)+"]") {
+						t.Errorf("--help lacks [%s] for --%s:\n%s", envName(f.Name), f.Name, e)
+					}
+					if !strings.Contains(e, "(default") {
+						t.Errorf("--help gives no default for --%s:\n%s", f.Name, e)
+					}
+				}
+			})
+			for _, want := range []string{"(default 15m)", "(default 64)", "(default true)", "(default deny)", "(default 1h)"} {
+				if !strings.Contains(help, want) {
+					t.Errorf("--help lacks %q", want)
+				}
+			}
+			if i := strings.Index(help, "\nOther:"); i >= 0 {
+				t.Errorf("--help has flags in no group (add them to flagGroups):\n%s", help[i:])
+			}
+		})
+	}
+}
+
+// TestHelpGroups: flagGroups names every flag exactly once, and nothing
+// else.
+func TestHelpGroups(t *testing.T) {
+	fs := newFlagSet(&config{})
+	seen := map[string]string{}
+	for _, g := range flagGroups {
+		for _, name := range g.names {
+			if fs.Lookup(name) == nil {
+				t.Errorf("group %q names --%s, which is no flag", g.title, name)
+			}
+			if other, dup := seen[name]; dup {
+				t.Errorf("--%s is in groups %q and %q", name, other, g.title)
+			}
+			seen[name] = g.title
+		}
+	}
+	fs.VisitAll(func(f *flag.Flag) {
+		if seen[f.Name] == "" {
+			t.Errorf("--%s is in no group of flagGroups", f.Name)
+		}
+	})
+}
+
+// TestCommandsHaveNoEnvTwin: --version and --print-setup are commands, not
+// settings: their would-be environment twins, left in a serving server's
+// environment, must not make it print and exit. The server behaves as
+// without the variable (here: a bad flag is still reported, exit 2,
+// nothing on stdout).
+func TestCommandsHaveNoEnvTwin(t *testing.T) {
+	for _, name := range []string{"version", "print-setup"} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv(envName(name), "true")
+			_, fs, err := parseFlags(nil)
+			if err != nil {
+				t.Fatalf("parseFlags: %v", err)
+			}
+			if f := fs.Lookup(name); f.Value.String() != f.DefValue {
+				t.Errorf("%s=true set --%s to %s", envName(name), name, f.Value)
+			}
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"--max-live", "0"}, strings.NewReader(""), &stdout, &stderr)
+			if code != 2 || stdout.Len() != 0 || !strings.Contains(stderr.String(), "--max-live 0") {
+				t.Errorf("with %s=true: exit %d, stdout %q, stderr %q; want exit 2 naming --max-live and no stdout", envName(name), code, stdout.String(), stderr.String())
+			}
+		})
 	}
 }
 
@@ -98,7 +265,7 @@ func TestQuietCleanStop(t *testing.T) {
 	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho '2.1.330 (Claude Code)'\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	log := startAndStop(t, fake)
+	log := startAndStop(t, fake, nil, "claude CLI")
 	for _, bad := range []string{"ERR", "server run start", "server connecting", "run cancelled"} {
 		if strings.Contains(log, bad) {
 			t.Errorf("the log at info holds %q:\n%s", bad, log)
@@ -111,45 +278,61 @@ func TestQuietCleanStop(t *testing.T) {
 	}
 }
 
-// TestCLICheckAtStart: a missing claude, or one older than the oldest
-// supported version, is reported once at start with what to do — not only
-// at the first call — and the server still serves.
+// TestCLICheckAtStart: a missing claude, one older than the oldest
+// supported version, or one that is not logged in is reported once at start
+// with what to do — not only at the first call — and the server still
+// serves and stops cleanly. A usable CLI gets no warning.
 func TestCLICheckAtStart(t *testing.T) {
 	dir := t.TempDir()
 	old := filepath.Join(dir, "claude-old")
 	if err := os.WriteFile(old, []byte("#!/bin/sh\necho '2.1.100 (Claude Code)'\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	fake, fakeEnv := fakecli.Command(t)
+	var env []string
+	for k, v := range fakeEnv {
+		env = append(env, k+"="+v)
+	}
 	for _, tc := range []struct {
 		name, path string
-		want       []string
+		env        []string
+		until      string   // the line to wait for
+		want       []string // in the log
+		warnings   int
 	}{
-		{"missing", filepath.Join(dir, "no-such-claude"), []string{"WRN", "not usable", "no-such-claude", "npm install -g @anthropic-ai/claude-code"}},
-		{"old", old, []string{"WRN", "older than the oldest version", "2.1.100", "2.1.197"}},
+		{"missing", filepath.Join(dir, "no-such-claude"), nil, "claude CLI",
+			[]string{"WRN", "not usable", "no-such-claude", "npm install -g @anthropic-ai/claude-code", "--claude-path", "CLAUDE_AGENT_MCP_CLAUDE_PATH"}, 1},
+		{"old", old, nil, "claude CLI", []string{"WRN", "older than the oldest version", "2.1.100", "2.1.197"}, 1},
+		{"not logged in", fake, append(env, fakecli.EnvNotLoggedIn+"=1"), "not logged in",
+			[]string{"WRN", "the claude CLI is not logged in", "claude auth login", "ANTHROPIC_API_KEY", "INF claude CLI"}, 1},
+		{"logged in", fake, env, "claude CLI login", []string{"INF claude CLI", "method=api_key"}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			log := startAndStop(t, tc.path, "--warm-spares", "0") // a spare would run the stand-in too
+			// A spare would run the stand-in too.
+			log := startAndStop(t, tc.path, tc.env, tc.until, "--warm-spares", "0", "--log-level", "debug")
 			for _, want := range tc.want {
 				if !strings.Contains(log, want) {
 					t.Errorf("the log lacks %q:\n%s", want, log)
 				}
 			}
-			if n := strings.Count(log, "WRN"); n != 1 {
-				t.Errorf("%d warnings, want one:\n%s", n, log)
+			if n := strings.Count(log, "WRN"); n != tc.warnings {
+				t.Errorf("%d warnings, want %d:\n%s", n, tc.warnings, log)
 			}
 		})
 	}
 }
 
-// startAndStop starts the built server with claude at claudePath, waits
-// for its start-up line about the CLI, stops it cleanly (stdin EOF) and
-// returns its stderr. args go to the server.
-func startAndStop(t *testing.T, claudePath string, args ...string) string {
+// startAndStop starts the built server with claude at claudePath and env
+// added to its environment, waits for a line of the background check of
+// the CLI holding until, stops the server cleanly (stdin EOF) and returns
+// its stderr. args go to the server.
+func startAndStop(t *testing.T, claudePath string, env []string, until string, args ...string) string {
 	t.Helper()
 	bin := serverBinary(t)
 	dir := t.TempDir()
 	cmd := exec.Command(bin, append([]string{"--claude-path", claudePath, "--state-file", filepath.Join(dir, "state.json")}, args...)...)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -173,16 +356,16 @@ func startAndStop(t *testing.T, claudePath string, args ...string) string {
 	// The start-up check runs in the background: wait for its line, then
 	// stop the server cleanly.
 	timeout := time.After(10 * time.Second)
-	for !strings.Contains(log.String(), "claude CLI") {
+	for !strings.Contains(log.String(), until) {
 		select {
 		case l, ok := <-lines:
 			if !ok {
-				t.Fatalf("the server exited before its line about the claude CLI:\n%s", log.String())
+				t.Fatalf("the server exited before a line with %q:\n%s", until, log.String())
 			}
 			log.WriteString(l + "\n")
 		case <-timeout:
 			_ = cmd.Process.Kill()
-			t.Fatalf("no line about the claude CLI:\n%s", log.String())
+			t.Fatalf("no line with %q:\n%s", until, log.String())
 		}
 	}
 	in.Close()
@@ -193,4 +376,44 @@ func startAndStop(t *testing.T, claudePath string, args ...string) string {
 		t.Fatalf("exit: %v\n%s", err, log.String())
 	}
 	return log.String()
+}
+
+// TestREADMEFlagReference: the README's flag reference (its Configuration
+// section) has the headings of --help, each naming the flags --help lists
+// under it.
+func TestREADMEFlagReference(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	start := strings.Index(readme, "\n## Configuration\n")
+	if start < 0 {
+		t.Fatal("README.md has no Configuration section")
+	}
+	config := readme[start+1:]
+	if end := strings.Index(config[3:], "\n## "); end >= 0 {
+		config = config[:end+3]
+	}
+	sections := map[string]string{} // heading → its text
+	for _, part := range strings.Split(config, "\n#### ")[1:] {
+		title, body, _ := strings.Cut(part, "\n")
+		sections[title] = body
+	}
+	for _, g := range flagGroups {
+		body, ok := sections[g.title]
+		if !ok {
+			t.Errorf("the README's Configuration lacks the heading %q", "#### "+g.title)
+			continue
+		}
+		delete(sections, g.title)
+		for _, name := range g.names {
+			if !strings.Contains(body, "`--"+name+"`") {
+				t.Errorf("the README's %q section lacks `--%s`", g.title, name)
+			}
+		}
+	}
+	for title := range sections {
+		t.Errorf("the README's Configuration has a heading %q that --help lacks", title)
+	}
 }

@@ -50,7 +50,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	cfg, fs, err := parseFlags(args)
 	if errors.Is(err, flag.ErrHelp) {
-		usage(fs, stderr)
+		usage(fs, stdout)
 		return 0
 	}
 	if err != nil {
@@ -59,6 +59,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if cfg.showVersion {
 		fmt.Fprintln(stdout, "claude-agent-mcp", versionString())
+		return 0
+	}
+	if cfg.printSetup {
+		if err := printSetup(stdout, stderr); err != nil {
+			fmt.Fprintln(stderr, "claude-agent-mcp:", err)
+			return 1
+		}
 		return 0
 	}
 	st, err := cfg.check()
@@ -147,10 +154,23 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 		opts.Audit = mcptools.NewAuditLog(f, c.auditLog, c.auditPrompts, logger)
 	}
 	srv := mcptools.NewServer(mgr, opts)
-	go checkCLI(mgr, logger)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The CLI is checked in the background: serving starts at once. The
+	// check ends (its CLI killed) when serving does: stop comes before the
+	// sessions are shut down.
+	checked := make(chan struct{})
+	go func() {
+		defer close(checked)
+		// With --per-user-config-dir each user's sessions have credentials
+		// of their own: the server's are no guide.
+		checkCLI(ctx, mgr, mcfg.Env, mcfg.PerUserConfigDir == "", logger)
+	}()
+	defer func() {
+		stop()
+		<-checked
+	}()
 	if c.http != "" {
 		return serveHTTP(ctx, c, st, srv, mgr, logger)
 	}
@@ -204,23 +224,46 @@ func awaitStop(ctx context.Context, runErr <-chan error, inputClosed <-chan stru
 }
 
 // checkCLI finds the claude CLI once at start and logs its version, with a
-// warning when it is missing or older than the oldest version tested.
-func checkCLI(mgr *sessions.Manager, logger *slog.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	path, v, err := mgr.CLI(ctx)
+// warning when it is missing, older than the oldest version tested, or (if
+// login) not logged in. It says nothing once ctx has ended (the server
+// stops).
+func checkCLI(ctx context.Context, mgr *sessions.Manager, env map[string]string, login bool, logger *slog.Logger) {
+	vctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	path, v, err := mgr.CLI(vctx)
+	cancel()
 	switch {
+	case ctx.Err() != nil:
+		return
 	case err != nil:
-		logger.Warn("the claude CLI is not usable; sessions cannot start until it is", "err", err)
+		logger.Warn("the claude CLI is not usable; sessions cannot start until it is: install it, or name it with --claude-path ("+envName("claude-path")+")", "err", err)
+		return
 	case claudeagent.CompareVersions(v, claudeagent.OldestTested) < 0:
 		logger.Warn("the claude CLI is older than the oldest version this server is tested with; update it", "path", path, "version", v,
 			"oldest_tested", claudeagent.OldestTested, "update", "npm install -g @anthropic-ai/claude-code")
+		login = false // `auth status` is not known before OldestTested
 	default:
 		logger.Info("claude CLI", "path", path, "version", v)
 	}
-	if err == nil {
-		// Hosts start the server in the project: the first session is likely
-		// to work there with the default options.
-		mgr.WantSpares(sessions.CreateOptions{})
+	// Hosts start the server in the project: the first session is likely
+	// to work there with the default options.
+	mgr.WantSpares(sessions.CreateOptions{})
+	if login {
+		checkLogin(ctx, path, env, logger)
+	}
+}
+
+// checkLogin warns when the CLI, with the sessions' environment, is not
+// logged in: every query would fail. `claude auth status` tells without an
+// API call (see claudeagent.CLIAuthStatus).
+func checkLogin(ctx context.Context, path string, env map[string]string, logger *slog.Logger) {
+	st, err := claudeagent.CLIAuthStatus(ctx, path, env)
+	switch {
+	case ctx.Err() != nil:
+	case err != nil:
+		logger.Debug("could not tell whether the claude CLI is logged in", "err", err)
+	case !st.LoggedIn:
+		logger.Warn("the claude CLI is not logged in; every query fails (\"Not logged in\") until it is: run claude auth login (or claude, then /login) as the user the server runs as, or give the server ANTHROPIC_API_KEY", "path", path)
+	default:
+		logger.Debug("claude CLI login", "method", st.AuthMethod, "provider", st.APIProvider)
 	}
 }

@@ -13,6 +13,9 @@
 // Behaviour:
 //   - `--version` (or -v) prints "2.1.197 (Claude Code)" ($FAKE_CLAUDE_VERSION
 //     overrides the version).
+//   - `auth status` prints what the real CLI prints with --json (its
+//     default): logged in with an API key, exit 0; with
+//     FAKE_CLAUDE_NOT_LOGGED_IN=1 not logged in, exit 1.
 //   - The stream-json flags are checked like the real CLI does
 //     (--output-format stream-json needs --verbose, and so on).
 //   - Control requests from the host are answered at once, even mid-turn:
@@ -62,6 +65,9 @@
 //	FAKE_CLAUDE_STRUCTURED_OUTPUT=<json>  with --json-schema, results carry it as structured_output
 //	FAKE_CLAUDE_DIE_AFTER_MS=<n>          n ms into the first turn, write "fatal: simulated crash"
 //	                                      to stderr and exit 1
+//	FAKE_CLAUDE_NOT_LOGGED_IN=1           act as a CLI that is not logged in: `auth status` says
+//	                                      so, and every turn replays not_logged_in (the synthetic
+//	                                      "Not logged in · Please run /login" answer and error result)
 package fakecli
 
 import (
@@ -101,6 +107,7 @@ const (
 	EnvNoTranscript   = "FAKE_CLAUDE_NO_TRANSCRIPT"
 	EnvInputLog       = "FAKE_CLAUDE_INPUT_LOG"
 	EnvStructured     = "FAKE_CLAUDE_STRUCTURED_OUTPUT"
+	EnvNotLoggedIn    = "FAKE_CLAUDE_NOT_LOGGED_IN"
 	DefaultVersion    = "2.1.197"
 	maxPause          = 2 * time.Second
 	slowDelay         = 500 * time.Millisecond
@@ -188,6 +195,7 @@ type fake struct {
 	jsonSchema bool              // --json-schema given
 	ignore     string            // control subtype never answered
 	noise      bool
+	loggedOut  bool // every turn is the not-logged-in answer
 	die        time.Duration
 	errw       io.Writer
 
@@ -222,6 +230,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "%s (Claude Code)\n", v)
 		return 0
+	}
+	if len(args) >= 2 && args[0] == "auth" && args[1] == "status" {
+		return authStatus(stdout)
 	}
 	if spec := os.Getenv(EnvExitEarly); spec != "" {
 		codeText, text, _ := strings.Cut(spec, ":")
@@ -277,6 +288,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		maxT:       flags.value("--max-turns") != "",
 		mode:       flags.value("--permission-mode"),
 		ignore:     os.Getenv(EnvIgnoreControl),
+		loggedOut:  os.Getenv(EnvNotLoggedIn) == "1",
 		noise:      os.Getenv(EnvNoise) == "1",
 		errw:       stderr,
 		out:        stdout,
@@ -424,4 +436,15 @@ func contentText(raw json.RawMessage) string {
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// authStatus answers `auth status` as the real CLI does (2.1.197 and
+// 2.1.330 print the same fields first).
+func authStatus(stdout io.Writer) int {
+	if os.Getenv(EnvNotLoggedIn) == "1" {
+		fmt.Fprintln(stdout, `{"loggedIn": false, "authMethod": "none", "apiProvider": "firstParty"}`)
+		return 1
+	}
+	fmt.Fprintln(stdout, `{"loggedIn": true, "authMethod": "api_key", "apiProvider": "firstParty", "apiKeySource": "ANTHROPIC_API_KEY"}`)
+	return 0
 }

@@ -1,8 +1,11 @@
 package fakecli
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -14,7 +17,7 @@ func TestCaptures(t *testing.T) {
 	}
 	caps := &captures{dir: dir}
 	for _, name := range []string{"plain", "two_turns", "tool_use", "thinking", "interrupt", "api_error",
-		"max_turns", "set_model", "can_use_tool", "big_line"} {
+		"max_turns", "set_model", "can_use_tool", "big_line", "not_logged_in"} {
 		c, err := caps.get(name)
 		if err != nil {
 			t.Fatal(err)
@@ -91,6 +94,7 @@ func TestPick(t *testing.T) {
 		{&fake{}, "SLOW5 please", "interrupt", 5},
 		{&fake{}, "ERR400 ALWAYS", "api_error", 0},
 		{&fake{}, "BIGTEXT", "big_line", 0},
+		{&fake{loggedOut: true}, "TOOL_BASH[x]", "not_logged_in", 0},
 	} {
 		if got, slow := tc.f.pick(tc.text); got != tc.want || slow != tc.slow {
 			t.Errorf("pick(%q) = %s, %d; want %s, %d", tc.text, got, slow, tc.want, tc.slow)
@@ -117,5 +121,28 @@ func TestObjectKeepsOrder(t *testing.T) {
 		})
 	if !json.Valid(line) || string(line) != `{"type":"assistant","message":{"content":[{"type":"text","text":"b"},{"type":"tool_use"}]}}` {
 		t.Errorf("editBlocks = %s", line)
+	}
+}
+
+// TestAuthStatus: `auth status` answers as the real CLI does, logged in
+// unless FAKE_CLAUDE_NOT_LOGGED_IN=1.
+func TestAuthStatus(t *testing.T) {
+	for _, tc := range []struct {
+		env      string
+		loggedIn bool
+		code     int
+	}{{"", true, 0}, {"1", false, 1}} {
+		t.Setenv(EnvNotLoggedIn, tc.env)
+		var out bytes.Buffer
+		code := run([]string{"auth", "status", "--json"}, strings.NewReader(""), &out, io.Discard)
+		var st struct {
+			LoggedIn *bool `json:"loggedIn"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &st); err != nil || st.LoggedIn == nil {
+			t.Fatalf("%s=%q: output %q: %v", EnvNotLoggedIn, tc.env, out.String(), err)
+		}
+		if *st.LoggedIn != tc.loggedIn || code != tc.code {
+			t.Errorf("%s=%q: loggedIn %v, exit %d; want %v, %d", EnvNotLoggedIn, tc.env, *st.LoggedIn, code, tc.loggedIn, tc.code)
+		}
 	}
 }

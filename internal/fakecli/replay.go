@@ -68,6 +68,8 @@ func (f *fake) pick(text string) (name string, slow int) {
 	mode := f.mode
 	f.mu.Unlock()
 	switch {
+	case f.loggedOut:
+		return "not_logged_in", 0
 	case strings.Contains(text, "TOOL_BASH"):
 		switch {
 		case f.maxT:

@@ -47,6 +47,9 @@ type scenario struct {
 	name string
 	opts claudeagent.Options
 	run  func(s *session) error
+	// loggedOut runs the CLI without ANTHROPIC_API_KEY, as a CLI that is
+	// not logged in: its turns end at once, without an API request.
+	loggedOut bool
 }
 
 var scenarios = []scenario{
@@ -89,6 +92,7 @@ var scenarios = []scenario{
 	{name: "can_use_tool", opts: claudeagent.Options{SessionOptions: claudeagent.SessionOptions{PermissionMode: "default"}, PermissionPromptStdio: true},
 		run: func(s *session) error { return s.turn("TOOL_BASH[touch made_by_tool.txt && echo hi]") }},
 	{name: "big_line", run: func(s *session) error { return s.turn("BIGTEXT") }},
+	{name: "not_logged_in", loggedOut: true, run: func(s *session) error { return s.turn("hi") }},
 }
 
 func isResult(m map[string]any) bool { return m["type"] == "result" }
@@ -210,6 +214,9 @@ func record(sc scenario, bin, file string, limit time.Duration) (int, int64, err
 		"DISABLE_AUTOUPDATER":                      "1",
 		"IS_SANDBOX":                               "1",
 		"NO_PROXY":                                 "127.0.0.1,localhost",
+	}
+	if sc.loggedOut {
+		delete(opts.Env, "ANTHROPIC_API_KEY")
 	}
 	cmd := exec.CommandContext(ctx, bin, opts.Args()...)
 	cmd.Dir = cwd

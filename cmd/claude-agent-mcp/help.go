@@ -1,0 +1,114 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// flagGroup is a heading of --help and its flags, in the order shown.
+type flagGroup struct {
+	title string
+	names []string
+}
+
+// flagGroups orders --help. Every flag is in exactly one group
+// (TestHelpGroups); one left out is still shown, under "Other".
+var flagGroups = []flagGroup{
+	{"Sessions", []string{"claude-path", "max-sessions", "query-timeout", "default-wait", "max-result-chars",
+		"heartbeat-interval", "profiles", "state-file", "persist"}},
+	{"Policy", []string{"permission-policy", "permission-timeout", "allowed-permission-modes", "allowed-roots",
+		"allowed-tools-ceiling", "allow-session-mcp-servers", "max-depth", "max-session-budget-usd", "max-total-budget-usd"}},
+	{"Tasks (MCP tasks, for clients that take them)", []string{"tasks", "task-after", "task-ttl"}},
+	{"HTTP and teams", []string{"http", "public-url", "tokens-file", "http-allow", "user-max-sessions", "user-max-live",
+		"user-max-budget-usd", "per-user-config-dir"}},
+	{"Performance and limits", []string{"max-live", "max-queue", "warm-spares", "idle-timeout", "max-frame-bytes", "max-prompt-bytes"}},
+	{"Logging", []string{"log-level", "audit-log", "audit-prompts"}},
+	{"Commands (print, then exit)", []string{"print-setup", "version"}},
+}
+
+// usage prints --help: the flags under their headings, each with its
+// default and its environment twin.
+func usage(fs *flag.FlagSet, w io.Writer) {
+	fmt.Fprint(w, `Usage: claude-agent-mcp [flags]
+
+An MCP server (stdio, or streamable HTTP with --http) that runs Claude Code
+sessions as sub-agents. Every setting can also be given by its environment
+variable, shown in brackets; the command line wins.
+`)
+	shown := map[string]bool{}
+	printFlag := func(f *flag.Flag) {
+		shown[f.Name] = true
+		typ, help := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if typ != "" {
+			line += " " + typ
+		}
+		if !noEnvTwin[f.Name] {
+			line += "  [" + envName(f.Name) + "]"
+		}
+		if def := defaultText(f); def != "" && !noEnvTwin[f.Name] && !strings.Contains(help, "(default") {
+			help += " (default " + def + ")"
+		}
+		fmt.Fprintf(w, "%s\n%s", line, wrap(help, "      ", 80))
+	}
+	for _, g := range flagGroups {
+		fmt.Fprintf(w, "\n%s:\n", g.title)
+		for _, name := range g.names {
+			if f := fs.Lookup(name); f != nil {
+				printFlag(f)
+			}
+		}
+	}
+	fmt.Fprint(w, "  -h, --help\n      print this help and exit\n")
+	other := false
+	fs.VisitAll(func(f *flag.Flag) {
+		if shown[f.Name] {
+			return
+		}
+		if !other {
+			fmt.Fprint(w, "\nOther:\n")
+			other = true
+		}
+		printFlag(f)
+	})
+}
+
+// defaultText is a flag's default as one would type it: durations
+// without zero units (15m, not 15m0s).
+func defaultText(f *flag.Flag) string {
+	if g, ok := f.Value.(flag.Getter); ok {
+		if _, ok := g.Get().(time.Duration); ok {
+			d := f.DefValue
+			if strings.HasSuffix(d, "m0s") {
+				d = strings.TrimSuffix(d, "0s") // 15m0s → 15m
+			}
+			if strings.HasSuffix(d, "h0m") {
+				d = strings.TrimSuffix(d, "0m") // 1h0m → 1h
+			}
+			return d
+		}
+	}
+	return f.DefValue
+}
+
+// wrap breaks text into lines of at most width bytes (a longer word has a
+// line of its own), each starting with indent and ending with a newline.
+func wrap(text, indent string, width int) string {
+	var b strings.Builder
+	line := indent
+	for _, word := range strings.Fields(text) {
+		if line != indent && len(line)+1+len(word) > width {
+			b.WriteString(line + "\n")
+			line = indent
+		}
+		if line != indent {
+			line += " "
+		}
+		line += word
+	}
+	b.WriteString(line + "\n")
+	return b.String()
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// serverName is the name the setup registers the server under.
+const serverName = "claude-agent"
+
+// printSetup writes (--print-setup) how to register this binary with
+// Claude Code: the `claude mcp add` line at user scope and a .mcp.json
+// entry, both with the binary's absolute path, symlinks resolved. A
+// temporary `go run` build is pointed out on errw.
+func printSetup(w, errw io.Writer) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("locating this binary: %w", err)
+	}
+	if exe, err = filepath.EvalSymlinks(exe); err != nil {
+		return fmt.Errorf("locating this binary: %w", err)
+	}
+	if exe, err = filepath.Abs(exe); err != nil {
+		return fmt.Errorf("locating this binary: %w", err)
+	}
+	type server struct {
+		Command string   `json:"command"`
+		Args    []string `json:"args"`
+	}
+	entry, err := json.Marshal(map[string]any{"mcpServers": map[string]server{serverName: {Command: exe, Args: []string{}}}})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "claude mcp add --scope user %s -- %s\n\n", serverName, shellQuote(exe))
+	fmt.Fprintf(w, "or, for one project, in its .mcp.json:\n\n%s\n\n", entry)
+	fmt.Fprintln(w, "User scope and an absolute path, because a server added at local scope (the default)"+
+		" only works in the directory it was added from, and the Claude Code process may not have"+
+		" $(go env GOPATH)/bin on its PATH.")
+	if strings.Contains(exe, string(filepath.Separator)+"go-build") {
+		fmt.Fprintf(errw, "claude-agent-mcp: %s is a temporary build (go run) that is gone once it exits; "+
+			"install the server first (go install ./cmd/claude-agent-mcp) and run its --print-setup\n", exe)
+	}
+	return nil
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but
+// characters that are safe unquoted.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./_-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

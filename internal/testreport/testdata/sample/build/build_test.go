@@ -1,0 +1,5 @@
+package build
+
+import "testing"
+
+func TestBuildFails(t *testing.T) { undefinedFunction() }
