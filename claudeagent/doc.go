@@ -5,7 +5,9 @@
 // can_use_tool).
 //
 // A [Process] owns one CLI process and its goroutines. It knows nothing
-// about MCP. Typical use:
+// about the MCP protocol; [SessionOptions] carries the descriptions (struct
+// tags) that the server's tool schemas are derived from, since those
+// options are the CLI's. Typical use:
 //
 //	p, err := claudeagent.Start(ctx, claudeagent.Options{Cwd: dir})
 //	defer p.Close()

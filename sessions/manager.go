@@ -1,6 +1,8 @@
 // Package sessions manages Claude Code sessions: ids, process lifecycle,
-// the single-slot query queue, limits, idle reaping and the aggregation of a
-// turn's messages into a result. It knows nothing about MCP wire types.
+// one query at a time per session (a second is refused as busy), the live
+// pool and its queue, warm spares, the policy gate, limits, idle reaping,
+// the registry shared by instances, and the aggregation of a turn's
+// messages into a result. It knows nothing about MCP wire types.
 //
 // A [Manager] owns its sessions. Each live [Session] owns one
 // claudeagent.Process and one pump goroutine that feeds the running turn.

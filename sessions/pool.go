@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// holder is what holds a live claude process: a session (or, later, a warm
-// spare). The pool knows holders only through these methods.
+// holder is what holds a live claude process: a session or a warm spare.
+// The pool knows holders only through these methods.
 type holder interface {
 	// idleSince reports whether the holder could give its process up now,
 	// and since when it is idle (the least recently used goes first).

@@ -1,6 +1,6 @@
-// Command claude-agent-mcp is an MCP server (stdio) that runs Claude Code
-// sessions as sub-agents. stdout carries only MCP JSON-RPC; logs go to
-// stderr.
+// Command claude-agent-mcp is an MCP server that runs Claude Code sessions
+// as sub-agents, over stdio or, with --http, streamable HTTP for teams.
+// stdout carries only MCP JSON-RPC; logs go to stderr.
 package main
 
 import (
