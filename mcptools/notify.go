@@ -79,8 +79,6 @@ func (n *notifier) OnEvent(e sessions.Event) {
 		n.send(level, map[string]any{"type": "permission", "tool": e.Tool, "id": e.ToolID, "denied": e.IsError, "message": e.Text}, "permission: "+e.Text)
 	case sessions.EventRetry:
 		n.send("warning", map[string]any{"type": "api_retry", "message": e.Text}, e.Text)
-	case sessions.EventError:
-		n.send("error", map[string]any{"type": "error", "message": e.Text}, "error: "+e.Text)
 	case sessions.EventHeartbeat:
 		n.send("", nil, fmt.Sprintf("running for %s: %d API turn(s), %d tool call(s) so far", e.Elapsed.Round(time.Second), e.Turns, e.ToolsUsed))
 	case sessions.EventDone:

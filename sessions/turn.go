@@ -26,7 +26,6 @@ const (
 	EventToolFinished EventKind = "tool_finished"
 	EventRetry        EventKind = "api_retry"
 	EventPermission   EventKind = "permission"
-	EventError        EventKind = "error"
 	EventHeartbeat    EventKind = "heartbeat"
 	EventDone         EventKind = "done"
 )
