@@ -1,23 +1,14 @@
 package mcptools
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
-	"regexp"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -120,102 +111,6 @@ func modernRequest(r *http.Request) (bool, error) {
 	}
 	v, _ := msg.Params.Meta[mcp.MetaKeyProtocolVersion].(string)
 	return v >= "2026-07-28", nil
-}
-
-// Tokens are the bearer tokens that may call the server, each naming its
-// user. The file holds one "USER:SHA256HEX" line per token (the hex is the
-// SHA-256 of the token: the file never holds a token); Reload reads it
-// again (on SIGHUP).
-type Tokens struct {
-	path   string
-	single string // the SHA-256 of CLAUDE_AGENT_MCP_TOKEN, user "default"
-
-	mu     sync.RWMutex
-	byHash map[string]string // hex → user
-}
-
-var tokenLineRE = regexp.MustCompile(`^([A-Za-z0-9._@-]{1,64}):([0-9a-fA-F]{64})$`)
-
-// LoadTokens reads the tokens file (path "" for none) and adds the single
-// token (raw; "" for none) as user "default".
-func LoadTokens(path, single string) (*Tokens, error) {
-	t := &Tokens{path: path}
-	if single != "" {
-		sum := sha256.Sum256([]byte(single))
-		t.single = hex.EncodeToString(sum[:])
-	}
-	if err := t.Reload(); err != nil {
-		return nil, err
-	}
-	return t, nil
-}
-
-// Reload reads the tokens file again; on an error the tokens stay as they
-// were.
-func (t *Tokens) Reload() error {
-	byHash := map[string]string{}
-	if t.single != "" {
-		byHash[t.single] = "default"
-	}
-	if t.path != "" {
-		f, err := os.Open(t.path)
-		if err != nil {
-			return fmt.Errorf("reading --tokens-file: %w", err)
-		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for n := 1; sc.Scan(); n++ {
-			line := strings.TrimSpace(sc.Text())
-			if line == "" || strings.HasPrefix(line, "#") {
-				continue
-			}
-			m := tokenLineRE.FindStringSubmatch(line)
-			if m == nil {
-				return fmt.Errorf("--tokens-file %s line %d: want USER:SHA256HEX (the SHA-256 of the token, 64 hex digits; never the token itself)", t.path, n)
-			}
-			byHash[strings.ToLower(m[2])] = m[1]
-		}
-		if err := sc.Err(); err != nil {
-			return fmt.Errorf("reading --tokens-file: %w", err)
-		}
-	}
-	if len(byHash) == 0 {
-		return errors.New("no tokens: --tokens-file has none and CLAUDE_AGENT_MCP_TOKEN is not set")
-	}
-	t.mu.Lock()
-	t.byHash = byHash
-	t.mu.Unlock()
-	return nil
-}
-
-// Users returns how many users have tokens.
-func (t *Tokens) Users() int {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	users := map[string]bool{}
-	for _, u := range t.byHash {
-		users[u] = true
-	}
-	return len(users)
-}
-
-// verify is the bearer token verifier: the token's hash must be listed; the
-// user it names becomes the request's.
-func (t *Tokens) verify(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-	sum := sha256.Sum256([]byte(token))
-	got := []byte(hex.EncodeToString(sum[:]))
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	user := ""
-	for h, u := range t.byHash {
-		if subtle.ConstantTimeCompare(got, []byte(h)) == 1 {
-			user = u
-		}
-	}
-	if user == "" {
-		return nil, fmt.Errorf("%w: unknown token", auth.ErrInvalidToken)
-	}
-	return &auth.TokenInfo{UserID: user, Expiration: time.Now().Add(time.Hour)}, nil
 }
 
 // userKey carries the calling user in a request's context.

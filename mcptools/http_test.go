@@ -36,6 +36,20 @@ func hashOf(token string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// writeTokens writes a tokens file naming users, each with the token
+// "<user>-secret".
+func writeTokens(t *testing.T, file string, users ...string) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("# users\n")
+	for _, u := range users {
+		b.WriteString(u + ":" + hashOf(u+"-secret") + "\n")
+	}
+	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func newHTTPServer(t *testing.T, cfg sessions.Config, opts Options) *httpServer {
 	t.Helper()
 	path, env := fakecli.Command(t)

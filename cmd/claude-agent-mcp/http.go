@@ -60,15 +60,21 @@ func serveHTTP(ctx context.Context, c *config, st *settings, srv *mcp.Server, mg
 		if tokens, err = mcptools.LoadTokens(c.tokensFile, os.Getenv(TokenEnv)); err != nil {
 			return err
 		}
+		if tokens.Users() == 0 {
+			logger.Warn("--tokens-file names no user: every request gets 401 until it names one and is reloaded (SIGHUP)")
+		}
 		hup := make(chan os.Signal, 1)
 		signal.Notify(hup, syscall.SIGHUP)
 		defer signal.Stop(hup)
 		go func() {
 			for range hup {
-				if err := tokens.Reload(); err != nil {
+				if _, err := tokens.Reload(); err != nil {
 					logger.Error("reloading --tokens-file; keeping the tokens as they were", "err", err)
 				} else {
 					logger.Info("reloaded --tokens-file", "users", tokens.Users())
+					if tokens.Users() == 0 {
+						logger.Warn("--tokens-file names no user: every request gets 401 until it names one and is reloaded (SIGHUP)")
+					}
 				}
 			}
 		}()
