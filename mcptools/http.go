@@ -4,15 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
 // Serving over streamable HTTP: one URL (/mcp) for clients of every
@@ -23,6 +27,9 @@ import (
 // server-to-client requests (elicitation). Both serve the same server, and
 // the sessions live in the manager either way. Bearer tokens name the user
 // (see Tokens); /healthz answers without one.
+//
+// A missing or unknown token gets 401 (logged, see AuthEvent). Removing a
+// user from the tokens file revokes them (see Revoke).
 
 // HTTPOptions configure the HTTP handler.
 type HTTPOptions struct {
@@ -33,49 +40,147 @@ type HTTPOptions struct {
 	// protected resource metadata that a 401 points to.
 	BaseURL string
 	Logger  *slog.Logger
+	// Manager holds the sessions: revoking a user interrupts the running
+	// turns of theirs (nil: none).
+	Manager *sessions.Manager
+	// OnAuthEvent, when set, is told of every failed authentication (not
+	// rate-limited, unlike the log), tokens reload, failed reload and
+	// revoked user, say for the audit log. It must not block.
+	OnAuthEvent func(AuthEvent)
+}
+
+// AuthEvent is a security event of the HTTP transport. It never holds a
+// token.
+type AuthEvent struct {
+	Kind   string // AuthFailed, TokensReloaded, TokensReloadFailed or Revoked
+	User   string // the user revoked; "" otherwise (a failed request's user is unknown)
+	Remote string // the failed request's remote address (host:port)
+	Reason string
+}
+
+// The kinds of AuthEvent.
+const (
+	AuthFailed         = "auth_failed"
+	TokensReloaded     = "tokens_reloaded"
+	TokensReloadFailed = "tokens_reload_failed"
+	Revoked            = "revoked"
+)
+
+// errRevoked cancels the requests and calls of a revoked user.
+var errRevoked = errors.New("the user was removed from --tokens-file")
+
+// HTTPHandler serves /mcp, /healthz and the protected resource metadata.
+type HTTPHandler struct {
+	o                   HTTPOptions
+	srv                 *mcp.Server
+	log                 *slog.Logger
+	mux                 *http.ServeMux
+	stateful, stateless *mcp.StreamableHTTPHandler
+	authed              http.Handler // serveUser behind the bearer token check
+	metaURL             string
+	authLog             authLimiter
+
+	mu      sync.Mutex
+	live    map[string]map[*inflight]struct{} // user → their HTTP requests and MCP calls in progress
+	mcpSess map[string]string                 // Mcp-Session-Id → user, stateful sessions
+}
+
+// inflight is an HTTP request or MCP call in progress, cancelled when its
+// user is revoked.
+type inflight struct {
+	cancel context.CancelCauseFunc
+	call   bool // an MCP method call, not an HTTP request
 }
 
 // NewHTTPHandler returns the HTTP handler of srv: /mcp, /healthz and the
-// protected resource metadata.
-func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
-	log := o.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+// protected resource metadata. It adds a receiving middleware to srv (the
+// MCP calls of a revoked user are cancelled).
+func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) *HTTPHandler {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	h := &HTTPHandler{o: o, srv: srv, log: o.Logger, mux: http.NewServeMux(),
+		live: map[string]map[*inflight]struct{}{}, mcpSess: map[string]string{}}
 	get := func(*http.Request) *mcp.Server { return srv }
-	sdkLog := slog.New(debugOnly{log.Handler()})
-	stateful := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: sdkLog, MaxRequestBodyBytes: DefaultMaxFrameBytes})
-	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true, Logger: sdkLog,
+	sdkLog := slog.New(debugOnly{o.Logger.Handler()})
+	h.stateful = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: sdkLog, MaxRequestBodyBytes: DefaultMaxFrameBytes})
+	h.stateless = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true, Logger: sdkLog,
 		MaxRequestBodyBytes: DefaultMaxFrameBytes, PropagateRequestCancellation: true})
-	var endpoint http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		modern, err := modernRequest(r)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
-			return
-		}
-		if modern {
-			stateless.ServeHTTP(w, r)
-		} else {
-			stateful.ServeHTTP(w, r)
-		}
-	})
-	mux := http.NewServeMux()
 	const metaPath = "/.well-known/oauth-protected-resource"
 	if o.Tokens != nil {
-		endpoint = auth.RequireBearerToken(o.Tokens.verify, &auth.RequireBearerTokenOptions{
-			ResourceMetadataURL: strings.TrimRight(o.BaseURL, "/") + metaPath, AllowMissingExpiration: true,
-		})(endpoint)
-		mux.Handle(metaPath, auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+		h.metaURL = strings.TrimRight(o.BaseURL, "/") + metaPath
+		h.authed = auth.RequireBearerToken(h.verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: h.metaURL, AllowMissingExpiration: true})(
+			http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				h.serveUser(w, r, auth.TokenInfoFromContext(r.Context()).UserID)
+			}))
+		h.mux.Handle(metaPath, auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 			Resource: strings.TrimRight(o.BaseURL, "/") + "/mcp", BearerMethodsSupported: []string{"header"},
 			ResourceName: "claude-agent-mcp",
 		}))
+		srv.AddReceivingMiddleware(h.trackCalls)
 	}
-	mux.Handle("/mcp", endpoint)
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+	h.mux.HandleFunc("/mcp", h.serveMCP)
+	h.mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"status":"ok"}`+"\n")
 	})
-	return mux
+	return h
+}
+
+func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// serveMCP serves /mcp: the token, then the request.
+func (h *HTTPHandler) serveMCP(w http.ResponseWriter, r *http.Request) {
+	if h.o.Tokens == nil {
+		h.serveUser(w, r, "")
+		return
+	}
+	if f := strings.Fields(r.Header.Get("Authorization")); len(f) != 2 || !strings.EqualFold(f[0], "bearer") {
+		h.authFailed(r, "no bearer token")
+	}
+	h.authed.ServeHTTP(w, r)
+}
+
+// verify checks a bearer token; a failure is logged and reported.
+func (h *HTTPHandler) verify(ctx context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
+	info, err := h.o.Tokens.verify(ctx, token, r)
+	if err != nil {
+		h.authFailed(r, "unknown token")
+	}
+	return info, err
+}
+
+// serveUser serves an authenticated request of user ("" without tokens),
+// tracked for revocation.
+func (h *HTTPHandler) serveUser(w http.ResponseWriter, r *http.Request, user string) {
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	if h.o.Tokens != nil {
+		c := h.track(user, cancel, false)
+		defer h.untrack(user, c)
+		if !h.o.Tokens.Has(user) { // revoked since its token was checked
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf("Bearer resource_metadata=%q", h.metaURL))
+			http.Error(w, "invalid token: revoked", http.StatusUnauthorized)
+			return
+		}
+	}
+	r = r.WithContext(ctx)
+	modern, err := modernRequest(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
+		return
+	}
+	switch {
+	case modern:
+		h.stateless.ServeHTTP(w, r)
+	case r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "":
+		h.openSession(w, r, user)
+	default:
+		h.stateful.ServeHTTP(w, r)
+	}
+	if errors.Is(context.Cause(ctx), errRevoked) {
+		panic(http.ErrAbortHandler) // cut the response: the call ends with an error
+	}
 }
 
 // modernRequest tells whether r belongs to protocol 2026-07-28 or later:
@@ -111,6 +216,26 @@ func modernRequest(r *http.Request) (bool, error) {
 	}
 	v, _ := msg.Params.Meta[mcp.MetaKeyProtocolVersion].(string)
 	return v >= "2026-07-28", nil
+}
+
+// openSession serves a POST without Mcp-Session-Id to the stateful handler
+// (the initialize of a session) and records the session it opens as
+// user's.
+func (h *HTTPHandler) openSession(w http.ResponseWriter, r *http.Request, user string) {
+	h.stateful.ServeHTTP(w, r)
+	id := w.Header().Get("Mcp-Session-Id")
+	if id == "" {
+		return
+	}
+	h.mu.Lock()
+	h.mcpSess[id] = user
+	h.mu.Unlock()
+	// Revoked while it opened: Revoke did not see it.
+	if h.o.Tokens != nil && !h.o.Tokens.Has(user) {
+		var wg sync.WaitGroup
+		h.closeSessions(&wg, map[string]bool{id: true})
+		wg.Wait()
+	}
 }
 
 // userKey carries the calling user in a request's context.

@@ -26,14 +26,49 @@ import (
 // httpServer serves a server over the fake CLI on httptest, with tokens for
 // alice and bob.
 type httpServer struct {
-	url   string
-	mgr   *sessions.Manager
-	audit *syncBuf
+	url    string
+	mgr    *sessions.Manager
+	srv    *mcp.Server
+	h      *HTTPHandler
+	audit  *syncBuf
+	tokens string // the tokens file
 }
 
 func hashOf(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(sum[:])
+}
+
+func newHTTPServer(t *testing.T, cfg sessions.Config, opts Options) *httpServer {
+	t.Helper()
+	return newHTTPServerWith(t, cfg, opts, HTTPOptions{})
+}
+
+// newHTTPServerWith is newHTTPServer with HTTP options (Tokens, BaseURL and
+// Manager are filled in).
+func newHTTPServerWith(t *testing.T, cfg sessions.Config, opts Options, ho HTTPOptions) *httpServer {
+	t.Helper()
+	path, env := fakecli.Command(t)
+	cfg.CLIPath, cfg.Env = path, env
+	mgr := sessions.NewManager(cfg)
+	t.Cleanup(mgr.Shutdown)
+	audit := &syncBuf{}
+	opts.AuditLog, opts.Remote = audit, true
+	srv := NewServer(mgr, opts)
+	file := filepath.Join(t.TempDir(), "tokens")
+	writeTokens(t, file, "alice", "bob")
+	tokens, err := LoadTokens(file, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(nil)
+	url := "http://" + ts.Listener.Addr().String()
+	ho.Tokens, ho.BaseURL, ho.Manager = tokens, url, mgr
+	h := NewHTTPHandler(srv, ho)
+	ts.Config.Handler = h
+	ts.Start()
+	t.Cleanup(ts.Close)
+	return &httpServer{url: ts.URL, mgr: mgr, srv: srv, h: h, audit: audit, tokens: file}
 }
 
 // writeTokens writes a tokens file naming users, each with the token
@@ -48,29 +83,6 @@ func writeTokens(t *testing.T, file string, users ...string) {
 	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func newHTTPServer(t *testing.T, cfg sessions.Config, opts Options) *httpServer {
-	t.Helper()
-	path, env := fakecli.Command(t)
-	cfg.CLIPath, cfg.Env = path, env
-	mgr := sessions.NewManager(cfg)
-	t.Cleanup(mgr.Shutdown)
-	audit := &syncBuf{}
-	opts.AuditLog, opts.Remote = audit, true
-	srv := NewServer(mgr, opts)
-	file := filepath.Join(t.TempDir(), "tokens")
-	if err := os.WriteFile(file, []byte("# users\nalice:"+hashOf("alice-secret")+"\nbob:"+hashOf("bob-secret")+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	tokens, err := LoadTokens(file, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(nil)
-	ts.Config.Handler = NewHTTPHandler(srv, HTTPOptions{Tokens: tokens, BaseURL: ts.URL})
-	t.Cleanup(ts.Close)
-	return &httpServer{url: ts.URL, mgr: mgr, audit: audit}
 }
 
 // connect connects a go-sdk client with token (protocol "" negotiates the
@@ -294,3 +306,35 @@ func TestHTTPTasksBetweenUsers(t *testing.T) {
 		t.Errorf("alice reads her task: %v", res)
 	}
 }
+
+// rawDo sends one request (token "" for none) and returns the status,
+// the headers and the body.
+func rawDo(t *testing.T, method, url, token string, hdr map[string]string, body io.Reader) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// initializeBody is a legacy initialize: it opens a stateful MCP session.
+const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`

@@ -55,6 +55,7 @@ func loopback(host string) bool {
 // every session (interrupting running turns) and the HTTP server.
 func serveHTTP(ctx context.Context, c *config, st *settings, srv *mcp.Server, mgr *sessions.Manager, logger *slog.Logger) error {
 	var tokens *mcptools.Tokens
+	var hup chan os.Signal
 	if c.tokensFile != "" || os.Getenv(TokenEnv) != "" {
 		var err error
 		if tokens, err = mcptools.LoadTokens(c.tokensFile, os.Getenv(TokenEnv)); err != nil {
@@ -63,21 +64,9 @@ func serveHTTP(ctx context.Context, c *config, st *settings, srv *mcp.Server, mg
 		if tokens.Users() == 0 {
 			logger.Warn("--tokens-file names no user: every request gets 401 until it names one and is reloaded (SIGHUP)")
 		}
-		hup := make(chan os.Signal, 1)
+		hup = make(chan os.Signal, 1)
 		signal.Notify(hup, syscall.SIGHUP)
 		defer signal.Stop(hup)
-		go func() {
-			for range hup {
-				if _, err := tokens.Reload(); err != nil {
-					logger.Error("reloading --tokens-file; keeping the tokens as they were", "err", err)
-				} else {
-					logger.Info("reloaded --tokens-file", "users", tokens.Users())
-					if tokens.Users() == 0 {
-						logger.Warn("--tokens-file names no user: every request gets 401 until it names one and is reloaded (SIGHUP)")
-					}
-				}
-			}
-		}()
 	}
 	ln, err := net.Listen("tcp", c.http)
 	if err != nil {
@@ -87,8 +76,25 @@ func serveHTTP(ctx context.Context, c *config, st *settings, srv *mcp.Server, mg
 	if base == "" {
 		base = "http://" + ln.Addr().String()
 	}
+	handler := mcptools.NewHTTPHandler(srv, mcptools.HTTPOptions{Tokens: tokens, BaseURL: base, Logger: logger, Manager: mgr})
+	if hup != nil {
+		// A reload revokes the users it removed: it waits for their calls
+		// and turns to end, up to a minute.
+		go func() {
+			for {
+				select {
+				case <-hup:
+					rctx, cancel := context.WithTimeout(ctx, time.Minute)
+					_ = handler.ReloadTokens(rctx) // logged
+					cancel()
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
 	hs := &http.Server{
-		Handler:           mcptools.NewHTTPHandler(srv, mcptools.HTTPOptions{Tokens: tokens, BaseURL: base, Logger: logger}),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	served := make(chan error, 1)
