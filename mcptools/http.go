@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -28,8 +29,9 @@ import (
 // the sessions live in the manager either way. Bearer tokens name the user
 // (see Tokens); /healthz answers without one.
 //
-// A missing or unknown token gets 401 (logged, see AuthEvent). Removing a
-// user from the tokens file revokes them (see Revoke).
+// A foreign Origin gets 403 (see sameOrigin), a missing or unknown token
+// 401 (logged, see AuthEvent). Removing a user from the tokens file revokes
+// them (see Revoke).
 
 // HTTPOptions configure the HTTP handler.
 type HTTPOptions struct {
@@ -37,7 +39,8 @@ type HTTPOptions struct {
 	// (loopback only; see the command).
 	Tokens *Tokens
 	// BaseURL is the server's public URL (scheme and host), for the
-	// protected resource metadata that a 401 points to.
+	// protected resource metadata that a 401 points to; its origin is the
+	// server's own (see sameOrigin).
 	BaseURL string
 	Logger  *slog.Logger
 	// Manager holds the sessions: revoking a user interrupts the running
@@ -78,6 +81,7 @@ type HTTPHandler struct {
 	stateful, stateless *mcp.StreamableHTTPHandler
 	authed              http.Handler // serveUser behind the bearer token check
 	metaURL             string
+	origin              string // BaseURL's origin
 	authLog             authLimiter
 
 	mu      sync.Mutex
@@ -99,7 +103,7 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) *HTTPHandler {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &HTTPHandler{o: o, srv: srv, log: o.Logger, mux: http.NewServeMux(),
+	h := &HTTPHandler{o: o, srv: srv, log: o.Logger, mux: http.NewServeMux(), origin: originOf(o.BaseURL),
 		live: map[string]map[*inflight]struct{}{}, mcpSess: map[string]string{}}
 	get := func(*http.Request) *mcp.Server { return srv }
 	sdkLog := slog.New(debugOnly{o.Logger.Handler()})
@@ -129,8 +133,12 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) *HTTPHandler {
 
 func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
-// serveMCP serves /mcp: the token, then the request.
+// serveMCP serves /mcp: the origin, then the token.
 func (h *HTTPHandler) serveMCP(w http.ResponseWriter, r *http.Request) {
+	if origin, ok := h.sameOrigin(r); !ok {
+		http.Error(w, fmt.Sprintf("Forbidden: Origin %q is not this server's (%s)", origin, h.origin), http.StatusForbidden)
+		return
+	}
 	if h.o.Tokens == nil {
 		h.serveUser(w, r, "")
 		return
@@ -236,6 +244,48 @@ func (h *HTTPHandler) openSession(w http.ResponseWriter, r *http.Request, user s
 		h.closeSessions(&wg, map[string]bool{id: true})
 		wg.Wait()
 	}
+}
+
+// sameOrigin checks r's Origin header: absent, or the server's own — the
+// origin of BaseURL, or that of the Host the request was sent to. Any
+// other value, "null" included, is foreign (the streamable HTTP transport
+// says a server MUST refuse it, against DNS rebinding). It returns the
+// header as found.
+func (h *HTTPHandler) sameOrigin(r *http.Request) (string, bool) {
+	vals, present := r.Header["Origin"]
+	if !present {
+		return "", true
+	}
+	if len(vals) != 1 {
+		return strings.Join(vals, ", "), false
+	}
+	o := originOf(vals[0])
+	if u, err := url.Parse(vals[0]); o == "" || err != nil || u.Path != "" {
+		return vals[0], false
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return vals[0], o == h.origin || o == originOf(scheme+"://"+r.Host)
+}
+
+// originOf is the origin of an http or https URL (scheme://host[:port],
+// lowercase, without a default port), or "" when it has none (such as
+// "null").
+func originOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		u.RawQuery != "" || u.Fragment != "" {
+		return ""
+	}
+	host := strings.ToLower(u.Host)
+	if u.Scheme == "http" {
+		host = strings.TrimSuffix(host, ":80")
+	} else {
+		host = strings.TrimSuffix(host, ":443")
+	}
+	return u.Scheme + "://" + host
 }
 
 // userKey carries the calling user in a request's context.

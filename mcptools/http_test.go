@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -338,3 +339,44 @@ func rawDo(t *testing.T, method, url, token string, hdr map[string]string, body 
 
 // initializeBody is a legacy initialize: it opens a stateful MCP session.
 const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+
+// TestHTTPOrigin: a request to /mcp whose Origin is present and not the
+// server's own (BaseURL's, or the Host's) gets 403, "null" included, on
+// every method; without Origin, or with its own, it is served. /healthz
+// stays open.
+func TestHTTPOrigin(t *testing.T) {
+	h := newHTTPServer(t, sessions.Config{}, Options{})
+	host := strings.TrimPrefix(h.url, "http://")
+	_, port, _ := net.SplitHostPort(host)
+	for _, tc := range []struct {
+		name   string
+		hdr    map[string]string
+		refuse bool
+	}{
+		{"no origin", nil, false},
+		{"own origin", map[string]string{"Origin": h.url}, false},
+		{"own origin, another case", map[string]string{"Origin": strings.ToUpper(h.url)}, false},
+		{"the host's origin", map[string]string{"Origin": "http://localhost:" + port, "Host": "localhost:" + port}, false},
+		{"foreign", map[string]string{"Origin": "http://evil.example"}, true},
+		{"foreign port", map[string]string{"Origin": "http://127.0.0.1:1"}, true},
+		{"foreign scheme", map[string]string{"Origin": "https://" + host}, true},
+		{"with a path", map[string]string{"Origin": h.url + "/x"}, true},
+		{"null", map[string]string{"Origin": "null"}, true},
+		{"empty", map[string]string{"Origin": ""}, true},
+		{"localhost without that Host", map[string]string{"Origin": "http://localhost:" + port}, true},
+	} {
+		for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+			var body io.Reader
+			if method == http.MethodPost {
+				body = strings.NewReader(initializeBody)
+			}
+			status, _, text := rawDo(t, method, h.url+"/mcp", "alice-secret", tc.hdr, body)
+			if refused := status == http.StatusForbidden; refused != tc.refuse {
+				t.Errorf("%s, %s: %d %s", tc.name, method, status, text)
+			}
+		}
+	}
+	if status, _, _ := rawDo(t, http.MethodGet, h.url+"/healthz", "", map[string]string{"Origin": "null"}, nil); status != http.StatusOK {
+		t.Errorf("/healthz with a foreign origin: %d", status)
+	}
+}
