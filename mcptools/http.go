@@ -1,7 +1,6 @@
 package mcptools
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -29,9 +29,11 @@ import (
 // the sessions live in the manager either way. Bearer tokens name the user
 // (see Tokens); /healthz answers without one.
 //
-// A foreign Origin gets 403 (see sameOrigin), a missing or unknown token
-// 401 (logged, see AuthEvent). Removing a user from the tokens file revokes
-// them (see Revoke).
+// Before a request reaches the SDK: a foreign Origin gets 403, a missing or
+// unknown token 401 (logged, see AuthEvent), a body over MaxBodyBytes 413,
+// and one that does not fit in MaxBodyBytesInFlight 503. Removing a user
+// from the tokens file revokes them (see Revoke). The limits of the
+// connections themselves are Server's (httplimits.go).
 
 // HTTPOptions configure the HTTP handler.
 type HTTPOptions struct {
@@ -50,6 +52,24 @@ type HTTPOptions struct {
 	// rate-limited, unlike the log), tokens reload, failed reload and
 	// revoked user, say for the audit log. It must not block.
 	OnAuthEvent func(AuthEvent)
+	// MaxBodyBytes caps a request body (--max-frame-bytes; 0:
+	// DefaultMaxFrameBytes): a longer one gets 413.
+	MaxBodyBytes int64
+	// MaxBodyBytesInFlight caps the bytes of request bodies held at once
+	// (0: twice MaxBodyBytes, at least 16 MiB): a body beyond it gets 503
+	// with Retry-After.
+	MaxBodyBytesInFlight int64
+	// MaxSessions caps the stateful MCP sessions (clients of protocols
+	// before 2026-07-28) held at once (0: DefaultHTTPMaxSessions);
+	// UserMaxSessions caps one user's (0: a tenth of MaxSessions, at least
+	// 10). A new session beyond either gets 503.
+	MaxSessions, UserMaxSessions int
+	// SessionIdle closes a stateful MCP session that has had no request
+	// for this long (0: never).
+	SessionIdle time.Duration
+	// ReadTimeout, WriteTimeout and IdleTimeout are those of the server
+	// that Server returns (0: the defaults; see there).
+	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 }
 
 // AuthEvent is a security event of the HTTP transport. It never holds a
@@ -82,11 +102,13 @@ type HTTPHandler struct {
 	authed              http.Handler // serveUser behind the bearer token check
 	metaURL             string
 	origin              string // BaseURL's origin
+	bodies              byteBudget
 	authLog             authLimiter
 
 	mu      sync.Mutex
 	live    map[string]map[*inflight]struct{} // user → their HTTP requests and MCP calls in progress
 	mcpSess map[string]string                 // Mcp-Session-Id → user, stateful sessions
+	opening map[string]int                    // user → stateful sessions being opened
 }
 
 // inflight is an HTTP request or MCP call in progress, cancelled when its
@@ -103,13 +125,27 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) *HTTPHandler {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxFrameBytes
+	}
+	if o.MaxBodyBytesInFlight <= 0 {
+		o.MaxBodyBytesInFlight = max(2*o.MaxBodyBytes, 16<<20)
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultHTTPMaxSessions
+	}
+	if o.UserMaxSessions <= 0 {
+		o.UserMaxSessions = min(o.MaxSessions, max(o.MaxSessions/10, 10))
+	}
 	h := &HTTPHandler{o: o, srv: srv, log: o.Logger, mux: http.NewServeMux(), origin: originOf(o.BaseURL),
-		live: map[string]map[*inflight]struct{}{}, mcpSess: map[string]string{}}
+		bodies: byteBudget{limit: o.MaxBodyBytesInFlight},
+		live:   map[string]map[*inflight]struct{}{}, mcpSess: map[string]string{}, opening: map[string]int{}}
 	get := func(*http.Request) *mcp.Server { return srv }
 	sdkLog := slog.New(debugOnly{o.Logger.Handler()})
-	h.stateful = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: sdkLog, MaxRequestBodyBytes: DefaultMaxFrameBytes})
+	h.stateful = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: sdkLog, MaxRequestBodyBytes: o.MaxBodyBytes,
+		SessionTimeout: o.SessionIdle})
 	h.stateless = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true, Logger: sdkLog,
-		MaxRequestBodyBytes: DefaultMaxFrameBytes, PropagateRequestCancellation: true})
+		MaxRequestBodyBytes: o.MaxBodyBytes, PropagateRequestCancellation: true})
 	const metaPath = "/.well-known/oauth-protected-resource"
 	if o.Tokens != nil {
 		h.metaURL = strings.TrimRight(o.BaseURL, "/") + metaPath
@@ -158,8 +194,9 @@ func (h *HTTPHandler) verify(ctx context.Context, token string, r *http.Request)
 	return info, err
 }
 
-// serveUser serves an authenticated request of user ("" without tokens),
-// tracked for revocation.
+// serveUser serves an authenticated request of user ("" without tokens):
+// tracked for revocation, its body read (within the limits), its deadlines
+// set for a long call or stream, then handed to the SDK.
 func (h *HTTPHandler) serveUser(w http.ResponseWriter, r *http.Request, user string) {
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
@@ -173,18 +210,20 @@ func (h *HTTPHandler) serveUser(w http.ResponseWriter, r *http.Request, user str
 		}
 	}
 	r = r.WithContext(ctx)
-	modern, err := modernRequest(r)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
+	dw := newDeadlineWriter(w, h.o.WriteTimeout)
+	defer dw.renew() // room for the server's last writes after a quiet stream
+	body, release, ok := h.readBody(dw, r)
+	if !ok {
 		return
 	}
+	defer release()
 	switch {
-	case modern:
-		h.stateless.ServeHTTP(w, r)
+	case modernRequest(r, body):
+		h.stateless.ServeHTTP(dw, r)
 	case r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "":
-		h.openSession(w, r, user)
+		h.openSession(dw, r, user)
 	default:
-		h.stateful.ServeHTTP(w, r)
+		h.stateful.ServeHTTP(dw, r)
 	}
 	if errors.Is(context.Cause(ctx), errRevoked) {
 		panic(http.ErrAbortHandler) // cut the response: the call ends with an error
@@ -193,23 +232,14 @@ func (h *HTTPHandler) serveUser(w http.ResponseWriter, r *http.Request, user str
 
 // modernRequest tells whether r belongs to protocol 2026-07-28 or later:
 // by its MCP-Protocol-Version header, or, for a POST without a session,
-// by its body (server/discover, or the protocol version in _meta). The
-// body is read and put back.
-func modernRequest(r *http.Request) (bool, error) {
+// by its body (server/discover, or the protocol version in _meta).
+func modernRequest(r *http.Request, body []byte) bool {
 	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" {
-		return v >= "2026-07-28", nil
+		return v >= "2026-07-28"
 	}
 	if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
-		return false, nil
+		return false
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, DefaultMaxFrameBytes+1))
-	if err != nil {
-		return false, err
-	}
-	if len(body) > DefaultMaxFrameBytes {
-		return false, fmt.Errorf("request body over %d bytes", DefaultMaxFrameBytes)
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
 	var msg struct {
 		Method string `json:"method"`
 		Params struct {
@@ -217,33 +247,13 @@ func modernRequest(r *http.Request) (bool, error) {
 		} `json:"params"`
 	}
 	if json.Unmarshal(body, &msg) != nil {
-		return false, nil // let the SDK answer it
+		return false // let the SDK answer it
 	}
 	if msg.Method == "server/discover" {
-		return true, nil
+		return true
 	}
 	v, _ := msg.Params.Meta[mcp.MetaKeyProtocolVersion].(string)
-	return v >= "2026-07-28", nil
-}
-
-// openSession serves a POST without Mcp-Session-Id to the stateful handler
-// (the initialize of a session) and records the session it opens as
-// user's.
-func (h *HTTPHandler) openSession(w http.ResponseWriter, r *http.Request, user string) {
-	h.stateful.ServeHTTP(w, r)
-	id := w.Header().Get("Mcp-Session-Id")
-	if id == "" {
-		return
-	}
-	h.mu.Lock()
-	h.mcpSess[id] = user
-	h.mu.Unlock()
-	// Revoked while it opened: Revoke did not see it.
-	if h.o.Tokens != nil && !h.o.Tokens.Has(user) {
-		var wg sync.WaitGroup
-		h.closeSessions(&wg, map[string]bool{id: true})
-		wg.Wait()
-	}
+	return v >= "2026-07-28"
 }
 
 // sameOrigin checks r's Origin header: absent, or the server's own — the

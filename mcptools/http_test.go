@@ -25,7 +25,7 @@ import (
 )
 
 // httpServer serves a server over the fake CLI on httptest, with tokens for
-// alice and bob.
+// alice and bob, through the http.Server of the handler (its limits).
 type httpServer struct {
 	url    string
 	mgr    *sessions.Manager
@@ -66,7 +66,7 @@ func newHTTPServerWith(t *testing.T, cfg sessions.Config, opts Options, ho HTTPO
 	url := "http://" + ts.Listener.Addr().String()
 	ho.Tokens, ho.BaseURL, ho.Manager = tokens, url, mgr
 	h := NewHTTPHandler(srv, ho)
-	ts.Config.Handler = h
+	ts.Config = h.Server()
 	ts.Start()
 	t.Cleanup(ts.Close)
 	return &httpServer{url: ts.URL, mgr: mgr, srv: srv, h: h, audit: audit, tokens: file}

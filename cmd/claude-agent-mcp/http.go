@@ -76,7 +76,8 @@ func serveHTTP(ctx context.Context, c *config, st *settings, srv *mcp.Server, mg
 	if base == "" {
 		base = "http://" + ln.Addr().String()
 	}
-	handler := mcptools.NewHTTPHandler(srv, mcptools.HTTPOptions{Tokens: tokens, BaseURL: base, Logger: logger, Manager: mgr})
+	handler := mcptools.NewHTTPHandler(srv, mcptools.HTTPOptions{Tokens: tokens, BaseURL: base, Logger: logger, Manager: mgr,
+		MaxBodyBytes: int64(c.maxFrameBytes), MaxSessions: c.httpMaxSessions, SessionIdle: c.httpSessionIdle})
 	if hup != nil {
 		// A reload revokes the users it removed: it waits for their calls
 		// and turns to end, up to a minute.
@@ -93,10 +94,7 @@ func serveHTTP(ctx context.Context, c *config, st *settings, srv *mcp.Server, mg
 			}
 		}()
 	}
-	hs := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-	}
+	hs := handler.Server()
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	logger.Info("claude-agent-mcp serving over HTTP", "url", base+"/mcp", "auth", tokens != nil, "version", versionString(), "pid", os.Getpid())
