@@ -33,7 +33,7 @@ import (
 type auditEntry struct {
 	Time         string  `json:"time"`
 	User         string  `json:"user"`
-	Tool         string  `json:"tool"`
+	Tool         string  `json:"tool,omitempty"`
 	Session      string  `json:"session,omitempty"`
 	Task         string  `json:"task,omitempty"`
 	PromptBytes  int     `json:"promptBytes,omitempty"`
@@ -94,16 +94,8 @@ func (a *AuditLog) write(e auditEntry) error {
 	return nil
 }
 
-// AuthEvent is an authentication event of the HTTP transport, for the
-// audit log.
-type AuthEvent struct {
-	Kind   string // auth_failed, tokens_reloaded, tokens_reload_failed, revoked
-	User   string
-	Remote string
-	Reason string
-}
-
-// Auth audits an authentication event.
+// Auth audits an authentication event of the HTTP transport (see
+// AuthEvent).
 func (a *AuditLog) Auth(ev AuthEvent) {
 	_ = a.write(auditEntry{Time: time.Now().UTC().Format(time.RFC3339Nano), User: ev.User, Outcome: ev.Kind, Remote: ev.Remote, Error: ev.Reason})
 }

@@ -1,20 +1,14 @@
 package mcptools
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
-	"regexp"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +16,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
 // Serving over streamable HTTP: one URL (/mcp) for clients of every
@@ -32,6 +28,12 @@ import (
 // server-to-client requests (elicitation). Both serve the same server, and
 // the sessions live in the manager either way. Bearer tokens name the user
 // (see Tokens); /healthz answers without one.
+//
+// Before a request reaches the SDK: a foreign Origin gets 403, a missing or
+// unknown token 401 (logged, see AuthEvent), a body over MaxBodyBytes 413,
+// and one that does not fit in MaxBodyBytesInFlight 503. Removing a user
+// from the tokens file revokes them (see Revoke). The limits of the
+// connections themselves are Server's (httplimits.go).
 
 // HTTPOptions configure the HTTP handler.
 type HTTPOptions struct {
@@ -39,73 +41,205 @@ type HTTPOptions struct {
 	// (loopback only; see the command).
 	Tokens *Tokens
 	// BaseURL is the server's public URL (scheme and host), for the
-	// protected resource metadata that a 401 points to.
+	// protected resource metadata that a 401 points to; its origin is the
+	// server's own (see sameOrigin).
 	BaseURL string
 	Logger  *slog.Logger
+	// Manager holds the sessions: revoking a user interrupts the running
+	// turns of theirs (nil: none).
+	Manager *sessions.Manager
+	// OnAuthEvent, when set, is told of every failed authentication (not
+	// rate-limited, unlike the log), tokens reload, failed reload and
+	// revoked user, say for the audit log. It must not block.
+	OnAuthEvent func(AuthEvent)
+	// MaxBodyBytes caps a request body (--max-frame-bytes; 0:
+	// DefaultMaxFrameBytes): a longer one gets 413.
+	MaxBodyBytes int64
+	// MaxBodyBytesInFlight caps the bytes of request bodies held at once
+	// (0: twice MaxBodyBytes, at least 16 MiB): a body beyond it gets 503
+	// with Retry-After.
+	MaxBodyBytesInFlight int64
+	// MaxSessions caps the stateful MCP sessions (clients of protocols
+	// before 2026-07-28) held at once (0: DefaultHTTPMaxSessions);
+	// UserMaxSessions caps one user's (0: a tenth of MaxSessions, at least
+	// 10). A new session beyond either gets 503.
+	MaxSessions, UserMaxSessions int
+	// SessionIdle closes a stateful MCP session that has had no request
+	// for this long (0: never).
+	SessionIdle time.Duration
+	// ReadTimeout, WriteTimeout and IdleTimeout are those of the server
+	// that Server returns (0: the defaults; see there).
+	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+}
+
+// AuthEvent is a security event of the HTTP transport. It never holds a
+// token.
+type AuthEvent struct {
+	Kind   string // AuthFailed, TokensReloaded, TokensReloadFailed or Revoked
+	User   string // the user revoked; "" otherwise (a failed request's user is unknown)
+	Remote string // the failed request's remote address (host:port)
+	Reason string
+}
+
+// The kinds of AuthEvent.
+const (
+	AuthFailed         = "auth_failed"
+	TokensReloaded     = "tokens_reloaded"
+	TokensReloadFailed = "tokens_reload_failed"
+	Revoked            = "revoked"
+)
+
+// errRevoked cancels the requests and calls of a revoked user.
+var errRevoked = errors.New("the user was removed from --tokens-file")
+
+// HTTPHandler serves /mcp, /healthz and the protected resource metadata.
+type HTTPHandler struct {
+	o                   HTTPOptions
+	srv                 *mcp.Server
+	log                 *slog.Logger
+	mux                 *http.ServeMux
+	stateful, stateless *mcp.StreamableHTTPHandler
+	authed              http.Handler // serveUser behind the bearer token check
+	metaURL             string
+	origin              string // BaseURL's origin
+	bodies              byteBudget
+	authLog             authLimiter
+
+	mu      sync.Mutex
+	live    map[string]map[*inflight]struct{} // user → their HTTP requests and MCP calls in progress
+	mcpSess map[string]string                 // Mcp-Session-Id → user, stateful sessions
+	opening map[string]int                    // user → stateful sessions being opened
+}
+
+// inflight is an HTTP request or MCP call in progress, cancelled when its
+// user is revoked.
+type inflight struct {
+	cancel context.CancelCauseFunc
+	call   bool // an MCP method call, not an HTTP request
 }
 
 // NewHTTPHandler returns the HTTP handler of srv: /mcp, /healthz and the
-// protected resource metadata.
-func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
-	log := o.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+// protected resource metadata. It adds a receiving middleware to srv (the
+// MCP calls of a revoked user are cancelled).
+func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) *HTTPHandler {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxFrameBytes
+	}
+	if o.MaxBodyBytesInFlight <= 0 {
+		o.MaxBodyBytesInFlight = max(2*o.MaxBodyBytes, 16<<20)
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultHTTPMaxSessions
+	}
+	if o.UserMaxSessions <= 0 {
+		o.UserMaxSessions = min(o.MaxSessions, max(o.MaxSessions/10, 10))
+	}
+	h := &HTTPHandler{o: o, srv: srv, log: o.Logger, mux: http.NewServeMux(), origin: originOf(o.BaseURL),
+		bodies: byteBudget{limit: o.MaxBodyBytesInFlight},
+		live:   map[string]map[*inflight]struct{}{}, mcpSess: map[string]string{}, opening: map[string]int{}}
 	get := func(*http.Request) *mcp.Server { return srv }
-	sdkLog := slog.New(debugOnly{log.Handler()})
-	stateful := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: sdkLog, MaxRequestBodyBytes: DefaultMaxFrameBytes})
-	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true, Logger: sdkLog,
-		MaxRequestBodyBytes: DefaultMaxFrameBytes, PropagateRequestCancellation: true})
-	var endpoint http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		modern, err := modernRequest(r)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
-			return
-		}
-		if modern {
-			stateless.ServeHTTP(w, r)
-		} else {
-			stateful.ServeHTTP(w, r)
-		}
-	})
-	mux := http.NewServeMux()
+	sdkLog := slog.New(debugOnly{o.Logger.Handler()})
+	h.stateful = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: sdkLog, MaxRequestBodyBytes: o.MaxBodyBytes,
+		SessionTimeout: o.SessionIdle})
+	h.stateless = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true, Logger: sdkLog,
+		MaxRequestBodyBytes: o.MaxBodyBytes, PropagateRequestCancellation: true})
 	const metaPath = "/.well-known/oauth-protected-resource"
 	if o.Tokens != nil {
-		endpoint = auth.RequireBearerToken(o.Tokens.verify, &auth.RequireBearerTokenOptions{
-			ResourceMetadataURL: strings.TrimRight(o.BaseURL, "/") + metaPath, AllowMissingExpiration: true,
-		})(endpoint)
-		mux.Handle(metaPath, auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+		h.metaURL = strings.TrimRight(o.BaseURL, "/") + metaPath
+		h.authed = auth.RequireBearerToken(h.verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: h.metaURL, AllowMissingExpiration: true})(
+			http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				h.serveUser(w, r, auth.TokenInfoFromContext(r.Context()).UserID)
+			}))
+		h.mux.Handle(metaPath, auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 			Resource: strings.TrimRight(o.BaseURL, "/") + "/mcp", BearerMethodsSupported: []string{"header"},
 			ResourceName: "claude-agent-mcp",
 		}))
+		srv.AddReceivingMiddleware(h.trackCalls)
 	}
-	mux.Handle("/mcp", endpoint)
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+	h.mux.HandleFunc("/mcp", h.serveMCP)
+	h.mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"status":"ok"}`+"\n")
 	})
-	return mux
+	return h
+}
+
+func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// serveMCP serves /mcp: the origin, then the token.
+func (h *HTTPHandler) serveMCP(w http.ResponseWriter, r *http.Request) {
+	if origin, ok := h.sameOrigin(r); !ok {
+		http.Error(w, fmt.Sprintf("Forbidden: Origin %q is not this server's (%s)", origin, h.origin), http.StatusForbidden)
+		return
+	}
+	if h.o.Tokens == nil {
+		h.serveUser(w, r, "")
+		return
+	}
+	if f := strings.Fields(r.Header.Get("Authorization")); len(f) != 2 || !strings.EqualFold(f[0], "bearer") {
+		h.authFailed(r, "no bearer token")
+	}
+	h.authed.ServeHTTP(w, r)
+}
+
+// verify checks a bearer token; a failure is logged and reported.
+func (h *HTTPHandler) verify(ctx context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
+	info, err := h.o.Tokens.verify(ctx, token, r)
+	if err != nil {
+		h.authFailed(r, "unknown token")
+	}
+	return info, err
+}
+
+// serveUser serves an authenticated request of user ("" without tokens):
+// tracked for revocation, its body read (within the limits), its deadlines
+// set for a long call or stream, then handed to the SDK.
+func (h *HTTPHandler) serveUser(w http.ResponseWriter, r *http.Request, user string) {
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	if h.o.Tokens != nil {
+		c := h.track(user, cancel, false)
+		defer h.untrack(user, c)
+		if !h.o.Tokens.Has(user) { // revoked since its token was checked
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf("Bearer resource_metadata=%q", h.metaURL))
+			http.Error(w, "invalid token: revoked", http.StatusUnauthorized)
+			return
+		}
+	}
+	r = r.WithContext(ctx)
+	dw := newDeadlineWriter(w, h.o.WriteTimeout)
+	defer dw.renew() // room for the server's last writes after a quiet stream
+	body, release, ok := h.readBody(dw, r)
+	if !ok {
+		return
+	}
+	defer release()
+	switch {
+	case modernRequest(r, body):
+		h.stateless.ServeHTTP(dw, r)
+	case r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "":
+		h.openSession(dw, r, user)
+	default:
+		h.stateful.ServeHTTP(dw, r)
+	}
+	if errors.Is(context.Cause(ctx), errRevoked) {
+		panic(http.ErrAbortHandler) // cut the response: the call ends with an error
+	}
 }
 
 // modernRequest tells whether r belongs to protocol 2026-07-28 or later:
 // by its MCP-Protocol-Version header, or, for a POST without a session,
-// by its body (server/discover, or the protocol version in _meta). The
-// body is read and put back.
-func modernRequest(r *http.Request) (bool, error) {
+// by its body (server/discover, or the protocol version in _meta).
+func modernRequest(r *http.Request, body []byte) bool {
 	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" {
-		return v >= "2026-07-28", nil
+		return v >= "2026-07-28"
 	}
 	if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
-		return false, nil
+		return false
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, DefaultMaxFrameBytes+1))
-	if err != nil {
-		return false, err
-	}
-	if len(body) > DefaultMaxFrameBytes {
-		return false, fmt.Errorf("request body over %d bytes", DefaultMaxFrameBytes)
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
 	var msg struct {
 		Method string `json:"method"`
 		Params struct {
@@ -113,109 +247,55 @@ func modernRequest(r *http.Request) (bool, error) {
 		} `json:"params"`
 	}
 	if json.Unmarshal(body, &msg) != nil {
-		return false, nil // let the SDK answer it
+		return false // let the SDK answer it
 	}
 	if msg.Method == "server/discover" {
-		return true, nil
+		return true
 	}
 	v, _ := msg.Params.Meta[mcp.MetaKeyProtocolVersion].(string)
-	return v >= "2026-07-28", nil
+	return v >= "2026-07-28"
 }
 
-// Tokens are the bearer tokens that may call the server, each naming its
-// user. The file holds one "USER:SHA256HEX" line per token (the hex is the
-// SHA-256 of the token: the file never holds a token); Reload reads it
-// again (on SIGHUP).
-type Tokens struct {
-	path   string
-	single string // the SHA-256 of CLAUDE_AGENT_MCP_TOKEN, user "default"
-
-	mu     sync.RWMutex
-	byHash map[string]string // hex → user
+// sameOrigin checks r's Origin header: absent, or the server's own — the
+// origin of BaseURL, or that of the Host the request was sent to. Any
+// other value, "null" included, is foreign (the streamable HTTP transport
+// says a server MUST refuse it, against DNS rebinding). It returns the
+// header as found.
+func (h *HTTPHandler) sameOrigin(r *http.Request) (string, bool) {
+	vals, present := r.Header["Origin"]
+	if !present {
+		return "", true
+	}
+	if len(vals) != 1 {
+		return strings.Join(vals, ", "), false
+	}
+	o := originOf(vals[0])
+	if u, err := url.Parse(vals[0]); o == "" || err != nil || u.Path != "" {
+		return vals[0], false
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return vals[0], o == h.origin || o == originOf(scheme+"://"+r.Host)
 }
 
-var tokenLineRE = regexp.MustCompile(`^([A-Za-z0-9._@-]{1,64}):([0-9a-fA-F]{64})$`)
-
-// LoadTokens reads the tokens file (path "" for none) and adds the single
-// token (raw; "" for none) as user "default".
-func LoadTokens(path, single string) (*Tokens, error) {
-	t := &Tokens{path: path}
-	if single != "" {
-		sum := sha256.Sum256([]byte(single))
-		t.single = hex.EncodeToString(sum[:])
+// originOf is the origin of an http or https URL (scheme://host[:port],
+// lowercase, without a default port), or "" when it has none (such as
+// "null").
+func originOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		u.RawQuery != "" || u.Fragment != "" {
+		return ""
 	}
-	if err := t.Reload(); err != nil {
-		return nil, err
+	host := strings.ToLower(u.Host)
+	if u.Scheme == "http" {
+		host = strings.TrimSuffix(host, ":80")
+	} else {
+		host = strings.TrimSuffix(host, ":443")
 	}
-	return t, nil
-}
-
-// Reload reads the tokens file again; on an error the tokens stay as they
-// were.
-func (t *Tokens) Reload() error {
-	byHash := map[string]string{}
-	if t.single != "" {
-		byHash[t.single] = "default"
-	}
-	if t.path != "" {
-		f, err := os.Open(t.path)
-		if err != nil {
-			return fmt.Errorf("reading --tokens-file: %w", err)
-		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for n := 1; sc.Scan(); n++ {
-			line := strings.TrimSpace(sc.Text())
-			if line == "" || strings.HasPrefix(line, "#") {
-				continue
-			}
-			m := tokenLineRE.FindStringSubmatch(line)
-			if m == nil {
-				return fmt.Errorf("--tokens-file %s line %d: want USER:SHA256HEX (the SHA-256 of the token, 64 hex digits; never the token itself)", t.path, n)
-			}
-			byHash[strings.ToLower(m[2])] = m[1]
-		}
-		if err := sc.Err(); err != nil {
-			return fmt.Errorf("reading --tokens-file: %w", err)
-		}
-	}
-	if len(byHash) == 0 {
-		return errors.New("no tokens: --tokens-file has none and CLAUDE_AGENT_MCP_TOKEN is not set")
-	}
-	t.mu.Lock()
-	t.byHash = byHash
-	t.mu.Unlock()
-	return nil
-}
-
-// Users returns how many users have tokens.
-func (t *Tokens) Users() int {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	users := map[string]bool{}
-	for _, u := range t.byHash {
-		users[u] = true
-	}
-	return len(users)
-}
-
-// verify is the bearer token verifier: the token's hash must be listed; the
-// user it names becomes the request's.
-func (t *Tokens) verify(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-	sum := sha256.Sum256([]byte(token))
-	got := []byte(hex.EncodeToString(sum[:]))
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	user := ""
-	for h, u := range t.byHash {
-		if subtle.ConstantTimeCompare(got, []byte(h)) == 1 {
-			user = u
-		}
-	}
-	if user == "" {
-		return nil, fmt.Errorf("%w: unknown token", auth.ErrInvalidToken)
-	}
-	return &auth.TokenInfo{UserID: user, Expiration: time.Now().Add(time.Hour)}, nil
+	return u.Scheme + "://" + host
 }
 
 // userKey carries the calling user in a request's context.

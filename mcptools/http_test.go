@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -24,11 +25,14 @@ import (
 )
 
 // httpServer serves a server over the fake CLI on httptest, with tokens for
-// alice and bob.
+// alice and bob, through the http.Server of the handler (its limits).
 type httpServer struct {
-	url   string
-	mgr   *sessions.Manager
-	audit *syncBuf
+	url    string
+	mgr    *sessions.Manager
+	srv    *mcp.Server
+	h      *HTTPHandler
+	audit  *syncBuf
+	tokens string // the tokens file
 }
 
 func hashOf(token string) string {
@@ -37,6 +41,13 @@ func hashOf(token string) string {
 }
 
 func newHTTPServer(t *testing.T, cfg sessions.Config, opts Options) *httpServer {
+	t.Helper()
+	return newHTTPServerWith(t, cfg, opts, HTTPOptions{})
+}
+
+// newHTTPServerWith is newHTTPServer with HTTP options (Tokens, BaseURL and
+// Manager are filled in).
+func newHTTPServerWith(t *testing.T, cfg sessions.Config, opts Options, ho HTTPOptions) *httpServer {
 	t.Helper()
 	path, env := fakecli.Command(t)
 	cfg.CLIPath, cfg.Env, cfg.Remote = path, env, true
@@ -50,17 +61,33 @@ func newHTTPServer(t *testing.T, cfg sessions.Config, opts Options) *httpServer 
 	opts.Audit = NewAuditLog(audit, "audit.log", false, nil)
 	srv := NewServer(mgr, opts)
 	file := filepath.Join(t.TempDir(), "tokens")
-	if err := os.WriteFile(file, []byte("# users\nalice:"+hashOf("alice-secret")+"\nbob:"+hashOf("bob-secret")+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeTokens(t, file, "alice", "bob")
 	tokens, err := LoadTokens(file, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(nil)
-	ts.Config.Handler = NewHTTPHandler(srv, HTTPOptions{Tokens: tokens, BaseURL: ts.URL})
+	ts := httptest.NewUnstartedServer(nil)
+	url := "http://" + ts.Listener.Addr().String()
+	ho.Tokens, ho.BaseURL, ho.Manager = tokens, url, mgr
+	h := NewHTTPHandler(srv, ho)
+	ts.Config = h.Server()
+	ts.Start()
 	t.Cleanup(ts.Close)
-	return &httpServer{url: ts.URL, mgr: mgr, audit: audit}
+	return &httpServer{url: ts.URL, mgr: mgr, srv: srv, h: h, audit: audit, tokens: file}
+}
+
+// writeTokens writes a tokens file naming users, each with the token
+// "<user>-secret".
+func writeTokens(t *testing.T, file string, users ...string) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("# users\n")
+	for _, u := range users {
+		b.WriteString(u + ":" + hashOf(u+"-secret") + "\n")
+	}
+	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // connect connects a go-sdk client with token (protocol "" negotiates the
@@ -282,5 +309,78 @@ func TestHTTPTasksBetweenUsers(t *testing.T) {
 	}
 	if res := post("alice-secret", id, get); res["result"] == nil {
 		t.Errorf("alice reads her task: %v", res)
+	}
+}
+
+// rawDo sends one request (token "" for none) and returns the status,
+// the headers and the body.
+func rawDo(t *testing.T, method, url, token string, hdr map[string]string, body io.Reader) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// initializeBody is a legacy initialize: it opens a stateful MCP session.
+const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+
+// TestHTTPOrigin: a request to /mcp whose Origin is present and not the
+// server's own (BaseURL's, or the Host's) gets 403, "null" included, on
+// every method; without Origin, or with its own, it is served. /healthz
+// stays open.
+func TestHTTPOrigin(t *testing.T) {
+	h := newHTTPServer(t, sessions.Config{}, Options{})
+	host := strings.TrimPrefix(h.url, "http://")
+	_, port, _ := net.SplitHostPort(host)
+	for _, tc := range []struct {
+		name   string
+		hdr    map[string]string
+		refuse bool
+	}{
+		{"no origin", nil, false},
+		{"own origin", map[string]string{"Origin": h.url}, false},
+		{"own origin, another case", map[string]string{"Origin": strings.ToUpper(h.url)}, false},
+		{"the host's origin", map[string]string{"Origin": "http://localhost:" + port, "Host": "localhost:" + port}, false},
+		{"foreign", map[string]string{"Origin": "http://evil.example"}, true},
+		{"foreign port", map[string]string{"Origin": "http://127.0.0.1:1"}, true},
+		{"foreign scheme", map[string]string{"Origin": "https://" + host}, true},
+		{"with a path", map[string]string{"Origin": h.url + "/x"}, true},
+		{"null", map[string]string{"Origin": "null"}, true},
+		{"empty", map[string]string{"Origin": ""}, true},
+		{"localhost without that Host", map[string]string{"Origin": "http://localhost:" + port}, true},
+	} {
+		for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+			var body io.Reader
+			if method == http.MethodPost {
+				body = strings.NewReader(initializeBody)
+			}
+			status, _, text := rawDo(t, method, h.url+"/mcp", "alice-secret", tc.hdr, body)
+			if refused := status == http.StatusForbidden; refused != tc.refuse {
+				t.Errorf("%s, %s: %d %s", tc.name, method, status, text)
+			}
+		}
+	}
+	if status, _, _ := rawDo(t, http.MethodGet, h.url+"/healthz", "", map[string]string{"Origin": "null"}, nil); status != http.StatusOK {
+		t.Errorf("/healthz with a foreign origin: %d", status)
 	}
 }

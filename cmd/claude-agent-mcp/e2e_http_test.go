@@ -50,6 +50,10 @@ type httpE2E struct {
 	logDone chan struct{} // closed when the server's stderr reached EOF
 	logPath string        // the server's stderr
 
+	logMu   sync.Mutex
+	logText strings.Builder // the server's stderr so far
+	logCh   chan struct{}   // closed (and replaced) at each line
+
 	stopOnce sync.Once
 }
 
@@ -148,7 +152,7 @@ func startHTTPE2E(t *testing.T, o httpE2EOptions) *httpE2E {
 	}
 	w.Close()
 	e.cmd = cmd
-	e.exited, e.logDone = make(chan struct{}), make(chan struct{})
+	e.exited, e.logDone, e.logCh = make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		_ = cmd.Wait()
 		close(e.exited)
@@ -162,6 +166,11 @@ func startHTTPE2E(t *testing.T, o httpE2EOptions) *httpE2E {
 		for {
 			line, err := br.ReadString('\n')
 			_, _ = logFile.WriteString(line)
+			e.logMu.Lock()
+			e.logText.WriteString(line)
+			close(e.logCh)
+			e.logCh = make(chan struct{})
+			e.logMu.Unlock()
 			if m := servingRE.FindStringSubmatch(line); m != nil {
 				select {
 				case urls <- m[1]:
@@ -213,6 +222,28 @@ func (e *httpE2E) stop(t *testing.T) {
 			t.Errorf("the server's stderr stayed open 20 s after it exited (a child holds it)")
 		}
 	})
+}
+
+// waitLog waits until the server's stderr holds n lines matching re, and
+// returns the last of them.
+func (e *httpE2E) waitLog(t *testing.T, ctx context.Context, re *regexp.Regexp, n int) string {
+	t.Helper()
+	for {
+		e.logMu.Lock()
+		found := re.FindAllString(e.logText.String(), -1)
+		ch := e.logCh
+		e.logMu.Unlock()
+		if len(found) >= n {
+			return found[n-1]
+		}
+		select {
+		case <-ch:
+		case <-e.logDone:
+			t.Fatalf("the server's stderr ended with %d lines matching %s", len(found), re)
+		case <-ctx.Done():
+			t.Fatalf("waiting for %d lines matching %s in the server's stderr: %v (%d found)", n, re, ctx.Err(), len(found))
+		}
+	}
 }
 
 // connectToken connects the go-sdk streamable client with token (protocol
@@ -708,5 +739,103 @@ func TestE2EConformance(t *testing.T) {
 		if !ran {
 			t.Errorf("%s:%d: scenario %s was not run", en.file, en.line, en.scenario)
 		}
+	}
+}
+
+// TestE2EHTTPRevoke removes a user from --tokens-file while her turn runs,
+// then SIGHUP: her call ends at once with an error, her MCP session is
+// closed, her requests get 401, and her session's turn was interrupted —
+// once she is back in the file, her next query on it runs (a running turn
+// would refuse it as busy). Bob, still in the file, goes on.
+func TestE2EHTTPRevoke(t *testing.T) {
+	t.Parallel()
+	e := startHTTPE2E(t, httpE2EOptions{users: []string{"alice", "bob"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	writeUsers := func(users ...string) {
+		t.Helper()
+		var b strings.Builder
+		for _, u := range users {
+			fmt.Fprintf(&b, "%s:%s\n", u, e.hashes[u])
+		}
+		if err := os.WriteFile(filepath.Join(e.home, "tokens"), []byte(b.String()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create := func(cs *mcp.ClientSession) string {
+		t.Helper()
+		res, out := httpCall(t, ctx, cs, "claude_session_create", map[string]any{"cwd": e.cwd})
+		sid, _ := out["sessionId"].(string)
+		if res.IsError || sid == "" {
+			t.Fatalf("create: %s", text(res))
+		}
+		return sid
+	}
+	alice := e.connect(t, "alice", "2025-11-25") // stateful: an MCP session
+	bob := e.connect(t, "bob", "")
+	sa, sb := create(alice), create(bob)
+	called := make(chan error, 1)
+	go func() {
+		_, err := alice.CallTool(ctx, &mcp.CallToolParams{Name: "claude_chat_query", Arguments: map[string]any{"sessionId": sa, "prompt": "SLOW200 alice"}})
+		called <- err
+	}()
+	if _, err := e.api.WaitFor(ctx, func(r *fakeapi.Request) bool { return strings.Contains(r.LastUserText(), "SLOW200 alice") }); err != nil {
+		t.Fatal(err)
+	}
+
+	writeUsers("bob")
+	start := time.Now()
+	select {
+	case err := <-called:
+		if err == nil {
+			t.Errorf("alice's call ended without an error")
+		}
+		t.Logf("alice's call ended after %v: %v", time.Since(start).Round(time.Millisecond), err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("alice's call still runs 30 s after the SIGHUP that removed her")
+	}
+	t.Log(e.waitLog(t, ctx, regexp.MustCompile(`revoked a user removed from --tokens-file.*user=alice.*`), 1))
+	post := func(token, sessionID string) int {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.url+"/mcp",
+			strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+token)
+		if sessionID != "" {
+			req.Header.Set("Mcp-Session-Id", sessionID)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if status := post(e.tokens["alice"], ""); status != http.StatusUnauthorized {
+		t.Errorf("alice's request after her removal: %d", status)
+	}
+	if status := post(e.tokens["alice"], alice.ID()); status != http.StatusUnauthorized {
+		t.Errorf("alice's request on her MCP session after her removal: %d", status)
+	}
+	if status := post(e.tokens["bob"], alice.ID()); status != http.StatusNotFound {
+		t.Errorf("alice's MCP session after her removal, with bob's token: %d; want 404 (closed), not 403 (another's)", status)
+	}
+	res, out := httpCall(t, ctx, bob, "claude_chat_query", map[string]any{"sessionId": sb, "prompt": "hi from bob"})
+	if res.IsError || out["finalText"] == nil {
+		t.Errorf("bob's query after alice's removal: %s", text(res))
+	}
+
+	writeUsers("alice", "bob")
+	e.waitLog(t, ctx, regexp.MustCompile(`reloaded --tokens-file users=2`), 1)
+	back := e.connect(t, "alice", "")
+	// ECHO: the CLI may send the interrupted prompt (SLOW200) along with
+	// this one, as one user message.
+	res, out = httpCall(t, ctx, back, "claude_chat_query", map[string]any{"sessionId": sa, "prompt": "ECHO hi again"})
+	if res.IsError || !strings.Contains(fmt.Sprint(out["finalText"]), "ECHO hi again") {
+		t.Errorf("alice's query on her session once back: %s", text(res))
 	}
 }

@@ -61,6 +61,8 @@ type config struct {
 	http              string
 	tokensFile        string
 	publicURL         string
+	httpMaxSessions   int
+	httpSessionIdle   time.Duration
 	httpAllow         string
 	userMaxSessions   int
 	userMaxLive       int
@@ -97,7 +99,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.IntVar(&c.maxResultChars, "max-result-chars", 60000, "cut a query's final text beyond this many characters (naming the transcript that holds all of it); -1 never")
 	fs.DurationVar(&c.defaultWait, "default-wait", 0, "how long a query call waits before returning status running when it gives no waitSeconds (e.g. 100s for clients without MCP tasks); 0 waits for the end")
 	fs.DurationVar(&c.heartbeat, "heartbeat-interval", 15*time.Second, "how often a running query sends a progress notification when the call has a progress token")
-	fs.IntVar(&c.maxFrameBytes, "max-frame-bytes", mcptools.DefaultMaxFrameBytes, "largest JSON-RPC message accepted on stdin, in bytes; a longer one is refused with -32600 and serving goes on")
+	fs.IntVar(&c.maxFrameBytes, "max-frame-bytes", mcptools.DefaultMaxFrameBytes, "largest JSON-RPC message accepted on stdin (refused with -32600, serving goes on) or as an --http request body (413), in bytes")
 	fs.IntVar(&c.maxPromptBytes, "max-prompt-bytes", mcptools.DefaultMaxPromptBytes, "largest prompt a query accepts, in bytes")
 	fs.BoolVar(&c.tasks, "tasks", true, "offer MCP tasks (extension io.modelcontextprotocol/tasks, protocol 2026-07-28): a long query from a client that takes them is answered with a task at once")
 	fs.DurationVar(&c.taskAfter, "task-after", mcptools.DefaultTaskAfter, "how long a query call waits for its turn to end before it answers with a task")
@@ -105,6 +107,8 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.http, "http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:8787) at /mcp instead of stdio (default: none, serve stdio)")
 	fs.StringVar(&c.tokensFile, "tokens-file", "", "bearer tokens for --http: one USER:SHA256HEX line per token (the SHA-256 of the token, never the token); reloaded on SIGHUP. CLAUDE_AGENT_MCP_TOKEN adds one token for user default (default: none)")
 	fs.StringVar(&c.publicURL, "public-url", "", "the URL clients reach --http at (default http://ADDR), for the protected resource metadata")
+	fs.IntVar(&c.httpMaxSessions, "http-max-sessions", mcptools.DefaultHTTPMaxSessions, "MCP sessions (of clients before protocol 2026-07-28) that --http holds at once, a user a tenth of them (at least 10); beyond, a new one gets 503")
+	fs.DurationVar(&c.httpSessionIdle, "http-session-idle", mcptools.DefaultHTTPSessionIdle, "close an MCP session of those (see --http-max-sessions) after this long without a request (its client opens a new one); 0 never")
 	fs.StringVar(&c.httpAllow, "http-allow", "", "classes of session options allowed over --http (comma-separated): reads-files, runs-programs, widens-permissions; or, as before, mcp-servers, settings, bypass, paths (= reads-files), profiles (default: none)")
 	fs.IntVar(&c.userMaxSessions, "user-max-sessions", 0, "open sessions a user may have over --http; 0 no limit")
 	fs.IntVar(&c.userMaxLive, "user-max-live", -1, "live claude processes a user may have over --http; default (-1) half of --max-live rounded up, so that one user's endless turns leave room for others; 0 no limit")
@@ -356,6 +360,8 @@ func (c *config) check() (*settings, error) {
 	if c.totalBudget < 0 {
 		bad("max-total-budget-usd", c.totalBudget, "use an amount in USD, or 0 for no cap")
 	}
+	positive("http-max-sessions", c.httpMaxSessions)
+	notNegative("http-session-idle", c.httpSessionIdle)
 	if c.userMaxSessions < 0 {
 		bad("user-max-sessions", c.userMaxSessions, "use 0 (no limit) or more")
 	}

@@ -50,25 +50,20 @@ func loopback(host string) bool {
 
 // serveHTTP serves srv over streamable HTTP until ctx ends, then stops
 // every session (interrupting running turns) and the HTTP server.
-func serveHTTP(ctx context.Context, c *config, st *settings, srv *mcp.Server, mgr *sessions.Manager, logger *slog.Logger) error {
+func serveHTTP(ctx context.Context, c *config, st *settings, srv *mcp.Server, mgr *sessions.Manager, audit *mcptools.AuditLog, logger *slog.Logger) error {
 	var tokens *mcptools.Tokens
+	var hup chan os.Signal
 	if c.tokensFile != "" || os.Getenv(TokenEnv) != "" {
 		var err error
 		if tokens, err = mcptools.LoadTokens(c.tokensFile, os.Getenv(TokenEnv)); err != nil {
 			return err
 		}
-		hup := make(chan os.Signal, 1)
+		if tokens.Users() == 0 {
+			logger.Warn("--tokens-file names no user: every request gets 401 until it names one and is reloaded (SIGHUP)")
+		}
+		hup = make(chan os.Signal, 1)
 		signal.Notify(hup, syscall.SIGHUP)
 		defer signal.Stop(hup)
-		go func() {
-			for range hup {
-				if err := tokens.Reload(); err != nil {
-					logger.Error("reloading --tokens-file; keeping the tokens as they were", "err", err)
-				} else {
-					logger.Info("reloaded --tokens-file", "users", tokens.Users())
-				}
-			}
-		}()
 	}
 	ln, err := net.Listen("tcp", c.http)
 	if err != nil {
@@ -78,10 +73,25 @@ func serveHTTP(ctx context.Context, c *config, st *settings, srv *mcp.Server, mg
 	if base == "" {
 		base = "http://" + ln.Addr().String()
 	}
-	hs := &http.Server{
-		Handler:           mcptools.NewHTTPHandler(srv, mcptools.HTTPOptions{Tokens: tokens, BaseURL: base, Logger: logger}),
-		ReadHeaderTimeout: 10 * time.Second,
+	handler := mcptools.NewHTTPHandler(srv, mcptools.HTTPOptions{Tokens: tokens, BaseURL: base, Logger: logger, Manager: mgr,
+		MaxBodyBytes: int64(c.maxFrameBytes), MaxSessions: c.httpMaxSessions, SessionIdle: c.httpSessionIdle, OnAuthEvent: audit.Auth})
+	if hup != nil {
+		// A reload revokes the users it removed: it waits for their calls
+		// and turns to end, up to a minute.
+		go func() {
+			for {
+				select {
+				case <-hup:
+					rctx, cancel := context.WithTimeout(ctx, time.Minute)
+					_ = handler.ReloadTokens(rctx) // logged
+					cancel()
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
 	}
+	hs := handler.Server()
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	logger.Info("claude-agent-mcp serving over HTTP", "url", base+"/mcp", "auth", tokens != nil, "version", versionString(), "pid", os.Getpid())

@@ -172,7 +172,7 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 		<-checked
 	}()
 	if c.http != "" {
-		return serveHTTP(ctx, c, st, srv, mgr, logger)
+		return serveHTTP(ctx, c, st, srv, mgr, opts.Audit, logger)
 	}
 	logger.Info("claude-agent-mcp serving on stdio", "version", versionString(), "depth", depth, "pid", os.Getpid())
 	transport := &mcptools.StdioTransport{Reader: stdin, Writer: stdout, MaxFrameBytes: c.maxFrameBytes, Logger: logger}
