@@ -23,7 +23,7 @@ var flagGroups = []flagGroup{
 		"allowed-tools-ceiling", "allow-session-mcp-servers", "max-depth", "max-session-budget-usd", "max-total-budget-usd"}},
 	{"Tasks (MCP tasks, for clients that take them)", []string{"tasks", "task-after", "task-ttl"}},
 	{"HTTP and teams", []string{"http", "public-url", "tokens-file", "http-allow", "user-max-sessions", "user-max-live",
-		"user-max-budget-usd", "per-user-config-dir"}},
+		"user-max-budget-usd", "per-user-config-dir", "http-max-sessions", "http-session-idle"}},
 	{"Performance and limits", []string{"max-live", "max-queue", "warm-spares", "idle-timeout", "max-frame-bytes", "max-prompt-bytes"}},
 	{"Logging", []string{"log-level", "audit-log", "audit-prompts"}},
 	{"Commands (print, then exit)", []string{"print-setup", "version"}},
