@@ -61,9 +61,12 @@ type SessionOptions struct {
 	// Agent is the agent that runs the session itself, one of Agents or
 	// of the settings' agents (--agent).
 	Agent string `json:"agent,omitempty" jsonschema:"One of agents runs the session"`
-	// Settings is a settings object or the path of a settings file
-	// (--settings).
-	Settings json.RawMessage `json:"settings,omitempty" jsonschema:"Object or file path"`
+	// Settings is a settings object (--settings). A JSON string in it is
+	// the path of a settings file: sessions persisted before SettingsFile
+	// carry one.
+	Settings json.RawMessage `json:"settings,omitempty"`
+	// SettingsFile is the absolute path of a settings file (--settings).
+	SettingsFile string `json:"settingsFile,omitempty" jsonschema:"Absolute path"`
 	// SettingSources are the settings loaded (--setting-sources): user,
 	// project, local; empty loads none; nil the CLI's default.
 	SettingSources []string `json:"settingSources,omitzero" jsonschema:"[] loads none"`
@@ -203,6 +206,7 @@ func (o *Options) Args() []string {
 			add("--settings", compactJSON(o.Settings))
 		}
 	}
+	add("--settings", o.SettingsFile)
 	if o.SettingSources != nil {
 		args = append(args, "--setting-sources="+strings.Join(o.SettingSources, ","))
 	}

@@ -1,6 +1,7 @@
 package mcptools
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -118,7 +119,8 @@ func newTool[In, Out any](def *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) tool {
 
 // checkArgs refuses arguments a tool does not take (the lean schemas do not
 // say additionalProperties: false), naming the ones it does: a misspelt
-// option must not be dropped silently.
+// option must not be dropped silently. The forms worktree and settings took
+// before each had one type are refused with the form they take now.
 func checkArgs(params []string, tool string, args json.RawMessage) error {
 	var m map[string]json.RawMessage
 	if len(args) == 0 || json.Unmarshal(args, &m) != nil {
@@ -128,6 +130,13 @@ func checkArgs(params []string, tool string, args json.RawMessage) error {
 		if !slices.Contains(params, k) {
 			return fmt.Errorf("unknown parameter %q for %s: it takes %s", k, tool, strings.Join(params, ", "))
 		}
+	}
+	if w := string(bytes.TrimSpace(m["worktree"])); w == "true" || w == "false" {
+		return fmt.Errorf("worktree %s: worktree is a string: a name, or %q for one the server picks (leave it out for none)", w, sessions.WorktreeAuto)
+	}
+	var path string
+	if bytes.HasPrefix(bytes.TrimSpace(m["settings"]), []byte(`"`)) && json.Unmarshal(m["settings"], &path) == nil {
+		return fmt.Errorf("settings %q: settings is an object; pass the path of a settings file as settingsFile", path)
 	}
 	return nil
 }
@@ -217,7 +226,6 @@ func flat(s *jsonschema.Schema) {
 var inputProperties = map[string]func(*jsonschema.Schema){
 	"permissionMode": func(s *jsonschema.Schema) { s.Enum = enumOf(sessions.PermissionModes) },
 	"effort":         func(s *jsonschema.Schema) { s.Enum = enumOf(sessions.EffortLevels) },
-	"settings":       func(s *jsonschema.Schema) { s.Type, s.Types = "", []string{"object", "string"} },
 	"settingSources": func(s *jsonschema.Schema) {
 		s.Items = &jsonschema.Schema{Type: "string", Enum: enumOf(sessions.SettingSources)}
 	},
@@ -227,7 +235,7 @@ var inputProperties = map[string]func(*jsonschema.Schema){
 // tool's input, an MCP server's entry).
 var schemaTypes = map[reflect.Type]*jsonschema.Schema{
 	reflect.TypeFor[json.RawMessage]():         {Type: "object"},
-	reflect.TypeFor[sessions.WorktreeOption](): {Types: []string{"boolean", "string"}},
+	reflect.TypeFor[sessions.WorktreeOption](): {Type: "string"},
 }
 
 func enumOf(vals []string) []any {

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -304,8 +305,40 @@ func TestUnknownArguments(t *testing.T) {
 	}
 }
 
+// TestWorktreeForms: worktree is a string, "auto" for a name the server
+// picks, else the name.
+func TestWorktreeForms(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Fatalf("git is needed: %v", err)
+	}
+	repo := t.TempDir()
+	for _, args := range [][]string{{"init", "-q"}, {"-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "first"}} {
+		if out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	f := newFakeServer(t, "2025-11-25", sessions.Config{}, Options{})
+	for _, tc := range []struct{ worktree, want string }{{"auto", "session-"}, {"named", "named"}} {
+		res, out := f.call(t, "claude_session_create", map[string]any{"cwd": repo, "worktree": tc.worktree}, nil)
+		w, _ := out["worktree"].(map[string]any)
+		path, _ := w["path"].(string)
+		if res.IsError || !strings.HasPrefix(filepath.Base(path), tc.want) || filepath.Dir(path) != filepath.Join(repo, ".claude", "worktrees") {
+			t.Errorf("worktree %q: %s %v, want a worktree %s… in %s/.claude/worktrees", tc.worktree, resText(res), w, tc.want, repo)
+		}
+		if res, _ := f.call(t, "claude_session_close", map[string]any{"sessionId": out["sessionId"]}, nil); res.IsError {
+			t.Errorf("close: %s", resText(res))
+		}
+	}
+}
+
 // TestEverySchemaTyped: every subschema of every input and output schema
-// says its type (strict schema linters reject bare true or {}).
+// says its one type, as the portability check of the MCP Inspector wants
+// it (mcp-inspector --cli --strict; TestInspectorSchemaPortability in
+// cmd/claude-agent-mcp runs it on the binary): no bare true or {} (an
+// untyped schema), no type unions (["object", "string"]: clients that map
+// tool schemas onto a single-type dialect, such as Gemini's function
+// declarations, reject them or drop the constraint), no anyOf/oneOf/allOf
+// and no $ref.
 func TestEverySchemaTyped(t *testing.T) {
 	var walk func(tool, where string, v any)
 	walk = func(tool, where string, v any) {
@@ -379,6 +412,11 @@ func TestValidationErrors(t *testing.T) {
 		{"claude_session_create", map[string]any{"allowedTools": []string{"Bash(\n)"}}, "allowedTools"},
 		{"claude_session_create", map[string]any{"mcpServers": map[string]any{"x": map[string]any{"args": []string{"a"}}}}, "needs \"command\""},
 		{"claude_session_create", map[string]any{"profile": "nope"}, "unknown profile"},
+		{"claude_session_create", map[string]any{"worktree": true}, `worktree true: worktree is a string: a name, or "auto" for one the server picks`},
+		{"claude_direct_query", map[string]any{"prompt": "hi", "worktree": false}, `worktree false: worktree is a string`},
+		{"claude_session_create", map[string]any{"settings": file}, "settings is an object; pass the path of a settings file as settingsFile"},
+		{"claude_session_create", map[string]any{"settingsFile": "settings.json"}, `invalid settingsFile "settings.json": not an absolute path`},
+		{"claude_direct_query", map[string]any{"prompt": "hi", "settingsFile": file + ".missing"}, "no such file"},
 		{"claude_session_close", map[string]any{"sessionId": "nope"}, "no open session has id"},
 		{"claude_chat_interrupt", map[string]any{"sessionId": "nope"}, "no open session has id"},
 		{"claude_chat_model", map[string]any{"sessionId": "nope", "model": "opus"}, "no open session has id"},

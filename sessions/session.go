@@ -57,7 +57,7 @@ type CreateOptions struct {
 	ResumeSessionID string                     `json:"resumeSessionId,omitempty" jsonschema:"A claudeSessionId"`
 	ForkSession     bool                       `json:"forkSession,omitempty"`
 	Profile         string                     `json:"profile,omitempty"`
-	Worktree        WorktreeOption             `json:"worktree,omitzero" jsonschema:"true or a name: own git worktree"`
+	Worktree        WorktreeOption             `json:"worktree,omitzero" jsonschema:"A name, or auto: own git worktree"`
 	// Env is added to the CLI's environment, over the profile's (which is
 	// looked up by name at each start); never persisted.
 	Env map[string]string `json:"-"`
