@@ -52,7 +52,7 @@ var (
 type CreateOptions struct {
 	Cwd string `json:"cwd,omitempty" jsonschema:"Absolute; default: the server's"`
 	claudeagent.SessionOptions
-	MCPServers      map[string]json.RawMessage `json:"mcpServers,omitempty" jsonschema:"The CLI's mcpServers form"`
+	MCPServers      map[string]json.RawMessage `json:"mcpServers,omitempty"`
 	StrictMCPConfig bool                       `json:"strictMcpConfig,omitempty"`
 	ResumeSessionID string                     `json:"resumeSessionId,omitempty" jsonschema:"A claudeSessionId"`
 	ForkSession     bool                       `json:"forkSession,omitempty"`
