@@ -32,7 +32,7 @@ const (
 // JSON names and descriptions are those callers see. Each maps to one flag
 // in [Options.Args]; validation lives with the session manager.
 type SessionOptions struct {
-	Model          string `json:"model,omitempty" jsonschema:"opus, sonnet, haiku or a model id"`
+	Model          string `json:"model,omitempty" jsonschema:"opus, sonnet, haiku or an id"`
 	PermissionMode string `json:"permissionMode,omitempty"`
 	// SystemPrompt, when set, replaces Claude Code's system prompt.
 	SystemPrompt string `json:"systemPrompt,omitempty"`
@@ -40,7 +40,7 @@ type SessionOptions struct {
 	AppendSystemPrompt string `json:"appendSystemPrompt,omitempty"`
 	// AllowedTools and DisallowedTools are permission rules such as "Bash"
 	// or "Bash(git:*)".
-	AllowedTools    []string `json:"allowedTools,omitempty" jsonschema:"Rules such as Bash(git:*) that run without asking"`
+	AllowedTools    []string `json:"allowedTools,omitempty" jsonschema:"Run without asking, e.g. Bash(git:*)"`
 	DisallowedTools []string `json:"disallowedTools,omitempty"`
 	// MaxTurns caps API round trips per user message; 0 means no cap.
 	MaxTurns int `json:"maxTurns,omitempty"`
@@ -52,7 +52,7 @@ type SessionOptions struct {
 	Effort string `json:"effort,omitempty"`
 	// JSONSchema makes the final answer structured output that matches it
 	// (--json-schema); the result then carries structured_output.
-	JSONSchema json.RawMessage `json:"jsonSchema,omitempty" jsonschema:"Answer schema (type object): gives structuredOutput"`
+	JSONSchema json.RawMessage `json:"jsonSchema,omitempty" jsonschema:"Object schema of the answer: structuredOutput"`
 	// MaxBudgetUSD caps this process's spending (--max-budget-usd).
 	MaxBudgetUSD float64 `json:"maxBudgetUsd,omitempty"`
 	// Agents defines custom sub-agents (--agents): {"name": {"description":
@@ -60,10 +60,13 @@ type SessionOptions struct {
 	Agents json.RawMessage `json:"agents,omitempty" jsonschema:"{name: {description, prompt, tools}}"`
 	// Agent is the agent that runs the session itself, one of Agents or
 	// of the settings' agents (--agent).
-	Agent string `json:"agent,omitempty" jsonschema:"One of agents runs the session"`
-	// Settings is a settings object or the path of a settings file
-	// (--settings).
-	Settings json.RawMessage `json:"settings,omitempty" jsonschema:"Object or file path"`
+	Agent string `json:"agent,omitempty" jsonschema:"Which of agents runs it"`
+	// Settings is a settings object (--settings). A JSON string in it is
+	// the path of a settings file: sessions persisted before SettingsFile
+	// carry one.
+	Settings json.RawMessage `json:"settings,omitempty"`
+	// SettingsFile is the absolute path of a settings file (--settings).
+	SettingsFile string `json:"settingsFile,omitempty" jsonschema:"Absolute path"`
 	// SettingSources are the settings loaded (--setting-sources): user,
 	// project, local; empty loads none; nil the CLI's default.
 	SettingSources []string `json:"settingSources,omitzero" jsonschema:"[] loads none"`
@@ -203,6 +206,7 @@ func (o *Options) Args() []string {
 			add("--settings", compactJSON(o.Settings))
 		}
 	}
+	add("--settings", o.SettingsFile)
 	if o.SettingSources != nil {
 		args = append(args, "--setting-sources="+strings.Join(o.SettingSources, ","))
 	}

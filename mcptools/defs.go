@@ -1,6 +1,7 @@
 package mcptools
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -26,21 +27,23 @@ func (h *handlers) tools() []tool {
 		newTool(&mcp.Tool{
 			Name:  "claude_session_create",
 			Title: "Create a session",
-			Description: `Start a Claude Code session working in cwd, for multi-step work: then claude_chat_query, and claude_session_close when done. ` +
+			Description: `Start a Claude Code session in cwd for multi-step work: then claude_chat_query, and claude_session_close when done. ` +
 				`Example: {"cwd": "/repo", "model": "sonnet"}`,
-			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)},
+			// Open world: the protocol's default.
+			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false)},
 		}, h.create),
 		newTool(&mcp.Tool{
 			Name:        "claude_session_close",
 			Title:       "Close a session",
 			Description: `Close a session and stop its process. Example: {"sessionId": "4b1c…"}`,
-			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)},
+			// Destructive: the protocol's default.
+			Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(false)},
 		}, h.close),
 		newTool(&mcp.Tool{
 			Name:  "claude_chat_query",
 			Title: "Query a session",
-			Description: `Send a prompt to a session; returns finalText and cost. It may edit files and run commands in its cwd. ` +
-				`Status running means: call claude_chat_wait. Example: {"sessionId": "4b1c…", "prompt": "Fix the failing test"}`,
+			Description: `Send a prompt to a session; it may edit files and run commands in its cwd. ` +
+				`Status running: call claude_chat_wait. Example: {"sessionId": "4b1c…", "prompt": "Fix the failing test"}`,
 			// No annotations: the defaults (destructive, open world) are right.
 		}, h.query),
 		newTool(&mcp.Tool{
@@ -64,7 +67,7 @@ func (h *handlers) tools() []tool {
 		newTool(&mcp.Tool{
 			Name:  "claude_direct_query",
 			Title: "One-off query",
-			Description: `One-off task: one prompt in a temporary session, with claude_session_create's options. ` +
+			Description: `One-off task: a prompt in a temporary session; parameters as in claude_chat_query and claude_session_create. ` +
 				`Example: {"prompt": "Summarise README.md", "cwd": "/repo"}`,
 			// No annotations: the defaults (destructive, open world) are right.
 		}, h.direct),
@@ -118,7 +121,8 @@ func newTool[In, Out any](def *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) tool {
 
 // checkArgs refuses arguments a tool does not take (the lean schemas do not
 // say additionalProperties: false), naming the ones it does: a misspelt
-// option must not be dropped silently.
+// option must not be dropped silently. The forms worktree and settings took
+// before each had one type are refused with the form they take now.
 func checkArgs(params []string, tool string, args json.RawMessage) error {
 	var m map[string]json.RawMessage
 	if len(args) == 0 || json.Unmarshal(args, &m) != nil {
@@ -128,6 +132,13 @@ func checkArgs(params []string, tool string, args json.RawMessage) error {
 		if !slices.Contains(params, k) {
 			return fmt.Errorf("unknown parameter %q for %s: it takes %s", k, tool, strings.Join(params, ", "))
 		}
+	}
+	if w := string(bytes.TrimSpace(m["worktree"])); w == "true" || w == "false" {
+		return fmt.Errorf("worktree %s: worktree is a string: a name, or %q for one the server picks (leave it out for none)", w, sessions.WorktreeAuto)
+	}
+	var path string
+	if bytes.HasPrefix(bytes.TrimSpace(m["settings"]), []byte(`"`)) && json.Unmarshal(m["settings"], &path) == nil {
+		return fmt.Errorf("settings %q: settings is an object; pass the path of a settings file as settingsFile", path)
 	}
 	return nil
 }
@@ -141,20 +152,30 @@ func Tools() []*mcp.Tool {
 	return out
 }
 
-// directSchema is claude_direct_query's input schema: its own parameters,
-// and the session options by reference to claude_session_create (the
-// handler checks every parameter name; see checkDirectArgs).
-func directSchema(full *jsonschema.Schema) *jsonschema.Schema {
-	own := map[string]*jsonschema.Schema{}
-	for _, k := range directOwn {
-		own[k] = full.Properties[k]
-	}
-	return &jsonschema.Schema{Type: "object", Properties: own, Required: []string{"prompt"},
-		AdditionalProperties: &jsonschema.Schema{Types: []string{"string", "number", "boolean", "array", "object"}}}
+// directSchema is claude_direct_query's input schema: claude_chat_query's
+// parameters and claude_session_create's options, derived from the same
+// types, but with their types alone: the descriptions and enumerations are
+// said once, in those two tools (its description points there), so that
+// listing every option costs a host session's context as little as it can.
+func directSchema(s *jsonschema.Schema) *jsonschema.Schema {
+	typesOnly(s)
+	s.Required = []string{"prompt"}
+	return s
 }
 
-// directOwn are claude_direct_query's own parameters.
-var directOwn = []string{"prompt", "images", "includeThinking", "waitSeconds"}
+// typesOnly drops the descriptions and enumerations of s and of every
+// schema in it.
+func typesOnly(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	s.Description, s.Enum = "", nil
+	for _, p := range s.Properties {
+		typesOnly(p)
+	}
+	typesOnly(s.Items)
+	typesOnly(s.AdditionalProperties)
+}
 
 // lean drops what a property's name already says: nullability of lists,
 // and additionalProperties:false (the server refuses unknown arguments
@@ -198,11 +219,17 @@ func shape(s *jsonschema.Schema, keys []string) {
 	s.Description, s.AdditionalProperties = "", nil
 }
 
-// outputKeys are the fields an output schema lists, by result type.
+// outputKeys are the fields an output schema lists, by result type: what
+// a caller reads first.
 var outputKeys = map[reflect.Type][]string{
-	reflect.TypeFor[QueryOutput]():  {"finalText", "status", "sessionId", "claudeSessionId"},
-	reflect.TypeFor[CreateOutput](): {"sessionId", "claudeSessionId", "active"},
-	reflect.TypeFor[ListOutput]():   {"sessions"},
+	reflect.TypeFor[QueryOutput]():     {"finalText", "status"},
+	reflect.TypeFor[CreateOutput]():    {"sessionId"},
+	reflect.TypeFor[CloseOutput]():     {"closed"},
+	reflect.TypeFor[InterruptOutput](): {"interrupted"},
+	reflect.TypeFor[ModelOutput]():     {"resolvedModel"},
+	reflect.TypeFor[ModeOutput]():      {"permissionMode"},
+	reflect.TypeFor[HistoryOutput]():   {"entries", "olderCursor"},
+	reflect.TypeFor[ListOutput]():      {"sessions"},
 }
 
 func flat(s *jsonschema.Schema) {
@@ -217,7 +244,6 @@ func flat(s *jsonschema.Schema) {
 var inputProperties = map[string]func(*jsonschema.Schema){
 	"permissionMode": func(s *jsonschema.Schema) { s.Enum = enumOf(sessions.PermissionModes) },
 	"effort":         func(s *jsonschema.Schema) { s.Enum = enumOf(sessions.EffortLevels) },
-	"settings":       func(s *jsonschema.Schema) { s.Type, s.Types = "", []string{"object", "string"} },
 	"settingSources": func(s *jsonschema.Schema) {
 		s.Items = &jsonschema.Schema{Type: "string", Enum: enumOf(sessions.SettingSources)}
 	},
@@ -227,7 +253,7 @@ var inputProperties = map[string]func(*jsonschema.Schema){
 // tool's input, an MCP server's entry).
 var schemaTypes = map[reflect.Type]*jsonschema.Schema{
 	reflect.TypeFor[json.RawMessage]():         {Type: "object"},
-	reflect.TypeFor[sessions.WorktreeOption](): {Types: []string{"boolean", "string"}},
+	reflect.TypeFor[sessions.WorktreeOption](): {Type: "string"},
 }
 
 func enumOf(vals []string) []any {

@@ -7,7 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -260,31 +262,103 @@ func TestToolDefinitions(t *testing.T) {
 	if tool := names["claude_session_list"]; tool != nil && !tool.Annotations.ReadOnlyHint {
 		t.Error("claude_session_list must be read-only")
 	}
-	if tool := names["claude_session_close"]; tool != nil && (tool.Annotations.DestructiveHint == nil || !*tool.Annotations.DestructiveHint) {
-		t.Error("claude_session_close must be marked destructive")
+	// Destructive is the protocol's default, so an unset hint says it.
+	if tool := names["claude_session_close"]; tool != nil && (tool.Annotations.ReadOnlyHint || (tool.Annotations.DestructiveHint != nil && !*tool.Annotations.DestructiveHint)) {
+		t.Error("claude_session_close must be destructive")
 	}
 }
 
+// TestDirectQueryListsEveryOption: claude_direct_query's schema lists every
+// session option of claude_session_create and every parameter of
+// claude_chat_query but the session's own, each of the same type, and
+// nothing else.
+func TestDirectQueryListsEveryOption(t *testing.T) {
+	schemas := map[string]map[string]any{}
+	for _, tool := range listTools(t) {
+		b, _ := json.Marshal(tool.InputSchema)
+		var s map[string]any
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatal(err)
+		}
+		schemas[tool.Name], _ = s["properties"].(map[string]any)
+	}
+	direct := schemas["claude_direct_query"]
+	want := map[string]any{}
+	for _, from := range []string{"claude_session_create", "claude_chat_query"} {
+		for name, p := range schemas[from] {
+			if from == "claude_chat_query" && (name == "sessionId" || name == "effort" || name == "closeAfter") {
+				continue // the session's, or the session option's
+			}
+			want[name] = typeOf(p)
+		}
+	}
+	if len(want) < 30 {
+		t.Fatalf("only %d parameters found: %v", len(want), want)
+	}
+	for name, typ := range want {
+		if got, ok := direct[name]; !ok {
+			t.Errorf("claude_direct_query does not list %s", name)
+		} else if !reflect.DeepEqual(typeOf(got), typ) {
+			t.Errorf("claude_direct_query's %s is %v, want %v", name, typeOf(got), typ)
+		}
+	}
+	for name := range direct {
+		if _, ok := want[name]; !ok {
+			t.Errorf("claude_direct_query lists %s, which neither claude_session_create nor claude_chat_query takes", name)
+		}
+	}
+}
+
+// typeOf is a property schema's types, nested ones included, without its
+// descriptions and enumerations.
+func typeOf(v any) any {
+	s, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	out := map[string]any{}
+	for k, sub := range s {
+		switch k {
+		case "description", "enum":
+		case "properties":
+			props := map[string]any{}
+			for name, p := range sub.(map[string]any) {
+				props[name] = typeOf(p)
+			}
+			out[k] = props
+		case "items", "additionalProperties":
+			out[k] = typeOf(sub)
+		default:
+			out[k] = sub
+		}
+	}
+	return out
+}
+
 // TestToolSurfaceSize pins what tools/list costs every host session: at
-// most 8 KB in all, at most 5 KB the model sees (descriptions and input
-// schemas).
+// most 8 KB in all, and at most 5.5 KB that the model sees (descriptions
+// and input schemas; 5 KB until claude_direct_query's schema listed every
+// session option, which costs about 1.2 KB however lean). The sizes of each
+// tool are logged (go test -v).
 func TestToolSurfaceSize(t *testing.T) {
+	const maxTotal, maxVisible = 8 << 10, 5632
 	total, visible := 0, 0
 	for _, tool := range listTools(t) {
 		all, _ := json.Marshal(tool)
 		in, _ := json.Marshal(tool.InputSchema)
 		total += len(all)
 		visible += len(tool.Description) + len(in)
+		t.Logf("%-24s %5d bytes, model-visible %5d", tool.Name, len(all), len(tool.Description)+len(in))
 	}
-	if total > 8<<10 || visible > 5<<10 {
-		t.Errorf("tools/list is %d bytes (at most %d), the model-visible part %d (at most %d)", total, 8<<10, visible, 5<<10)
+	if total > maxTotal || visible > maxVisible {
+		t.Errorf("tools/list is %d bytes (at most %d), the model-visible part %d (at most %d)", total, maxTotal, visible, maxVisible)
 	}
 	t.Logf("tools/list: %d bytes, model-visible %d", total, visible)
 }
 
 // TestUnknownArguments: an argument a tool does not take is refused by
-// name, also the session options of claude_direct_query, which its schema
-// only refers to.
+// name (the schemas do not say additionalProperties: false), also by
+// claude_direct_query.
 func TestUnknownArguments(t *testing.T) {
 	f := newFakeServer(t, "2025-11-25", sessions.Config{}, Options{})
 	res, _ := f.call(t, "claude_session_create", map[string]any{"cwd": t.TempDir(), "modle": "opus"}, nil)
@@ -304,8 +378,40 @@ func TestUnknownArguments(t *testing.T) {
 	}
 }
 
+// TestWorktreeForms: worktree is a string, "auto" for a name the server
+// picks, else the name.
+func TestWorktreeForms(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Fatalf("git is needed: %v", err)
+	}
+	repo := t.TempDir()
+	for _, args := range [][]string{{"init", "-q"}, {"-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "first"}} {
+		if out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	f := newFakeServer(t, "2025-11-25", sessions.Config{}, Options{})
+	for _, tc := range []struct{ worktree, want string }{{"auto", "session-"}, {"named", "named"}} {
+		res, out := f.call(t, "claude_session_create", map[string]any{"cwd": repo, "worktree": tc.worktree}, nil)
+		w, _ := out["worktree"].(map[string]any)
+		path, _ := w["path"].(string)
+		if res.IsError || !strings.HasPrefix(filepath.Base(path), tc.want) || filepath.Dir(path) != filepath.Join(repo, ".claude", "worktrees") {
+			t.Errorf("worktree %q: %s %v, want a worktree %s… in %s/.claude/worktrees", tc.worktree, resText(res), w, tc.want, repo)
+		}
+		if res, _ := f.call(t, "claude_session_close", map[string]any{"sessionId": out["sessionId"]}, nil); res.IsError {
+			t.Errorf("close: %s", resText(res))
+		}
+	}
+}
+
 // TestEverySchemaTyped: every subschema of every input and output schema
-// says its type (strict schema linters reject bare true or {}).
+// says its one type, as the portability check of the MCP Inspector wants
+// it (mcp-inspector --cli --strict; TestInspectorSchemaPortability in
+// cmd/claude-agent-mcp runs it on the binary): no bare true or {} (an
+// untyped schema), no type unions (["object", "string"]: clients that map
+// tool schemas onto a single-type dialect, such as Gemini's function
+// declarations, reject them or drop the constraint), no anyOf/oneOf/allOf
+// and no $ref.
 func TestEverySchemaTyped(t *testing.T) {
 	var walk func(tool, where string, v any)
 	walk = func(tool, where string, v any) {
@@ -313,10 +419,18 @@ func TestEverySchemaTyped(t *testing.T) {
 		case bool:
 			t.Errorf("%s: %s is the bare schema %v", tool, where, s)
 		case map[string]any:
-			_, typed := s["type"]
+			typ, typed := s["type"]
 			_, enum := s["enum"]
 			if !typed && !enum {
 				t.Errorf("%s: %s has no type: %v", tool, where, s)
+			}
+			if _, one := typ.(string); typed && !one {
+				t.Errorf("%s: %s has the type union %v: give it one type", tool, where, typ)
+			}
+			for _, k := range []string{"anyOf", "oneOf", "allOf", "$ref", "$defs"} {
+				if _, ok := s[k]; ok {
+					t.Errorf("%s: %s has %s", tool, where, k)
+				}
 			}
 			if props, ok := s["properties"].(map[string]any); ok {
 				for k, p := range props {
@@ -379,6 +493,11 @@ func TestValidationErrors(t *testing.T) {
 		{"claude_session_create", map[string]any{"allowedTools": []string{"Bash(\n)"}}, "allowedTools"},
 		{"claude_session_create", map[string]any{"mcpServers": map[string]any{"x": map[string]any{"args": []string{"a"}}}}, "needs \"command\""},
 		{"claude_session_create", map[string]any{"profile": "nope"}, "unknown profile"},
+		{"claude_session_create", map[string]any{"worktree": true}, `worktree true: worktree is a string: a name, or "auto" for one the server picks`},
+		{"claude_direct_query", map[string]any{"prompt": "hi", "worktree": false}, `worktree false: worktree is a string`},
+		{"claude_session_create", map[string]any{"settings": file}, "settings is an object; pass the path of a settings file as settingsFile"},
+		{"claude_session_create", map[string]any{"settingsFile": "settings.json"}, `invalid settingsFile "settings.json": not an absolute path`},
+		{"claude_direct_query", map[string]any{"prompt": "hi", "settingsFile": file + ".missing"}, "no such file"},
 		{"claude_session_close", map[string]any{"sessionId": "nope"}, "no open session has id"},
 		{"claude_chat_interrupt", map[string]any{"sessionId": "nope"}, "no open session has id"},
 		{"claude_chat_model", map[string]any{"sessionId": "nope", "model": "opus"}, "no open session has id"},

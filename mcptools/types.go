@@ -40,19 +40,20 @@ type CloseOutput struct {
 type QueryInput struct {
 	SessionID       string                `json:"sessionId"`
 	Prompt          string                `json:"prompt"`
-	Images          []sessions.ImageInput `json:"images,omitempty" jsonschema:"A file path, or base64 data and mediaType"`
+	Images          []sessions.ImageInput `json:"images,omitempty" jsonschema:"A path, or base64 data and mediaType"`
 	Effort          string                `json:"effort,omitempty" jsonschema:"For this query"`
 	CloseAfter      bool                  `json:"closeAfter,omitempty"`
 	IncludeThinking bool                  `json:"includeThinking,omitempty"`
-	WaitSeconds     int                   `json:"waitSeconds,omitempty" jsonschema:"Return status running after this long; claude_chat_wait collects the result"`
+	WaitSeconds     int                   `json:"waitSeconds,omitempty" jsonschema:"Return status running after this long"`
 }
 
-// DirectInput is claude_direct_query's arguments.
+// DirectInput is claude_direct_query's arguments (its schema has no
+// descriptions: see directSchema).
 type DirectInput struct {
 	Prompt          string                `json:"prompt"`
-	Images          []sessions.ImageInput `json:"images,omitempty" jsonschema:"A file path, or base64 data and mediaType"`
+	Images          []sessions.ImageInput `json:"images,omitempty"`
 	IncludeThinking bool                  `json:"includeThinking,omitempty"`
-	WaitSeconds     int                   `json:"waitSeconds,omitempty" jsonschema:"Return status running after this long; claude_chat_wait collects the result"`
+	WaitSeconds     int                   `json:"waitSeconds,omitempty"`
 	sessions.CreateOptions
 }
 
@@ -101,7 +102,7 @@ type InterruptOutput struct {
 // ModelInput is claude_chat_model's arguments.
 type ModelInput struct {
 	SessionID string `json:"sessionId"`
-	Model     string `json:"model" jsonschema:"opus, sonnet, haiku or a model id"`
+	Model     string `json:"model" jsonschema:"opus, sonnet, haiku or an id"`
 }
 
 // ModelOutput is claude_chat_model's result.
@@ -125,7 +126,7 @@ type ModeOutput struct {
 
 // ListInput is claude_session_list's arguments.
 type ListInput struct {
-	SessionID string `json:"sessionId,omitempty" jsonschema:"Only this one"`
+	SessionID string `json:"sessionId,omitempty"`
 }
 
 // SessionInfo describes one session.
@@ -164,7 +165,7 @@ type ListOutput struct {
 type HistoryInput struct {
 	SessionID string `json:"sessionId"`
 	Cursor    string `json:"cursor,omitempty" jsonschema:"olderCursor or newerCursor of a page"`
-	Limit     int    `json:"limit,omitempty" jsonschema:"1 to 200; default 20"`
+	Limit     int    `json:"limit,omitempty"`
 }
 
 // HistoryOutput is one page of a conversation, oldest first.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -46,10 +47,15 @@ func TestDelegationValidation(t *testing.T) {
 		{"agents_not_object", claudeagent.SessionOptions{Agents: raw(`["x"]`)}, "invalid agents"},
 		{"agents_bad_tools", claudeagent.SessionOptions{Agents: raw(`{"r":{"description":"d","prompt":"p","tools":"Read"}}`)}, `"tools" must be a list`},
 		{"settings_object", claudeagent.SessionOptions{Settings: raw(`{"permissions":{"deny":["Bash"]}}`)}, ""},
-		{"settings_file", claudeagent.SessionOptions{Settings: raw(`"` + file + `"`)}, ""},
-		{"settings_missing_file", claudeagent.SessionOptions{Settings: raw(`"/no/such/settings.json"`)}, "no such file"},
-		{"settings_relative", claudeagent.SessionOptions{Settings: raw(`"settings.json"`)}, "absolute path"},
-		{"settings_number", claudeagent.SessionOptions{Settings: raw(`5`)}, "invalid settings"},
+		{"settings_file", claudeagent.SessionOptions{SettingsFile: file}, ""},
+		{"settings_file_in_settings", claudeagent.SessionOptions{Settings: raw(`"` + file + `"`)}, ""},
+		{"settings_missing_file", claudeagent.SessionOptions{SettingsFile: "/no/such/settings.json"}, `invalid settingsFile "/no/such/settings.json": no such file`},
+		{"settings_missing_file_in_settings", claudeagent.SessionOptions{Settings: raw(`"/no/such/settings.json"`)}, `invalid settingsFile "/no/such/settings.json": no such file`},
+		{"settings_relative", claudeagent.SessionOptions{SettingsFile: "settings.json"}, "not an absolute path"},
+		{"settings_directory", claudeagent.SessionOptions{SettingsFile: dir}, "no such file"},
+		{"settings_control", claudeagent.SessionOptions{SettingsFile: file + "\n"}, "control character"},
+		{"settings_number", claudeagent.SessionOptions{Settings: raw(`5`)}, "invalid settings: pass a settings object"},
+		{"settings_both", claudeagent.SessionOptions{Settings: raw(`{}`), SettingsFile: file}, "settings and settingsFile both given"},
 		{"setting_sources", claudeagent.SessionOptions{SettingSources: []string{"user", "project"}}, ""},
 		{"no_setting_sources", claudeagent.SessionOptions{SettingSources: []string{}}, ""},
 		{"bad_setting_source", claudeagent.SessionOptions{SettingSources: []string{"global"}}, `invalid settingSources entry "global"`},
@@ -66,6 +72,42 @@ func TestDelegationValidation(t *testing.T) {
 		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%s: Validate = %v, want %q", tc.name, err, tc.want)
 		}
+	}
+	// A path in settings (the option's earlier form) becomes settingsFile.
+	opts := CreateOptions{Cwd: dir, SessionOptions: claudeagent.SessionOptions{Settings: raw(`"` + file + `"`)}, Operator: []string{"settings"}}
+	if err := m.Validate(&opts); err != nil || opts.Settings != nil || opts.SettingsFile != file || !slices.Contains(opts.Operator, "settingsFile") {
+		t.Errorf("a path in settings: Validate = %v, settings %s, settingsFile %q, operator %v", err, opts.Settings, opts.SettingsFile, opts.Operator)
+	}
+}
+
+// TestWorktreeOptionJSON: worktree is a name or "auto" ("" is none); true
+// and false, which the registry holds for sessions made before the string
+// form, still read; and what is written reads back the same.
+func TestWorktreeOptionJSON(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want WorktreeOption
+		out  string
+	}{
+		{`"feature"`, WorktreeOption{On: true, Name: "feature"}, `"feature"`},
+		{`"auto"`, WorktreeOption{On: true}, `true`},
+		{`""`, WorktreeOption{}, `false`},
+		{`true`, WorktreeOption{On: true}, `true`},
+		{`false`, WorktreeOption{}, `false`},
+	} {
+		var w WorktreeOption
+		if err := json.Unmarshal([]byte(tc.in), &w); err != nil || w != tc.want {
+			t.Errorf("%s reads as %+v (%v), want %+v", tc.in, w, err, tc.want)
+		}
+		out, _ := json.Marshal(w)
+		var back WorktreeOption
+		if string(out) != tc.out || json.Unmarshal(out, &back) != nil || back != w {
+			t.Errorf("%+v writes %s, reading back %+v; want %s", w, out, back, tc.out)
+		}
+	}
+	var w WorktreeOption
+	if err := json.Unmarshal([]byte(`5`), &w); err == nil || !strings.Contains(err.Error(), `a name, or "auto"`) {
+		t.Errorf("a number: %v", err)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -91,7 +92,9 @@ func TestGateCeilingsInsideAgentsAndSettings(t *testing.T) {
 		{"agent unknown field under a ceiling", strict, claudeagent.SessionOptions{Agents: raw(map[string]any{"x": map[string]any{"description": "d", "prompt": "p", "spawnsThings": true}})}, `agents["x"].spawnsThings is not known to this server's policy`},
 		{"harmless agent under a ceiling", strict, claudeagent.SessionOptions{Agents: raw(map[string]any{"x": map[string]any{"description": "d", "prompt": "p", "model": "haiku", "tools": []string{"Read"}}}), Agent: "x"}, ""},
 		{"settings hooks under a ceiling", strict, claudeagent.SessionOptions{Settings: raw(map[string]any{"hooks": map[string]any{}})}, `settings.hooks runs a program`},
-		{"settings file with a status line", strict, claudeagent.SessionOptions{Settings: raw(settingsFile)}, `settings.statusLine runs a program`},
+		{"settings file with a status line", strict, claudeagent.SessionOptions{SettingsFile: settingsFile}, `settings.statusLine runs a program`},
+		{"settings file given as settings", strict, claudeagent.SessionOptions{Settings: raw(settingsFile)}, `settings.statusLine runs a program`},
+		{"settings file given twice", Config{}, claudeagent.SessionOptions{Settings: raw(settingsFile), SettingsFile: settingsFile}, `settings and settingsFile both given`},
 		{"settings allow beyond the ceiling", strict, claudeagent.SessionOptions{Settings: raw(map[string]any{"permissions": map[string]any{"allow": []string{"Bash(rm:*)"}}})}, `settings.permissions.allow entry "Bash(rm:*)" names a tool beyond`},
 		{"settings default mode", strict, claudeagent.SessionOptions{Settings: raw(map[string]any{"permissions": map[string]any{"defaultMode": "acceptEdits"}})}, `settings.permissions.defaultMode "acceptEdits" is not allowed`},
 		{"settings deny rules under a ceiling", strict, claudeagent.SessionOptions{Settings: raw(map[string]any{"permissions": map[string]any{"deny": []string{"Bash"}}})}, ""},
@@ -111,6 +114,13 @@ func TestGateCeilingsInsideAgentsAndSettings(t *testing.T) {
 			}
 		})
 	}
+	// A session persisted before settingsFile holds the file's path in
+	// settings; every start of its process is gated on the file's content.
+	m := newManager(t, strict)
+	opts := CreateOptions{Cwd: t.TempDir(), SessionOptions: claudeagent.SessionOptions{Settings: raw(settingsFile)}}
+	if _, err := m.admit(&opts); err == nil || !strings.Contains(err.Error(), `settings.statusLine runs a program`) {
+		t.Errorf("a persisted settings path: admit = %v, want the file's status line refused", err)
+	}
 }
 
 // TestGateRemote: a remote caller gets only harmless options unless
@@ -119,6 +129,12 @@ func TestGateCeilingsInsideAgentsAndSettings(t *testing.T) {
 func TestGateRemote(t *testing.T) {
 	root := t.TempDir()
 	wd, _ := os.Getwd()
+	denyFile, envFile := filepath.Join(root, "deny.json"), filepath.Join(root, "env.json")
+	for file, settings := range map[string]any{denyFile: map[string]any{"permissions": map[string]any{"deny": []string{"Bash"}}}, envFile: map[string]any{"env": map[string]any{"A": "b"}}} {
+		if err := os.WriteFile(file, raw(settings), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, tc := range []struct {
 		name  string
 		allow []string
@@ -141,6 +157,9 @@ func TestGateRemote(t *testing.T) {
 		{"settings env", nil, nil, CreateOptions{SessionOptions: claudeagent.SessionOptions{Settings: raw(map[string]any{"env": map[string]any{"NODE_OPTIONS": "--require /tmp/x.js"}})}}, "settings.env is off over HTTP"},
 		{"settings env with settings", []string{"settings"}, nil, CreateOptions{SessionOptions: claudeagent.SessionOptions{Settings: raw(map[string]any{"env": map[string]any{"A": "b"}})}}, ""},
 		{"settings unknown key", []string{"runs-programs", "reads-files", "widens-permissions"}, nil, CreateOptions{SessionOptions: claudeagent.SessionOptions{Settings: raw(map[string]any{"brandNewHelper": "x"})}}, "settings.brandNewHelper is not known to this server's policy, so it is refused over HTTP (--http-allow settings opens it)"},
+		{"settings file outside the roots", []string{"reads-files"}, nil, CreateOptions{SessionOptions: claudeagent.SessionOptions{SettingsFile: denyFile}}, "settings file " + strconv.Quote(denyFile) + " is outside the directories this server allows"},
+		{"settings file in the roots", nil, []string{root}, CreateOptions{SessionOptions: claudeagent.SessionOptions{SettingsFile: denyFile}}, ""},
+		{"settings file with env", nil, []string{root}, CreateOptions{SessionOptions: claudeagent.SessionOptions{SettingsFile: envFile}}, "settings.env is off over HTTP"},
 		{"plugins", nil, nil, CreateOptions{SessionOptions: claudeagent.SessionOptions{Plugins: []string{wd}}}, "plugins is off over HTTP: it reaches files and runs programs"},
 		{"plugins outside the roots", []string{"runs-programs", "reads-files"}, nil, CreateOptions{SessionOptions: claudeagent.SessionOptions{Plugins: []string{root}}}, "outside the directories this server allows"},
 		{"plugins in the roots", []string{"runs-programs"}, []string{root}, CreateOptions{SessionOptions: claudeagent.SessionOptions{Plugins: []string{root}}}, ""},

@@ -19,7 +19,7 @@ type Image struct {
 // its media type.
 type ImageInput struct {
 	Path      string `json:"path,omitempty"`
-	Data      string `json:"data,omitempty" jsonschema:"base64"`
+	Data      string `json:"data,omitempty"`
 	MediaType string `json:"mediaType,omitempty"`
 }
 

@@ -305,6 +305,9 @@ func (m *Manager) Validate(opts *CreateOptions) error {
 	if err := ValidateMCPServers(opts.MCPServers); err != nil {
 		return err
 	}
+	if err := moveSettingsPath(opts); err != nil {
+		return err
+	}
 	if err := validateDelegation(opts); err != nil {
 		return err
 	}

@@ -87,20 +87,30 @@ var optionClasses = map[string]classifier{
 		return uses, nil
 	},
 	"settings": func(o *CreateOptions) ([]use, error) {
-		var obj map[string]json.RawMessage
 		var path string
-		var uses []use
 		if json.Unmarshal(o.Settings, &path) == nil {
-			uses = append(uses, use{what: "settings file", value: path, class: ReadsFiles, also: "settings", paths: []string{path}})
-			var err error
-			if obj, err = readSettingsFile(path); err != nil {
-				return nil, err
-			}
-		} else if err := json.Unmarshal(o.Settings, &obj); err != nil {
+			return settingsFileUses(path) // a session persisted before settingsFile
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(o.Settings, &obj); err != nil {
 			return nil, fmt.Errorf("invalid settings: %v", err)
 		}
-		return append(uses, settingsUses(obj)...), nil
+		return settingsUses(obj), nil
 	},
+	"settingsFile": func(o *CreateOptions) ([]use, error) {
+		return settingsFileUses(o.SettingsFile)
+	},
+}
+
+// settingsFileUses classifies a settings file: reading it, and its
+// settings as an object's.
+func settingsFileUses(path string) ([]use, error) {
+	obj, err := readSettingsFile(path)
+	if err != nil {
+		return nil, err
+	}
+	uses := []use{{what: "settings file", value: path, class: ReadsFiles, also: "settings", paths: []string{path}}}
+	return append(uses, settingsUses(obj)...), nil
 }
 
 // optionUses breaks the options that are set down into uses. An option

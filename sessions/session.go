@@ -52,12 +52,12 @@ var (
 type CreateOptions struct {
 	Cwd string `json:"cwd,omitempty" jsonschema:"Absolute; default: the server's"`
 	claudeagent.SessionOptions
-	MCPServers      map[string]json.RawMessage `json:"mcpServers,omitempty" jsonschema:"The CLI's mcpServers form"`
+	MCPServers      map[string]json.RawMessage `json:"mcpServers,omitempty"`
 	StrictMCPConfig bool                       `json:"strictMcpConfig,omitempty"`
 	ResumeSessionID string                     `json:"resumeSessionId,omitempty" jsonschema:"A claudeSessionId"`
 	ForkSession     bool                       `json:"forkSession,omitempty"`
 	Profile         string                     `json:"profile,omitempty"`
-	Worktree        WorktreeOption             `json:"worktree,omitzero" jsonschema:"true or a name: own git worktree"`
+	Worktree        WorktreeOption             `json:"worktree,omitzero" jsonschema:"A name, or auto: own git worktree"`
 	// Env is added to the CLI's environment, over the profile's (which is
 	// looked up by name at each start); never persisted.
 	Env map[string]string `json:"-"`

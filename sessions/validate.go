@@ -161,8 +161,8 @@ var SettingSources = []string{"user", "project", "local"}
 var agentNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
 // validateDelegation checks the options that shape what a session does:
-// effort, structured output, budget, custom agents, settings, setting
-// sources, fallback model and name.
+// effort, structured output, budget, custom agents, settings (an object)
+// or a settings file, setting sources, fallback model and name.
 func validateDelegation(o *CreateOptions) error {
 	if err := ValidateEffort(o.Effort); err != nil {
 		return err
@@ -205,22 +205,17 @@ func validateDelegation(o *CreateOptions) error {
 		}
 	}
 	if len(o.Settings) > 0 {
-		var path string
 		var obj map[string]json.RawMessage
-		switch {
-		case json.Unmarshal(o.Settings, &obj) == nil:
-		case json.Unmarshal(o.Settings, &path) == nil:
-			if err := noControl("settings", path); err != nil {
-				return err
-			}
-			if !filepath.IsAbs(path) {
-				return fmt.Errorf("invalid settings %q: a settings file must be an absolute path (or pass the settings as an object)", path)
-			}
-			if st, err := os.Stat(path); err != nil || st.IsDir() {
-				return fmt.Errorf("invalid settings %q: no such file (pass an existing settings file, or the settings as an object)", path)
-			}
-		default:
-			return errors.New("invalid settings: pass a settings object such as {\"permissions\": {\"deny\": [\"Bash\"]}}, or the absolute path of a settings file")
+		if json.Unmarshal(o.Settings, &obj) != nil {
+			return errors.New("invalid settings: pass a settings object such as {\"permissions\": {\"deny\": [\"Bash\"]}}, or the absolute path of a settings file as settingsFile")
+		}
+	}
+	if o.SettingsFile != "" {
+		if len(o.Settings) > 0 {
+			return errors.New("settings and settingsFile both given: the CLI takes one, so pass the settings as an object or as a file")
+		}
+		if err := validateSettingsFile(o.SettingsFile); err != nil {
+			return err
 		}
 	}
 	for _, src := range o.SettingSources {
@@ -241,6 +236,37 @@ func validateDelegation(o *CreateOptions) error {
 	}
 	if len(o.Name) > 100 {
 		return fmt.Errorf("invalid name: %d characters, at most 100", len(o.Name))
+	}
+	return nil
+}
+
+// moveSettingsPath moves a settings file given in settings (a JSON string,
+// as the option took before settingsFile) to settingsFile.
+func moveSettingsPath(o *CreateOptions) error {
+	var path string
+	if len(o.Settings) == 0 || json.Unmarshal(o.Settings, &path) != nil {
+		return nil
+	}
+	if o.SettingsFile != "" {
+		return errors.New("settings and settingsFile both given: the CLI takes one, so pass the settings as an object or as a file")
+	}
+	o.Settings, o.SettingsFile = nil, path
+	if slices.Contains(o.Operator, "settings") {
+		o.Operator = append(o.Operator, "settingsFile")
+	}
+	return nil
+}
+
+// validateSettingsFile checks a settingsFile: an absolute path to a file.
+func validateSettingsFile(path string) error {
+	if err := noControl("settingsFile", path); err != nil {
+		return err
+	}
+	if !filepath.IsAbs(path) {
+		return fmt.Errorf("invalid settingsFile %q: not an absolute path (or pass the settings as an object in settings)", path)
+	}
+	if st, err := os.Stat(path); err != nil || st.IsDir() {
+		return fmt.Errorf("invalid settingsFile %q: no such file (pass an existing settings file, or the settings as an object in settings)", path)
 	}
 	return nil
 }

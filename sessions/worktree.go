@@ -24,14 +24,18 @@ import (
 // server decides what happens to it at close (removed when nothing
 // changed, kept otherwise) instead of leaving every worktree behind, locked.
 
-// WorktreeOption asks for an isolated worktree: true (a name is chosen) or a
-// name. The zero value asks for none.
+// WorktreeAuto is the worktree option that lets the server pick the name.
+const WorktreeAuto = "auto"
+
+// WorktreeOption asks for an isolated worktree: a name, or [WorktreeAuto]
+// (a name is chosen). The zero value asks for none.
 type WorktreeOption struct {
 	On   bool
 	Name string
 }
 
-// MarshalJSON writes true or the name.
+// MarshalJSON writes the name, or true when the server picks it (the form
+// the registry has always held).
 func (w WorktreeOption) MarshalJSON() ([]byte, error) {
 	if w.Name != "" {
 		return json.Marshal(w.Name)
@@ -39,7 +43,8 @@ func (w WorktreeOption) MarshalJSON() ([]byte, error) {
 	return json.Marshal(w.On)
 }
 
-// UnmarshalJSON reads true, false or a name.
+// UnmarshalJSON reads a name, "auto", or "" (none); and true or false,
+// which sessions persisted before the string form carry.
 func (w *WorktreeOption) UnmarshalJSON(b []byte) error {
 	var on bool
 	if json.Unmarshal(b, &on) == nil {
@@ -48,9 +53,16 @@ func (w *WorktreeOption) UnmarshalJSON(b []byte) error {
 	}
 	var name string
 	if err := json.Unmarshal(b, &name); err != nil {
-		return errors.New("worktree must be true or a name")
+		return errors.New(`worktree must be a name, or "auto" for one the server picks`)
 	}
-	*w = WorktreeOption{On: true, Name: name}
+	switch name {
+	case "":
+		*w = WorktreeOption{}
+	case WorktreeAuto:
+		*w = WorktreeOption{On: true}
+	default:
+		*w = WorktreeOption{On: true, Name: name}
+	}
 	return nil
 }
 

@@ -313,8 +313,9 @@ func TestE2EDelegateSettingSources(t *testing.T) {
 	}
 }
 
-// TestE2EDelegateSettings: settings, as an object or as a file, apply (a
-// deny rule removes the tool), also with settingSources [].
+// TestE2EDelegateSettings: settings, as an object or as a file
+// (settingsFile), apply (a deny rule removes the tool), also with
+// settingSources [].
 func TestE2EDelegateSettings(t *testing.T) {
 	t.Parallel()
 	e := startE2E(t, e2eOptions{})
@@ -324,10 +325,12 @@ func TestE2EDelegateSettings(t *testing.T) {
 	if err := os.WriteFile(file, []byte(`{"permissions": {"deny": ["Edit"]}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res, _ := e.call(t, ctx, "claude_session_create", map[string]any{"cwd": e.cwd, "settings": "settings.json"}, nil)
-	wantToolError(t, "relative settings path", res, "absolute path")
-	res, _ = e.call(t, ctx, "claude_session_create", map[string]any{"cwd": e.cwd, "settings": filepath.Join(e.home, "missing.json")}, nil)
+	res, _ := e.call(t, ctx, "claude_session_create", map[string]any{"cwd": e.cwd, "settingsFile": "settings.json"}, nil)
+	wantToolError(t, "relative settings path", res, "not an absolute path")
+	res, _ = e.call(t, ctx, "claude_session_create", map[string]any{"cwd": e.cwd, "settingsFile": filepath.Join(e.home, "missing.json")}, nil)
 	wantToolError(t, "missing settings file", res, "no such file")
+	res, _ = e.call(t, ctx, "claude_session_create", map[string]any{"cwd": e.cwd, "settings": file}, nil)
+	wantToolError(t, "a settings path in settings", res, "as settingsFile")
 
 	for _, c := range []struct {
 		prompt string
@@ -335,7 +338,7 @@ func TestE2EDelegateSettings(t *testing.T) {
 		gone   string
 	}{
 		{"SETTINGS-OBJECT", map[string]any{"settings": map[string]any{"permissions": map[string]any{"deny": []string{"Write"}}}, "settingSources": []string{}}, "Write"},
-		{"SETTINGS-FILE", map[string]any{"settings": file}, "Edit"},
+		{"SETTINGS-FILE", map[string]any{"settingsFile": file}, "Edit"},
 	} {
 		c.args["cwd"], c.args["prompt"] = e.cwd, c.prompt
 		if res, _ := e.call(t, ctx, "claude_direct_query", c.args, nil); res.IsError {
@@ -617,7 +620,7 @@ func TestE2EDelegateWorktrees(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	res, _ := e.call(t, ctx, "claude_session_create", map[string]any{"cwd": e.cwd, "worktree": true}, nil)
+	res, _ := e.call(t, ctx, "claude_session_create", map[string]any{"cwd": e.cwd, "worktree": "auto"}, nil)
 	wantToolError(t, "worktree outside a repository", res, "not inside a git repository")
 
 	repo := filepath.Join(e.home, "repo")
@@ -637,7 +640,7 @@ func TestE2EDelegateWorktrees(t *testing.T) {
 	type wt struct {
 		sid, path, branch string
 	}
-	newSession := func(worktree any) wt {
+	newSession := func(worktree string) wt {
 		sid, out := e.create(t, ctx, map[string]any{"cwd": repo, "worktree": worktree, "permissionMode": "acceptEdits"})
 		w, _ := out["worktree"].(map[string]any)
 		path, _ := w["path"].(string)
@@ -650,7 +653,7 @@ func TestE2EDelegateWorktrees(t *testing.T) {
 		}
 		return wt{sid, path, branch}
 	}
-	alpha, other, idle := newSession("alpha"), newSession(true), newSession("idle")
+	alpha, other, idle := newSession("alpha"), newSession("auto"), newSession("idle")
 	if alpha.path != filepath.Join(repo, ".claude", "worktrees", "alpha") || alpha.branch != "worktree-alpha" {
 		t.Errorf("worktree alpha is at %s on %s", alpha.path, alpha.branch)
 	}
