@@ -703,7 +703,7 @@ func (s *Session) WorktreeInfo(ctx context.Context) *WorktreeInfo {
 	case final != nil:
 		return final
 	case w != nil:
-		return w.info(ctx)
+		return w.Info(ctx)
 	}
 	return nil
 }
@@ -961,7 +961,7 @@ func (s *Session) close() {
 	s.mu.Unlock()
 	s.shutdown()
 	if w != nil {
-		in, err := w.finish(context.Background())
+		in, err := w.Finish(context.Background())
 		if err != nil {
 			s.log.Warn("finishing the session's worktree", "err", err)
 		} else if in.Removed {

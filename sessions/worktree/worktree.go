@@ -1,0 +1,249 @@
+// Package worktree makes, inspects and finishes the isolated git worktrees
+// sessions may run in. It is pure git: it knows nothing of sessions, the
+// CLI or MCP; the caller checks paths against its policy (Make's check).
+package worktree
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Isolated worktrees: a session may run in a git worktree of its own, on a
+// new branch, so that sessions working on one repository in parallel do
+// not write into the same files. The server makes the worktree with git
+// itself (not the CLI's --worktree): it is made before the CLI starts, so
+// its path and branch are known at create and stable across dormancy,
+// resume and restarts; it works the same with every CLI version; and the
+// server decides what happens to it at close (removed when nothing
+// changed, kept otherwise) instead of leaving every worktree behind, locked.
+
+// Auto is the worktree option that lets the server pick the name.
+const Auto = "auto"
+
+// Option asks for an isolated worktree: a name, or [Auto]
+// (a name is chosen). The zero value asks for none.
+type Option struct {
+	On   bool
+	Name string
+}
+
+// MarshalJSON writes the name, or true when the server picks it (the form
+// the registry has always held).
+func (w Option) MarshalJSON() ([]byte, error) {
+	if w.Name != "" {
+		return json.Marshal(w.Name)
+	}
+	return json.Marshal(w.On)
+}
+
+// UnmarshalJSON reads a name, "auto", or "" (none); and true or false,
+// which sessions persisted before the string form carry.
+func (w *Option) UnmarshalJSON(b []byte) error {
+	var on bool
+	if json.Unmarshal(b, &on) == nil {
+		*w = Option{On: on}
+		return nil
+	}
+	var name string
+	if err := json.Unmarshal(b, &name); err != nil {
+		return errors.New(`worktree must be a name, or "auto" for one the server picks`)
+	}
+	switch name {
+	case "":
+		*w = Option{}
+	case Auto:
+		*w = Option{On: true}
+	default:
+		*w = Option{On: true, Name: name}
+	}
+	return nil
+}
+
+// Worktree is a session's worktree.
+type Worktree struct {
+	Path   string `json:"path"`   // the worktree's root
+	Branch string `json:"branch"` // the branch it is on
+	Base   string `json:"base"`   // the commit it started from
+	Repo   string `json:"repo"`   // the root of the repository it belongs to
+	Rel    string `json:"rel"`    // where in it the session works (cwd's place in the repository)
+}
+
+// Cwd is the directory the session works in.
+func (w *Worktree) Cwd() string { return filepath.Join(w.Path, w.Rel) }
+
+// Info is what results report of a worktree.
+type Info struct {
+	Path         string   `json:"path"`
+	Branch       string   `json:"branch"`
+	ChangedFiles []string `json:"changedFiles" jsonschema:"Files changed or added since it was made, committed or not (at most 100)."`
+	Removed      bool     `json:"removed,omitempty" jsonschema:"True when the session was closed with nothing changed and the worktree and its branch were removed."`
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// maxChangedFiles bounds the list of changed files reported.
+const maxChangedFiles = 100
+
+func git(ctx context.Context, dir string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+	}
+	return strings.TrimRight(out.String(), "\n"), nil
+}
+
+// makeWorktree makes a worktree of the repository holding cwd, on a new
+// branch from its HEAD, at <repo>/.claude/worktrees/<name> (where the CLI's
+// own --worktree puts them), and keeps it out of the repository's status.
+func Make(ctx context.Context, cwd, name string, check func(what, path string) error) (*Worktree, error) {
+	if !nameRE.MatchString(name) {
+		return nil, fmt.Errorf("invalid worktree name %q: use letters, digits, '.', '_' and '-' (at most 64)", name)
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		return nil, errors.New("worktree needs git, which is not on the server's PATH")
+	}
+	root, err := git(ctx, cwd, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return nil, fmt.Errorf("cwd %q is not inside a git repository, and worktree needs one: pass a cwd in a repository, or leave worktree out", cwd)
+	}
+	base, err := git(ctx, root, "rev-parse", "--verify", "HEAD")
+	if err != nil {
+		return nil, fmt.Errorf("the repository %s has no commit yet, and a worktree starts from one: commit first, or leave worktree out", root)
+	}
+	realCwd, _ := filepath.EvalSymlinks(cwd)
+	realRoot, _ := filepath.EvalSymlinks(root)
+	rel, err := filepath.Rel(realRoot, realCwd)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		rel = "."
+	}
+	w := &Worktree{Path: filepath.Join(root, ".claude", "worktrees", name), Branch: "worktree-" + name, Base: base, Repo: root, Rel: rel}
+	if err := check("the repository of the worktree", root); err != nil {
+		return nil, fmt.Errorf("the worktree would be made at %s: %w", w.Path, err)
+	}
+	if _, err := os.Stat(w.Path); err == nil {
+		return nil, fmt.Errorf("worktree %q exists already at %s: pick another name (or remove it with git worktree remove)", name, w.Path)
+	}
+	if _, err := git(ctx, root, "rev-parse", "--verify", "--quiet", "refs/heads/"+w.Branch); err == nil {
+		return nil, fmt.Errorf("branch %s exists already in %s: pick another worktree name", w.Branch, root)
+	}
+	if _, err := git(ctx, root, "worktree", "add", "--quiet", "-b", w.Branch, w.Path, base); err != nil {
+		return nil, fmt.Errorf("making the worktree: %w", err)
+	}
+	excludeWorktrees(ctx, root)
+	// cwd's place may hold no tracked file (git has no empty directories).
+	if err := os.MkdirAll(w.Cwd(), 0o755); err != nil {
+		return nil, fmt.Errorf("making %s in the worktree: %w", w.Rel, err)
+	}
+	return w, nil
+}
+
+// excludeWorktrees adds .claude/worktrees/ to the repository's
+// info/exclude, so that the worktrees inside it do not show as untracked.
+func excludeWorktrees(ctx context.Context, root string) {
+	common, err := git(ctx, root, "rev-parse", "--git-common-dir")
+	if err != nil {
+		return
+	}
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(root, common)
+	}
+	path := filepath.Join(common, "info", "exclude")
+	data, _ := os.ReadFile(path)
+	const line = "/.claude/worktrees/"
+	if slices.Contains(strings.Split(string(data), "\n"), line) {
+		return
+	}
+	if len(data) > 0 && !bytes.HasSuffix(data, []byte("\n")) {
+		data = append(data, '\n')
+	}
+	_ = os.MkdirAll(filepath.Dir(path), 0o755)
+	_ = os.WriteFile(path, append(data, line+"\n"...), 0o644)
+}
+
+// changed lists what changed in the worktree since it was made: files
+// modified, added or deleted (committed or not, untracked included), and
+// whether there are commits.
+func (w *Worktree) Changed(ctx context.Context) (files []string, commits bool, err error) {
+	status, err := git(ctx, w.Path, "status", "--porcelain=v1", "-uall", "-z")
+	if err != nil {
+		return nil, false, err
+	}
+	set := map[string]bool{}
+	entries := strings.Split(status, "\x00")
+	for i := 0; i < len(entries); i++ {
+		e := entries[i]
+		if len(e) < 4 {
+			continue
+		}
+		set[e[3:]] = true
+		if e[0] == 'R' || e[0] == 'C' {
+			i++ // the source path of a rename follows
+		}
+	}
+	head, err := git(ctx, w.Path, "rev-parse", "HEAD")
+	if err != nil {
+		return nil, false, err
+	}
+	if head != w.Base {
+		commits = true
+		diff, err := git(ctx, w.Path, "diff", "--name-only", "-z", w.Base, head)
+		if err != nil {
+			return nil, false, err
+		}
+		for _, f := range strings.Split(diff, "\x00") {
+			if f != "" {
+				set[f] = true
+			}
+		}
+	}
+	for f := range set {
+		files = append(files, f)
+	}
+	slices.Sort(files)
+	return files, commits, nil
+}
+
+// info reports the worktree as it is now.
+func (w *Worktree) Info(ctx context.Context) *Info {
+	in := &Info{Path: w.Path, Branch: w.Branch, ChangedFiles: []string{}}
+	if files, _, err := w.Changed(ctx); err == nil {
+		in.ChangedFiles = files[:min(len(files), maxChangedFiles)]
+	}
+	return in
+}
+
+// finish is called at close: a worktree with nothing changed and no commits
+// is removed with its branch; one with changes is kept. It reports what it
+// did.
+func (w *Worktree) Finish(ctx context.Context) (*Info, error) {
+	in := w.Info(ctx)
+	files, commits, err := w.Changed(ctx)
+	if err != nil {
+		return in, fmt.Errorf("checking worktree %s: %w; it is kept", w.Path, err)
+	}
+	if len(files) > 0 || commits {
+		return in, nil
+	}
+	if _, err := git(ctx, w.Repo, "worktree", "remove", w.Path); err != nil {
+		return in, fmt.Errorf("removing worktree %s: %w", w.Path, err)
+	}
+	if _, err := git(ctx, w.Repo, "branch", "-D", w.Branch); err != nil {
+		return in, fmt.Errorf("removing branch %s: %w", w.Branch, err)
+	}
+	in.Removed = true
+	return in, nil
+}
