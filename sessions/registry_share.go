@@ -72,7 +72,7 @@ func (m *Manager) startSharing() {
 	host, _ := os.Hostname()
 	pidns, _ := os.Readlink("/proc/self/ns/pid")
 	sh.me = registryClaim{Instance: uuid.NewString(), Host: host, PIDNS: pidns, PID: os.Getpid()}
-	sh.base = map[string]string{}
+	sh.base, sh.lastSync = map[string]string{}, m.now().Round(0).UTC()
 	sh.held = map[string]heldClaim{}
 	m.setLease()
 	sh.stop, sh.done = make(chan struct{}), make(chan struct{})
@@ -279,7 +279,6 @@ func (m *Manager) restore() {
 		return
 	}
 	m.startSharing()
-	m.share.lastSync = m.now().UTC()
 	entries := m.cfg.Registry.Load()
 	m.spent, m.userSpent = m.cfg.Registry.SpentUSD()
 	m.userSpent = maps.Clone(m.userSpent)
