@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"bytes"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -74,6 +75,115 @@ func (m tombstoneMap) MarshalJSON() ([]byte, error) {
 	return append(b, '}'), nil
 }
 
+// UnmarshalJSON decodes the tombstones: the form MarshalJSON writes by a
+// scan of its own (without reflection, as it is most of the file), any
+// other with encoding/json.
+func (m *tombstoneMap) UnmarshalJSON(b []byte) error {
+	if out, ok := scanTombstones(b); ok {
+		*m = out
+		return nil
+	}
+	var plain map[string]tombstone
+	if err := json.Unmarshal(b, &plain); err != nil {
+		return err
+	}
+	*m = plain
+	return nil
+}
+
+// scanTombstones reads tombstones in exactly the form MarshalJSON writes
+// (no white space, no escapes, the fields in its order); ok is false for
+// anything else. encoding/json has checked that b is valid JSON.
+func scanTombstones(b []byte) (m tombstoneMap, ok bool) {
+	p := jsonScan{b: b}
+	if !p.lit("{") {
+		return nil, false
+	}
+	m = tombstoneMap{}
+	if p.lit("}") {
+		return m, p.done()
+	}
+	for {
+		id, ok := p.str()
+		if !ok || !p.lit(`:{"closed":`) {
+			return nil, false
+		}
+		closed, ok := p.str()
+		if !ok {
+			return nil, false
+		}
+		var t tombstone
+		var err error
+		if t.Closed, err = time.Parse(time.RFC3339Nano, closed); err != nil {
+			return nil, false
+		}
+		if p.lit(`,"owner":`) {
+			if t.Owner, ok = p.str(); !ok {
+				return nil, false
+			}
+		}
+		if p.lit(`,"claudeSessionIds":[`) {
+			for {
+				c, ok := p.str()
+				if !ok {
+					return nil, false
+				}
+				t.ClaudeSessionIDs = append(t.ClaudeSessionIDs, c)
+				if p.lit("]") {
+					break
+				}
+				if !p.lit(",") {
+					return nil, false
+				}
+			}
+		}
+		if !p.lit("}") {
+			return nil, false
+		}
+		m[id] = t
+		if p.lit("}") {
+			return m, p.done()
+		}
+		if !p.lit(",") {
+			return nil, false
+		}
+	}
+}
+
+// jsonScan reads JSON of a known form.
+type jsonScan struct {
+	b []byte
+	i int
+}
+
+// lit consumes s if the input goes on with it.
+func (p *jsonScan) lit(s string) bool {
+	if len(p.b)-p.i < len(s) || string(p.b[p.i:p.i+len(s)]) != s {
+		return false
+	}
+	p.i += len(s)
+	return true
+}
+
+// str consumes a string without escapes.
+func (p *jsonScan) str() (string, bool) {
+	if p.i >= len(p.b) || p.b[p.i] != '"' {
+		return "", false
+	}
+	n := bytes.IndexByte(p.b[p.i+1:], '"')
+	if n < 0 {
+		return "", false
+	}
+	s := p.b[p.i+1 : p.i+1+n]
+	if bytes.IndexByte(s, '\\') >= 0 {
+		return "", false
+	}
+	p.i += n + 2
+	return string(s), true
+}
+
+func (p *jsonScan) done() bool { return p.i == len(p.b) }
+
 // appendJSONString appends s as a JSON string: printable ASCII as it is,
 // anything else as encoding/json writes it.
 func appendJSONString(b []byte, s string) []byte {
@@ -120,25 +230,41 @@ func (r *Registry) ConversationOwner(claudeSessionID string) (owner string, know
 // oldest beyond max, and the claims and generations of closed sessions;
 // ClosedHorizon records the latest close time dropped.
 func compactTombstones(f *registryFile, now time.Time, max int) {
-	drop := func(id string) {
-		if at := f.Closed[id].Closed; at.After(f.ClosedHorizon) {
+	drop := func(id string, at time.Time) {
+		if at.After(f.ClosedHorizon) {
 			f.ClosedHorizon = at
 		}
 		delete(f.Closed, id)
 	}
 	for id, t := range f.Closed {
 		if now.Sub(t.Closed) > tombstoneAge {
-			drop(id)
+			drop(id, t.Closed)
 		}
 	}
 	if n := len(f.Closed) - max; n > 0 {
-		ids := make([]string, 0, len(f.Closed))
-		for id := range f.Closed {
-			ids = append(ids, id)
+		type aged struct {
+			id string
+			at time.Time
 		}
-		slices.SortFunc(ids, func(a, b string) int { return f.Closed[a].Closed.Compare(f.Closed[b].Closed) })
-		for _, id := range ids[:n] {
-			drop(id)
+		all := make([]aged, 0, len(f.Closed))
+		for id, t := range f.Closed {
+			all = append(all, aged{id, t.Closed})
+		}
+		if n < 8 { // usually one: the oldest n, by as many scans
+			for k := range n {
+				oldest := k
+				for j := k + 1; j < len(all); j++ {
+					if all[j].at.Before(all[oldest].at) {
+						oldest = j
+					}
+				}
+				all[k], all[oldest] = all[oldest], all[k]
+			}
+		} else {
+			slices.SortFunc(all, func(a, b aged) int { return a.at.Compare(b.at) })
+		}
+		for _, a := range all[:n] {
+			drop(a.id, a.at)
 		}
 	}
 	for id := range f.Closed {
