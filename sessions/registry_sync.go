@@ -1,7 +1,6 @@
 package sessions
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -311,10 +310,11 @@ func (m *Manager) refresh() {
 }
 
 // sameFileInfo reports whether the file now (or the error of its stat) is
-// the one seen: the same file, size and modification time.
+// the one seen: the same file, size and modification time; or, when there
+// is none to stat, none was seen either.
 func sameFileInfo(seen, now os.FileInfo, err error) bool {
 	if err != nil {
-		return seen == nil && errors.Is(err, os.ErrNotExist)
+		return seen == nil
 	}
 	return seen != nil && os.SameFile(seen, now) && seen.Size() == now.Size() && seen.ModTime().Equal(now.ModTime())
 }
