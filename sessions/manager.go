@@ -110,6 +110,11 @@ type Config struct {
 	Depth, MaxDepth int
 	// Registry persists sessions across restarts; nil keeps them in memory.
 	Registry *Registry
+	// Lease is how long a claim on a session in a shared registry holds
+	// without renewal (it is renewed every third of it); 0 means
+	// $CLAUDE_AGENT_MCP_LEASE (a testing knob), else 60 s.
+	Lease time.Duration
+	now   func() time.Time // tests: the clock of claims and tombstones; nil is time.Now
 	// ProfileEnv returns the CLI environment of a named profile; it is
 	// looked up at create and at every start.
 	ProfileEnv func(name string) (map[string]string, error)
@@ -143,8 +148,6 @@ type Manager struct {
 	cliMu      sync.Mutex
 	cliPath    string
 	cliVersion string
-
-	pastConversations map[string]string // Claude session id → owner, of sessions closed here (under mu)
 
 	closing sync.WaitGroup // temporary sessions closing after their answer went out
 	quiet   quiet          // calls cfg.OnIdle when no query has run for a while
@@ -373,6 +376,7 @@ func (m *Manager) Open(ctx context.Context, opts CreateOptions) (*Session, error
 		return nil, err
 	}
 	s := newSession(m, opts)
+	m.refresh() // the per-user quota counts the sessions other instances hold too
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -384,13 +388,7 @@ func (m *Manager) Open(ctx context.Context, opts CreateOptions) (*Session, error
 		return nil, fmt.Errorf("%w: %d sessions are open and --max-sessions is %d", ErrTooMany, n, m.cfg.MaxSessions)
 	}
 	if limit := m.cfg.UserMaxSessions; limit > 0 && opts.Owner != "" {
-		n := 0
-		for _, o := range m.sessions {
-			if o.opts.Owner == opts.Owner {
-				n++
-			}
-		}
-		if n >= limit {
+		if n := m.userSessionsLocked(opts.Owner, ""); n >= limit {
 			m.mu.Unlock()
 			return nil, fmt.Errorf("%w: user %s has %d open sessions and this server allows a user %d (--user-max-sessions); close one first", ErrTooMany, opts.Owner, n, limit)
 		}
@@ -422,6 +420,7 @@ func (m *Manager) Open(ctx context.Context, opts CreateOptions) (*Session, error
 // is looked up in the registry, which other instances may share, and taken
 // up as dormant (see adopt).
 func (m *Manager) Get(id string) (*Session, error) {
+	m.refresh() // a session closed on another instance is gone here too
 	m.mu.Lock()
 	s := m.sessions[id]
 	m.mu.Unlock()
@@ -437,8 +436,15 @@ func NotFoundError(id string) error {
 	return fmt.Errorf("%w: no open session has id %q; it was closed or never existed", ErrNotFound, id)
 }
 
-// List returns all open sessions, oldest first.
+// List returns all open sessions, oldest first; with a shared registry,
+// sessions another instance closed are gone.
 func (m *Manager) List() []*Session {
+	m.refresh()
+	return m.list()
+}
+
+// list is List without looking at the registry.
+func (m *Manager) list() []*Session {
 	m.mu.Lock()
 	out := make([]*Session, 0, len(m.sessions))
 	for _, s := range m.sessions {
@@ -467,8 +473,6 @@ func (m *Manager) Close(id string) (int, error) {
 		return n, fmt.Errorf("%w: no open session has id %q; it was already closed or never existed", ErrNotFound, id)
 	}
 	m.noteClosed(s)
-	info := s.Info()
-	m.noteConversation(info.ClaudeSessionID, info.Owner)
 	s.close()
 	m.persist()
 	return n, nil

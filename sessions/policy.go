@@ -317,45 +317,11 @@ func (m *Manager) checkConversation(o *CreateOptions) error {
 	if !m.cfg.Remote || m.cfg.PerUserConfigDir != "" {
 		return nil
 	}
-	owner, known := m.conversationOwner(o.ResumeSessionID)
+	owner, known := m.ConversationOwner(o.ResumeSessionID)
 	if known && owner == o.Owner {
 		return nil
 	}
 	return fmt.Errorf("%w: resumeSessionId %s names no conversation of yours that this server knows: over HTTP a session continues only conversations its user made here (the operator can give each user a config directory of their own with --per-user-config-dir)", ErrNotFound, o.ResumeSessionID)
-}
-
-// conversationOwner tells who made the conversation with Claude session id
-// id: a session of this instance that has (or had) it, then the registry.
-func (m *Manager) conversationOwner(id string) (string, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, s := range m.sessions {
-		s.mu.Lock()
-		has := s.claudeSessionID == id || s.opts.ResumeSessionID == id
-		owner := s.opts.Owner
-		s.mu.Unlock()
-		if has {
-			return owner, true
-		}
-	}
-	if owner, ok := m.pastConversations[id]; ok {
-		return owner, true
-	}
-	return "", false
-}
-
-// noteConversation remembers who made the conversation id, for
-// conversationOwner once its session is closed.
-func (m *Manager) noteConversation(id, owner string) {
-	if id == "" {
-		return
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.pastConversations == nil {
-		m.pastConversations = map[string]string{}
-	}
-	m.pastConversations[id] = owner
 }
 
 // jsonNames lists the JSON names of the fields of a struct type, embedded

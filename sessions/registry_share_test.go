@@ -12,13 +12,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/fakecli"
 )
 
 // Several managers (server instances) sharing one registry file.
 
 // readRegistry reads the registry file as it is, tombstones and claims
 // included.
-func readRegistry(t *testing.T, path string) registryFile {
+func readRegistry(t testing.TB, path string) registryFile {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -267,7 +269,7 @@ func TestShareStaleClaim(t *testing.T) {
 			t.Fatal("could not make the session dormant")
 		}
 		c.Instance = "another"
-		if err := NewRegistry(path, nil).update(func(f *registryFile, _ time.Time) {
+		if _, err := NewRegistry(path, nil).update(func(f *registryFile, _ time.Time) {
 			f.Live = map[string]registryClaim{s.ID: c}
 		}); err != nil {
 			t.Fatal(err)
@@ -308,10 +310,11 @@ func TestShareConcurrentSaves(t *testing.T) {
 			r := NewRegistry(path, nil) // each its own, as in separate processes
 			wg.Go(func() {
 				for i := range writes {
-					errs <- r.update(func(f *registryFile, _ time.Time) {
+					_, err := r.update(func(f *registryFile, _ time.Time) {
 						f.SpentUSD++
 						f.Sessions = append(f.Sessions, RegistryEntry{SessionID: fmt.Sprintf("w%d-%d", w, i)})
 					})
+					errs <- err
 				}
 			})
 		}
@@ -326,8 +329,8 @@ func TestShareConcurrentSaves(t *testing.T) {
 		if f.SpentUSD != writers*writes || len(f.Sessions) != writers*writes {
 			t.Errorf("after %d concurrent writes: spent %v, %d sessions", writers*writes, f.SpentUSD, len(f.Sessions))
 		}
-		if left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "*")); len(left) != 1 {
-			t.Errorf("the state directory holds %v, want only the registry", left)
+		if left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "*")); !slices.Equal(left, []string{path, path + ".bak"}) {
+			t.Errorf("the state directory holds %v, want only the registry and its backup", left)
 		}
 	})
 	t.Run("managers", func(t *testing.T) {
@@ -387,4 +390,192 @@ func TestShareConcurrentSaves(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestShareCloseSeen: a session closed on one instance is gone from the
+// other's list and lookups at once, without the other writing anything.
+func TestShareCloseSeen(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "sessions.json")
+	a := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	b := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	s := create(t, a, CreateOptions{Owner: "alice"})
+	bs, err := b.Get(s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := create(t, b, CreateOptions{})
+	if _, err := a.Close(s.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sortedIDs(b.List()...), sortedIDs(kept); !slices.Equal(got, want) {
+		t.Errorf("B lists %v after A closed %s, want %v", got, s.ID, want)
+	}
+	if st := bs.Info().State; st != StateClosed {
+		t.Errorf("B's copy is %s, want closed", st)
+	}
+	if _, err := b.Get(s.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("B still finds the closed session: %v", err)
+	}
+}
+
+// TestShareUserQuota: --user-max-sessions counts the user's open sessions
+// on every instance sharing the registry, and this instance's temporary
+// ones; a session closed elsewhere frees its place at once.
+func TestShareUserQuota(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "sessions.json")
+	a := newManager(t, Config{Registry: NewRegistry(path, nil), UserMaxSessions: 2})
+	b := newManager(t, Config{Registry: NewRegistry(path, nil), UserMaxSessions: 2})
+	x := create(t, a, CreateOptions{Owner: "alice"})
+	create(t, b, CreateOptions{Owner: "alice"})
+	refused := func(m *Manager, name string, opts CreateOptions) {
+		t.Helper()
+		opts.Owner, opts.Cwd = "alice", t.TempDir()
+		_, err := m.Open(ctxFor(t), opts)
+		if !errors.Is(err, ErrTooMany) || !strings.Contains(err.Error(), "user alice has 2 open sessions") {
+			t.Errorf("%s: a third session of alice: %v", name, err)
+		}
+	}
+	refused(b, "B", CreateOptions{})
+	refused(a, "A, temporary", CreateOptions{Temporary: true})
+	create(t, b, CreateOptions{Owner: "bob"})
+
+	if _, err := a.Close(x.ID); err != nil {
+		t.Fatal(err)
+	}
+	z := create(t, b, CreateOptions{Owner: "alice"}) // x's place
+	refused(a, "A, after B took x's place", CreateOptions{})
+
+	// A temporary session counts on its instance.
+	if _, err := b.Close(z.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Open(ctxFor(t), CreateOptions{Owner: "alice", Cwd: t.TempDir(), Temporary: true}); err != nil {
+		t.Fatal(err)
+	}
+	refused(b, "B, with a temporary session", CreateOptions{})
+}
+
+// TestShareAdoptQuota: taking up another instance's session counts against
+// --user-max-sessions as a create does.
+func TestShareAdoptQuota(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "sessions.json")
+	b := newManager(t, Config{Registry: NewRegistry(path, nil), UserMaxSessions: 1})
+	a := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	x := create(t, a, CreateOptions{Owner: "alice"})
+	y := create(t, a, CreateOptions{Owner: "alice"})
+	bob := create(t, a, CreateOptions{Owner: "bob"})
+	_, err := b.Get(x.ID)
+	if !errors.Is(err, ErrTooMany) || !strings.Contains(err.Error(), "user alice has 1 other open sessions") || !strings.Contains(err.Error(), "--user-max-sessions") {
+		t.Errorf("B taking up a second session of alice: %v", err)
+	}
+	if _, err := b.Get(bob.ID); err != nil {
+		t.Errorf("B taking up bob's session: %v", err)
+	}
+	if _, err := a.Close(y.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Get(x.ID); err != nil {
+		t.Errorf("B taking up alice's only session: %v", err)
+	}
+}
+
+// TestShareTombstoneHorizon: a tombstone dropped to keep the file small
+// does not let an instance that held the session bring it back.
+func TestShareTombstoneHorizon(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "sessions.json")
+	ra := NewRegistry(path, nil)
+	ra.maxTombstones = 3
+	a := newManager(t, Config{Registry: ra})
+	b := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	s := create(t, a, CreateOptions{})
+	bs, err := b.Get(s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.persist()
+	if _, err := a.Close(s.ID); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		o, err := a.Open(ctxFor(t), CreateOptions{Cwd: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.persist()
+		if _, err := a.Close(o.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f := readRegistry(t, path); len(f.Closed) != 3 || f.ClosedHorizon.IsZero() {
+		t.Fatalf("%d tombstones, horizon %v; want 3 and a horizon", len(f.Closed), f.ClosedHorizon)
+	}
+	b.persist()
+	if ids := registryIDs(path); slices.Contains(ids, s.ID) {
+		t.Errorf("B brought back the closed session whose tombstone was dropped: %v", ids)
+	}
+	if st := bs.Info().State; st != StateClosed {
+		t.Errorf("B's copy is %s, want closed", st)
+	}
+}
+
+// TestConversationOwner: who made a conversation is known from the open
+// sessions (every Claude session id they had) and, once closed, from
+// their tombstones, on every instance sharing the registry.
+func TestConversationOwner(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "sessions.json")
+	a := newManager(t, Config{Registry: NewRegistry(path, nil)}, fakecli.EnvNoTranscript, "1")
+	b := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	s := create(t, a, CreateOptions{Owner: "alice"})
+	query(t, s, "hi", QueryOptions{})
+	first := s.Info().ClaudeSessionID
+	if !s.makeDormant("test") {
+		t.Fatal("not dormant")
+	}
+	// The transcript is lost: the session replays into a new conversation.
+	if r := query(t, s, "hi", QueryOptions{}); r.Recovered != "replayed" {
+		t.Fatalf("the query after a lost transcript: %+v", r)
+	}
+	second := s.Info().ClaudeSessionID
+	if second == first {
+		t.Fatal("the Claude session id did not change")
+	}
+	stdio := create(t, b, CreateOptions{})
+	check := func(m *Manager, name, id, owner string, known bool) {
+		t.Helper()
+		if o, k := m.ConversationOwner(id); o != owner || k != known {
+			t.Errorf("%s: ConversationOwner(%s) = %q, %v; want %q, %v", name, id, o, k, owner, known)
+		}
+	}
+	for name, m := range map[string]*Manager{"A": a, "B": b} {
+		check(m, name, first, "alice", true)
+		check(m, name, second, "alice", true)
+		check(m, name, stdio.Info().ClaudeSessionID, "", true)
+		check(m, name, "f0f0f0f0-0000-4000-8000-000000000000", "", false)
+	}
+	if _, err := a.Close(s.ID); err != nil {
+		t.Fatal(err)
+	}
+	c := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	for name, m := range map[string]*Manager{"A": a, "B": b, "C": c} {
+		check(m, name+" after the close", first, "alice", true)
+		check(m, name+" after the close", second, "alice", true)
+	}
+	tomb := readRegistry(t, path).Closed[s.ID]
+	if tomb.Owner != "alice" || !slices.Contains(tomb.ClaudeSessionIDs, first) || !slices.Contains(tomb.ClaudeSessionIDs, second) {
+		t.Errorf("tombstone = %+v", tomb)
+	}
+
+	// Without a registry, the sessions closed here are remembered.
+	m := newManager(t, Config{})
+	ms := create(t, m, CreateOptions{Owner: "bob"})
+	id := ms.Info().ClaudeSessionID
+	if _, err := m.Close(ms.ID); err != nil {
+		t.Fatal(err)
+	}
+	check(m, "no registry", id, "bob", true)
 }

@@ -173,6 +173,8 @@ type Session struct {
 	history         []HistoryEntry // the newest entries, at most historyMaxBytes (history.go)
 	historyBytes    int            // what history holds
 	historyDropped  int            // entries dropped from history: the transcript has them
+
+	pastClaudeSessionIDs []string // under mu: the Claude session ids it had before (see setClaudeSessionIDLocked)
 }
 
 func newSession(m *Manager, opts CreateOptions) *Session {
@@ -342,11 +344,11 @@ func (s *Session) start(ctx context.Context, t *turn) error {
 		// and the next prompt carries the conversation as this server
 		// recorded it.
 		s.mu.Lock()
-		lost, owner := s.claudeSessionID, s.opts.Owner
-		s.claudeSessionID, s.resumable, s.forkPending, s.replay = uuid.NewString(), false, false, true
+		lost := s.claudeSessionID
+		s.setClaudeSessionIDLocked(uuid.NewString())
+		s.resumable, s.forkPending, s.replay = false, false, true
 		opts = s.processOptions()
 		s.mu.Unlock()
-		s.m.noteConversation(lost, owner)
 		s.log.Warn("the CLI has no transcript to resume (it was killed before writing it); starting a fresh conversation seeded with the session's recorded history",
 			"lost_claude_session_id", lost, "claude_session_id", opts.SessionID)
 		p, resp, err = s.m.startProcess(ctx, opts, s.log)
@@ -615,7 +617,7 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 	}
 	s.recordTurn(prompt, started, t)
 	if r.ClaudeSessionID != "" {
-		s.claudeSessionID = r.ClaudeSessionID
+		s.setClaudeSessionIDLocked(r.ClaudeSessionID)
 	} else {
 		r.ClaudeSessionID = s.claudeSessionID
 	}
@@ -665,6 +667,9 @@ func (s *Session) setEffort(ctx context.Context, p *claudeagent.Process, effort 
 	var level any
 	if effort != "" {
 		level = effort
+	}
+	if err := s.m.fence(s); err != nil { // the claim may have passed to another instance
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -754,6 +759,9 @@ func (s *Session) checkBudget() error {
 func (s *Session) claim(ctx context.Context, t *turn, ask func(context.Context, *PermissionRequest) (*claudeagent.PermissionResult, error)) (*claudeagent.Process, float64, error) {
 	for attempt := 0; attempt < 2; attempt++ {
 		if err := s.start(ctx, t); err != nil {
+			return nil, 0, err
+		}
+		if err := s.m.fence(s); err != nil { // the claim may have passed to another instance
 			return nil, 0, err
 		}
 		s.mu.Lock()
@@ -878,6 +886,9 @@ func (s *Session) SetModel(ctx context.Context, model string) (string, error) {
 	p := s.proc
 	s.mu.Unlock()
 	if p != nil {
+		if err := s.m.fence(s); err != nil { // the claim may have passed to another instance
+			return "", err
+		}
 		if err := p.SetModel(ctx, model); err != nil {
 			return "", fmt.Errorf("switching model of session %s: %w", s.ID, err)
 		}
@@ -910,6 +921,9 @@ func (s *Session) SetPermissionMode(ctx context.Context, mode string) error {
 	p := s.proc
 	s.mu.Unlock()
 	if p != nil {
+		if err := s.m.fence(s); err != nil { // the claim may have passed to another instance
+			return err
+		}
 		if err := p.SetPermissionMode(ctx, mode); err != nil {
 			return fmt.Errorf("switching permission mode of session %s: %w", s.ID, err)
 		}

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -6,7 +8,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -15,7 +20,7 @@ import (
 // session registry) and the CLI's config directory (the transcripts), as
 // instances behind a proxy do. A session the first made dormant resumes on
 // the second with its conversation; while one runs it the other refuses to;
-// closed on one, it is closed for both and for a later server; the cost
+// closed on one, it is gone from both at once and from a later server; the cost
 // totals count every turn of both once.
 func TestE2EShare(t *testing.T) {
 	t.Parallel()
@@ -97,8 +102,16 @@ func TestE2EShare(t *testing.T) {
 	if res, _ := b.call(t, ctx, "claude_session_close", map[string]any{"sessionId": sid}, nil); res.IsError {
 		t.Fatalf("close on B: %s", text(res))
 	}
+	// A's next look at the registry sees the tombstone: the session is
+	// gone from its list and its lookups at once.
+	_, out = a.call(t, ctx, "claude_session_list", map[string]any{}, nil)
+	for _, s := range out["sessions"].([]any) {
+		if s.(map[string]any)["sessionId"] == sid {
+			t.Errorf("A lists the session B closed: %v", s)
+		}
+	}
 	res, _ = a.query(t, ctx, sid, "after the close")
-	if !res.IsError || !strings.Contains(text(res), "closed on another") {
+	if !res.IsError || !strings.Contains(text(res), "no open session has id") {
 		t.Errorf("query on A after B closed the session: isError=%v %s", res.IsError, text(res))
 	}
 	res, out = a.query(t, ctx, sid2, "hello")
@@ -122,7 +135,7 @@ func TestE2EShare(t *testing.T) {
 	var f struct {
 		SpentUSD float64                    `json:"spentUsd"`
 		Live     map[string]json.RawMessage `json:"live"`
-		Closed   map[string]string          `json:"closed"`
+		Closed   map[string]json.RawMessage `json:"closed"`
 	}
 	if err := json.Unmarshal(data, &f); err != nil {
 		t.Fatal(err)
@@ -143,4 +156,139 @@ func TestE2EShare(t *testing.T) {
 	if len(ss) != 1 || ss[0].(map[string]any)["sessionId"] != sid2 {
 		t.Errorf("a later server lists %v, want only %s", ss, sid2)
 	}
+}
+
+// TestE2EShareFencing: a server paused past its claim's lease (SIGSTOP, as
+// a suspended laptop or a long stall would) while another server takes its
+// session over does not drive its claude process again when it wakes up:
+// its query is refused (the session runs elsewhere), its process is
+// stopped without having reached the API, and one claude process runs the
+// session. The lease is 3 s (CLAUDE_AGENT_MCP_LEASE, a testing knob).
+func TestE2EShareFencing(t *testing.T) {
+	t.Parallel()
+	lease := map[string]string{"CLAUDE_AGENT_MCP_LEASE": "3s"}
+	a := startE2E(t, e2eOptions{env: lease})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	sid, _ := a.create(t, ctx, nil)
+	res, out := a.query(t, ctx, sid, "hi")
+	if res.IsError {
+		t.Fatalf("query on A: %s", text(res))
+	}
+	csid, _ := out["claudeSessionId"].(string)
+	pidA := pidOf(a.info(t, ctx, sid))
+	if csid == "" || pidA == 0 {
+		t.Fatalf("A's session: claudeSessionId %q, pid %d", csid, pidA)
+	}
+	b := startE2E(t, e2eOptions{home: a.home, env: lease})
+
+	pauseOutsideLock(t, a.cmd.Process.Pid)
+	t.Cleanup(func() { _ = syscall.Kill(a.cmd.Process.Pid, syscall.SIGCONT) })
+	// B takes the session over once A's lease has run out.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, _ = b.query(t, ctx, sid, "taken over by B")
+		if !res.IsError {
+			break
+		}
+		if !strings.Contains(text(res), "runs on another claude-agent-mcp instance") || time.Now().After(deadline) {
+			t.Fatalf("query on B while A is paused: %s", text(res))
+		}
+		select { // the lease runs out on the clock: polling is the way to see it
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	pidB := pidOf(b.info(t, ctx, sid))
+
+	requestsA := len(a.api.MessageRequests())
+	if err := syscall.Kill(a.cmd.Process.Pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	res, _ = a.query(t, ctx, sid, "from A after waking up")
+	if !res.IsError || !strings.Contains(text(res), "another claude-agent-mcp instance") {
+		t.Errorf("query on A after B took the session over: isError=%v %s", res.IsError, text(res))
+	}
+	if n := len(a.api.MessageRequests()); n != requestsA {
+		t.Errorf("A's claude process reached the API %d time(s) after B took the session over", n-requestsA)
+	}
+	if left := waitGone([]int{pidA}, 10*time.Second); len(left) > 0 {
+		t.Errorf("A's claude process %d for the session is alive 10 s after A woke up", pidA)
+	}
+	if procs := sessionProcesses(csid); !slices.Equal(procs, []int{pidB}) {
+		t.Errorf("claude processes running the session: %v, want B's %d only", procs, pidB)
+	}
+	if res, _ := b.query(t, ctx, sid, "B goes on"); res.IsError {
+		t.Errorf("query on B after A woke up: %s", text(res))
+	}
+}
+
+// pauseOutsideLock stops the process pid (SIGSTOP) at a moment it holds no
+// file lock: a server paused while it writes the registry would make every
+// other server wait for it.
+func pauseOutsideLock(t *testing.T, pid int) {
+	t.Helper()
+	for range 50 {
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		for st := procState(pid); st != "T"; st = procState(pid) { // a signal is delivered asynchronously: poll until it took effect
+			if st == "" || st == "Z" {
+				t.Fatalf("process %d is gone", pid)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if !holdsFlock(pid) {
+			return
+		}
+		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Fatalf("process %d held a file lock at each of 50 pauses", pid)
+}
+
+// procState is a process's state letter, from /proc ("" when it is gone).
+func procState(pid int) string {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	s := string(data)
+	if f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]); len(f) > 0 {
+		return f[0]
+	}
+	return ""
+}
+
+// holdsFlock reports whether pid holds a flock, from /proc/locks.
+func holdsFlock(pid int) bool {
+	data, _ := os.ReadFile("/proc/locks")
+	for _, line := range strings.Split(string(data), "\n") {
+		// "1: FLOCK  ADVISORY  WRITE 12345 fd:01:123 0 EOF"
+		if f := strings.Fields(line); len(f) > 4 && f[1] == "FLOCK" && f[4] == strconv.Itoa(pid) {
+			return true
+		}
+	}
+	return false
+}
+
+// sessionProcesses lists the processes started by a claude-agent-mcp server
+// (they carry its marker) whose command line names the Claude session.
+func sessionProcesses(claudeSessionID string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || procState(pid) == "Z" {
+			continue
+		}
+		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		environ, _ := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if strings.Contains(string(cmdline), claudeSessionID) && strings.Contains("\x00"+string(environ), "\x00"+ServerMarkerEnv+"=") {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
