@@ -71,6 +71,10 @@ type CreateOptions struct {
 	// a remote caller needs no --http-allow for them; the ceilings still
 	// apply. Never a tool parameter; persisted with the registry entry.
 	Operator []string `json:"-"`
+	// AgentTool is the agent tool that started the session, "" for the
+	// other tools: only that tool continues it. Never a tool parameter;
+	// persisted with the registry entry.
+	AgentTool string `json:"-"`
 }
 
 // QueryOptions tune one query.
@@ -118,6 +122,7 @@ type Info struct {
 	Effort          string
 	Worktree        *Worktree
 	Owner           string
+	AgentTool       string
 }
 
 // Session is one conversation with Claude Code. Its process may come and
@@ -225,6 +230,7 @@ func (s *Session) Info() Info {
 		Effort:        s.opts.Effort,
 		Worktree:      s.worktree,
 		Owner:         s.opts.Owner,
+		AgentTool:     s.opts.AgentTool,
 		SessionID:     s.ID, ClaudeSessionID: s.claudeSessionID, Cwd: s.cwdLocked(), Model: s.model,
 		PermissionMode: s.opts.PermissionMode, State: s.state, Created: s.created, LastUsed: s.lastUsed,
 		Queries: s.queries, Usage: s.usage, CostUSD: s.cost, Profile: s.opts.Profile, Failure: s.failure,
