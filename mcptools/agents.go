@@ -110,8 +110,11 @@ func (a *Agents) Rescan() bool {
 	return w != nil && w.Rescan()
 }
 
-// Close stops watching. The tools stay as they are.
+// Close stops watching (nil does nothing). The tools stay as they are.
 func (a *Agents) Close() {
+	if a == nil {
+		return
+	}
 	a.mu.Lock()
 	a.closed = true
 	w := a.w

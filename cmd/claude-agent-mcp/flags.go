@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/agentfile"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
@@ -60,6 +61,10 @@ type config struct {
 	perUserConfigDir  string
 	auditLog          string
 	auditPrompts      bool
+	agentSources      string
+	agentsDir         string
+	agentsFile        string
+	maxAgentTools     int
 }
 
 func newFlagSet(c *config) *flag.FlagSet {
@@ -102,6 +107,10 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.perUserConfigDir, "per-user-config-dir", "", "give each --http user's sessions the CLI config directory DIR/<user> (their transcripts apart)")
 	fs.StringVar(&c.auditLog, "audit-log", "", "append a JSON line per tool call to this file: time, user, tool, session, prompt size and SHA-256, outcome, duration, cost")
 	fs.BoolVar(&c.auditPrompts, "audit-prompts", false, "put the prompts themselves in --audit-log")
+	fs.StringVar(&c.agentSources, "agent-sources", "", "Claude Code agents served as tools, one each (see README): user, project, dirs, file, all or none (default: all on stdio, dirs,file over --http)")
+	fs.StringVar(&c.agentsDir, "agents-dir", "", "further directories of agent files (separated by "+string(os.PathListSeparator)+")")
+	fs.StringVar(&c.agentsFile, "agents-file", "", "operator file of agents (JSON or YAML), which may also set their session options (see README)")
+	fs.IntVar(&c.maxAgentTools, "max-agent-tools", mcptools.DefaultMaxAgentTools, "most agents served as tools; the others are named in a warning")
 	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
 	return fs
 }
@@ -174,6 +183,7 @@ type settings struct {
 	sessions sessions.Config
 	tools    mcptools.Options
 	profiles map[string]map[string]string
+	agents   agentfile.Config // Sources 0: no agent tools
 }
 
 // check validates every flag and builds the settings, before anything is
@@ -305,6 +315,9 @@ func (c *config) check() (*settings, error) {
 		errs = append(errs, err)
 	}
 	st.profiles = profiles
+	if st.agents, err = c.agentsConfig(); err != nil {
+		errs = append(errs, err)
+	}
 	st.sessions.ProfileEnv = func(name string) (map[string]string, error) {
 		env, ok := profiles[name]
 		if !ok {
