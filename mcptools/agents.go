@@ -204,7 +204,7 @@ var agentParams = func() []string {
 }()
 
 // agentInputSchema is the input schema of every agent tool: as lean as it
-// gets (about 460 bytes), since the description has what is left of
+// gets (427 bytes), since the description has what is left of
 // MaxAgentToolBytes; what the parameters mean is said once, in the
 // server's instructions (agentInstructions). The values the overrides take
 // are checked by the handler, which says why a value is refused (an enum
