@@ -74,6 +74,10 @@ func TestAgentToolsRun(t *testing.T) {
 	if q := s.Info().Queries; q != 2 {
 		t.Errorf("the session has %d queries, want 2", q)
 	}
+	_, list := e.call(t, "claude_session_list", map[string]any{"sessionId": sid}, nil)
+	if got := list["sessions"].([]any)[0].(map[string]any)["agentTool"]; got != "reviewer" {
+		t.Errorf("claude_session_list says agentTool %v", got)
+	}
 
 	_, created := e.call(t, "claude_session_create", map[string]any{"cwd": cwd}, nil)
 	plain, _ := created["sessionId"].(string)
