@@ -74,29 +74,42 @@ func NewAgents(opts AgentsOptions) *Agents {
 	return &Agents{opts: opts, log: logger, tools: map[string]*agentTool{}, warned: map[string]bool{}}
 }
 
-// attach registers the agents' tools on srv and starts watching.
-func (a *Agents) attach(srv *mcp.Server, h *handlers) {
+// start reads the agents and starts watching, reserving the names of the
+// built-in tools; it reports whether there are agents to serve.
+func (a *Agents) start(builtin []string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.srv != nil {
+	if a.w != nil {
 		panic("mcptools: an Agents serves one server")
 	}
 	if a.closed {
+		return false
+	}
+	cfg := a.opts.Config
+	cfg.Reserved = append(slices.Clone(cfg.Reserved), builtin...)
+	slices.Sort(cfg.Reserved)
+	a.w = agentfile.NewWatcher(cfg, a.opts.Watch, a.update)
+	return len(a.w.Set().Agents) > 0
+}
+
+// attach registers the agents' tools on srv; from then on the watcher's
+// changes reach it.
+func (a *Agents) attach(srv *mcp.Server, h *handlers) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed || a.w == nil {
 		return
 	}
 	a.srv, a.h = srv, h
-	cfg := a.opts.Config
-	cfg.Reserved = append(slices.Clone(cfg.Reserved), slices.Collect(maps.Keys(h.params))...)
-	slices.Sort(cfg.Reserved)
-	a.w = agentfile.NewWatcher(cfg, a.opts.Watch, a.update)
 	a.applyLocked(a.w.Set())
 }
 
-// update is the watcher's callback.
+// update is the watcher's callback; before attach, attach applies the
+// watcher's set itself.
 func (a *Agents) update(set *agentfile.Set) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if !a.closed {
+	if !a.closed && a.srv != nil {
 		a.applyLocked(set)
 	}
 }
@@ -234,8 +247,9 @@ var agentOutputSchema = func() *jsonschema.Schema {
 	return out
 }()
 
-// agentInstructions are added to the server's instructions when agents are
-// served.
+// agentInstructions are added to the server's instructions when there are
+// agents to serve at start (the instructions are given once, at the
+// client's initialize or server/discover).
 const agentInstructions = `- Tools without the claude_ prefix run the operator's Claude Code agents (each its own prompt,
   tools and model): the prompt starts a conversation; pass the result's sessionId (to the same
   tool) to continue it. Their effort, maxBudgetUsd, tools, disallowedTools and permissionMode

@@ -228,6 +228,9 @@ func TestAgentToolsListed(t *testing.T) {
 			t.Errorf("%s: description %q, want %q", name, got, desc)
 		}
 	}
+	if ir := e.cs.InitializeResult(); ir == nil || !strings.Contains(ir.Instructions, "Tools without the claude_ prefix run the operator's Claude Code agents") {
+		t.Errorf("the instructions do not explain the agent tools")
+	}
 	builtin := Tools()[0]
 	if got := tools["claude_session_create"]; got == nil || got.Description != builtin.Description {
 		t.Errorf("the built-in claude_session_create was changed: %v", got)
@@ -329,6 +332,9 @@ func TestAgentToolsSize(t *testing.T) {
 	plain := listTools(t)
 	if len(agentToolNames(empty.tools(t))) != 0 || len(empty.tools(t)) != len(plain) {
 		t.Errorf("with no agents, tools/list has %d tools, want %d", len(empty.tools(t)), len(plain))
+	}
+	if ir := empty.cs.InitializeResult(); ir == nil || ir.Instructions != instructions {
+		t.Errorf("with no agents the instructions changed")
 	}
 	all, _ := json.Marshal(plain)
 	if len(got) != len(all) {

@@ -91,7 +91,13 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 	}
 	instr := instructions
 	if opts.Agents != nil {
-		instr += agentInstructions
+		var builtin []string
+		for _, t := range Tools() {
+			builtin = append(builtin, t.Name)
+		}
+		if opts.Agents.start(builtin) {
+			instr += agentInstructions
+		}
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "claude-agent-mcp", Title: "Claude Code sessions", Version: version},
 		&mcp.ServerOptions{Instructions: instr, Logger: slog.New(debugOnly{logger.Handler()}),
