@@ -196,7 +196,8 @@ func declaresTasks(meta map[string]any) bool {
 // logLevels are the levels of logging/setLevel (RFC 5424 names).
 var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 
-// taskTools are the tools whose calls may become tasks.
+// taskTools are the tools whose calls may become tasks, besides the agent
+// tools.
 var taskTools = []string{"claude_chat_query", "claude_direct_query"}
 
 // middleware checks logging/setLevel's level; with tasks on, it declares
@@ -240,7 +241,12 @@ func (h *handlers) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 // a client that takes tasks may be answered with one.
 func (h *handlers) callTool(ctx context.Context, req *mcp.CallToolRequest, next mcp.MethodHandler) (mcp.Result, error) {
 	name := req.Params.Name
-	if params := h.params[name]; params != nil {
+	agent := h.agents.has(name)
+	params := h.params[name]
+	if agent {
+		params = agentParams
+	}
+	if params != nil {
 		if _, ok := h.toolAction(name); !ok {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: unclassifiedTool(name).Error()}}, IsError: true}, nil
 		}
@@ -248,7 +254,7 @@ func (h *handlers) callTool(ctx context.Context, req *mcp.CallToolRequest, next 
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}, IsError: true}, nil
 		}
 	}
-	if h.opts.NoTasks || !slices.Contains(taskTools, name) || !requestWantsTasks(req) {
+	if h.opts.NoTasks || !(slices.Contains(taskTools, name) || agent) || !requestWantsTasks(req) {
 		return next(ctx, "tools/call", req)
 	}
 	now := time.Now()

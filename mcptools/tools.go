@@ -60,6 +60,8 @@ type Options struct {
 	// HeartbeatInterval is how often a running query sends a progress
 	// heartbeat when the call has a progress token; default 15 s.
 	HeartbeatInterval time.Duration
+	// Agents, when set, serves agent definitions as tools (agents.go).
+	Agents *Agents
 }
 
 // NewServer returns an MCP server whose tools drive mgr's sessions.
@@ -87,8 +89,18 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 	if opts.TaskTTL <= 0 {
 		opts.TaskTTL = DefaultTaskTTL
 	}
+	instr := instructions
+	if opts.Agents != nil {
+		var builtin []string
+		for _, t := range Tools() {
+			builtin = append(builtin, t.Name)
+		}
+		if opts.Agents.start(builtin) {
+			instr += agentInstructions
+		}
+	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "claude-agent-mcp", Title: "Claude Code sessions", Version: version},
-		&mcp.ServerOptions{Instructions: instructions, Logger: slog.New(debugOnly{logger.Handler()}),
+		&mcp.ServerOptions{Instructions: instr, Logger: slog.New(debugOnly{logger.Handler()}),
 			// The SDK answers prompts/list and resources/list (with empty
 			// lists) whatever it declares: declare what it answers.
 			//lint:ignore SA1019 the logging capability serves clients of protocols before 2026-07-28
@@ -98,6 +110,15 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 	for _, t := range h.tools() {
 		t.add(srv)
 		h.params[t.def.Name] = t.params
+	}
+	if h.agents = opts.Agents; h.agents != nil {
+		h.dynamicAction = func(name string) (string, bool) {
+			if h.agents.has(name) {
+				return actionRun, true // an agent tool runs a session
+			}
+			return "", false
+		}
+		h.agents.attach(srv, h)
 	}
 	srv.AddReceivingMiddleware(h.middleware)
 	if !opts.NoTasks {
@@ -167,6 +188,7 @@ type handlers struct {
 	bursts   bursts            // the fan-out rule (tasks.go)
 	// dynamicAction classifies tools added after NewServer (actions.go).
 	dynamicAction func(name string) (string, bool)
+	agents        *Agents // the agent tools, or nil
 }
 
 func (h *handlers) history(ctx context.Context, req *mcp.CallToolRequest, in HistoryInput) (*mcp.CallToolResult, HistoryOutput, error) {
@@ -270,6 +292,9 @@ func (h *handlers) query(ctx context.Context, req *mcp.CallToolRequest, in Query
 	s, err := h.session(ctx, in.SessionID)
 	if err != nil {
 		return nil, QueryOutput{}, toolError(err)
+	}
+	if err := agentOnly(s, "claude_chat_query"); err != nil {
+		return nil, QueryOutput{}, err
 	}
 	if err := sessions.ValidateEffort(in.Effort); err != nil {
 		return nil, QueryOutput{}, err
@@ -447,6 +472,9 @@ func (h *handlers) model(ctx context.Context, req *mcp.CallToolRequest, in Model
 	if err != nil {
 		return nil, ModelOutput{}, toolError(err)
 	}
+	if err := agentOnly(s, "claude_chat_model"); err != nil {
+		return nil, ModelOutput{}, err
+	}
 	resolved, err := s.SetModel(ctx, in.Model)
 	if err != nil {
 		return nil, ModelOutput{}, toolError(err)
@@ -462,6 +490,9 @@ func (h *handlers) mode(ctx context.Context, req *mcp.CallToolRequest, in ModeIn
 	s, err := h.session(ctx, in.SessionID)
 	if err != nil {
 		return nil, ModeOutput{}, toolError(err)
+	}
+	if err := agentOnly(s, "claude_chat_mode"); err != nil {
+		return nil, ModeOutput{}, err
 	}
 	if err := s.SetPermissionMode(ctx, in.PermissionMode); err != nil {
 		return nil, ModeOutput{}, toolError(err)
@@ -497,7 +528,7 @@ func (h *handlers) list(ctx context.Context, req *mcp.CallToolRequest, in ListIn
 			PermissionMode: i.PermissionMode, State: string(i.State), Created: i.Created.UTC().Format(time.RFC3339),
 			LastUsed: i.LastUsed.UTC().Format(time.RFC3339), Queries: i.Queries, Usage: i.Usage, TotalCostUSD: i.CostUSD,
 			PID: i.PID, Profile: i.Profile, Failure: i.Failure, QueuePosition: i.QueuePosition, RunningTask: h.tasks.runningTask(i.SessionID),
-			Name: i.Name, Effort: i.Effort, Worktree: s.WorktreeInfo(ctx),
+			Name: i.Name, Effort: i.Effort, Worktree: s.WorktreeInfo(ctx), AgentTool: i.AgentTool,
 		})
 		fmt.Fprintf(&b, "- %s (claudeSessionId %s): %s, %s, %d queries, cwd %s\n", i.SessionID, i.ClaudeSessionID, i.State, orUnknown(i.Model), i.Queries, i.Cwd)
 	}

@@ -150,6 +150,7 @@ type SessionInfo struct {
 	Effort          string                 `json:"effort,omitempty"`
 	Worktree        *sessions.WorktreeInfo `json:"worktree,omitempty"`
 	RunningTask     string                 `json:"runningTask,omitempty" jsonschema:"The MCP task id of its running query, when the query was answered with a task."`
+	AgentTool       string                 `json:"agentTool,omitempty" jsonschema:"The agent tool that started it: only that tool continues it."`
 }
 
 // ListOutput is claude_session_list's result.

@@ -298,3 +298,24 @@ func TestGateOperatorOptions(t *testing.T) {
 		t.Errorf("the operator's agent hooks under a tools ceiling without Bash = %v, want refused", err)
 	}
 }
+
+// TestGateOperatorModeSwitched: a mode the operator chose does not make a
+// caller's switch of it operator-chosen: over HTTP a switch to a wider mode
+// needs --http-allow, now and after the switch.
+func TestGateOperatorModeSwitched(t *testing.T) {
+	wd, _ := os.Getwd()
+	m := newManager(t, Config{Remote: true, AllowedRoots: []string{wd, os.TempDir()}})
+	s := create(t, m, CreateOptions{Owner: "alice", Operator: []string{"permissionMode"}, SessionOptions: claudeagent.SessionOptions{PermissionMode: "plan"}})
+	if err := s.SetPermissionMode(ctxFor(t), "acceptEdits"); err == nil || !strings.Contains(err.Error(), "off over HTTP") {
+		t.Errorf("a caller's switch of the operator's mode to acceptEdits = %v, want refused", err)
+	}
+	if err := s.SetPermissionMode(ctxFor(t), "default"); err != nil {
+		t.Fatalf("switching to default: %v", err)
+	}
+	s.mu.Lock()
+	op := slices.Clone(s.opts.Operator)
+	s.mu.Unlock()
+	if slices.Contains(op, "permissionMode") {
+		t.Errorf("after a caller's switch the mode is still the operator's: %v", op)
+	}
+}

@@ -122,7 +122,7 @@ func (s *Session) LoadImages(in []ImageInput) ([]Image, error) {
 		uses = append(uses, use{what: fmt.Sprintf("images[%d] path", i), value: path, class: ReadsFiles, also: "paths", paths: []string{path}})
 	}
 	if len(uses) > 0 {
-		if err := s.gateChange(nil, uses); err != nil {
+		if err := s.gateChange("", nil, uses); err != nil {
 			return nil, err
 		}
 	}

@@ -69,7 +69,8 @@ type RegistryEntry struct {
 	Options              CreateOptions `json:"options"`
 	Worktree             *Worktree     `json:"worktree,omitempty"`
 	Owner                string        `json:"owner,omitempty"`
-	Operator             []string      `json:"operator,omitempty"` // options the operator chose (CreateOptions.Operator)
+	Operator             []string      `json:"operator,omitempty"`  // options the operator chose (CreateOptions.Operator)
+	AgentTool            string        `json:"agentTool,omitempty"` // the agent tool that started it (CreateOptions.AgentTool)
 }
 
 // registryVersion is the version this package writes: 3 has tombstone

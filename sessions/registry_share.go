@@ -120,7 +120,7 @@ func (s *Session) entryLocked() RegistryEntry {
 		SessionID: s.ID, ClaudeSessionID: s.claudeSessionID, PastClaudeSessionIDs: slices.Clone(s.pastClaudeSessionIDs),
 		Resumable: s.resumable, ForkPending: s.forkPending, Model: s.model,
 		Created: s.created, LastUsed: s.lastUsed, Queries: s.queries, CostUSD: s.cost, Usage: s.usage,
-		Options: s.opts, Worktree: s.worktree, Owner: s.opts.Owner, Operator: s.opts.Operator,
+		Options: s.opts, Worktree: s.worktree, Owner: s.opts.Owner, Operator: s.opts.Operator, AgentTool: s.opts.AgentTool,
 	}
 }
 
@@ -128,7 +128,7 @@ func (s *Session) entryLocked() RegistryEntry {
 // session; s.mu is held and the session has no process.
 func (s *Session) applyEntryLocked(e RegistryEntry) {
 	opts := e.Options
-	opts.Owner, opts.Operator, opts.Env, opts.Temporary = e.Owner, e.Operator, s.opts.Env, s.opts.Temporary
+	opts.Owner, opts.Operator, opts.AgentTool, opts.Env, opts.Temporary = e.Owner, e.Operator, e.AgentTool, s.opts.Env, s.opts.Temporary
 	s.opts = opts
 	s.claudeSessionID, s.resumable, s.forkPending = e.ClaudeSessionID, e.Resumable, e.ForkPending
 	s.pastClaudeSessionIDs = slices.Clone(e.PastClaudeSessionIDs)
@@ -304,7 +304,7 @@ func (m *Manager) restore() {
 // restoreOne makes a dormant session of a registry entry, refused when
 // today's policy does not let it run.
 func (m *Manager) restoreOne(e RegistryEntry) *Session {
-	e.Options.Owner, e.Options.Operator = e.Owner, e.Operator
+	e.Options.Owner, e.Options.Operator, e.Options.AgentTool = e.Owner, e.Operator, e.AgentTool
 	s := newSession(m, e.Options)
 	s.ID = e.SessionID
 	s.log = m.log.With("session_id", s.ID)

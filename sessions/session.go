@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -71,6 +72,10 @@ type CreateOptions struct {
 	// a remote caller needs no --http-allow for them; the ceilings still
 	// apply. Never a tool parameter; persisted with the registry entry.
 	Operator []string `json:"-"`
+	// AgentTool is the agent tool that started the session, "" for the
+	// other tools: only that tool continues it. Never a tool parameter;
+	// persisted with the registry entry.
+	AgentTool string `json:"-"`
 }
 
 // QueryOptions tune one query.
@@ -118,6 +123,7 @@ type Info struct {
 	Effort          string
 	Worktree        *Worktree
 	Owner           string
+	AgentTool       string
 }
 
 // Session is one conversation with Claude Code. Its process may come and
@@ -227,6 +233,7 @@ func (s *Session) Info() Info {
 		Effort:        s.opts.Effort,
 		Worktree:      s.worktree,
 		Owner:         s.opts.Owner,
+		AgentTool:     s.opts.AgentTool,
 		SessionID:     s.ID, ClaudeSessionID: s.claudeSessionID, Cwd: s.cwdLocked(), Model: s.model,
 		PermissionMode: s.opts.PermissionMode, State: s.state, Created: s.created, LastUsed: s.lastUsed,
 		Queries: s.queries, Usage: s.usage, CostUSD: s.cost, Profile: s.opts.Profile, Failure: s.failure,
@@ -560,7 +567,7 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 		if err := ValidateEffort(qo.Effort); err != nil {
 			return nil, err
 		}
-		if err := s.gateChange(func(o *CreateOptions) { o.Effort = qo.Effort }, nil); err != nil {
+		if err := s.gateChange("effort", func(o *CreateOptions) { o.Effort = qo.Effort }, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -875,7 +882,7 @@ func (s *Session) SetModel(ctx context.Context, model string) (string, error) {
 	if err := ValidateModel(model); err != nil {
 		return "", err
 	}
-	if err := s.gateChange(func(o *CreateOptions) { o.Model = model }, nil); err != nil {
+	if err := s.gateChange("model", func(o *CreateOptions) { o.Model = model }, nil); err != nil {
 		return "", err
 	}
 	s.mu.Lock()
@@ -895,6 +902,7 @@ func (s *Session) SetModel(ctx context.Context, model string) (string, error) {
 	}
 	s.mu.Lock()
 	s.opts.Model = model
+	s.opts.Operator = callerChose(s.opts.Operator, "model")
 	s.model = s.resolveModel(model)
 	resolved := s.model
 	s.mu.Unlock()
@@ -910,7 +918,7 @@ func (s *Session) SetPermissionMode(ctx context.Context, mode string) error {
 	if mode == "" {
 		return errors.New("permissionMode is empty: pass one of " + strings.Join(PermissionModes, ", "))
 	}
-	if err := s.gateChange(func(o *CreateOptions) { o.PermissionMode = mode }, nil); err != nil {
+	if err := s.gateChange("permissionMode", func(o *CreateOptions) { o.PermissionMode = mode }, nil); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -930,23 +938,31 @@ func (s *Session) SetPermissionMode(ctx context.Context, mode string) error {
 	}
 	s.mu.Lock()
 	s.opts.PermissionMode = mode
+	s.opts.Operator = callerChose(s.opts.Operator, "permissionMode")
 	s.mu.Unlock()
 	s.m.persist()
 	return nil
 }
 
 // gateChange checks a change of the session's options at the policy gate:
-// apply makes the change on a copy of the options; extra are further uses
-// (images by path).
-func (s *Session) gateChange(apply func(o *CreateOptions), extra []use) error {
+// apply makes the change of option (its JSON name; "" for none) on a copy
+// of the options — a value the caller chose, no longer the operator's —
+// and extra are further uses (images by path).
+func (s *Session) gateChange(option string, apply func(o *CreateOptions), extra []use) error {
 	s.mu.Lock()
 	o := s.opts
 	s.mu.Unlock()
+	o.Operator = callerChose(o.Operator, option)
 	if apply != nil {
 		apply(&o)
 	}
 	_, err := s.m.gate(&o, change{extra: extra})
 	return err
+}
+
+// callerChose is operator without option: the caller chose its value.
+func callerChose(operator []string, option string) []string {
+	return slices.DeleteFunc(slices.Clone(operator), func(o string) bool { return o == option })
 }
 
 func (s *Session) usableLocked() error {

@@ -141,11 +141,17 @@ func staticInput(v any) func(*fakeapi.Request) (any, error) {
 type hostPlan struct {
 	steps [][]hostCall
 	final string
+	gate  func(r *fakeapi.Request) error // when set, runs before each reply (it may wait)
 }
 
 // reply answers one of the host's main-conversation requests. It decides
 // from the conversation alone, so a retried request gets the same answer.
 func (p hostPlan) reply(r *fakeapi.Request) (*fakeapi.Reply, error) {
+	if p.gate != nil {
+		if err := p.gate(r); err != nil {
+			return nil, err
+		}
+	}
 	var missing []string
 	for _, step := range p.steps {
 		for _, c := range step {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/agentfile"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
@@ -70,6 +71,10 @@ type config struct {
 	perUserConfigDir  string
 	auditLog          string
 	auditPrompts      bool
+	agentSources      string
+	agentsDir         string
+	agentsFile        string
+	maxAgentTools     int
 
 	fromEnv map[string]string // flags set from their environment twin → the variable
 }
@@ -116,6 +121,10 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.perUserConfigDir, "per-user-config-dir", "", "give each --http user's sessions the CLI config directory DIR/<user> (their transcripts apart) (default: none, the CLI's own)")
 	fs.StringVar(&c.auditLog, "audit-log", "", "append two JSON lines per tool call to this file, 'started' before it runs (a call whose line cannot be written is refused) and its outcome: time, user, tool, session, prompt size and SHA-256, outcome, duration, cost (default: none)")
 	fs.BoolVar(&c.auditPrompts, "audit-prompts", false, "put the prompts themselves in --audit-log")
+	fs.StringVar(&c.agentSources, "agent-sources", "", "Claude Code agents served as tools, one each (see README): user, project, dirs, file, all or none (default: all on stdio, dirs,file over --http)")
+	fs.StringVar(&c.agentsDir, "agents-dir", "", "further directories of agent files (separated by "+string(os.PathListSeparator)+") (default: none)")
+	fs.StringVar(&c.agentsFile, "agents-file", "", "operator file of agents (JSON or YAML), which may also set their session options (see README) (default: none)")
+	fs.IntVar(&c.maxAgentTools, "max-agent-tools", mcptools.DefaultMaxAgentTools, "most agents served as tools; the others are named in a warning")
 	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
 	fs.BoolVar(&c.printSetup, "print-setup", false, "print how to register this binary with Claude Code (the claude mcp add line at user scope, and a .mcp.json entry, with its absolute path) and exit")
 	return fs
@@ -314,6 +323,7 @@ type settings struct {
 	sessions sessions.Config
 	tools    mcptools.Options
 	profiles map[string]map[string]string
+	agents   agentfile.Config // Sources 0: no agent tools
 }
 
 // check validates every flag and builds the settings, before anything is
@@ -447,6 +457,9 @@ func (c *config) check() (*settings, error) {
 		errs = append(errs, err)
 	}
 	st.profiles = profiles
+	if st.agents, err = c.agentsConfig(); err != nil {
+		errs = append(errs, err)
+	}
 	st.sessions.ProfileEnv = func(name string) (map[string]string, error) {
 		env, ok := profiles[name]
 		if !ok {

@@ -153,6 +153,8 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 		defer f.Close()
 		opts.Audit = mcptools.NewAuditLog(f, c.auditLog, c.auditPrompts, logger)
 	}
+	opts.Agents = newAgents(st.agents, logger) // nil without agent sources
+	defer opts.Agents.Close()
 	srv := mcptools.NewServer(mgr, opts)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

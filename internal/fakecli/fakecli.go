@@ -62,6 +62,7 @@
 //	FAKE_CLAUDE_NO_TRANSCRIPT=1           --resume fails as when the transcript was never written:
 //	                                      "No conversation found with session ID: <id>", exit 1
 //	FAKE_CLAUDE_INPUT_LOG=<file>          append every line read from stdin to file
+//	FAKE_CLAUDE_ARGS_LOG=<file>           append the command line (a JSON list) to file, one line per start
 //	FAKE_CLAUDE_STRUCTURED_OUTPUT=<json>  with --json-schema, results carry it as structured_output
 //	FAKE_CLAUDE_DIE_AFTER_MS=<n>          n ms into the first turn, write "fatal: simulated crash"
 //	                                      to stderr and exit 1
@@ -106,6 +107,7 @@ const (
 	EnvDieAfterMs     = "FAKE_CLAUDE_DIE_AFTER_MS"
 	EnvNoTranscript   = "FAKE_CLAUDE_NO_TRANSCRIPT"
 	EnvInputLog       = "FAKE_CLAUDE_INPUT_LOG"
+	EnvArgsLog        = "FAKE_CLAUDE_ARGS_LOG"
 	EnvStructured     = "FAKE_CLAUDE_STRUCTURED_OUTPUT"
 	EnvNotLoggedIn    = "FAKE_CLAUDE_NOT_LOGGED_IN"
 	DefaultVersion    = "2.1.197"
@@ -230,6 +232,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "%s (Claude Code)\n", v)
 		return 0
+	}
+	if path := os.Getenv(EnvArgsLog); path != "" {
+		if lf, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+			line, _ := json.Marshal(args)
+			lf.Write(append(line, '\n'))
+			lf.Close()
+		}
 	}
 	if len(args) >= 2 && args[0] == "auth" && args[1] == "status" {
 		return authStatus(stdout)

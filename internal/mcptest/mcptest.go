@@ -13,18 +13,23 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Notification is one notification as received: a log message or a
-// progress notification (the other field is nil).
+// Notification is one notification as received: a log message, a
+// progress notification or (for a recorder from NewToolsRecorder)
+// notifications/tools/list_changed; the other fields are zero.
 type Notification struct {
 	//lint:ignore SA1019 the server logs to clients of protocols before 2026-07-28
-	Log      *mcp.LoggingMessageParams
-	Progress *mcp.ProgressNotificationParams
+	Log          *mcp.LoggingMessageParams
+	Progress     *mcp.ProgressNotificationParams
+	ToolsChanged bool
 }
 
-// String is "log:<level>" or "progress:<message>".
+// String is "log:<level>", "progress:<message>" or "tools:list_changed".
 func (n Notification) String() string {
-	if n.Log != nil {
+	switch {
+	case n.Log != nil:
 		return "log:" + string(n.Log.Level)
+	case n.ToolsChanged:
+		return "tools:list_changed"
 	}
 	return "progress:" + n.Progress.Message
 }
@@ -46,8 +51,19 @@ type Recorder struct {
 // it gets; it answers elicitation with elicit (nil: the client does not
 // declare the capability).
 func NewRecorder(name string, elicit Elicit) *Recorder {
+	return newRecorder(name, elicit, false)
+}
+
+// NewToolsRecorder is NewRecorder that also records
+// notifications/tools/list_changed. On protocol 2026-07-28 its client opens
+// a subscriptions/listen stream for them.
+func NewToolsRecorder(name string, elicit Elicit) *Recorder {
+	return newRecorder(name, elicit, true)
+}
+
+func newRecorder(name string, elicit Elicit, tools bool) *Recorder {
 	r := &Recorder{changed: make(chan struct{})}
-	r.Client = mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, &mcp.ClientOptions{
+	opts := &mcp.ClientOptions{
 		ElicitationHandler: elicit,
 		//lint:ignore SA1019 the server logs to clients of protocols before 2026-07-28
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
@@ -56,7 +72,13 @@ func NewRecorder(name string, elicit Elicit) *Recorder {
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			r.add(Notification{Progress: req.Params})
 		},
-	})
+	}
+	if tools {
+		opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) {
+			r.add(Notification{ToolsChanged: true})
+		}
+	}
+	r.Client = mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, opts)
 	return r
 }
 

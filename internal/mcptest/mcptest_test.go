@@ -105,3 +105,43 @@ func TestRecorderWaitsForArrival(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestToolsRecorder: a recorder from NewToolsRecorder records
+// notifications/tools/list_changed on both protocol eras (on 2026-07-28
+// through subscriptions/listen); one from NewRecorder does not.
+func TestToolsRecorder(t *testing.T) {
+	for _, protocol := range []string{"2025-11-25", ""} {
+		t.Run("protocol="+protocol, func(t *testing.T) {
+			srv := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+			noop := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			}
+			srv.AddTool(&mcp.Tool{Name: "first", InputSchema: map[string]any{"type": "object"}}, noop)
+			tools, plain := NewToolsRecorder("tools", nil), NewRecorder("plain", nil)
+			for _, r := range []*Recorder{tools, plain} {
+				st, ct := mcp.NewInMemoryTransports()
+				ss, err := srv.Connect(t.Context(), st, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { ss.Close() })
+				cs, err := r.Connect(t.Context(), ct, protocol)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { cs.Close() })
+			}
+			srv.AddTool(&mcp.Tool{Name: "second", InputSchema: map[string]any{"type": "object"}}, noop)
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			if ev, err := tools.WaitEvents(ctx, "tools:list_changed"); err != nil {
+				t.Fatalf("%v (events %q)", err, ev)
+			}
+			// The plain client has no handler for it: nothing is recorded
+			// (whether or not its copy has arrived yet).
+			if ev := plain.Events(); len(ev) != 0 {
+				t.Errorf("NewRecorder recorded %q", ev)
+			}
+		})
+	}
+}

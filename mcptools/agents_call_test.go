@@ -1,0 +1,315 @@
+package mcptools
+
+import (
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/agentfile"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+)
+
+// wantRefused checks that res is a tool error whose text holds every want.
+func wantRefused(t *testing.T, what string, res *mcp.CallToolResult, wants ...string) {
+	t.Helper()
+	text := resText(res)
+	if !res.IsError {
+		t.Errorf("%s: not refused: %s", what, text)
+		return
+	}
+	for _, w := range wants {
+		if !strings.Contains(text, w) {
+			t.Errorf("%s: the refusal %q does not say %q", what, text, w)
+		}
+	}
+}
+
+// TestAgentToolsRun: a call runs a session as the agent (--agents with its
+// definition alone, --agent naming it), returns claude_chat_query's result
+// with the sessionId; the same tool continues the conversation in the same
+// process; other tools are refused the session and it is refused theirs.
+func TestAgentToolsRun(t *testing.T) {
+	e := newAgentEnv(t)
+	writeAgent(t, e.project, "reviewer.md", "You are REVIEWER-PROMPT.", "name: reviewer", "description: Reviews code", "tools: Read, Grep", "model: haiku")
+	writeAgent(t, e.project, "tester.md", "You run tests.", "name: tester", "description: Runs tests")
+	e.serve(t, "2025-11-25", sessions.Config{}, 0)
+	cwd := t.TempDir()
+
+	res, out := e.call(t, "reviewer", map[string]any{"prompt": "hi", "cwd": cwd}, nil)
+	if res.IsError || out["finalText"] != "Hello from fake API (n_messages=1)" || out["status"] != "completed" {
+		t.Fatalf("reviewer: %s %v", resText(res), out)
+	}
+	sid, _ := out["sessionId"].(string)
+	starts := e.starts(t)
+	if len(starts) != 1 {
+		t.Fatalf("%d CLI starts, want 1", len(starts))
+	}
+	args := starts[0]
+	if v, _ := flagOf(args, "--agent"); v != "reviewer" {
+		t.Errorf("--agent = %q in %q", v, args)
+	}
+	def := definitionOf(t, args, "reviewer")
+	if def["prompt"] != "You are REVIEWER-PROMPT." || def["model"] != "haiku" || !reflect.DeepEqual(def["tools"], []any{"Read", "Grep"}) || def["description"] != "Reviews code" {
+		t.Errorf("the definition passed = %v", def)
+	}
+	s, err := e.mgr.Get(sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in := s.Info(); in.AgentTool != "reviewer" || in.Cwd != cwd {
+		t.Errorf("session info: agent tool %q, cwd %q", in.AgentTool, in.Cwd)
+	}
+
+	res, out = e.call(t, "reviewer", map[string]any{"prompt": "again", "sessionId": sid}, nil)
+	if res.IsError || out["sessionId"] != sid || out["finalText"] != "Hello from fake API (n_messages=1)" {
+		t.Errorf("continuing: %s %v", resText(res), out)
+	}
+	if n := len(e.starts(t)); n != 1 {
+		t.Errorf("continuing started %d more CLI(s), want the same process", n-1)
+	}
+	if q := s.Info().Queries; q != 2 {
+		t.Errorf("the session has %d queries, want 2", q)
+	}
+	_, list := e.call(t, "claude_session_list", map[string]any{"sessionId": sid}, nil)
+	if got := list["sessions"].([]any)[0].(map[string]any)["agentTool"]; got != "reviewer" {
+		t.Errorf("claude_session_list says agentTool %v", got)
+	}
+
+	_, created := e.call(t, "claude_session_create", map[string]any{"cwd": cwd}, nil)
+	plain, _ := created["sessionId"].(string)
+	for _, c := range []struct {
+		what, tool string
+		args       map[string]any
+		wants      []string
+	}{
+		{"another agent tool's session", "tester", map[string]any{"prompt": "x", "sessionId": sid}, []string{"started by the agent tool reviewer, not tester", "continue it with reviewer"}},
+		{"a plain session", "reviewer", map[string]any{"prompt": "x", "sessionId": plain}, []string{"not started by reviewer", "claude_chat_query"}},
+		{"an unknown session", "reviewer", map[string]any{"prompt": "x", "sessionId": "nope"}, []string{"no open session has id", "omit sessionId to start a new conversation with reviewer"}},
+		{"options of a started conversation", "reviewer", map[string]any{"prompt": "x", "sessionId": sid, "permissionMode": "plan", "cwd": cwd}, []string{"cwd, permissionMode cannot change in a conversation"}},
+		{"claude_chat_query", "claude_chat_query", map[string]any{"prompt": "x", "sessionId": sid}, []string{"only that tool continues it", "claude_chat_query does not take it", "call reviewer"}},
+		{"claude_chat_mode", "claude_chat_mode", map[string]any{"permissionMode": "bypassPermissions", "sessionId": sid}, []string{"claude_chat_mode does not take it"}},
+		{"claude_chat_model", "claude_chat_model", map[string]any{"model": "opus", "sessionId": sid}, []string{"claude_chat_model does not take it"}},
+		{"an unknown argument", "reviewer", map[string]any{"prompt": "x", "model": "opus"}, []string{`unknown parameter "model" for reviewer`}},
+		{"an empty prompt", "reviewer", map[string]any{"prompt": " "}, []string{"prompt is empty"}},
+	} {
+		res, _ := e.call(t, c.tool, c.args, nil)
+		wantRefused(t, c.what, res, c.wants...)
+	}
+	if q := s.Info().Queries; q != 2 {
+		t.Errorf("after the refusals the session has %d queries, want 2", q)
+	}
+	if n := e.mgr.Count(); n != 2 {
+		t.Errorf("%d sessions open, want the agent's and the plain one", n)
+	}
+}
+
+// TestAgentToolsOverrides: each override that would widen the agent's
+// session is refused with the reason, and nothing starts; overrides that
+// tighten are applied to the session and to the definition passed.
+func TestAgentToolsOverrides(t *testing.T) {
+	e := newAgentEnv(t)
+	writeFile(t, e.file, `strict:
+  description: A strict agent
+  prompt: Be strict.
+  tools: [Read, Grep, Glob]
+  disallowedTools: [WebFetch]
+  effort: medium
+  maxBudgetUsd: 1
+  permissionMode: acceptEdits
+`)
+	writeAgent(t, e.project, "free.md", "Be free.", "name: free", "description: No settings")
+	writeAgent(t, e.project, "counted.md", "P.", "name: counted", "description: Numeric effort", "effort: 5000")
+	e.serve(t, "2025-11-25", sessions.Config{}, 0)
+	cwd := t.TempDir()
+	for _, c := range []struct {
+		tool  string
+		args  map[string]any
+		wants []string
+	}{
+		{"strict", map[string]any{"effort": "high"}, []string{`effort "high" is refused`, "runs at effort medium", "use low, medium"}},
+		{"strict", map[string]any{"maxBudgetUsd": 2}, []string{"maxBudgetUsd 2 is refused", "at most $1"}},
+		{"strict", map[string]any{"maxBudgetUsd": -1}, []string{"invalid maxBudgetUsd"}},
+		{"strict", map[string]any{"tools": []string{"Read", "Bash"}}, []string{`tools entry "Bash" is refused`, "Read, Grep, Glob"}},
+		{"strict", map[string]any{"permissionMode": "auto"}, []string{`permissionMode "auto" is refused`, "acceptEdits", "use plan, dontAsk, default, acceptEdits"}},
+		{"strict", map[string]any{"permissionMode": "bypassPermissions"}, []string{`permissionMode "bypassPermissions" is refused`}},
+		{"strict", map[string]any{"permissionMode": "yolo"}, []string{"permissionMode"}},
+		{"free", map[string]any{"permissionMode": "acceptEdits"}, []string{"more permissive than the agent \"free\"'s default"}},
+		{"free", map[string]any{"effort": "extreme"}, []string{"invalid effort"}},
+		{"counted", map[string]any{"effort": "low"}, []string{"sets its effort as a number (5000)"}},
+	} {
+		c.args["prompt"], c.args["cwd"] = "hi", cwd
+		res, _ := e.call(t, c.tool, c.args, nil)
+		wantRefused(t, c.tool+" "+resText(res), res, c.wants...)
+	}
+	if n, starts := e.mgr.Count(), len(e.starts(t)); n != 0 || starts != 0 {
+		t.Fatalf("refused calls made %d session(s) and started %d CLI(s)", n, starts)
+	}
+
+	res, _ := e.call(t, "strict", map[string]any{"prompt": "hi", "cwd": cwd, "effort": "low", "maxBudgetUsd": 0.5,
+		"tools": []string{"Read"}, "disallowedTools": []string{"Bash"}, "permissionMode": "plan"}, nil)
+	if res.IsError {
+		t.Fatalf("tightening: %s", resText(res))
+	}
+	args := e.starts(t)[0]
+	for flag, want := range map[string]string{"--effort": "low", "--max-budget-usd": "0.5", "--permission-mode": "plan", "--disallowedTools": "Bash", "--agent": "strict"} {
+		if v, _ := flagOf(args, flag); v != want {
+			t.Errorf("%s = %q, want %q (%q)", flag, v, want, args)
+		}
+	}
+	def := definitionOf(t, args, "strict")
+	if !reflect.DeepEqual(def["tools"], []any{"Read"}) || !reflect.DeepEqual(def["disallowedTools"], []any{"WebFetch", "Bash"}) {
+		t.Errorf("the definition passed = %v", def)
+	}
+	// Without overrides the operator entry's options apply.
+	e.call(t, "strict", map[string]any{"prompt": "hi", "cwd": cwd}, nil)
+	args = e.starts(t)[1]
+	for flag, want := range map[string]string{"--effort": "medium", "--max-budget-usd": "1", "--permission-mode": "acceptEdits"} {
+		if v, _ := flagOf(args, flag); v != want {
+			t.Errorf("no overrides: %s = %q, want %q", flag, v, want)
+		}
+	}
+	// An agent that sets nothing takes any effort and tools, and stricter modes.
+	res, _ = e.call(t, "free", map[string]any{"prompt": "hi", "cwd": cwd, "effort": "max", "tools": []string{"Bash"}, "permissionMode": "dontAsk"}, nil)
+	if res.IsError {
+		t.Errorf("free: %s", resText(res))
+	}
+	if def := definitionOf(t, e.starts(t)[2], "free"); !reflect.DeepEqual(def["tools"], []any{"Bash"}) {
+		t.Errorf("free: the definition passed = %v", def)
+	}
+}
+
+// TestAgentToolsKeepDefinition: a session keeps the definition it started
+// with when its agent file changes, also when its process is restarted
+// (here: made dormant by --max-live 1 and resumed).
+func TestAgentToolsKeepDefinition(t *testing.T) {
+	e := newAgentEnv(t)
+	writeAgent(t, e.project, "reviewer.md", "PROMPT-ONE.", "name: reviewer", "description: Reviews code")
+	e.serve(t, "2025-11-25", sessions.Config{MaxLive: 1}, 0)
+	cwd := t.TempDir()
+	_, out := e.call(t, "reviewer", map[string]any{"prompt": "hi", "cwd": cwd}, nil)
+	first, _ := out["sessionId"].(string)
+	writeAgent(t, e.project, "reviewer.md", "PROMPT-TWO.", "name: reviewer", "description: Reviews code")
+	if !e.agents.Rescan() {
+		t.Fatal("the change was not seen")
+	}
+	_, out = e.call(t, "reviewer", map[string]any{"prompt": "hi", "cwd": cwd}, nil)
+	if second, _ := out["sessionId"].(string); second == first || second == "" {
+		t.Fatalf("second session %q", second)
+	}
+	res, out := e.call(t, "reviewer", map[string]any{"prompt": "again", "sessionId": first}, nil)
+	if res.IsError || out["sessionId"] != first {
+		t.Fatalf("continuing the first session: %s", resText(res))
+	}
+	starts := e.starts(t)
+	if len(starts) != 3 {
+		t.Fatalf("%d CLI starts, want 3 (the first session resumed)", len(starts))
+	}
+	for i, want := range []string{"PROMPT-ONE.", "PROMPT-TWO.", "PROMPT-ONE."} {
+		if got := definitionOf(t, starts[i], "reviewer")["prompt"]; got != want {
+			t.Errorf("start %d: prompt %q, want %q", i+1, got, want)
+		}
+	}
+	if _, resumed := flagOf(starts[2], "--resume"); !resumed {
+		t.Errorf("the third start is not a resume: %q", starts[2])
+	}
+}
+
+// TestAgentToolsNames: an agent whose name the CLI would refuse as
+// --agent runs under its tool name.
+func TestAgentToolsNames(t *testing.T) {
+	e := newAgentEnv(t)
+	writeAgent(t, e.project, "spaced.md", "P.", "name: _code reviewer", "description: Spaced name")
+	e.serve(t, "2025-11-25", sessions.Config{}, 0)
+	res, _ := e.call(t, "_code_reviewer", map[string]any{"prompt": "hi", "cwd": t.TempDir()}, nil)
+	if res.IsError {
+		t.Fatalf("%s", resText(res))
+	}
+	args := e.starts(t)[0]
+	if v, _ := flagOf(args, "--agent"); v != "code_reviewer" {
+		t.Errorf("--agent = %q", v)
+	}
+	definitionOf(t, args, "code_reviewer")
+}
+
+// TestAgentToolsTask: a long turn of an agent tool becomes an MCP task
+// exactly as claude_chat_query's, and the task's result names the session.
+func TestAgentToolsTask(t *testing.T) {
+	dir := t.TempDir()
+	writeAgent(t, dir, "reviewer.md", "P.", "name: reviewer", "description: Reviews code")
+	agents := NewAgents(AgentsOptions{Config: agentfile.Config{Sources: agentfile.Sources(agentfile.SourceDirs), Dirs: []string{dir}}})
+	t.Cleanup(agents.Close)
+	opts := taskOpts
+	opts.Agents = agents
+	c := newRawClient(t, "2026-07-28", tasksCaps, sessions.Config{}, opts)
+	res := c.tool("reviewer", map[string]any{"prompt": "SLOW3", "cwd": dir})
+	id, _ := res["taskId"].(string)
+	if res["resultType"] != "task" || id == "" {
+		t.Fatalf("not a task: %v", res)
+	}
+	st := c.pollTask(id, taskCompleted)
+	result, _ := st["result"].(map[string]any)
+	sc := structured(result)
+	sid, _ := sc["sessionId"].(string)
+	if sc["finalText"] != "chunk0 chunk1 chunk2 " || sid == "" {
+		t.Fatalf("the task's result = %v", result)
+	}
+	if s, err := c.mgr.Get(sid); err != nil || s.Info().AgentTool != "reviewer" {
+		t.Errorf("the task's session: %v", err)
+	}
+	// Continuing the conversation goes the same way.
+	res = c.tool("reviewer", map[string]any{"prompt": "SLOW2", "sessionId": sid})
+	if id, _ = res["taskId"].(string); id == "" {
+		t.Fatalf("continuing: not a task: %v", res)
+	}
+	result, _ = c.pollTask(id, taskCompleted)["result"].(map[string]any)
+	if sc := structured(result); sc["sessionId"] != sid || sc["finalText"] != "chunk0 chunk1 " {
+		t.Errorf("continuing: the task's result = %v", result)
+	}
+}
+
+// TestAgentToolsRemote: over HTTP the options of an operator's agent need
+// no --http-allow (the ceilings still apply), a project agent's do, and
+// so does a caller's override.
+func TestAgentToolsRemote(t *testing.T) {
+	e := newAgentEnv(t)
+	plugin := t.TempDir()
+	writeFile(t, e.file, `ops:
+  description: The operator's agent
+  prompt: Operate.
+  permissionMode: auto
+  mcpServers:
+    local: {command: /bin/true}
+  plugins: [`+plugin+`]
+`)
+	writeAgent(t, e.project, "proj.md", "P.", "name: proj", "description: A project's agent", "permissionMode: auto")
+	e.serve(t, "2025-11-25", sessions.Config{Remote: true}, 0)
+	cwd, err := os.Getwd() // the server's: no --http-allow needed for it
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _ := e.call(t, "ops", map[string]any{"prompt": "hi"}, nil)
+	if res.IsError {
+		t.Fatalf("the operator's agent over HTTP: %s", resText(res))
+	}
+	args := e.starts(t)[0]
+	if v, _ := flagOf(args, "--plugin-dir"); v != plugin {
+		t.Errorf("--plugin-dir = %q", v)
+	}
+	if v, _ := flagOf(args, "--mcp-config"); !strings.Contains(v, "/bin/true") {
+		t.Errorf("--mcp-config = %q", v)
+	}
+	res, _ = e.call(t, "ops", map[string]any{"prompt": "hi", "permissionMode": "acceptEdits"}, nil)
+	wantRefused(t, "a caller's mode over HTTP", res, "permissionMode acceptEdits is off over HTTP")
+	res, _ = e.call(t, "proj", map[string]any{"prompt": "hi", "cwd": cwd}, nil)
+	wantRefused(t, "a project agent's mode over HTTP", res, `agents["proj"].permissionMode auto is off over HTTP`)
+	if n := len(e.starts(t)); n != 1 {
+		t.Errorf("refused calls started %d CLI(s)", n-1)
+	}
+	if !slices.Contains(sessions.HTTPAllowNames(), "widens-permissions") {
+		t.Error("the refusal's flag value is gone")
+	}
+}

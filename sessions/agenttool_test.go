@@ -1,0 +1,53 @@
+package sessions
+
+import (
+	"path/filepath"
+	"testing"
+)
+
+// TestAgentToolPersisted: the agent tool that started a session survives a
+// restart (the registry entry), and another instance sharing the registry
+// sees it too; it is never a session option a caller can set (json "-").
+func TestAgentToolPersisted(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "sessions.json")
+	m1 := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	s := create(t, m1, CreateOptions{Cwd: t.TempDir(), AgentTool: "reviewer"})
+	plain := create(t, m1, CreateOptions{Cwd: t.TempDir()})
+	query(t, s, "hi", QueryOptions{})
+	if got := s.Info().AgentTool; got != "reviewer" {
+		t.Fatalf("AgentTool = %q", got)
+	}
+	m1.Shutdown()
+
+	entries := NewRegistry(path, nil).Load()
+	if len(entries) != 2 {
+		t.Fatalf("the registry holds %d sessions, want 2", len(entries))
+	}
+	for _, e := range entries {
+		want := map[string]string{s.ID: "reviewer", plain.ID: ""}[e.SessionID]
+		if e.AgentTool != want {
+			t.Errorf("entry %s: agentTool %q, want %q", e.SessionID, e.AgentTool, want)
+		}
+	}
+	m2 := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	for id, want := range map[string]string{s.ID: "reviewer", plain.ID: ""} {
+		got, err := m2.Get(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in := got.Info(); in.AgentTool != want {
+			t.Errorf("restored session %s: AgentTool %q, want %q", id, in.AgentTool, want)
+		}
+	}
+	// A create from a tool's arguments never sets it.
+	names, err := setOptions(&CreateOptions{AgentTool: "reviewer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if n != "cwd" {
+			t.Errorf("AgentTool shows as the session option %q", n)
+		}
+	}
+}
