@@ -2,7 +2,7 @@ package claudeagent_test
 
 // End-to-end tests of package claudeagent against the real Claude Code CLI
 // (found by e2eenv.FindClaude), talking to the fake Messages API of
-// internal/fakeapi. Each test has its own fake API, HOME and working
+// internal/testkit/fakeapi. Each test has its own fake API, HOME and working
 // directory, so they run in parallel.
 
 import (
@@ -26,8 +26,8 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/e2eenv"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/fakeapi"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/e2eenv"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakeapi"
 )
 
 // e2eTimeout bounds each test; the machine may be small and run several

@@ -17,12 +17,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/fakeapi"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakeapi"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 )
 
-// Tests against the fake CLI (internal/fakecli), which replays captures of
+// Tests against the fake CLI (internal/testkit/fakecli), which replays captures of
 // the real CLI 2.1.197 (testdata/streams). The real CLI itself is covered
 // by the end-to-end tests elsewhere.
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/leakcheck"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/leakcheck"
 )
 
 func TestChildProcessGone(t *testing.T) {

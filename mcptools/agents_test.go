@@ -19,8 +19,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/agentfile"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/fakecli"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/mcptest"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/mcptest"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/leakcheck"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/leakcheck"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/fakecli"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/leakcheck"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/leakcheck"
 )
 
 // What the captures in testdata/streams produce.

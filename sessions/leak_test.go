@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/leakcheck"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/leakcheck"
 )
 
 // warmUp runs one session through its life so that what the runtime

@@ -3,7 +3,7 @@ package sessions
 import (
 	"testing"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 )
 
 // TestMain lets the test binary double as the fake claude CLI (see

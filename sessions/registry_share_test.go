@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 )
 
 // Several managers (server instances) sharing one registry file.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/leakcheck"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/leakcheck"
 )
 
 // waitLimit bounds a wait for something that should happen; reaching it

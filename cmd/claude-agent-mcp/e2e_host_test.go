@@ -96,8 +96,8 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/e2eenv"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/fakeapi"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/e2eenv"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakeapi"
 )
 
 const (

@@ -23,9 +23,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/e2eenv"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/fakeapi"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/mcptest"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/e2eenv"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakeapi"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/mcptest"
 )
 
 // End-to-end tests of --http: the built binary serves streamable HTTP on a

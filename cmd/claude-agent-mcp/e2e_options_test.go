@@ -16,8 +16,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/e2eenv"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/fakeapi"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/e2eenv"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakeapi"
 )
 
 // End-to-end tests of the session options (create arguments) and of the

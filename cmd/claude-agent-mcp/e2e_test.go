@@ -14,9 +14,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/e2eenv"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/fakeapi"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/mcptest"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/e2eenv"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakeapi"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/mcptest"
 )
 
 var (

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 )
 
 // TestBadFlags: every flag and environment twin is checked before anything

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 )
 
 // TestMain lets the test binary double as the fake claude CLI (see

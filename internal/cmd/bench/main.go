@@ -1,5 +1,5 @@
 // Command bench measures the server against the real Claude Code CLI, which
-// talks to the repository's fake Anthropic API (internal/fakeapi) on
+// talks to the repository's fake Anthropic API (internal/testkit/fakeapi) on
 // loopback with an offline environment like internal/e2eenv's:
 //
 //   - a warm claude_chat_query through the built server, against the same
@@ -16,7 +16,7 @@
 //     same turn through claudeagent.Process, and that finalText is capped;
 //   - the server's VmRSS with 10 open sessions (4 live) on the real CLI, and
 //     with 10 and 200 open sessions (most dormant) on the fake CLI
-//     (internal/fakecli, the claudeagent test binary).
+//     (internal/testkit/fakecli, the claudeagent test binary).
 //
 // The timed variants run interleaved: every round runs each variant once,
 // in a different (seeded pseudo-random) order each round, so that load on
@@ -31,7 +31,7 @@
 // the driver checks /proc for processes left with this run's API URL in
 // their environment.
 //
-// Run from the module root: `go run ./internal/bench` (scripts/bench does).
+// Run from the module root: `go run ./internal/cmd/bench` (scripts/bench does).
 // The CLI is $CLAUDE_BIN, else the newest pinned CLI in .tools (see
 // scripts/test). The report, in Markdown, goes to stdout; progress to
 // stderr. Missed targets are reported, not errors: the exit status is 1
@@ -64,9 +64,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/e2eenv"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/fakeapi"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/e2eenv"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakeapi"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 )
 
 // Settle times: the only sleeps in the driver, documented in BENCHMARKS.md.

@@ -1,5 +1,5 @@
 // Package e2eenv holds helpers for end-to-end tests that run the real
-// Claude Code CLI against a fake Messages API (internal/fakeapi): finding
+// Claude Code CLI against a fake Messages API (internal/testkit/fakeapi): finding
 // the binary and building an offline environment for it.
 package e2eenv
 

@@ -10,7 +10,7 @@ import (
 	"sync"
 )
 
-// entry is one line of a capture (see internal/record).
+// entry is one line of a capture (see internal/cmd/record).
 type entry struct {
 	Dir string          `json:"dir"` // "in" (host → CLI) or "out" (CLI → host)
 	Ms  int64           `json:"ms"`  // out only: ms since the previous line

@@ -1,7 +1,7 @@
 // Package fakecli is a fake `claude` CLI for fast tests: the test binary
 // re-executes itself and, seeing [EnvVar]=1, runs [Main] instead of the
 // tests. The fake speaks stream-json on stdin/stdout like the real CLI and
-// replays the captures that internal/record made of the real CLI 2.1.197
+// replays the captures that internal/cmd/record made of the real CLI 2.1.197
 // (testdata/streams/*.jsonl), with their timing.
 //
 // Wiring, in the tested package:
@@ -163,11 +163,11 @@ func StreamsDir() (string, error) {
 		}
 	}
 	if _, file, _, found := runtime.Caller(0); found {
-		if d := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "streams"); ok(d) {
+		if d := filepath.Join(filepath.Dir(file), "..", "..", "..", "testdata", "streams"); ok(d) {
 			return filepath.Abs(d)
 		}
 	}
-	return "", errors.New("testdata/streams/plain.jsonl not found (run `go run ./internal/record` from the module root)")
+	return "", errors.New("testdata/streams/plain.jsonl not found (run `go run ./internal/cmd/record` from the module root)")
 }
 
 // Main runs the fake CLI on os.Args, stdin and stdout, then exits.

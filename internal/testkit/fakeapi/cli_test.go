@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/e2eenv"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/e2eenv"
 )
 
 // cliEnv is the environment for an offline CLI run against srv: the parent

@@ -1,11 +1,11 @@
 // Command record runs the real claude CLI against the fake Messages API
-// (internal/fakeapi) for a fixed set of scenarios and writes what crossed
+// (internal/testkit/fakeapi) for a fixed set of scenarios and writes what crossed
 // the CLI's stdin and stdout to testdata/streams/<scenario>.jsonl. The
-// captures feed the fake CLI (internal/fakecli) and the decoder fuzz seeds.
+// captures feed the fake CLI (internal/testkit/fakecli) and the decoder fuzz seeds.
 //
 // Usage, from the module root:
 //
-//	go run ./internal/record [-bin path/to/claude] [-out testdata/streams] [scenario ...]
+//	go run ./internal/cmd/record [-bin path/to/claude] [-out testdata/streams] [scenario ...]
 //
 // Capture format, one JSON object per line:
 //
@@ -38,7 +38,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/fakeapi"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakeapi"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 )
 
