@@ -121,14 +121,24 @@ type ContentBlock struct {
 	Raw       json.RawMessage `json:"-"`
 }
 
-// UnmarshalJSON keeps the block's raw JSON beside the decoded fields.
-func (b *ContentBlock) UnmarshalJSON(data []byte) error {
-	type plain ContentBlock
-	if err := json.Unmarshal(data, (*plain)(b)); err != nil {
-		return err
+// heldBlocks are the block types whose fields ContentBlock holds; a block
+// of another type keeps its JSON in Raw (see keepRaw).
+var heldBlocks = map[string]bool{"text": true, "thinking": true, "tool_use": true, "tool_result": true}
+
+// keepRaw fills Raw for the blocks of content (a JSON array of blocks,
+// decoded as blocks) whose type ContentBlock does not hold. Blocks are
+// decoded in one pass with their message (a block of megabytes of text is
+// not decoded twice); only a message with such a block is read again.
+func keepRaw(blocks []ContentBlock, content func() []json.RawMessage) {
+	if !slices.ContainsFunc(blocks, func(b ContentBlock) bool { return !heldBlocks[b.Type] }) {
+		return
 	}
-	b.Raw = append(json.RawMessage(nil), data...)
-	return nil
+	raws := content()
+	for i := range blocks {
+		if !heldBlocks[blocks[i].Type] && i < len(raws) {
+			blocks[i].Raw = raws[i]
+		}
+	}
 }
 
 // ResultText flattens a tool_result's Content, which the CLI sends either as
@@ -226,6 +236,11 @@ func (m *UserMessage) Blocks() []ContentBlock {
 	}
 	var blocks []ContentBlock
 	_ = json.Unmarshal(m.Message.Content, &blocks)
+	keepRaw(blocks, func() []json.RawMessage {
+		var raws []json.RawMessage
+		_ = json.Unmarshal(m.Message.Content, &raws)
+		return raws
+	})
 	return blocks
 }
 
@@ -334,21 +349,52 @@ type envelope struct {
 // ErrNotJSON reports a stdout line that is not a JSON object.
 var ErrNotJSON = errors.New("line is not a JSON object")
 
+// knownTypes are the message types DecodeMessage decodes into a type of
+// its own (their decode validates the whole line).
+var knownTypes = map[string]bool{"system": true, "assistant": true, "user": true, "result": true, "stream_event": true}
+
+// sniffType reads the value of a "type" key that opens line, as the CLI
+// writes it: {"type":"assistant",…; ok is false for any other form.
+func sniffType(line []byte) (string, bool) {
+	const open = `{"type":"`
+	if !bytes.HasPrefix(line, []byte(open)) {
+		return "", false
+	}
+	rest := line[len(open):]
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 || end > 64 || bytes.IndexByte(rest[:end], '\\') >= 0 {
+		return "", false
+	}
+	return string(rest[:end]), true
+}
+
 // DecodeMessage decodes one stream-json line (without its newline) into a
 // [Message]. Control messages decode to *RawMessage; [Process] intercepts
 // them before that. Unknown types are returned as *RawMessage, never as an
 // error. An error means the line is not a JSON object or a known type's
 // fields have the wrong JSON types.
 func DecodeMessage(line []byte) (Message, error) {
+	return decodeOwned(append([]byte(nil), bytes.TrimSpace(line)...))
+}
+
+// decodeOwned is DecodeMessage for a line the message may keep as its raw
+// JSON (the caller gives it up): the pump's lines, read fresh each, are not
+// copied again.
+func decodeOwned(line []byte) (Message, error) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 || line[0] != '{' {
 		return nil, ErrNotJSON
 	}
+	// The CLI writes "type" first: read it without a pass over the whole
+	// line (a turn's text can be megabytes; the typed decode below is the
+	// one full pass). Anything else takes the full envelope.
 	var env envelope
-	if err := json.Unmarshal(line, &env); err != nil {
+	if t, ok := sniffType(line); ok && knownTypes[t] {
+		env.Type = t
+	} else if err := json.Unmarshal(line, &env); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotJSON, err)
 	}
-	raw := rawLine{raw: append(json.RawMessage(nil), line...)}
+	raw := rawLine{raw: json.RawMessage(line)}
 	var (
 		m   Message
 		err error
@@ -359,7 +405,18 @@ func DecodeMessage(line []byte) (Message, error) {
 		err, m = json.Unmarshal(line, v), v
 	case "assistant":
 		v := &AssistantMessage{rawLine: raw}
-		err, m = json.Unmarshal(line, v), v
+		if err = json.Unmarshal(line, v); err == nil {
+			keepRaw(v.Message.Content, func() []json.RawMessage {
+				var c struct {
+					Message struct {
+						Content []json.RawMessage `json:"content"`
+					} `json:"message"`
+				}
+				_ = json.Unmarshal(line, &c)
+				return c.Message.Content
+			})
+		}
+		m = v
 	case "user":
 		v := &UserMessage{rawLine: raw}
 		err, m = json.Unmarshal(line, v), v

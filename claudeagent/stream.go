@@ -38,8 +38,10 @@ func (p *Process) readStdout(r io.Reader) {
 	}
 }
 
+// dispatch decodes a line that ndjson.ReadLine returned (its own slice,
+// kept by the message) and hands it on.
 func (p *Process) dispatch(line []byte) {
-	msg, err := DecodeMessage(line)
+	msg, err := decodeOwned(line)
 	if err != nil {
 		p.log.Warn("skipping a stdout line that is not stream-json", "err", err, "line", textcut.Cut(string(line), 200))
 		return
