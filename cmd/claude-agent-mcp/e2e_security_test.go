@@ -54,13 +54,13 @@ func TestE2ESecurity(t *testing.T) {
 			"mcpServers": []any{map[string]any{"evil": map[string]any{"command": "/bin/sh", "args": []string{"-c", "touch " + marker2}}}},
 		}}
 		res, _ := httpCall(t, ctx, alice, "claude_session_create", map[string]any{"agents": agents, "agent": "x"})
-		if !res.IsError || !strings.Contains(textOfResult(res), `agents["x"]`) {
-			t.Fatalf("a create with an agent's hooks and MCP server: %s", textOfResult(res))
+		if !res.IsError || !strings.Contains(text(res), `agents["x"]`) {
+			t.Fatalf("a create with an agent's hooks and MCP server: %s", text(res))
 		}
 		res, _ = httpCall(t, ctx, alice, "claude_direct_query", map[string]any{"prompt": "hi", "settings": map[string]any{
 			"hooks": map[string]any{"SessionStart": []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": "touch " + marker}}}}}}})
-		if !res.IsError || !strings.Contains(textOfResult(res), "settings.hooks") {
-			t.Fatalf("a query with settings hooks: %s", textOfResult(res))
+		if !res.IsError || !strings.Contains(text(res), "settings.hooks") {
+			t.Fatalf("a query with settings hooks: %s", text(res))
 		}
 		for _, m := range []string{marker, marker2} {
 			if _, err := os.Stat(m); !errors.Is(err, os.ErrNotExist) {
@@ -78,12 +78,12 @@ func TestE2ESecurity(t *testing.T) {
 		defer httpCall(t, ctx, alice, "claude_session_close", map[string]any{"sessionId": sid})
 		for mode, want := range map[string]string{"acceptEdits": "--http-allow widens-permissions", "bypassPermissions": "--allowed-permission-modes"} {
 			res, _ := httpCall(t, ctx, alice, "claude_chat_mode", map[string]any{"sessionId": sid, "permissionMode": mode})
-			if !res.IsError || !strings.Contains(textOfResult(res), want) {
-				t.Errorf("switching to %s over HTTP: %s", mode, textOfResult(res))
+			if !res.IsError || !strings.Contains(text(res), want) {
+				t.Errorf("switching to %s over HTTP: %s", mode, text(res))
 			}
 		}
 		if res, _ := httpCall(t, ctx, alice, "claude_chat_mode", map[string]any{"sessionId": sid, "permissionMode": "plan"}); res.IsError {
-			t.Errorf("switching to plan: %s", textOfResult(res))
+			t.Errorf("switching to plan: %s", text(res))
 		}
 		_, list := httpCall(t, ctx, alice, "claude_session_list", map[string]any{"sessionId": sid})
 		if got := list["sessions"].([]any)[0].(map[string]any)["permissionMode"]; got != "plan" {
@@ -102,8 +102,8 @@ func TestE2ESecurity(t *testing.T) {
 		}
 		for _, fork := range []bool{false, true} {
 			res, _ := httpCall(t, ctx, bob, "claude_session_create", map[string]any{"resumeSessionId": conv, "forkSession": fork})
-			if !res.IsError || !strings.Contains(textOfResult(res), "no conversation of yours") {
-				t.Errorf("bob resuming alice's conversation (fork %v): %s", fork, textOfResult(res))
+			if !res.IsError || !strings.Contains(text(res), "no conversation of yours") {
+				t.Errorf("bob resuming alice's conversation (fork %v): %s", fork, text(res))
 			}
 		}
 		_, bl := httpCall(t, ctx, bob, "claude_session_list", map[string]any{})
@@ -114,7 +114,7 @@ func TestE2ESecurity(t *testing.T) {
 		httpCall(t, ctx, alice, "claude_session_close", map[string]any{"sessionId": sid})
 		res, out := httpCall(t, ctx, alice, "claude_session_create", map[string]any{"resumeSessionId": conv})
 		if res.IsError {
-			t.Fatalf("alice resuming her own conversation: %s", textOfResult(res))
+			t.Fatalf("alice resuming her own conversation: %s", text(res))
 		}
 		_, h := httpCall(t, ctx, alice, "claude_session_history", map[string]any{"sessionId": out["sessionId"]})
 		if !strings.Contains(fmt.Sprint(h), "secret plan") {
@@ -122,15 +122,4 @@ func TestE2ESecurity(t *testing.T) {
 		}
 		httpCall(t, ctx, alice, "claude_session_close", map[string]any{"sessionId": out["sessionId"]})
 	})
-}
-
-// textOfResult is a result's text content.
-func textOfResult(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
 }
