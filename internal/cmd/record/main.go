@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/e2eenv"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakeapi"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 )
@@ -234,15 +235,7 @@ func record(sc scenario, bin, file string, limit time.Duration) (int, int64, err
 func command(ctx context.Context, sc scenario, bin, home, cwd, apiURL string) *exec.Cmd {
 	opts := sc.opts
 	opts.Path, opts.Cwd = bin, cwd
-	opts.Env = map[string]string{
-		"HOME":               home,
-		"ANTHROPIC_BASE_URL": apiURL,
-		"ANTHROPIC_API_KEY":  "sk-test",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-		"DISABLE_AUTOUPDATER":                      "1",
-		"IS_SANDBOX":                               "1",
-		"NO_PROXY":                                 "127.0.0.1,localhost",
-	}
+	opts.Env = e2eenv.FakeAPIEnv(home, apiURL)
 	if sc.loggedOut {
 		delete(opts.Env, "ANTHROPIC_API_KEY")
 	}
