@@ -108,39 +108,14 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	var salt [4]byte
-	_, _ = rand.Read(salt[:])
-	var mark [8]byte
-	_, _ = rand.Read(mark[:])
-	marker := hex.EncodeToString(mark[:])
+	marker := randomHex(8)
 	cmd := exec.Command(path, opts.Args()...)
 	cmd.Dir = cwd
 	cmd.Env = opts.environ(cwd, marker)
 	setProcAttr(cmd)
-
-	stdin, err := cmd.StdinPipe()
+	pp, err := startPiped(cmd, path)
 	if err != nil {
-		return nil, fmt.Errorf("creating stdin pipe: %w", err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("creating stdout pipe: %w", err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return nil, fmt.Errorf("creating stderr pipe: %w", err)
-	}
-	cmd.Stdout, cmd.Stderr = outW, errW
-	startErr := cmd.Start()
-	outW.Close()
-	errW.Close()
-	if startErr != nil {
-		outR.Close()
-		errR.Close()
-		stdin.Close()
-		return nil, fmt.Errorf("starting claude at %s: %w", path, startErr)
+		return nil, err
 	}
 
 	life, endLife := context.WithCancel(context.Background())
@@ -150,10 +125,10 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 		cwd:        cwd,
 		cmd:        cmd,
 		log:        logger.With("pid", cmd.Process.Pid),
-		stdin:      stdin,
+		stdin:      pp.stdin,
 		pending:    map[string]chan controlResult{},
 		incoming:   map[string]context.CancelFunc{},
-		idSalt:     hex.EncodeToString(salt[:]),
+		idSalt:     randomHex(4),
 		marker:     MarkerEnv + "=" + marker,
 		life:       life,
 		endLife:    endLife,
@@ -167,13 +142,57 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 		p.stderr.max = 40
 	}
 	stderrDone := make(chan struct{})
-	go p.readStdout(outR)
+	go p.readStdout(pp.outR)
 	go func() {
 		defer close(stderrDone)
-		p.readStderr(errR)
+		p.readStderr(pp.errR)
 	}()
-	go p.wait(outR, errR, stderrDone)
+	go p.wait(pp.outR, pp.errR, stderrDone)
 	return p, nil
+}
+
+// pipes are a started CLI's ends of its stdin, stdout and stderr.
+type pipes struct {
+	stdin      io.WriteCloser
+	outR, errR *os.File
+}
+
+// startPiped starts cmd (the CLI at path) with its output on pipes of our own (read by the
+// Process's readers, closed by [Process.wait]); on failure nothing is left
+// open.
+func startPiped(cmd *exec.Cmd, path string) (pipes, error) {
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return pipes{}, fmt.Errorf("creating stdin pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return pipes{}, fmt.Errorf("creating stdout pipe: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return pipes{}, fmt.Errorf("creating stderr pipe: %w", err)
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	startErr := cmd.Start()
+	outW.Close()
+	errW.Close()
+	if startErr != nil {
+		outR.Close()
+		errR.Close()
+		stdin.Close()
+		return pipes{}, fmt.Errorf("starting claude at %s: %w", path, startErr)
+	}
+	return pipes{stdin: stdin, outR: outR, errR: errR}, nil
+}
+
+// randomHex is n random bytes in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // PID is the CLI's process id.

@@ -107,87 +107,104 @@ type layer struct {
 }
 
 func (sc *scanner) scan(cfg Config) *Set {
-	set := &Set{}
-	warn := func(w Warning) { set.Warnings = append(set.Warnings, w) }
-	seen := map[string]*cachedFile{}
-	realSeen := map[string]bool{}
-	var layers []layer
+	r := &scanRun{sc: sc, set: &Set{}, seen: map[string]*cachedFile{}, realSeen: map[string]bool{}}
+	r.readSources(cfg)
+	sc.files = r.seen
 
-	readDir := func(src Source, dir string, mustExist bool) {
-		l := layer{src: src}
-		for _, path := range listAgentFiles(dir, mustExist, warn) {
-			if real, err := filepath.EvalSymlinks(path); err == nil {
-				if realSeen[real] {
-					continue
-				}
-				realSeen[real] = true
-			}
-			res := sc.file("agent", path, seen, func(data []byte) fileResult {
-				a, ws := ParseAgentFile(path, data)
-				if a == nil {
-					return fileResult{warns: ws}
-				}
-				return fileResult{agents: []*Agent{a}, warns: ws}
-			})
-			set.Warnings = append(set.Warnings, res.warns...)
-			for _, a := range res.agents {
-				b := *a
-				b.Source = src
-				l.agents = append(l.agents, &b)
-			}
-		}
-		layers = append(layers, l)
-	}
+	agents := resolvePrecedence(r.layers, r.warn)
+	agents = applyCap(agents, cfg.Max, r.warn)
+	r.set.Warnings = append(r.set.Warnings, AssignToolNames(agents, cfg.ToolPrefix, cfg.Reserved)...)
+	slices.SortFunc(agents, func(a, b *Agent) int { return strings.Compare(a.ToolName, b.ToolName) })
+	r.set.Agents = agents
+	return r.set
+}
 
+// scanRun is one scan: the set it builds, the files it read (the next
+// scan's cache) and the layers of agents found, in increasing precedence.
+type scanRun struct {
+	sc       *scanner
+	set      *Set
+	seen     map[string]*cachedFile
+	realSeen map[string]bool // files by their real path: each read once
+	layers   []layer
+}
+
+func (r *scanRun) warn(w Warning) { r.set.Warnings = append(r.set.Warnings, w) }
+
+// readSources reads the configured sources, lowest precedence first.
+func (r *scanRun) readSources(cfg Config) {
 	if cfg.Sources.Has(SourceUser) {
 		dir := cfg.UserDir
 		if dir == "" {
 			var err error
 			if dir, err = DefaultUserDir(); err != nil {
-				warn(Warning{Text: fmt.Sprintf("user agents not read: %v", err)})
+				r.warn(Warning{Text: fmt.Sprintf("user agents not read: %v", err)})
 			}
 		}
 		if dir != "" {
-			readDir(SourceUser, dir, false)
+			r.readDir(SourceUser, dir, false)
 		}
 	}
 	if cfg.Sources.Has(SourceProject) && cfg.Project != "" {
-		readDir(SourceProject, filepath.Join(cfg.Project, ".claude", "agents"), false)
+		r.readDir(SourceProject, filepath.Join(cfg.Project, ".claude", "agents"), false)
 	}
 	if cfg.Sources.Has(SourceDirs) {
 		for _, dir := range cfg.Dirs {
-			readDir(SourceDirs, dir, true)
+			r.readDir(SourceDirs, dir, true)
 		}
 	}
 	if cfg.Sources.Has(SourceFile) && cfg.File != "" {
-		path := absPath(cfg.File)
-		res := sc.file("operator", path, seen, func(data []byte) fileResult {
-			agents, ws, err := ParseOperatorFile(path, data)
-			if err != nil {
-				var w Warning
-				if !errors.As(err, &w) {
-					w = Warning{Path: path, Text: err.Error()}
-				}
-				return fileResult{warns: []Warning{w}}
+		r.readOperatorFile(absPath(cfg.File))
+	}
+}
+
+// readDir reads the agent files under dir as one layer of source src.
+func (r *scanRun) readDir(src Source, dir string, mustExist bool) {
+	l := layer{src: src}
+	for _, path := range listAgentFiles(dir, mustExist, r.warn) {
+		if real, err := filepath.EvalSymlinks(path); err == nil {
+			if r.realSeen[real] {
+				continue
 			}
-			return fileResult{agents: agents, warns: ws}
+			r.realSeen[real] = true
+		}
+		res := r.sc.file("agent", path, r.seen, func(data []byte) fileResult {
+			a, ws := ParseAgentFile(path, data)
+			if a == nil {
+				return fileResult{warns: ws}
+			}
+			return fileResult{agents: []*Agent{a}, warns: ws}
 		})
-		set.Warnings = append(set.Warnings, res.warns...)
-		l := layer{src: SourceFile}
+		r.set.Warnings = append(r.set.Warnings, res.warns...)
 		for _, a := range res.agents {
 			b := *a
+			b.Source = src
 			l.agents = append(l.agents, &b)
 		}
-		layers = append(layers, l)
 	}
-	sc.files = seen
+	r.layers = append(r.layers, l)
+}
 
-	agents := resolvePrecedence(layers, warn)
-	agents = applyCap(agents, cfg.Max, warn)
-	set.Warnings = append(set.Warnings, AssignToolNames(agents, cfg.ToolPrefix, cfg.Reserved)...)
-	slices.SortFunc(agents, func(a, b *Agent) int { return strings.Compare(a.ToolName, b.ToolName) })
-	set.Agents = agents
-	return set
+// readOperatorFile reads the operator file as the last layer.
+func (r *scanRun) readOperatorFile(path string) {
+	res := r.sc.file("operator", path, r.seen, func(data []byte) fileResult {
+		agents, ws, err := ParseOperatorFile(path, data)
+		if err != nil {
+			var w Warning
+			if !errors.As(err, &w) {
+				w = Warning{Path: path, Text: err.Error()}
+			}
+			return fileResult{warns: []Warning{w}}
+		}
+		return fileResult{agents: agents, warns: ws}
+	})
+	r.set.Warnings = append(r.set.Warnings, res.warns...)
+	l := layer{src: SourceFile}
+	for _, a := range res.agents {
+		b := *a
+		l.agents = append(l.agents, &b)
+	}
+	r.layers = append(r.layers, l)
 }
 
 // resolvePrecedence keeps one agent per name: the last one defined, the

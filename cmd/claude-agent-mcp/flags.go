@@ -6,17 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"regexp"
-	"runtime/debug"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/agentfile"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
 // envPrefix prefixes the environment twin of every flag.
@@ -318,174 +313,6 @@ func envName(flagName string) string {
 	return envPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
-// settings is what serving needs, every flag checked.
-type settings struct {
-	sessions sessions.Config
-	tools    mcptools.Options
-	profiles map[string]map[string]string
-	agents   agentfile.Config // Sources 0: no agent tools
-}
-
-// check validates every flag and builds the settings, before anything is
-// served: a bad value is an error naming the flag.
-func (c *config) check() (*settings, error) {
-	var errs []error
-	bad := func(flag string, v any, want string) {
-		errs = append(errs, fmt.Errorf("invalid --%s %v: %s", flag, v, want))
-	}
-	positive := func(flag string, v int) {
-		if v < 1 {
-			bad(flag, v, "use a number of 1 or more")
-		}
-	}
-	notNegative := func(flag string, d time.Duration) {
-		if d < 0 {
-			bad(flag, d, "use a duration of 0 or more, such as 30s or 15m")
-		}
-	}
-	above0 := func(flag string, d time.Duration) {
-		if d <= 0 {
-			bad(flag, d, "use a duration above 0, such as 30s")
-		}
-	}
-	if _, err := newLogger(c.logLevel, io.Discard); err != nil {
-		errs = append(errs, err)
-	}
-	positive("max-sessions", c.maxSessions)
-	positive("max-live", c.maxLive)
-	positive("max-queue", c.maxQueue)
-	if c.warmSpares < 0 {
-		bad("warm-spares", c.warmSpares, "use 0 (none) or more")
-	}
-	notNegative("idle-timeout", c.idleTimeout)
-	notNegative("query-timeout", c.queryTimeout)
-	above0("permission-timeout", c.permissionTimeout)
-	notNegative("default-wait", c.defaultWait)
-	above0("heartbeat-interval", c.heartbeat)
-	above0("task-after", c.taskAfter)
-	above0("task-ttl", c.taskTTL)
-	if c.sessionBudget < 0 {
-		bad("max-session-budget-usd", c.sessionBudget, "use an amount in USD, or 0 for no cap")
-	}
-	if c.totalBudget < 0 {
-		bad("max-total-budget-usd", c.totalBudget, "use an amount in USD, or 0 for no cap")
-	}
-	positive("http-max-sessions", c.httpMaxSessions)
-	notNegative("http-session-idle", c.httpSessionIdle)
-	if c.userMaxSessions < 0 {
-		bad("user-max-sessions", c.userMaxSessions, "use 0 (no limit) or more")
-	}
-	userMaxLive := c.userMaxLive
-	switch {
-	case userMaxLive == -1:
-		userMaxLive = (c.maxLive + 1) / 2 // fair by default: others keep room
-	case userMaxLive < 0:
-		bad("user-max-live", c.userMaxLive, "use 0 (no limit) or more, or -1 for half of --max-live")
-	}
-	if c.userBudget < 0 {
-		bad("user-max-budget-usd", c.userBudget, "use an amount in USD, or 0 for no cap")
-	}
-	allow := splitList(c.httpAllow, ",")
-	for _, a := range allow {
-		if !slices.Contains(sessions.HTTPAllowNames(), a) {
-			bad("http-allow", a, "use "+strings.Join(sessions.HTTPAllowNames(), ", "))
-		}
-	}
-	if c.http != "" {
-		if err := c.checkHTTP(); err != nil {
-			errs = append(errs, err)
-		}
-	} else if c.tokensFile != "" || c.httpAllow != "" || c.publicURL != "" {
-		errs = append(errs, errors.New("--tokens-file, --http-allow and --public-url need --http"))
-	}
-	if c.maxDepth < 0 {
-		bad("max-depth", c.maxDepth, "use 0 (no limit) or more")
-	}
-	if c.maxResultChars < -1 || c.maxResultChars == 0 {
-		bad("max-result-chars", c.maxResultChars, "use a number of characters, or -1 for no cap")
-	}
-	if c.maxFrameBytes < 1<<10 {
-		bad("max-frame-bytes", c.maxFrameBytes, "use at least 1024")
-	}
-	if c.maxPromptBytes < 1 || c.maxPromptBytes >= c.maxFrameBytes {
-		bad("max-prompt-bytes", c.maxPromptBytes, fmt.Sprintf("use at least 1 and less than --max-frame-bytes (%d)", c.maxFrameBytes))
-	}
-	st := &settings{
-		sessions: sessions.Config{
-			// Between bursts of work the server holds little: give the
-			// memory back to the system (a forced GC, about a millisecond).
-			OnIdle:  debug.FreeOSMemory,
-			CLIPath: c.claudePath, MaxSessions: c.maxSessions, MaxLive: c.maxLive, MaxQueue: c.maxQueue, WarmSpares: c.warmSpares,
-			IdleTimeout: c.idleTimeout, QueryTimeout: c.queryTimeout, PermissionTimeout: c.permissionTimeout,
-			MaxDepth: c.maxDepth, NoSessionMCPServers: !c.sessionMCP,
-			MaxSessionBudgetUSD: c.sessionBudget, MaxTotalBudgetUSD: c.totalBudget,
-			UserMaxSessions: c.userMaxSessions, UserMaxLive: userMaxLive, UserMaxBudgetUSD: c.userBudget, PerUserConfigDir: c.perUserConfigDir,
-			Remote: c.http != "", RemoteAllow: allow,
-		},
-		tools: mcptools.Options{
-			Version: versionString(), MaxResultChars: c.maxResultChars, DefaultWait: c.defaultWait, HeartbeatInterval: c.heartbeat,
-			MaxPromptBytes: c.maxPromptBytes, NoTasks: !c.tasks, TaskAfter: c.taskAfter, TaskTTL: c.taskTTL,
-		},
-	}
-	switch c.permissionPolicy {
-	case "deny", "allow":
-		st.sessions.PermissionPolicy = c.permissionPolicy
-	default:
-		bad("permission-policy", c.permissionPolicy, "use deny or allow")
-	}
-	for _, m := range splitList(c.allowedModes, ",") {
-		if err := sessions.ValidatePermissionMode(m); err != nil {
-			bad("allowed-permission-modes", m, "use "+strings.Join(sessions.PermissionModes, ", "))
-		}
-		st.sessions.AllowedModes = append(st.sessions.AllowedModes, m)
-	}
-	for _, r := range splitList(c.allowedRoots, string(os.PathListSeparator)) {
-		abs, err := sessions.ValidateDir("--allowed-roots entry", r)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		st.sessions.AllowedRoots = append(st.sessions.AllowedRoots, abs)
-	}
-	if c.toolsCeiling != "" {
-		st.sessions.ToolsCeiling = append([]string{}, splitList(c.toolsCeiling, ",")...)
-		if err := sessions.ValidateToolNames("--allowed-tools-ceiling", st.sessions.ToolsCeiling); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	profiles, err := loadProfiles(c.profiles)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	st.profiles = profiles
-	if st.agents, err = c.agentsConfig(); err != nil {
-		errs = append(errs, err)
-	}
-	st.sessions.ProfileEnv = func(name string) (map[string]string, error) {
-		env, ok := profiles[name]
-		if !ok {
-			return nil, fmt.Errorf("unknown profile %q: this server has %s", name, profileNames(profiles))
-		}
-		return env, nil
-	}
-	if len(errs) > 0 {
-		return nil, c.envNote(errs[0]) // one line: the first problem
-	}
-	return st, nil
-}
-
-var flagNameRE = regexp.MustCompile(`--([a-z][a-z0-9-]*)`)
-
-// envNote adds to err the environment variable that set a flag it names,
-// so that a bad value nobody typed can be found.
-func (c *config) envNote(err error) error {
-	for _, m := range flagNameRE.FindAllStringSubmatch(err.Error(), -1) {
-		if name, ok := c.fromEnv[m[1]]; ok {
-			return fmt.Errorf("%w (set by %s)", err, name)
-		}
-	}
-	return err
-}
-
 // splitList splits a flag value at sep, trimmed, without empty entries.
 func splitList(v, sep string) []string {
 	var out []string
@@ -495,15 +322,4 @@ func splitList(v, sep string) []string {
 		}
 	}
 	return out
-}
-
-// statePath is the registry file, or "" when sessions are not persisted.
-func (c *config) statePath() (string, error) {
-	if !c.persist {
-		return "", nil
-	}
-	if c.stateFile != "" {
-		return filepath.Abs(c.stateFile)
-	}
-	return sessions.DefaultRegistryPath()
 }

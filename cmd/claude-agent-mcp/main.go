@@ -1,6 +1,11 @@
 // Command claude-agent-mcp is an MCP server that runs Claude Code sessions
 // as sub-agents, over stdio or, with --http, streamable HTTP for teams.
 // stdout carries only MCP JSON-RPC; logs go to stderr.
+//
+// It owns the process: flags and their environment twins, logging, the
+// transports, signals, the check of the CLI at start and the watchdog. It
+// holds no session or MCP logic of its own: it builds the configurations
+// of sessions, mcptools and agentfile from the flags and wires them.
 package main
 
 import (

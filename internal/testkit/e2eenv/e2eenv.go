@@ -1,10 +1,12 @@
 // Package e2eenv holds helpers for end-to-end tests that run the real
 // Claude Code CLI against a fake Messages API (internal/testkit/fakeapi): finding
-// the binary and building an offline environment for it.
+// the binary and building an offline environment for it. It knows the CLI
+// and its environment only, never the server's packages.
 package e2eenv
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,26 +76,32 @@ func OfflineEnv(home, apiURL string) map[string]string {
 			env[k] = ""
 		}
 	}
-	for k, v := range map[string]string{
-		"HOME": home,
-		// Its default, set explicitly: the CLI reads an empty value as "".
-		"CLAUDE_CONFIG_DIR":                        filepath.Join(home, ".claude"),
-		"ANTHROPIC_BASE_URL":                       apiURL,
-		"ANTHROPIC_API_KEY":                        "sk-test",
+	maps.Copy(env, FakeAPIEnv(home, apiURL))
+	// Its default, set explicitly: the CLI reads an empty value as "".
+	env["CLAUDE_CONFIG_DIR"] = filepath.Join(home, ".claude")
+	env["no_proxy"] = env["NO_PROXY"] // and its lower-case spelling
+	if runtime.GOOS == "windows" {
+		env["USERPROFILE"] = home
+	}
+	return env
+}
+
+// FakeAPIEnv is what points the CLI at the fake API at apiURL, with HOME
+// at home, and keeps it off the network otherwise: the overrides that
+// [OfflineEnv] and internal/cmd/record (which drops the inherited
+// variables in its own way) both start from.
+func FakeAPIEnv(home, apiURL string) map[string]string {
+	return map[string]string{
+		"HOME":               home,
+		"ANTHROPIC_BASE_URL": apiURL,
+		"ANTHROPIC_API_KEY":  "sk-test",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
 		"DISABLE_AUTOUPDATER":                      "1",
 		// The tests run as root in containers; the CLI refuses
 		// bypassPermissions as root without it.
 		"IS_SANDBOX": "1",
 		"NO_PROXY":   "127.0.0.1,localhost",
-		"no_proxy":   "127.0.0.1,localhost",
-	} {
-		env[k] = v
 	}
-	if runtime.GOOS == "windows" {
-		env["USERPROFILE"] = home
-	}
-	return env
 }
 
 // neutralised reports whether an inherited variable must not reach the CLI.

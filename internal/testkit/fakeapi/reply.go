@@ -137,6 +137,17 @@ func keywordReply(r *Request, fail func(string, bool) bool, ids counter) *Reply 
 		}
 		return "toolu_fake_" + strconv.FormatInt(ids.Add(1), 10)
 	}
+	if tool := toolReply(text, reply, toolID); tool != nil {
+		return tool
+	}
+	reply.Blocks = append(reply.Blocks, Block{Type: "text", Text: textAnswer(r, text, reply)})
+	return reply
+}
+
+// toolReply adds to reply the blocks of TOOL_BASH[…], TOOL_WRITE[…] or
+// STRUCTURED[…] in text and returns it (or, for STRUCTURED without JSON,
+// a text reply instead); nil when text has none of them.
+func toolReply(text string, reply *Reply, toolID func() string) *Reply {
 	if arg, ok := bracketArg(text, "TOOL_BASH["); ok {
 		reply.Blocks = append(reply.Blocks,
 			Block{Type: "text", Text: BashPreamble},
@@ -156,7 +167,6 @@ func keywordReply(r *Request, fail func(string, bool) bool, ids counter) *Reply 
 			}})
 		return reply
 	}
-
 	if arg, ok := bracketArg(text, "STRUCTURED["); ok {
 		if !json.Valid([]byte(arg)) {
 			return TextReply("STRUCTURED: not JSON")
@@ -165,14 +175,19 @@ func keywordReply(r *Request, fail func(string, bool) bool, ids counter) *Reply 
 			Block{Type: "tool_use", ID: toolID(), Name: "StructuredOutput", Input: json.RawMessage(arg)})
 		return reply
 	}
+	return nil
+}
 
-	var out string
+// textAnswer is the text of a reply without tools (BIGTEXT, ECHO, SLOW or
+// the greeting), setting reply's deltas to match.
+func textAnswer(r *Request, text string, reply *Reply) string {
 	switch {
 	case strings.Contains(text, "BIGTEXT"):
-		out = strings.Repeat("abcdefghij", BigTextSize/10)
+		out := strings.Repeat("abcdefghij", BigTextSize/10)
 		reply.Deltas = (len(out) + BigTextDelta - 1) / BigTextDelta
+		return out
 	case strings.Contains(text, "ECHO"):
-		out = text
+		return text
 	case slowRe.MatchString(text):
 		n := SlowDeltas
 		if m := slowRe.FindStringSubmatch(text); m[1] != "" {
@@ -184,14 +199,12 @@ func keywordReply(r *Request, fail func(string, bool) bool, ids counter) *Reply 
 		for i := range n {
 			fmt.Fprintf(&b, "chunk%d ", i)
 		}
-		out = b.String()
 		reply.Deltas = n
 		reply.DeltaDelay = SlowDelay
+		return b.String()
 	default:
-		out = fmt.Sprintf("Hello from fake API (n_messages=%d)", r.ConversationLen())
+		return fmt.Sprintf("Hello from fake API (n_messages=%d)", r.ConversationLen())
 	}
-	reply.Blocks = append(reply.Blocks, Block{Type: "text", Text: out})
-	return reply
 }
 
 // bracketArg finds prefix (ending in "[") in text and returns what follows up

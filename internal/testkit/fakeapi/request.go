@@ -44,9 +44,13 @@ type ToolResult struct {
 type contentBlock struct {
 	Type      string          `json:"type"`
 	Text      string          `json:"text"`
+	ID        string          `json:"id"`    // tool_use
+	Name      string          `json:"name"`  // tool_use
+	Input     json.RawMessage `json:"input"` // tool_use
 	ToolUseID string          `json:"tool_use_id"`
 	Content   json.RawMessage `json:"content"`
 	IsError   bool            `json:"is_error"`
+	ToolName  string          `json:"tool_name"` // tool_reference
 }
 
 func (r Request) clone() Request {

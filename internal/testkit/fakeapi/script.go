@@ -170,16 +170,7 @@ func (r *Request) ToolUses() []ToolUseBlock {
 		if m.Role != "assistant" {
 			continue
 		}
-		var blocks []struct {
-			Type  string          `json:"type"`
-			ID    string          `json:"id"`
-			Name  string          `json:"name"`
-			Input json.RawMessage `json:"input"`
-		}
-		if json.Unmarshal(m.Content, &blocks) != nil {
-			continue
-		}
-		for _, b := range blocks {
+		for _, b := range m.blocks() {
 			if b.Type == "tool_use" {
 				out = append(out, ToolUseBlock{ID: b.ID, Name: b.Name, Input: b.Input})
 			}
@@ -218,24 +209,11 @@ func (r *Request) ToolReferences(id string) []string {
 		if m.Role != "user" {
 			continue
 		}
-		var blocks []struct {
-			Type      string          `json:"type"`
-			ToolUseID string          `json:"tool_use_id"`
-			Content   json.RawMessage `json:"content"`
-		}
-		if json.Unmarshal(m.Content, &blocks) != nil {
-			continue
-		}
-		for _, b := range blocks {
+		for _, b := range m.blocks() {
 			if b.Type != "tool_result" || b.ToolUseID != id {
 				continue
 			}
-			var inner []struct {
-				Type     string `json:"type"`
-				ToolName string `json:"tool_name"`
-			}
-			_ = json.Unmarshal(b.Content, &inner)
-			for _, c := range inner {
+			for _, c := range decodeContent(b.Content) {
 				if c.Type == "tool_reference" {
 					out = append(out, c.ToolName)
 				}

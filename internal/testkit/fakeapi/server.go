@@ -19,6 +19,10 @@
 //     the default model a "system"-role message in the messages array. The
 //     keyword logic ignores both (see Request.LastUserText and
 //     Request.ConversationLen).
+//
+// It owns the HTTP side only: it must not know the CLI's stream-json nor
+// import this server's packages, so that it fakes what the CLI talks to
+// and nothing of what is under test.
 package fakeapi
 
 import (

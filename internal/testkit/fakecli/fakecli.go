@@ -10,6 +10,10 @@
 //
 // and start the CLI with the path and environment from [Command].
 //
+// It owns the fake's side of the CLI's wire protocol, taken from the
+// captures alone; it must not import the packages it serves as a fake for
+// (claudeagent, sessions, mcptools), so that their bugs cannot cancel out.
+//
 // Behaviour:
 //   - `--version` (or -v) prints "2.1.197 (Claude Code)" ($FAKE_CLAUDE_VERSION
 //     overrides the version).
@@ -225,23 +229,38 @@ type fake struct {
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	flags := parseArgs(args)
+	if code, done := before(flags, args, stdout, stderr); done {
+		return code
+	}
+	dir := os.Getenv(EnvStreams)
+	if dir == "" {
+		var err error
+		if dir, err = StreamsDir(); err != nil {
+			fmt.Fprintln(stderr, "fake claude:", err)
+			return 2
+		}
+	}
+	return newFake(flags, dir, stdout, stderr).serve(stdin)
+}
+
+// before does what comes before a session: `--version`, `auth status`,
+// the command line's log, the faults that end the fake at once, and the
+// check of the stream-json flags. done means exit now with code.
+func before(flags flagSet, args []string, stdout, stderr io.Writer) (code int, done bool) {
 	if flags.has("--version") || flags.has("-v") {
 		v := os.Getenv(EnvVersion)
 		if v == "" {
 			v = DefaultVersion
 		}
 		fmt.Fprintf(stdout, "%s (Claude Code)\n", v)
-		return 0
+		return 0, true
 	}
 	if path := os.Getenv(EnvArgsLog); path != "" {
-		if lf, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
-			line, _ := json.Marshal(args)
-			lf.Write(append(line, '\n'))
-			lf.Close()
-		}
+		line, _ := json.Marshal(args)
+		appendLine(path, line)
 	}
 	if len(args) >= 2 && args[0] == "auth" && args[1] == "status" {
-		return authStatus(stdout)
+		return authStatus(stdout), true
 	}
 	if spec := os.Getenv(EnvExitEarly); spec != "" {
 		codeText, text, _ := strings.Cut(spec, ":")
@@ -252,12 +271,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if text != "" {
 			fmt.Fprintln(stderr, text)
 		}
-		return code
+		return code, true
 	}
 	if id := flags.value("--resume"); id != "" && os.Getenv(EnvNoTranscript) == "1" {
 		fmt.Fprintf(stdout, `{"type":"result","subtype":"error_during_execution","is_error":true,"errors":["No conversation found with session ID: %s"],"session_id":%q}`+"\n", id, id)
 		fmt.Fprintf(stderr, "No conversation found with session ID: %s\n", id)
-		return 1
+		return 1, true
 	}
 	if os.Getenv(EnvIgnoreSIGTERM) == "1" {
 		signal.Ignore(syscall.SIGTERM)
@@ -272,23 +291,28 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch {
 	case flags.value("--output-format") != "stream-json":
 		fmt.Fprintln(stderr, "fake claude: only --output-format stream-json is supported")
-		return 1
+		return 1, true
 	case !flags.has("--verbose"):
 		fmt.Fprintln(stderr, "Error: When using --print, --output-format=stream-json requires --verbose")
-		return 1
+		return 1, true
 	case flags.value("--input-format") != "stream-json":
 		fmt.Fprintln(stderr, "fake claude: only --input-format stream-json is supported")
-		return 1
+		return 1, true
 	}
-	dir := os.Getenv(EnvStreams)
-	if dir == "" {
-		var err error
-		if dir, err = StreamsDir(); err != nil {
-			fmt.Fprintln(stderr, "fake claude:", err)
-			return 2
-		}
-	}
+	return 0, false
+}
 
+// appendLine appends line and a newline to the file at path, if it can.
+func appendLine(path string, line []byte) {
+	if lf, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+		lf.Write(append(line, '\n'))
+		lf.Close()
+	}
+}
+
+// newFake is the fake CLI the command line and the environment describe,
+// with the captures in dir.
+func newFake(flags flagSet, dir string, stdout, stderr io.Writer) *fake {
 	f := &fake{
 		caps:       &captures{dir: dir},
 		speed:      1,
@@ -330,7 +354,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		"/HOME", jsonString(home),
 		"-HOME", jsonString(slug(home)),
 	)
+	return f
+}
 
+// serve reads stdin, running the turns one at a time in a goroutine of
+// their own, until stdin ends and the queued turns are done; it returns
+// the exit code.
+func (f *fake) serve(stdin io.Reader) int {
 	queue := make(chan string, 1024)
 	turnsDone := make(chan struct{})
 	go func() {
@@ -387,10 +417,7 @@ func (f *fake) input(line []byte, queue chan<- string) (code int, fatal bool) {
 		} `json:"message"`
 	}
 	if path := os.Getenv(EnvInputLog); path != "" {
-		if lf, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
-			lf.Write(append(bytes.TrimRight(line, "\n"), '\n'))
-			lf.Close()
-		}
+		appendLine(path, bytes.TrimRight(line, "\n"))
 	}
 	if err := json.Unmarshal(line, &in); err != nil {
 		fmt.Fprintf(f.errw, "Error parsing streaming input line: %s: SyntaxError: %v\n", line, err)

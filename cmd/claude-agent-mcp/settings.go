@@ -1,0 +1,238 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/agentfile"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+)
+
+// settings is what serving needs, every flag checked.
+type settings struct {
+	sessions sessions.Config
+	tools    mcptools.Options
+	profiles map[string]map[string]string
+	agents   agentfile.Config // Sources 0: no agent tools
+}
+
+// check validates every flag and builds the settings, before anything is
+// served: a bad value is an error naming the flag.
+func (c *config) check() (*settings, error) {
+	k := &checks{}
+	userMaxLive := c.checkLimits(k)
+	allow := c.checkRemote(k)
+	c.checkSizes(k)
+	st := c.baseSettings(userMaxLive, allow)
+	c.checkPolicy(k, &st.sessions)
+	c.loadFiles(k, st)
+	if len(k.errs) > 0 {
+		return nil, c.envNote(k.errs[0]) // one line: the first problem
+	}
+	return st, nil
+}
+
+// checks collects the problems found in the flags, in the order checked.
+type checks struct {
+	errs []error
+}
+
+func (k *checks) add(err error) {
+	if err != nil {
+		k.errs = append(k.errs, err)
+	}
+}
+
+func (k *checks) bad(flag string, v any, want string) {
+	k.errs = append(k.errs, fmt.Errorf("invalid --%s %v: %s", flag, v, want))
+}
+
+func (k *checks) positive(flag string, v int) {
+	if v < 1 {
+		k.bad(flag, v, "use a number of 1 or more")
+	}
+}
+
+func (k *checks) notNegative(flag string, d time.Duration) {
+	if d < 0 {
+		k.bad(flag, d, "use a duration of 0 or more, such as 30s or 15m")
+	}
+}
+
+func (k *checks) above0(flag string, d time.Duration) {
+	if d <= 0 {
+		k.bad(flag, d, "use a duration above 0, such as 30s")
+	}
+}
+
+func (k *checks) budget(flag string, usd float64) {
+	if usd < 0 {
+		k.bad(flag, usd, "use an amount in USD, or 0 for no cap")
+	}
+}
+
+// checkLimits checks the log level, the counts, durations and budgets; it
+// returns the per-user live limit, -1 being half of --max-live.
+func (c *config) checkLimits(k *checks) (userMaxLive int) {
+	_, err := newLogger(c.logLevel, io.Discard)
+	k.add(err)
+	k.positive("max-sessions", c.maxSessions)
+	k.positive("max-live", c.maxLive)
+	k.positive("max-queue", c.maxQueue)
+	if c.warmSpares < 0 {
+		k.bad("warm-spares", c.warmSpares, "use 0 (none) or more")
+	}
+	k.notNegative("idle-timeout", c.idleTimeout)
+	k.notNegative("query-timeout", c.queryTimeout)
+	k.above0("permission-timeout", c.permissionTimeout)
+	k.notNegative("default-wait", c.defaultWait)
+	k.above0("heartbeat-interval", c.heartbeat)
+	k.above0("task-after", c.taskAfter)
+	k.above0("task-ttl", c.taskTTL)
+	k.budget("max-session-budget-usd", c.sessionBudget)
+	k.budget("max-total-budget-usd", c.totalBudget)
+	k.positive("http-max-sessions", c.httpMaxSessions)
+	k.notNegative("http-session-idle", c.httpSessionIdle)
+	if c.userMaxSessions < 0 {
+		k.bad("user-max-sessions", c.userMaxSessions, "use 0 (no limit) or more")
+	}
+	userMaxLive = c.userMaxLive
+	switch {
+	case userMaxLive == -1:
+		userMaxLive = (c.maxLive + 1) / 2 // fair by default: others keep room
+	case userMaxLive < 0:
+		k.bad("user-max-live", c.userMaxLive, "use 0 (no limit) or more, or -1 for half of --max-live")
+	}
+	k.budget("user-max-budget-usd", c.userBudget)
+	return userMaxLive
+}
+
+// checkRemote checks --http-allow and the flags that need --http; it
+// returns the classes allowed to remote callers.
+func (c *config) checkRemote(k *checks) []string {
+	allow := splitList(c.httpAllow, ",")
+	for _, a := range allow {
+		if !slices.Contains(sessions.HTTPAllowNames(), a) {
+			k.bad("http-allow", a, "use "+strings.Join(sessions.HTTPAllowNames(), ", "))
+		}
+	}
+	if c.http != "" {
+		k.add(c.checkHTTP())
+	} else if c.tokensFile != "" || c.httpAllow != "" || c.publicURL != "" {
+		k.add(errors.New("--tokens-file, --http-allow and --public-url need --http"))
+	}
+	return allow
+}
+
+// checkSizes checks the depth and the caps on results, frames and prompts.
+func (c *config) checkSizes(k *checks) {
+	if c.maxDepth < 0 {
+		k.bad("max-depth", c.maxDepth, "use 0 (no limit) or more")
+	}
+	if c.maxResultChars < -1 || c.maxResultChars == 0 {
+		k.bad("max-result-chars", c.maxResultChars, "use a number of characters, or -1 for no cap")
+	}
+	if c.maxFrameBytes < 1<<10 {
+		k.bad("max-frame-bytes", c.maxFrameBytes, "use at least 1024")
+	}
+	if c.maxPromptBytes < 1 || c.maxPromptBytes >= c.maxFrameBytes {
+		k.bad("max-prompt-bytes", c.maxPromptBytes, fmt.Sprintf("use at least 1 and less than --max-frame-bytes (%d)", c.maxFrameBytes))
+	}
+}
+
+// baseSettings are the settings the flags give as they are, before the
+// checks that fill in the policy and the files.
+func (c *config) baseSettings(userMaxLive int, allow []string) *settings {
+	return &settings{
+		sessions: sessions.Config{
+			// Between bursts of work the server holds little: give the
+			// memory back to the system (a forced GC, about a millisecond).
+			OnIdle:  debug.FreeOSMemory,
+			CLIPath: c.claudePath, MaxSessions: c.maxSessions, MaxLive: c.maxLive, MaxQueue: c.maxQueue, WarmSpares: c.warmSpares,
+			IdleTimeout: c.idleTimeout, QueryTimeout: c.queryTimeout, PermissionTimeout: c.permissionTimeout,
+			MaxDepth: c.maxDepth, NoSessionMCPServers: !c.sessionMCP,
+			MaxSessionBudgetUSD: c.sessionBudget, MaxTotalBudgetUSD: c.totalBudget,
+			UserMaxSessions: c.userMaxSessions, UserMaxLive: userMaxLive, UserMaxBudgetUSD: c.userBudget, PerUserConfigDir: c.perUserConfigDir,
+			Remote: c.http != "", RemoteAllow: allow,
+		},
+		tools: mcptools.Options{
+			Version: versionString(), MaxResultChars: c.maxResultChars, DefaultWait: c.defaultWait, HeartbeatInterval: c.heartbeat,
+			MaxPromptBytes: c.maxPromptBytes, NoTasks: !c.tasks, TaskAfter: c.taskAfter, TaskTTL: c.taskTTL,
+		},
+	}
+}
+
+// checkPolicy checks the permission policy and modes, the allowed roots
+// and the tools ceiling into cfg.
+func (c *config) checkPolicy(k *checks, cfg *sessions.Config) {
+	switch c.permissionPolicy {
+	case "deny", "allow":
+		cfg.PermissionPolicy = c.permissionPolicy
+	default:
+		k.bad("permission-policy", c.permissionPolicy, "use deny or allow")
+	}
+	for _, m := range splitList(c.allowedModes, ",") {
+		if err := sessions.ValidatePermissionMode(m); err != nil {
+			k.bad("allowed-permission-modes", m, "use "+strings.Join(sessions.PermissionModes, ", "))
+		}
+		cfg.AllowedModes = append(cfg.AllowedModes, m)
+	}
+	for _, r := range splitList(c.allowedRoots, string(os.PathListSeparator)) {
+		abs, err := sessions.ValidateDir("--allowed-roots entry", r)
+		k.add(err)
+		cfg.AllowedRoots = append(cfg.AllowedRoots, abs)
+	}
+	if c.toolsCeiling != "" {
+		cfg.ToolsCeiling = append([]string{}, splitList(c.toolsCeiling, ",")...)
+		k.add(sessions.ValidateToolNames("--allowed-tools-ceiling", cfg.ToolsCeiling))
+	}
+}
+
+// loadFiles reads the profiles and the agent sources into st.
+func (c *config) loadFiles(k *checks, st *settings) {
+	profiles, err := loadProfiles(c.profiles)
+	k.add(err)
+	st.profiles = profiles
+	st.agents, err = c.agentsConfig()
+	k.add(err)
+	st.sessions.ProfileEnv = func(name string) (map[string]string, error) {
+		env, ok := profiles[name]
+		if !ok {
+			return nil, fmt.Errorf("unknown profile %q: this server has %s", name, profileNames(profiles))
+		}
+		return env, nil
+	}
+}
+
+var flagNameRE = regexp.MustCompile(`--([a-z][a-z0-9-]*)`)
+
+// envNote adds to err the environment variable that set a flag it names,
+// so that a bad value nobody typed can be found.
+func (c *config) envNote(err error) error {
+	for _, m := range flagNameRE.FindAllStringSubmatch(err.Error(), -1) {
+		if name, ok := c.fromEnv[m[1]]; ok {
+			return fmt.Errorf("%w (set by %s)", err, name)
+		}
+	}
+	return err
+}
+
+// statePath is the registry file, or "" when sessions are not persisted.
+func (c *config) statePath() (string, error) {
+	if !c.persist {
+		return "", nil
+	}
+	if c.stateFile != "" {
+		return filepath.Abs(c.stateFile)
+	}
+	return sessions.DefaultRegistryPath()
+}

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The report, in Markdown.
+
+// figures are the timed figures in the order the report lists them.
+var figures = []struct{ key, what string }{
+	{"chat_server", "warm `claude_chat_query` \"hi\" through the server"},
+	{"chat_cli", "the same turn sent to the CLI through claudeagent.Process"},
+	{"direct_spare", "`claude_direct_query` \"hi\" with a matching warm spare"},
+	{"direct_spare_norefill", "`claude_direct_query` \"hi\" with a spare, no new spare starting meanwhile (`--max-live 2`, kept full)"},
+	{"direct_nospare", "`claude_direct_query` \"hi\" without a spare (`--warm-spares 0`)"},
+	{"cold_p", "cold `claude -p \"hi\"`"},
+	{"first_turn_server", "first `claude_chat_query` \"hi\" of a session that took the spare (spare behind it ready)"},
+	{"first_turn_cli", "first turn \"hi\" of a CLI just started and initialized through claudeagent.Process"},
+	{"create_spare", "`claude_session_create` with a spare"},
+	{"create_nospare", "`claude_session_create` without a spare (`--warm-spares 0`)"},
+	{"bigtext_server", "2 MB answer (BIGTEXT) through the server, warm session"},
+	{"bigtext_cli", "the same 2 MB turn through claudeagent.Process"},
+}
+
+func pct(ds []time.Duration, p float64) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(float64(len(s))*p+0.999999) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+
+// met says whether a target was met.
+func met(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "**no**"
+}
+
+func (b *bench) p50(key string) time.Duration { return pct(b.results[key], 0.5) }
+
+func (b *bench) report(w io.Writer, version string) {
+	b.reportTimes(w, version)
+	b.reportRatios(w)
+	b.reportTargets(w)
+	b.reportBreakdown(w)
+	b.reportSamples(w)
+}
+
+// reportTimes is the table of p50 and p90 of each figure.
+func (b *bench) reportTimes(w io.Writer, version string) {
+	fmt.Fprintf(w, "### Real CLI %s, %d rounds (p50 / p90, nearest rank)\n\n", version, b.c.rounds)
+	fmt.Fprintln(w, "| figure | p50 | p90 |")
+	fmt.Fprintln(w, "| --- | ---: | ---: |")
+	for _, n := range figures {
+		if len(b.results[n.key]) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "| %s (`%s`) | %s | %s |\n", n.what, n.key, ms(b.p50(n.key)), ms(pct(b.results[n.key], 0.9)))
+	}
+}
+
+// reportRatios is the table of ratios of p50s, some with a target.
+func (b *bench) reportRatios(w io.Writer) {
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| ratio of p50s | value | target | met |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | --- |")
+	ratio := func(what, a, bk string, target float64) {
+		if len(b.results[a]) == 0 || len(b.results[bk]) == 0 {
+			return
+		}
+		r := float64(b.p50(a)) / float64(b.p50(bk))
+		t, ok := "—", ""
+		if target > 0 {
+			t, ok = fmt.Sprintf("≤ %.2f", target), met(r <= target)
+		}
+		fmt.Fprintf(w, "| %s | %.3f | %s | %s |\n", what, r, t, ok)
+	}
+	ratio("warm chat query: server / CLI direct", "chat_server", "chat_cli", 1.05)
+	ratio("direct query with a spare / cold `claude -p`", "direct_spare", "cold_p", 0.1)
+	ratio("direct query without a spare / cold `claude -p`", "direct_nospare", "cold_p", 0)
+	ratio("first turn: session from a spare / fresh CLI", "first_turn_server", "first_turn_cli", 0)
+	ratio("direct query with a spare / first turn of a fresh CLI", "direct_spare", "first_turn_cli", 0)
+	ratio("direct query with a spare: refill starting meanwhile / not", "direct_spare", "direct_spare_norefill", 0)
+	ratio("create with a spare / create without", "create_spare", "create_nospare", 0)
+	ratio("2 MB answer: server / CLI direct", "bigtext_server", "bigtext_cli", 0)
+}
+
+// reportTargets is the absolute targets, the RSS table and the notes.
+func (b *bench) reportTargets(w io.Writer) {
+	if len(b.results["create_spare"]) > 0 {
+		cs := b.p50("create_spare")
+		fmt.Fprintf(w, "\n`claude_session_create` with a spare: p50 %s, target ≤ 50 ms: %s.\n", ms(cs), met(cs <= 50*time.Millisecond))
+	}
+	if c := b.extra["cli_close"]; len(c) > 0 {
+		fmt.Fprintf(w, "\nClosing a CLI after its first turn (claudeagent.Process.Close, then Wait; measured after `first_turn_cli`): p50 %s, p90 %s. A one-shot query answers before this: its CLI is stopped in the background.\n",
+			ms(pct(c, 0.5)), ms(pct(c, 0.9)))
+	}
+	if b.bigInfo != "" {
+		fmt.Fprintf(w, "\n2 MB answer through the server: %s.\n", b.bigInfo)
+	}
+	if len(b.rssRows) > 0 {
+		fmt.Fprintln(w, "\n### Server RSS (VmRSS after a 2 s settle; --max-live 4)")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| setting | VmRSS | RssAnon | RssFile | VmHWM |")
+		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: |")
+		for _, r := range b.rssRows {
+			fmt.Fprintf(w, "| %s |\n", strings.Join(r[:], " | "))
+		}
+		fmt.Fprintf(w, "\nRSS with 10 sessions on the real CLI: %s, target ≤ 15 MiB: %s.\n", mib(b.rss10), met(b.rss10 <= 15<<20))
+	}
+	if len(b.notes) > 0 {
+		fmt.Fprintln(w)
+		for _, n := range b.notes {
+			fmt.Fprintf(w, "- %s\n", n)
+		}
+	}
+}
+
+// reportBreakdown splits each figure at the first request to the fake API.
+func (b *bench) reportBreakdown(w io.Writer) {
+	fmt.Fprintln(w, "\nWhere the time goes: from the start of the timed part to the first request at the fake API, and the rest (the API's reply, the CLI's handling of it, and what follows):")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| figure | to the API, p50 | rest, p50 of totals − p50 to the API | API requests per run | outside the CLI's own duration_ms, p50 |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: |")
+	for _, n := range figures {
+		if len(b.toAPI[n.key]) == 0 {
+			continue
+		}
+		to := pct(b.toAPI[n.key], 0.5)
+		out := "—"
+		if len(b.outside[n.key]) > 0 {
+			out = ms(pct(b.outside[n.key], 0.5))
+		}
+		fmt.Fprintf(w, "| `%s` | %s | %s | %.1f | %s |\n", n.key, ms(to), ms(b.p50(n.key)-to), float64(b.apiReqs[n.key])/float64(len(b.results[n.key])), out)
+	}
+}
+
+// reportSamples lists every sample.
+func (b *bench) reportSamples(w io.Writer) {
+	fmt.Fprintln(w, "\nRaw samples (ms, in round order):")
+	fmt.Fprintln(w)
+	for _, n := range figures {
+		var s []string
+		for _, d := range b.results[n.key] {
+			s = append(s, strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64))
+		}
+		if len(s) > 0 {
+			fmt.Fprintf(w, "- %s: %s\n", n.key, strings.Join(s, " "))
+		}
+	}
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
+)
+
+// The memory figures, and the check for processes left behind.
+
+func readStatus(pid int) (map[string]int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok || !strings.HasSuffix(v, " kB") {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(v, " kB")), 10, 64)
+		if err == nil {
+			out[k] = n * 1024
+		}
+	}
+	return out, nil
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// openSessions creates sessions on s until it has n, each with one "hi"
+// query, and returns their ids.
+func openSessions(ctx context.Context, s *server, ids []string, n int) ([]string, error) {
+	for len(ids) < n {
+		id, err := s.create(ctx)
+		if err != nil {
+			return ids, err
+		}
+		ids = append(ids, id)
+		out, err := s.query(ctx, "claude_chat_query", map[string]any{"sessionId": id, "prompt": "hi"})
+		if err != nil {
+			return ids, err
+		}
+		if err := wantHello("claude_chat_query", out.FinalText); err != nil {
+			return ids, err
+		}
+	}
+	return ids, nil
+}
+
+// measureRSS settles, then reads the server's VmRSS and VmHWM and lists
+// its sessions to record how many are live.
+func (b *bench) measureRSS(ctx context.Context, s *server, what string) (int64, error) {
+	select {
+	case <-time.After(rssSettle): // documented settle time
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	st, err := readStatus(s.pid())
+	if err != nil {
+		return 0, err
+	}
+	var list struct {
+		Sessions []json.RawMessage `json:"sessions"`
+		Live     int               `json:"liveProcesses"`
+	}
+	if err := s.call(ctx, "claude_session_list", map[string]any{}, &list); err != nil {
+		return 0, err
+	}
+	b.rssRows = append(b.rssRows, [5]string{
+		fmt.Sprintf("%s: %d open sessions, %d live processes", what, len(list.Sessions), list.Live),
+		mib(st["VmRSS"]), mib(st["RssAnon"]), mib(st["RssFile"]), mib(st["VmHWM"]),
+	})
+	return st["VmRSS"], nil
+}
+
+func (b *bench) rss(ctx context.Context) error {
+	logf("RSS with 10 sessions on the real CLI")
+	rs, err := b.startServer(ctx, "rss-real", b.c.claude, nil, "--max-live", "4")
+	if err != nil {
+		return err
+	}
+	defer rs.stop()
+	if err := rs.log.waitSpares(ctx, 1); err != nil {
+		return err
+	}
+	if _, err := b.measureRSS(ctx, rs, "real CLI, just started (the one live process is the warm spare)"); err != nil {
+		return err
+	}
+	ids, err := openSessions(ctx, rs, nil, 10)
+	if err != nil {
+		return err
+	}
+	rss10, err := b.measureRSS(ctx, rs, "real CLI")
+	if err != nil {
+		return err
+	}
+	b.rss10 = rss10
+	for _, id := range ids {
+		if err := rs.closeSession(ctx, id); err != nil {
+			return err
+		}
+	}
+	rs.stop()
+
+	logf("RSS with 10 and %d sessions on the fake CLI", b.c.manySessions)
+	streams, err := fakecli.StreamsDir()
+	if err != nil {
+		return err
+	}
+	fake, err := b.startServer(ctx, "rss-fake", b.c.fakeCLI, map[string]string{
+		fakecli.EnvVar: "1", fakecli.EnvStreams: streams, fakecli.EnvSpeed: "1000000",
+	}, "--max-live", "4", "--max-sessions", strconv.Itoa(max(256, b.c.manySessions)))
+	if err != nil {
+		return err
+	}
+	defer fake.stop()
+	ids, err = openSessions(ctx, fake, nil, 10)
+	if err != nil {
+		return err
+	}
+	fake10, err := b.measureRSS(ctx, fake, "fake CLI")
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	ids, err = openSessions(ctx, fake, ids, b.c.manySessions)
+	if err != nil {
+		return err
+	}
+	took := time.Since(start)
+	fakeMany, err := b.measureRSS(ctx, fake, "fake CLI")
+	if err != nil {
+		return err
+	}
+	n := b.c.manySessions - 10
+	b.notes = append(b.notes, fmt.Sprintf("Per extra (mostly dormant) session on the fake CLI: (%s − %s) / %d = %.1f KiB; creating and querying those %d sessions took %s (%.0f ms each; each create over --max-live makes the least recently used session dormant).",
+		mib(fakeMany), mib(fake10), n, float64(fakeMany-fake10)/float64(n)/1024, n, took.Round(time.Millisecond), float64(took.Milliseconds())/float64(n)))
+	// The server stops the rest at shutdown (fake.stop); closing 200
+	// sessions one by one adds nothing to the figures.
+	_ = ids
+	return nil
+}
+
+// checkLeftovers reports processes that still carry this run's API URL in
+// their environment (the servers, the CLIs and everything they started).
+func (b *bench) checkLeftovers() error {
+	if runtime.GOOS != "linux" {
+		return nil
+	}
+	needle := []byte("ANTHROPIC_BASE_URL=" + b.api.URL() + "\x00")
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(200 * time.Millisecond) // polling /proc: nothing to wait on
+	defer tick.Stop()
+	for {
+		var left []string
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || pid == os.Getpid() {
+				continue
+			}
+			env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+			if err != nil || !bytes.Contains(env, needle) {
+				continue
+			}
+			cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			left = append(left, fmt.Sprintf("%d %s", pid, cut(string(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})), 100)))
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("processes left behind:\n%s", strings.Join(left, "\n"))
+		}
+		<-tick.C
+	}
+}

@@ -1,0 +1,371 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakeapi"
+)
+
+// The timed, interleaved part.
+
+// variant is one timed step; setup and teardown around the timed part are
+// the step's own business and leave the servers as they found them (a
+// warm spare ready on the spares server).
+type variant struct {
+	key  string
+	step func(ctx context.Context) (time.Duration, error)
+}
+
+// timeIt times f, and remembers when the timed part started and ended so
+// that the API requests made during it can be found.
+func (b *bench) timeIt(f func() error) (time.Duration, error) {
+	start := time.Now()
+	err := f()
+	b.span = [2]time.Time{start, time.Now()}
+	return b.span[1].Sub(start), err
+}
+
+// apiRecorder notes when each POST /v1/messages request reached the fake
+// API (the handler runs as the request arrives; returning nil keeps the
+// keyword replies).
+type apiRecorder struct {
+	mu    sync.Mutex
+	times []time.Time
+}
+
+func (a *apiRecorder) handle(*fakeapi.Request) *fakeapi.Reply {
+	a.mu.Lock()
+	a.times = append(a.times, time.Now())
+	a.mu.Unlock()
+	return nil
+}
+
+// within returns the first arrival in span and how many arrived in it.
+func (a *apiRecorder) within(span [2]time.Time) (first time.Time, n int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, t := range a.times {
+		if !t.Before(span[0]) && !t.After(span[1]) {
+			if n == 0 {
+				first = t
+			}
+			n++
+		}
+	}
+	return first, n
+}
+
+func (b *bench) timed(ctx context.Context) error {
+	r := &rig{b: b}
+	defer r.close()
+	if err := r.start(ctx); err != nil {
+		return err
+	}
+	variants := r.variants()
+	if b.c.only != "" {
+		keep := strings.Split(b.c.only, ",")
+		variants = slices.DeleteFunc(variants, func(v variant) bool { return !slices.Contains(keep, v.key) })
+		if len(variants) == 0 {
+			return fmt.Errorf("-only %s: no such figure", b.c.only)
+		}
+	}
+	bigRounds, err := b.rounds(ctx, variants)
+	if err != nil {
+		return err
+	}
+	if rss, err := readStatus(r.warm.pid()); err == nil {
+		b.notes = append(b.notes, fmt.Sprintf("The spares server after the rounds (one session and the spare live; %d 2 MB answers behind it, warm-up included): VmRSS %s, VmHWM %s.",
+			bigRounds, mib(rss["VmRSS"]), mib(rss["VmHWM"])))
+	}
+	return r.warm.closeSession(ctx, r.chat)
+}
+
+// rounds runs a warm-up round and then b.c.rounds counted ones, each
+// variant once a round, and returns how many 2 MB answers the spares
+// server gave.
+func (b *bench) rounds(ctx context.Context, variants []variant) (bigRounds int, err error) {
+	for round := 0; round <= b.c.rounds; round++ {
+		if round == 0 {
+			logf("warm-up round")
+		} else {
+			logf("round %d/%d", round, b.c.rounds)
+		}
+		// A fresh order each round (seeded, so that runs are alike): no
+		// figure always follows the same other one, nor always comes first.
+		order := rand.New(rand.NewPCG(1, uint64(round))).Perm(len(variants))
+		if round == 1 {
+			clear(b.extra) // the warm-up round's
+		}
+		for _, i := range order {
+			v := variants[i]
+			if err := ctx.Err(); err != nil {
+				return bigRounds, err
+			}
+			b.cliMs = -1
+			d, err := v.step(ctx)
+			if err != nil {
+				return bigRounds, fmt.Errorf("round %d, %s: %w", round, v.key, err)
+			}
+			if v.key == "bigtext_server" {
+				bigRounds++
+			}
+			if round > 0 {
+				b.record(v.key, d)
+			}
+		}
+	}
+	return bigRounds, nil
+}
+
+// record keeps one counted sample of figure key, with the API requests
+// made during it and the time outside the CLI's own duration_ms.
+func (b *bench) record(key string, d time.Duration) {
+	b.results[key] = append(b.results[key], d)
+	first, n := b.apiLog.within(b.span)
+	if n > 0 {
+		b.toAPI[key] = append(b.toAPI[key], first.Sub(b.span[0]))
+	}
+	b.apiReqs[key] += n
+	if b.cliMs >= 0 {
+		b.outside[key] = append(b.outside[key], d-time.Duration(b.cliMs)*time.Millisecond)
+	}
+}
+
+// checkCapped checks a BIGTEXT finalText: cut at --max-result-chars, with
+// the marker naming the transcript.
+func (b *bench) checkCapped(text string) error {
+	if !strings.Contains(text, "truncated: showing") {
+		return fmt.Errorf("BIGTEXT finalText of %d bytes has no truncation marker", len(text))
+	}
+	i := strings.Index(text, "\n\n[… truncated")
+	if i > b.c.maxResult || i < b.c.maxResult-4 {
+		return fmt.Errorf("BIGTEXT finalText cut at %d bytes, want %d (--max-result-chars)", i, b.c.maxResult)
+	}
+	b.bigInfo = fmt.Sprintf("finalText %d bytes: the first %d characters of the 2,000,000 and the marker %q",
+		len(text), i, cut(text[i+2:], 60))
+	return nil
+}
+
+// rig is what the variants run on: three servers and a CLI driven
+// directly, with a warm session on the spares server.
+type rig struct {
+	b      *bench
+	warm   *server // --warm-spares 1, --max-live 4: the defaults
+	cold   *server // --warm-spares 0
+	full   *server // --max-live 2, kept full
+	chat   string  // a warm session on warm
+	direct *claudeagent.Process
+}
+
+// start starts the servers and the CLI, and waits for their spares.
+func (r *rig) start(ctx context.Context) error {
+	b := r.b
+	logf("starting the servers (%s)", b.c.claude)
+	var err error
+	if r.warm, err = b.startServer(ctx, "spares", b.c.claude, nil); err != nil {
+		return err
+	}
+	if r.cold, err = b.startServer(ctx, "no-spares", b.c.claude, nil, "--warm-spares", "0"); err != nil {
+		return err
+	}
+	// A server kept full (--max-live 2: one idle session and the spare), so
+	// that a direct query that takes the spare starts no new one until it
+	// is over: the same path as direct_spare without the refill competing
+	// for the CPU.
+	if r.full, err = b.startServer(ctx, "max-live-2", b.c.claude, nil, "--max-live", "2"); err != nil {
+		return err
+	}
+	for _, s := range []*server{r.warm, r.full} {
+		if err := s.log.waitSpares(ctx, 1); err != nil {
+			return err
+		}
+	}
+	if _, err := r.full.create(ctx); err != nil { // takes the spare; a new one starts in the free place
+		return err
+	}
+	if err := r.full.log.waitSpares(ctx, 2); err != nil {
+		return err
+	}
+	if err := r.afterSpare(ctx, func() (err error) { r.chat, err = r.warm.create(ctx); return err }); err != nil {
+		return err
+	}
+	r.direct, err = b.startCLI(ctx)
+	return err
+}
+
+// close stops what start started, in the reverse order.
+func (r *rig) close() {
+	if r.direct != nil {
+		r.direct.Close()
+	}
+	for _, s := range []*server{r.full, r.cold, r.warm} {
+		if s != nil {
+			s.stop()
+		}
+	}
+}
+
+// afterSpare runs f, which takes the spares server's spare, then waits
+// for the spare started behind it (untimed).
+func (r *rig) afterSpare(ctx context.Context, f func() error) error {
+	n := r.warm.log.sparesReady()
+	if err := f(); err != nil {
+		return err
+	}
+	return r.warm.log.waitSpares(ctx, n+1)
+}
+
+// greeting checks the fake API's plain answer.
+func greeting(what string) func(string) error {
+	return func(text string) error { return wantHello(what, text) }
+}
+
+// serverTurn times one query on s and checks its final text.
+func (r *rig) serverTurn(ctx context.Context, s *server, tool string, args map[string]any, check func(string) error) (time.Duration, error) {
+	var out queryOut
+	d, err := r.b.timeIt(func() (err error) {
+		out, err = s.query(ctx, tool, args)
+		return err
+	})
+	if err == nil {
+		r.b.cliMs, err = out.Metadata.DurationMs, check(out.FinalText)
+	}
+	return d, err
+}
+
+// cliTurn times one turn of p.
+func (r *rig) cliTurn(ctx context.Context, p *claudeagent.Process, prompt string) (*claudeagent.ResultMessage, time.Duration, error) {
+	var res *claudeagent.ResultMessage
+	d, err := r.b.timeIt(func() (err error) { res, err = cliTurn(ctx, p, prompt); return err })
+	if err == nil {
+		r.b.cliMs = res.DurationMs
+	}
+	return res, d, err
+}
+
+// freshSessionTurn times the first query of a session that took the spare,
+// once the spare behind it is ready (nothing else starts meanwhile), and
+// closes the session.
+func (r *rig) freshSessionTurn(ctx context.Context, prompt string, check func(string) error) (time.Duration, error) {
+	var id string
+	if err := r.afterSpare(ctx, func() (err error) { id, err = r.warm.create(ctx); return err }); err != nil {
+		return 0, err
+	}
+	d, err := r.serverTurn(ctx, r.warm, "claude_chat_query", map[string]any{"sessionId": id, "prompt": prompt}, check)
+	if cerr := r.warm.closeSession(ctx, id); err == nil {
+		err = cerr
+	}
+	return d, err
+}
+
+func (r *rig) variants() []variant {
+	return []variant{
+		{"chat_server", func(ctx context.Context) (time.Duration, error) {
+			return r.serverTurn(ctx, r.warm, "claude_chat_query", map[string]any{"sessionId": r.chat, "prompt": "hi"}, greeting("claude_chat_query"))
+		}},
+		{"chat_cli", func(ctx context.Context) (time.Duration, error) {
+			res, d, err := r.cliTurn(ctx, r.direct, "hi")
+			if err == nil {
+				err = wantHello("the CLI", res.Result)
+			}
+			return d, err
+		}},
+		{"direct_spare", func(ctx context.Context) (d time.Duration, err error) {
+			err = r.afterSpare(ctx, func() (err error) {
+				d, err = r.serverTurn(ctx, r.warm, "claude_direct_query", map[string]any{"prompt": "hi"}, greeting("claude_direct_query"))
+				return err
+			})
+			return d, err
+		}},
+		{"direct_spare_norefill", r.directNoRefill},
+		{"direct_nospare", func(ctx context.Context) (time.Duration, error) {
+			return r.serverTurn(ctx, r.cold, "claude_direct_query", map[string]any{"prompt": "hi"}, greeting("claude_direct_query"))
+		}},
+		{"cold_p", func(ctx context.Context) (time.Duration, error) {
+			return r.b.timeIt(func() error { return r.b.coldPrint(ctx) })
+		}},
+		{"create_spare", func(ctx context.Context) (d time.Duration, err error) {
+			err = r.afterSpare(ctx, func() error {
+				var id string
+				var err error
+				d, err = r.b.timeIt(func() (err error) { id, err = r.warm.create(ctx); return err })
+				if err != nil {
+					return err
+				}
+				return r.warm.closeSession(ctx, id)
+			})
+			return d, err
+		}},
+		{"create_nospare", func(ctx context.Context) (time.Duration, error) {
+			var id string
+			d, err := r.b.timeIt(func() (err error) { id, err = r.cold.create(ctx); return err })
+			if err == nil {
+				err = r.cold.closeSession(ctx, id)
+			}
+			return d, err
+		}},
+		{"first_turn_server", func(ctx context.Context) (time.Duration, error) {
+			return r.freshSessionTurn(ctx, "hi", greeting("claude_chat_query"))
+		}},
+		{"first_turn_cli", r.firstTurnCLI},
+		{"bigtext_server", func(ctx context.Context) (time.Duration, error) {
+			// A fresh session each round, so that no round carries the
+			// earlier rounds' 2 MB answers.
+			return r.freshSessionTurn(ctx, "BIGTEXT", r.b.checkCapped)
+		}},
+		{"bigtext_cli", func(ctx context.Context) (time.Duration, error) {
+			p, err := r.b.startCLI(ctx)
+			if err != nil {
+				return 0, err
+			}
+			defer p.Close()
+			res, d, err := r.cliTurn(ctx, p, "BIGTEXT")
+			if err == nil && len(res.Result) < 2_000_000 {
+				err = fmt.Errorf("BIGTEXT through the CLI: %d bytes, want 2 MB", len(res.Result))
+			}
+			return d, err
+		}},
+	}
+}
+
+// directNoRefill is a direct query that takes the spare of the server
+// kept full; the spare starts again once the query's session is gone.
+func (r *rig) directNoRefill(ctx context.Context) (time.Duration, error) {
+	n := r.full.log.sparesReady()
+	d, err := r.serverTurn(ctx, r.full, "claude_direct_query", map[string]any{"prompt": "hi"}, greeting("claude_direct_query"))
+	if err == nil {
+		err = r.full.log.waitSpares(ctx, n+1)
+	}
+	return d, err
+}
+
+// firstTurnCLI is the first turn of a CLI started and initialized just
+// before; it also measures how long the CLI takes to end after that turn
+// (stdin EOF, then its exit): what a one-shot query waits for when it
+// closes its session before answering.
+func (r *rig) firstTurnCLI(ctx context.Context) (time.Duration, error) {
+	p, err := r.b.startCLI(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer p.Close()
+	res, d, err := r.cliTurn(ctx, p, "hi")
+	if err == nil {
+		err = wantHello("the CLI", res.Result)
+	}
+	if err == nil {
+		start := time.Now()
+		if err = p.Close(); err == nil {
+			err = p.Wait()
+		}
+		r.b.extra["cli_close"] = append(r.b.extra["cli_close"], time.Since(start))
+	}
+	return d, err
+}
