@@ -32,6 +32,10 @@ func TestBurstGrace(t *testing.T) {
 			t.Errorf("%s's call %v after alice's task: grace %v, want %v", tc.scope, tc.at, g, tc.want)
 		}
 	}
+	b.end("alice")
+	if g := b.grace("alice", after, t0.Add(10*time.Millisecond)); g != after {
+		t.Errorf("after the burst ended, grace %v, want %v", g, after)
+	}
 	if g := (&bursts{}).grace("x", 100*time.Millisecond, t0); g != 100*time.Millisecond {
 		t.Errorf("a --task-after below the burst grace is kept: %v", g)
 	}
@@ -67,8 +71,16 @@ func TestFanOutBecomesTasks(t *testing.T) {
 			t.Errorf("task %s: %v", id, st)
 		}
 	}
+	// A tasks/cancel (TaskStop) is the model acting: the next call is no
+	// part of a fan-out and waits --task-after again.
+	c.result(c.call("tasks/cancel", map[string]any{"taskId": ids[0]}))
+	start := time.Now()
+	res := c.tool("claude_direct_query", map[string]any{"prompt": "SLOW30", "cwd": dir})
+	if _, isTask := res["taskId"]; !isTask || time.Since(start) < taskAfter {
+		t.Errorf("the call after a tasks/cancel: task %v after %v, want a task after --task-after %v", isTask, time.Since(start), taskAfter)
+	}
 	lone := newRawClient(t, "2026-07-28", tasksCaps, sessions.Config{}, Options{TaskAfter: taskAfter})
-	res := lone.tool("claude_direct_query", map[string]any{"prompt": "hi", "cwd": dir})
+	res = lone.tool("claude_direct_query", map[string]any{"prompt": "hi", "cwd": dir})
 	if _, isTask := res["taskId"]; isTask {
 		t.Errorf("a lone quick query became a task: %v", res)
 	}

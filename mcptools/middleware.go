@@ -37,10 +37,15 @@ func (s *taskSlot) grace() time.Duration {
 // arrives within burstWindow after a call of the same client (its user, or
 // on stdio its MCP session) was answered with a task is taken for part of
 // such a fan-out: its grace is burstGrace, so it becomes a task at once
-// (the host is waiting for nothing else). A lone query keeps --task-after, and one
-// that ends within it still gets a plain result.
+// (the host is waiting for nothing else). Within a fan-out the host sends
+// the next call as soon as it has the previous one's task (after one
+// tasks/get): a few hundred milliseconds even on a loaded machine, while a
+// call that follows a model turn comes later; a tasks/cancel or
+// tasks/update of the client (TaskStop, a permission answer) ends the
+// burst too, as the model acted in between. A lone query keeps
+// --task-after, and one that ends within it still gets a plain result.
 const (
-	burstWindow = 3 * time.Second
+	burstWindow = 1500 * time.Millisecond
 	burstGrace  = 10 * time.Millisecond
 )
 
@@ -73,6 +78,13 @@ func (b *bursts) tasked(scope string, now time.Time) {
 		b.last = map[string]time.Time{}
 	}
 	b.last[scope] = now
+}
+
+// end ends scope's burst: its next call waits --task-after.
+func (b *bursts) end(scope string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.last, scope)
 }
 
 type taskSlotKey struct{}

@@ -369,6 +369,7 @@ func (h *handlers) addTaskMethods(srv *mcp.Server) error {
 		return err
 	}
 	if err := mcp.AddReceivingCustomMethod(srv, "tasks/update", func(ctx context.Context, _ *mcp.ServerSession, p *taskParams) (*ackResult, error) {
+		h.bursts.end(scopeOf(ctx)) // the model acted: what follows is no fan-out
 		if !declaresTasks(p.GetMeta()) {
 			return nil, errTasksUndeclared("tasks/update")
 		}
@@ -382,6 +383,7 @@ func (h *handlers) addTaskMethods(srv *mcp.Server) error {
 		return err
 	}
 	return mcp.AddReceivingCustomMethod(srv, "tasks/cancel", func(ctx context.Context, _ *mcp.ServerSession, p *taskParams) (*ackResult, error) {
+		h.bursts.end(scopeOf(ctx)) // the model acted: what follows is no fan-out
 		if !declaresTasks(p.GetMeta()) {
 			return nil, errTasksUndeclared("tasks/cancel")
 		}

@@ -23,7 +23,7 @@ import (
 
 // Defaults of the tasks extension.
 const (
-	DefaultTaskAfter = time.Second
+	DefaultTaskAfter = 500 * time.Millisecond
 	DefaultTaskTTL   = time.Hour
 )
 
@@ -185,7 +185,7 @@ type handlers struct {
 	params   map[string][]string // argument names, by tool
 	audit    *AuditLog
 	actions  map[string]string // the tools' classes (toolActions; tests change it)
-	bursts   bursts            // the fan-out rule (tasks.go)
+	bursts   bursts            // the fan-out rule (middleware.go)
 	// dynamicAction classifies tools added after NewServer (actions.go).
 	dynamicAction func(name string) (string, bool)
 	agents        *Agents // the agent tools, or nil

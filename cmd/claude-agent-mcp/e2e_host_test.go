@@ -54,7 +54,7 @@ package main
 //   - Several calls in one reply (fan_out) run one after the other (our tools
 //     are not read-only); all their tool_results come in one user message.
 //   - With tasks (the host declares the extension; the server answers a call
-//     whose turn lasts beyond --task-after, 1 s, with a task): the tools/call
+//     whose turn lasts beyond --task-after, 500 ms, with a task): the tools/call
 //     result is {"resultType":"task","taskId":…,"status":"working",…,
 //     "pollIntervalMilliseconds":500}; the host model gets a tool_result at
 //     once (one text block): `MCP tool "agent/claude_direct_query" started
