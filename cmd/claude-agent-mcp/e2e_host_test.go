@@ -752,10 +752,12 @@ func TestE2EHost(t *testing.T) {
 		// Four calls in one reply from a host that takes tasks: the host runs
 		// them one after another; the first becomes a task after
 		// --task-after, the next three at once (the fan-out rule), so the
-		// host model has its turn back in about a second.
+		// host model has its turn back in about a second. The audit log says
+		// how long the server took to answer each call.
 		start := time.Now()
 		ids := []string{"toolu_fo_a", "toolu_fo_b", "toolu_fo_c", "toolu_fo_d"}
-		h := startHost(t, hostOptions{prompt: "Ask four sub-agents in the background.", plan: func(h *host) hostPlan {
+		audit := filepath.Join(t.TempDir(), "audit.jsonl")
+		h := startHost(t, hostOptions{prompt: "Ask four sub-agents in the background.", serverArgs: []string{"--audit-log", audit}, plan: func(h *host) hostPlan {
 			var calls []hostCall
 			for i, id := range ids {
 				calls = append(calls, directQuery(id, fmt.Sprintf("SLOW20 fan %d", i), h.cwd))
@@ -783,9 +785,37 @@ func TestE2EHost(t *testing.T) {
 			t.Fatal("no host request before the one with the results")
 		}
 		back := r.Received.Sub(prev.Received)
-		t.Logf("four calls: the host model had its turn back after %s", back.Round(10*time.Millisecond))
-		if back > 2*time.Second {
-			t.Errorf("the host model waited %s for four task calls, want at most 2 s", back.Round(10*time.Millisecond))
+		// The server's share of the turn back: the four calls' answers (the
+		// audit log's outcome lines), the first after --task-after (500 ms),
+		// the others at once. The rest is the host's own work between calls,
+		// which a loaded machine (the whole suite beside this test) stretches;
+		// on a quiet one the turn back is about a second.
+		raw, err := os.ReadFile(audit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var served []time.Duration
+		for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+			var e struct {
+				Tool, Outcome string
+				DurationMs    int64
+			}
+			if json.Unmarshal([]byte(line), &e) == nil && e.Tool == "claude_direct_query" && e.Outcome == "task" {
+				served = append(served, time.Duration(e.DurationMs)*time.Millisecond)
+			}
+		}
+		var total time.Duration
+		for _, d := range served {
+			total += d
+		}
+		t.Logf("four calls: the host model had its turn back after %s; the server answered them in %v (%s in all)", back.Round(10*time.Millisecond), served, total)
+		if len(served) != 4 || served[0] < 500*time.Millisecond || total > time.Second {
+			t.Errorf("the server answered the four calls in %v (%s in all), want the first after --task-after and all within 1 s (without the fan-out rule: 2 s and more)", served, total)
+		}
+		for i, d := range served[1:] {
+			if d >= 500*time.Millisecond {
+				t.Errorf("call %d of the fan-out waited %s, its whole grace", i+2, d)
+			}
 		}
 	})
 
