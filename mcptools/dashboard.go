@@ -211,14 +211,16 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// securityHeaders: no inline script or style, no framing, no referrer (a
-// link may carry the secret), nothing cached.
+// securityHeaders: no inline script or style, no framing, no referrer to
+// other sites, nothing cached. (Not no-referrer: with it a browser sends
+// "Origin: null" with the pages' own form posts, which the Origin check
+// must refuse.)
 func securityHeaders(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
 }
 
@@ -267,6 +269,7 @@ func (d *Dashboard) secretSignin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.newSignin(w, r, "", "")
+	w.Header().Set("Referrer-Policy", "no-referrer") // its address holds the secret
 	d.render(w, http.StatusOK, "signedin.html", pageBase{Title: "Signed in"})
 }
 

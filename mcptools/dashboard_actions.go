@@ -33,11 +33,13 @@ func (d *Dashboard) session(si *signin, id string) *sessions.Session {
 
 func (d *Dashboard) serveAction(w http.ResponseWriter, r *http.Request, si *signin, path string) {
 	if !d.sameOrigin(r) {
+		d.log.Warn("dashboard action refused: not from a page of this dashboard", "user", si.user, "path", path, "origin", r.Header.Get("Origin"))
 		http.Error(w, "Forbidden: the request does not come from a page of this dashboard (Origin)", http.StatusForbidden)
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	if !d.checkPageToken(r, si) {
+		d.log.Warn("dashboard action refused: no valid page token", "user", si.user, "path", path)
 		http.Error(w, "Forbidden: the request carries no valid page token; reload the page", http.StatusForbidden)
 		return
 	}

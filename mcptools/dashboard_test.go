@@ -204,7 +204,7 @@ func TestDashboardNoInlineScript(t *testing.T) {
 		if code != http.StatusOK {
 			t.Errorf("GET %s: %d", path, code)
 		}
-		if hdr.Get("Content-Security-Policy") == "" || hdr.Get("X-Frame-Options") != "DENY" || hdr.Get("Referrer-Policy") != "no-referrer" {
+		if hdr.Get("Content-Security-Policy") == "" || hdr.Get("X-Frame-Options") != "DENY" || hdr.Get("Referrer-Policy") != "same-origin" {
 			t.Errorf("GET %s: headers %v", path, hdr)
 		}
 		for _, tag := range scriptTag.FindAllString(body, -1) {
