@@ -43,7 +43,7 @@ type dashEnv struct {
 	audit *syncBuf
 }
 
-func newDashEnv(t *testing.T, protocol string, elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)) *dashEnv {
+func newDashEnv(t testing.TB, protocol string, elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)) *dashEnv {
 	t.Helper()
 	path, env := fakecli.Command(t)
 	mgr := sessions.NewManager(sessions.Config{CLIPath: path, Env: env, PermissionTimeout: 20 * time.Second})
@@ -71,14 +71,14 @@ func newDashEnv(t *testing.T, protocol string, elicit func(context.Context, *mcp
 }
 
 // browser is an HTTP client with a cookie jar that follows no redirects.
-func browser(t *testing.T) *http.Client {
+func browser(t testing.TB) *http.Client {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	return &http.Client{Jar: jar, Timeout: 30 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
-func get(t *testing.T, c *http.Client, u string) (int, http.Header, string) {
+func get(t testing.TB, c *http.Client, u string) (int, http.Header, string) {
 	t.Helper()
 	resp, err := c.Get(u)
 	if err != nil {
@@ -90,7 +90,7 @@ func get(t *testing.T, c *http.Client, u string) (int, http.Header, string) {
 }
 
 // signIn opens the stdio link with c.
-func (e *dashEnv) signIn(t *testing.T, c *http.Client) {
+func (e *dashEnv) signIn(t testing.TB, c *http.Client) {
 	t.Helper()
 	code, hdr, body := get(t, c, e.d.URL())
 	if code != http.StatusOK || !strings.Contains(body, `http-equiv="refresh"`) {
@@ -107,7 +107,7 @@ func (e *dashEnv) signIn(t *testing.T, c *http.Client) {
 var csrfRE = regexp.MustCompile(`name="csrf-token" content="([^"]+)"`)
 
 // pageToken reads the page token of a page.
-func pageTokenOf(t *testing.T, body string) string {
+func pageTokenOf(t testing.TB, body string) string {
 	t.Helper()
 	m := csrfRE.FindStringSubmatch(body)
 	if m == nil {
@@ -117,7 +117,7 @@ func pageTokenOf(t *testing.T, body string) string {
 }
 
 // post posts form to the dashboard with c, with the headers hdr.
-func post(t *testing.T, c *http.Client, u string, form url.Values, hdr map[string]string) (int, string) {
+func post(t testing.TB, c *http.Client, u string, form url.Values, hdr map[string]string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -304,7 +304,7 @@ type sse struct {
 	events chan [2]string // name, data
 }
 
-func openSSE(t *testing.T, c *http.Client, u string) *sse {
+func openSSE(t testing.TB, c *http.Client, u string) *sse {
 	t.Helper()
 	resp, err := c.Get(u)
 	if err != nil {
@@ -753,5 +753,56 @@ func TestDashboardHTTP(t *testing.T) {
 	}
 	if code, _, _ := get(t, root, base+"/ui/s/"+bobSID); code != http.StatusOK {
 		t.Errorf("the admin's page of bob's session: %d", code)
+	}
+}
+
+// BenchmarkWarmQueryDashboard: a warm claude_chat_query (as
+// BenchmarkWarmQuery) without a dashboard, with one that no page watches,
+// and with the session's page open, its event stream read over HTTP.
+func BenchmarkWarmQueryDashboard(b *testing.B) {
+	for _, mode := range []string{"off", "on", "page_open"} {
+		b.Run(mode, func(b *testing.B) {
+			b.Setenv("FAKE_CLAUDE_SPEED", "1000000")
+			var cs *mcp.ClientSession
+			var e *dashEnv
+			if mode == "off" {
+				cs = newFakeServer(b, "2025-11-25", sessions.Config{}, Options{}).cs
+			} else {
+				e = newDashEnv(b, "2025-11-25", nil)
+				cs = e.cs
+			}
+			query := func(args map[string]any) map[string]any {
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "claude_chat_query", Arguments: args})
+				if err != nil || res.IsError {
+					b.Fatalf("query: %v %v", err, res)
+				}
+				var out map[string]any
+				raw, _ := json.Marshal(res.StructuredContent)
+				_ = json.Unmarshal(raw, &out)
+				return out
+			}
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "claude_session_create", Arguments: map[string]any{"cwd": b.TempDir()}})
+			if err != nil || res.IsError {
+				b.Fatalf("create: %v %v", err, res)
+			}
+			raw, _ := json.Marshal(res.StructuredContent)
+			var out map[string]any
+			_ = json.Unmarshal(raw, &out)
+			sid := out["sessionId"].(string)
+			if mode == "page_open" {
+				c := browser(b)
+				e.signIn(b, c)
+				page := openSSE(b, c, e.url+"/ui/events?session="+sid)
+				go func() {
+					for range page.events { // the page reads everything
+					}
+				}()
+			}
+			query(map[string]any{"sessionId": sid, "prompt": "hi"})
+			b.ResetTimer()
+			for b.Loop() {
+				query(map[string]any{"sessionId": sid, "prompt": "hi"})
+			}
+		})
 	}
 }
