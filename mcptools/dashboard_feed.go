@@ -62,7 +62,18 @@ func (d *Dashboard) newFeed(s *sessions.Session) *runFeed {
 	f := &runFeed{d: d, session: s, owner: s.Info().Owner, id: uuid.NewString(), start: time.Now(), first: 1, next: 1}
 	d.mu.Lock()
 	d.feeds[s.ID] = f
+	feeds := make([]*runFeed, 0, len(d.feeds))
+	for _, other := range d.feeds {
+		feeds = append(feeds, other)
+	}
 	d.mu.Unlock()
+	// The feeds of closed sessions go (looked at without d.mu: Info
+	// takes the session's lock).
+	for _, other := range feeds {
+		if other.session.Info().State == sessions.StateClosed {
+			other.abandon()
+		}
+	}
 	d.poke(s.ID)
 	return f
 }

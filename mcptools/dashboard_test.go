@@ -182,6 +182,9 @@ func TestDashboardStdioSignIn(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden {
 		t.Errorf("another Host: %d, want 403", resp.StatusCode)
 	}
+	if instr := e.cs.InitializeResult().Instructions; !strings.Contains(instr, "dashboardUrl") {
+		t.Errorf("the instructions do not mention the dashboard:\n%s", instr)
+	}
 	_, out := callJSON(t, e.cs, "claude_session_list", map[string]any{})
 	if out["dashboardUrl"] != e.d.URL() || !strings.Contains(e.d.URL(), "secret=") {
 		t.Errorf("dashboardUrl = %v, want %s", out["dashboardUrl"], e.d.URL())
@@ -804,5 +807,30 @@ func BenchmarkWarmQueryDashboard(b *testing.B) {
 				query(map[string]any{"sessionId": sid, "prompt": "hi"})
 			}
 		})
+	}
+}
+
+// TestEveryDashboardActionClassified: every action a page's form posts is
+// classified (actions.go), so none is refused for lack of a class — and
+// none is taken without one.
+func TestEveryDashboardActionClassified(t *testing.T) {
+	re := regexp.MustCompile(`action="/ui/s/\{\{[^}]*\}\}/([a-z]+)"`)
+	found := map[string]bool{}
+	for _, name := range []string{"dashboard/session.gohtml", "dashboard/list.gohtml", "dashboard/layout.gohtml"} {
+		b, err := dashboardFiles.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range re.FindAllStringSubmatch(string(b), -1) {
+			found[m[1]] = true
+			if _, ok := dashboardActions[m[1]]; !ok {
+				t.Errorf("%s posts the unclassified action %q", name, m[1])
+			}
+		}
+	}
+	for a := range dashboardActions {
+		if !found[a] {
+			t.Errorf("action %q is classified but no page posts it", a)
+		}
 	}
 }

@@ -107,6 +107,9 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 			instr += agentInstructions
 		}
 	}
+	if opts.Dashboard != nil {
+		instr += dashboardInstructions
+	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "claude-agent-mcp", Title: "Claude Code sessions", Version: version},
 		&mcp.ServerOptions{Instructions: instr, Logger: slog.New(debugOnly{logger.Handler()}),
 			// The SDK answers prompts/list and resources/list (with empty
@@ -121,7 +124,6 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 	}
 	if h.dash = opts.Dashboard; h.dash != nil {
 		h.dash.h = h
-		instr += dashboardInstructions
 	}
 	if h.agents = opts.Agents; h.agents != nil {
 		h.dynamicAction = func(name string) (string, bool) {
