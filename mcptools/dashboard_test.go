@@ -21,6 +21,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/mcptest"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
@@ -832,5 +833,41 @@ func TestEveryDashboardActionClassified(t *testing.T) {
 		if !found[a] {
 			t.Errorf("action %q is classified but no page posts it", a)
 		}
+	}
+}
+
+// TestDashboardOtherInstances: the sessions another instance holds in a
+// shared registry are listed apart, read-only: no page or action of this
+// instance reaches them (and nothing takes them up).
+func TestDashboardOtherInstances(t *testing.T) {
+	path, env := fakecli.Command(t)
+	state := filepath.Join(t.TempDir(), "sessions.json")
+	// This instance starts first: a session made elsewhere later is the
+	// other's (one that is in the registry at start is restored here).
+	mgr := sessions.NewManager(sessions.Config{CLIPath: path, Env: env, Registry: sessions.NewRegistry(state, nil)})
+	t.Cleanup(mgr.Shutdown)
+	other := sessions.NewManager(sessions.Config{CLIPath: path, Env: env, Registry: sessions.NewRegistry(state, nil)})
+	t.Cleanup(other.Shutdown)
+	s, err := other.Create(context.Background(), sessions.CreateOptions{Cwd: t.TempDir(), SessionOptions: claudeagent.SessionOptions{Name: "elsewhere"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewDashboard(mgr, DashboardOptions{})
+	ts := httptest.NewServer(d)
+	t.Cleanup(ts.Close)
+	d.o.BaseURL = ts.URL
+	e := &dashEnv{mgr: mgr, d: d, url: ts.URL}
+	c := browser(t)
+	e.signIn(t, c)
+	_, _, body := get(t, c, ts.URL+"/ui/")
+	i := strings.Index(body, "On other instances")
+	if i < 0 || !strings.Contains(body[i:], "elsewhere") {
+		t.Fatalf("the other instance's session is not listed apart:\n%s", body)
+	}
+	if code, _, _ := get(t, c, ts.URL+"/ui/s/"+s.ID); code != http.StatusNotFound {
+		t.Errorf("the other instance's session page: %d, want 404", code)
+	}
+	if n := mgr.Count(); n != 0 {
+		t.Errorf("this instance took up %d session(s)", n)
 	}
 }
