@@ -162,7 +162,7 @@ func TestE2EDashboard(t *testing.T) {
 	// A turn's text streams into the open session page.
 	page := base + "/ui/s/" + sid
 	browse(t, b, time.Minute, "the session page", chromedp.Navigate(page), chromedp.WaitVisible(css(`#steps`)))
-	res, out := e.call(t, ctx, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "ECHO streamed into the page"}, nil)
+	res, _ := e.call(t, ctx, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "ECHO streamed into the page"}, nil)
 	if res.IsError {
 		t.Fatalf("query: %s", text(res))
 	}
