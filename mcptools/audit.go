@@ -218,6 +218,21 @@ func redact(text string, args json.RawMessage) string {
 	return textcut.Cut(text, 300)
 }
 
+// dashboardAction audits an action taken on the dashboard, as a tool
+// call is: outcome "started" before it runs (an error refuses it), then
+// ok or error. Its tool is "ui:" and the action.
+func (a *AuditLog) dashboardAction(user, action, session string, start time.Time, outcome, errText string) error {
+	if a == nil {
+		return nil
+	}
+	e := auditEntry{Time: start.UTC().Format(time.RFC3339Nano), User: user, Tool: "ui:" + action, Session: session, Outcome: outcome,
+		Error: textcut.Cut(errText, 300)}
+	if outcome != "started" {
+		e.DurationMs = time.Since(start).Milliseconds()
+	}
+	return a.write(e)
+}
+
 // taskEnded audits the end of a task.
 func (a *AuditLog) taskEnded(t *task) {
 	if a == nil {

@@ -67,6 +67,9 @@ type HTTPOptions struct {
 	// SessionIdle closes a stateful MCP session that has had no request
 	// for this long (0: never).
 	SessionIdle time.Duration
+	// Dashboard, when set, is served at /ui (--ui); its sign-ins take
+	// the bearer tokens, and revoking a user ends theirs.
+	Dashboard *Dashboard
 	// ReadTimeout, WriteTimeout and IdleTimeout are those of the server
 	// that Server returns (0: the defaults; see there).
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
@@ -160,6 +163,11 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) *HTTPHandler {
 		srv.AddReceivingMiddleware(h.trackCalls)
 	}
 	h.mux.HandleFunc("/mcp", h.serveMCP)
+	if o.Dashboard != nil {
+		o.Dashboard.mount(h)
+		h.mux.Handle("/ui", o.Dashboard)
+		h.mux.Handle("/ui/", o.Dashboard)
+	}
 	h.mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"status":"ok"}`+"\n")

@@ -117,6 +117,7 @@ func (h *HTTPHandler) Revoke(ctx context.Context, users ...string) {
 	if len(users) == 0 {
 		return
 	}
+	h.o.Dashboard.revokeUsers(users)
 	type tally struct{ requests, calls, mcpSessions, turns int }
 	counts := map[string]*tally{}
 	for _, u := range users {

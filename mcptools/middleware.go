@@ -180,6 +180,9 @@ func (h *handlers) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				}
 				res, err := h.callTool(ctx, ctr, next)
 				h.audit.call(ctx, ctr, start, res, err)
+				if h.dash != nil {
+					h.dash.poke("") // the lists show creates, closes and the rest
+				}
 				return res, err
 			}
 		}

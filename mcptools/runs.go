@@ -21,7 +21,8 @@ func (h *handlers) launch(ctx context.Context, req *mcp.CallToolRequest, s *sess
 	ro sessions.RunOptions, wait time.Duration) (*mcp.CallToolResult, QueryOutput, error) {
 	callStart := time.Now()
 	n := newNotifier(ctx, req, s.ID, ro.IncludeThinking, h.log)
-	ro.Listener = n
+	t := h.newTap(s, n)
+	ro.Listener = t
 	if slot := taskSlotFrom(ctx); slot != nil {
 		// Do not wait for a process that is queued or still starting
 		// beyond the grace.
@@ -29,18 +30,24 @@ func (h *handlers) launch(ctx context.Context, req *mcp.CallToolRequest, s *sess
 	} else if wait > 0 {
 		ro.ReturnAfter = wait
 	}
-	if ask := h.asker(req); ask != nil {
-		if modernEra(req) {
-			ro.QueueQuestions = true // answered by the retried call (mrtr.go)
-		} else {
-			ro.Ask = ask
-		}
+	ask := h.asker(req)
+	switch {
+	case ask != nil && modernEra(req):
+		ro.QueueQuestions = true // answered by the retried call (mrtr.go), or the dashboard
+	case h.dash != nil:
+		ro.Ask = h.dash.asker(s, ask) // the client (if it can be asked) or the dashboard, whoever answers first
+	default:
+		ro.Ask = ask
 	}
 	r, err := s.Start(ctx, prompt, ro)
 	if err != nil {
 		n.close()
+		if t.feed != nil {
+			t.feed.abandon()
+		}
 		return nil, QueryOutput{}, toolError(err)
 	}
+	h.bind(t, r)
 	if wait > 0 {
 		wait = max(wait-time.Since(callStart), time.Millisecond) // waitSeconds counts from the call
 	}
@@ -53,9 +60,9 @@ func (h *handlers) launch(ctx context.Context, req *mcp.CallToolRequest, s *sess
 // a permission question ends the call with an input-required result (see
 // mrtr.go).
 func (h *handlers) await(ctx context.Context, req *mcp.CallToolRequest, n *notifier, r *sessions.Run, wait time.Duration, interruptOnCancel bool) (*mcp.CallToolResult, QueryOutput, error) {
-	n.seed(r.Attach(n))
+	n.seed(h.attach(r, n))
 	defer n.close()
-	defer r.Detach(n)
+	defer h.detach(r, n)
 	slot := taskSlotFrom(ctx)
 	if slot != nil {
 		// A task, unless the turn ends within the grace.

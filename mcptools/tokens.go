@@ -135,3 +135,11 @@ func (t *Tokens) verify(_ context.Context, token string, _ *http.Request) (*auth
 	}
 	return &auth.TokenInfo{UserID: user, Expiration: time.Now().Add(time.Hour)}, nil
 }
+
+// hasHash reports whether the token whose SHA-256 (hex) is hash still
+// names user (a dashboard sign-in made with it stands while it does).
+func (t *Tokens) hasHash(hash, user string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return hash != "" && t.byHash[hash] == user
+}

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -33,6 +34,9 @@ const DefaultMaxPromptBytes = 8 << 20
 
 //go:embed instructions.md
 var instructions string
+
+// dashboardInstructions are added to the instructions with a dashboard.
+const dashboardInstructions = "\n\nA live web dashboard of the sessions is on: claude_session_list returns its link (dashboardUrl). When the person wants to watch or steer the sub-agents, give them that link.\n"
 
 // Options configure the MCP server.
 type Options struct {
@@ -62,6 +66,10 @@ type Options struct {
 	HeartbeatInterval time.Duration
 	// Agents, when set, serves agent definitions as tools (agents.go).
 	Agents *Agents
+	// Dashboard, when set, is the dashboard of the sessions (--ui): it
+	// follows every run, may answer permission questions, and its link is
+	// claude_session_list's dashboardUrl.
+	Dashboard *Dashboard
 }
 
 // NewServer returns an MCP server whose tools drive mgr's sessions.
@@ -99,6 +107,9 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 			instr += agentInstructions
 		}
 	}
+	if opts.Dashboard != nil {
+		instr += dashboardInstructions
+	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "claude-agent-mcp", Title: "Claude Code sessions", Version: version},
 		&mcp.ServerOptions{Instructions: instr, Logger: slog.New(debugOnly{logger.Handler()}),
 			// The SDK answers prompts/list and resources/list (with empty
@@ -110,6 +121,9 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 	for _, t := range h.tools() {
 		t.add(srv)
 		h.params[t.def.Name] = t.params
+	}
+	if h.dash = opts.Dashboard; h.dash != nil {
+		h.dash.h = h
 	}
 	if h.agents = opts.Agents; h.agents != nil {
 		h.dynamicAction = func(name string) (string, bool) {
@@ -189,6 +203,10 @@ type handlers struct {
 	// dynamicAction classifies tools added after NewServer (actions.go).
 	dynamicAction func(name string) (string, bool)
 	agents        *Agents // the agent tools, or nil
+	dash          *Dashboard
+
+	tapsMu sync.Mutex
+	taps   map[*sessions.Run]*tap // the runs started here, until they end (dashboard_tap.go)
 }
 
 func (h *handlers) history(ctx context.Context, req *mcp.CallToolRequest, in HistoryInput) (*mcp.CallToolResult, HistoryOutput, error) {
@@ -521,6 +539,10 @@ func (h *handlers) list(ctx context.Context, req *mcp.CallToolRequest, in ListIn
 	out := ListOutput{Sessions: []SessionInfo{}, LiveCount: h.mgr.LiveCount(), Queued: h.mgr.Queued(), MaxSessions: cfg.MaxSessions, MaxLive: cfg.MaxLive}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d open session(s), %d live process(es).\n", len(list), out.LiveCount)
+	if h.dash != nil {
+		out.DashboardURL = h.dash.URL()
+		fmt.Fprintf(&b, "Live dashboard (hand this link to the person to watch and steer): %s\n", out.DashboardURL)
+	}
 	for _, s := range list {
 		i := s.Info()
 		out.Sessions = append(out.Sessions, SessionInfo{

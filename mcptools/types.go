@@ -160,6 +160,8 @@ type ListOutput struct {
 	Queued      int           `json:"queued" jsonschema:"Queries waiting for a live process (--max-live)."`
 	MaxSessions int           `json:"maxSessions"`
 	MaxLive     int           `json:"maxLive"`
+	// DashboardURL is the live dashboard's link (--ui), for the person.
+	DashboardURL string `json:"dashboardUrl,omitempty"`
 }
 
 // HistoryInput is claude_session_history's arguments.

@@ -70,6 +70,8 @@ type config struct {
 	agentsDir         string
 	agentsFile        string
 	maxAgentTools     int
+	ui                string
+	uiAdmins          string
 
 	fromEnv map[string]string // flags set from their environment twin → the variable
 }
@@ -120,6 +122,8 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.agentsDir, "agents-dir", "", "further directories of agent files (separated by "+string(os.PathListSeparator)+") (default: none)")
 	fs.StringVar(&c.agentsFile, "agents-file", "", "operator file of agents (JSON or YAML), which may also set their session options (see README) (default: none)")
 	fs.IntVar(&c.maxAgentTools, "max-agent-tools", mcptools.DefaultMaxAgentTools, "most agents served as tools; the others are named in a warning")
+	fs.StringVar(&c.ui, "ui", "", "serve a live web dashboard of the sessions: on stdio at this loopback address (on = 127.0.0.1 with a free port), its link with a secret logged at start and in claude_session_list; with --http give on: it is /ui there, signed in with a bearer token (default: none)")
+	fs.StringVar(&c.uiAdmins, "ui-admins", "", "users (comma-separated) whose dashboard over --http shows every user's sessions (default: none, each sees their own)")
 	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
 	fs.BoolVar(&c.printSetup, "print-setup", false, "print how to register this binary with Claude Code (the claude mcp add line at user scope, and a .mcp.json entry, with its absolute path) and exit")
 	return fs

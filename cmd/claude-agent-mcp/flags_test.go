@@ -51,6 +51,12 @@ func TestBadFlags(t *testing.T) {
 		{args: []string{"--allowed-roots", file}, want: []string{"is not a directory"}},
 		{args: []string{"--allowed-tools-ceiling", "Read,not a tool"}, want: []string{"--allowed-tools-ceiling"}},
 		{args: []string{"--profiles", filepath.Join(t.TempDir(), "missing.json")}, want: []string{"--profiles"}},
+		{args: []string{"--ui", "0.0.0.0:8790"}, want: []string{`invalid --ui "0.0.0.0:8790"`, "loopback only"}},
+		{args: []string{"--ui", "8790"}, want: []string{`invalid --ui "8790"`, "HOST:PORT"}},
+		{args: []string{"--ui-admins", "root"}, want: []string{"--ui-admins needs --ui"}},
+		{args: []string{"--ui", "on", "--ui-admins", "root"}, want: []string{"--ui-admins needs --http"}},
+		{args: []string{"--http", "127.0.0.1:0", "--ui", "127.0.0.1:9"}, want: []string{`invalid --ui "127.0.0.1:9"`, "use --ui on"}},
+		{args: []string{"--http", "127.0.0.1:0", "--ui", "on"}, want: []string{"--ui over --http needs --tokens-file"}},
 		// What the flag parser refuses: the value's kind is named.
 		{args: []string{"--idle-timeout", "5"}, want: []string{`invalid --idle-timeout "5"`, "use a duration such as 30s or 15m"}},
 		{args: []string{"-idle-timeout=soon"}, want: []string{`invalid --idle-timeout "soon"`, "a duration such as 30s or 15m"}},

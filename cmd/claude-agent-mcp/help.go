@@ -25,6 +25,7 @@ var flagGroups = []flagGroup{
 	{"HTTP and teams", []string{"http", "public-url", "tokens-file", "http-allow", "user-max-sessions", "user-max-live",
 		"user-max-budget-usd", "per-user-config-dir", "http-max-sessions", "http-session-idle"}},
 	{"Performance and limits", []string{"max-live", "max-queue", "warm-spares", "idle-timeout", "max-frame-bytes", "max-prompt-bytes"}},
+	{"Dashboard", []string{"ui", "ui-admins"}},
 	{"Agents as tools", []string{"agent-sources", "agents-dir", "agents-file", "max-agent-tools"}},
 	{"Logging", []string{"log-level", "audit-log", "audit-prompts"}},
 	{"Commands (print, then exit)", []string{"print-setup", "version"}},

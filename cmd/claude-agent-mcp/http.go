@@ -50,7 +50,7 @@ func loopback(host string) bool {
 
 // serveHTTP serves srv over streamable HTTP until ctx ends, then stops
 // every session (interrupting running turns) and the HTTP server.
-func serveHTTP(ctx context.Context, c *config, st *settings, srv *mcp.Server, mgr *sessions.Manager, audit *mcptools.AuditLog, logger *slog.Logger) error {
+func serveHTTP(ctx context.Context, c *config, st *settings, srv *mcp.Server, mgr *sessions.Manager, audit *mcptools.AuditLog, dash *mcptools.Dashboard, logger *slog.Logger) error {
 	var tokens *mcptools.Tokens
 	var hup chan os.Signal
 	if c.tokensFile != "" || os.Getenv(TokenEnv) != "" {
@@ -74,7 +74,8 @@ func serveHTTP(ctx context.Context, c *config, st *settings, srv *mcp.Server, mg
 		base = "http://" + ln.Addr().String()
 	}
 	handler := mcptools.NewHTTPHandler(srv, mcptools.HTTPOptions{Tokens: tokens, BaseURL: base, Logger: logger, Manager: mgr,
-		MaxBodyBytes: int64(c.maxFrameBytes), MaxSessions: c.httpMaxSessions, SessionIdle: c.httpSessionIdle, OnAuthEvent: audit.Auth})
+		MaxBodyBytes: int64(c.maxFrameBytes), MaxSessions: c.httpMaxSessions, SessionIdle: c.httpSessionIdle, OnAuthEvent: audit.Auth,
+		Dashboard: dash})
 	if hup != nil {
 		// A reload revokes the users it removed: it waits for their calls
 		// and turns to end, up to a minute.
@@ -95,6 +96,9 @@ func serveHTTP(ctx context.Context, c *config, st *settings, srv *mcp.Server, mg
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	logger.Info("claude-agent-mcp serving over HTTP", "url", base+"/mcp", "auth", tokens != nil, "version", versionString(), "pid", os.Getpid())
+	if dash != nil {
+		logger.Info("dashboard (sign in with a bearer token)", "url", dash.URL())
+	}
 	select {
 	case err = <-served:
 	case <-ctx.Done():

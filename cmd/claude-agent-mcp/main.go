@@ -160,6 +160,12 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 	}
 	opts.Agents = newAgents(st.agents, logger) // nil without agent sources
 	defer opts.Agents.Close()
+	dash, stopUI, err := startUI(c, mgr, opts.Audit, logger)
+	if err != nil {
+		return err
+	}
+	defer stopUI()
+	opts.Dashboard = dash
 	srv := mcptools.NewServer(mgr, opts)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -179,7 +185,7 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 		<-checked
 	}()
 	if c.http != "" {
-		return serveHTTP(ctx, c, st, srv, mgr, opts.Audit, logger)
+		return serveHTTP(ctx, c, st, srv, mgr, opts.Audit, dash, logger)
 	}
 	logger.Info("claude-agent-mcp serving on stdio", "version", versionString(), "depth", depth, "pid", os.Getpid())
 	transport := &mcptools.StdioTransport{Reader: stdin, Writer: stdout, MaxFrameBytes: c.maxFrameBytes, Logger: logger}

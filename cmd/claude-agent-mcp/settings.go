@@ -130,6 +130,7 @@ func (c *config) checkRemote(k *checks) []string {
 	} else if c.tokensFile != "" || c.httpAllow != "" || c.publicURL != "" {
 		k.add(errors.New("--tokens-file, --http-allow and --public-url need --http"))
 	}
+	k.add(c.checkUI())
 	return allow
 }
 

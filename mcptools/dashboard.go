@@ -1,0 +1,449 @@
+package mcptools
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"embed"
+	"encoding/base64"
+	"encoding/hex"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+)
+
+// The dashboard (--ui): server-rendered pages of the sessions, a small
+// script that follows them live over server-sent events, and three
+// actions — interrupt a turn, close a session, answer a permission
+// question. Everything is embedded (dashboard/).
+//
+// Who may look: on stdio the dashboard has a listener of its own on
+// loopback, and a secret made at each start guards it: the link carrying it
+// (logged at start, and claude_session_list's dashboardUrl) signs the
+// browser in with a cookie. Over --http it is /ui on the same listener, and
+// a person signs in with their bearer token: they see their own sessions,
+// the users of DashboardOptions.Admins every session. A sign-in is an
+// HttpOnly, SameSite=Strict cookie naming an entry of the dashboard's
+// memory (gone at restart; over HTTP bound to the token, so that revoking
+// the token ends it).
+//
+// Safe by construction: model and tool output only ever reaches a page as
+// text (html/template escapes it; the script sets textContent); the
+// Content-Security-Policy allows no inline script or style; an action needs
+// the sign-in cookie, a same-origin Origin header and the token of the page
+// it came from; a page without a sign-in is refused.
+
+//go:embed dashboard
+var dashboardFiles embed.FS
+
+// DashboardOptions configure a Dashboard.
+type DashboardOptions struct {
+	// BaseURL is where the dashboard's own listener is reached on stdio
+	// (http://127.0.0.1:PORT); over --http the HTTP handler sets it.
+	BaseURL string
+	// Admins are the users (over --http) who see every session.
+	Admins []string
+	// Audit, when set, audits every action like a tool call.
+	Audit  *AuditLog
+	Logger *slog.Logger
+}
+
+// Dashboard serves the dashboard's pages (its ServeHTTP takes paths under
+// /ui/). Make it with NewDashboard and pass it to the server
+// (Options.Dashboard) and, over HTTP, to the HTTP handler
+// (HTTPOptions.Dashboard).
+type Dashboard struct {
+	mgr    *sessions.Manager
+	o      DashboardOptions
+	log    *slog.Logger
+	tmpl   *template.Template
+	static http.Handler
+	key    []byte // signs page tokens
+	secret string // stdio: what the link carries
+	h      *handlers
+	http   *HTTPHandler // over --http: the handler the dashboard is mounted on
+	start  time.Time
+
+	// Bounds of a run's feed, and the write timeout of an event stream
+	// (tests lower them).
+	maxSteps     int
+	maxStepBytes int
+	writeTimeout time.Duration
+
+	mu       sync.Mutex
+	signins  map[string]*signin // cookie value → sign-in
+	feeds    map[string]*runFeed
+	subs     map[*subscriber]struct{}
+	pending  map[string]*pendingQuestion // the dashboard's own questions, by id
+	spend    []spendSample
+	others   []sessions.RegistryEntry // other instances' sessions, as last read
+	othersAt time.Time
+}
+
+// signin is a browser signed in.
+type signin struct {
+	user      string
+	tokenHash string // over HTTP: the SHA-256 of the token it signed in with
+	expires   time.Time
+}
+
+const (
+	cookieName    = "cam_ui"
+	signinTTL     = 12 * time.Hour
+	maxSignins    = 4096
+	uiPrefix      = "/ui"
+	defaultWindow = 2000
+)
+
+// NewDashboard returns a dashboard of mgr's sessions.
+func NewDashboard(mgr *sessions.Manager, o DashboardOptions) *Dashboard {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	d := &Dashboard{mgr: mgr, o: o, log: o.Logger, key: newStateKey(), start: time.Now(),
+		maxSteps: defaultWindow, maxStepBytes: 2 << 20, writeTimeout: 10 * time.Second,
+		signins: map[string]*signin{}, feeds: map[string]*runFeed{}, subs: map[*subscriber]struct{}{},
+		pending: map[string]*pendingQuestion{}}
+	d.secret = randomToken()
+	d.tmpl = template.Must(template.New("").Funcs(templateFuncs).ParseFS(dashboardFiles, "dashboard/*.gohtml"))
+	static, _ := fs.Sub(dashboardFiles, "dashboard/static")
+	d.static = http.StripPrefix(uiPrefix+"/static/", http.FileServer(http.FS(static)))
+	return d
+}
+
+func randomToken() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// URL is the dashboard's address for a person: on stdio the link that
+// carries the secret; over HTTP the sign-in page.
+func (d *Dashboard) URL() string {
+	base := strings.TrimRight(d.o.BaseURL, "/")
+	if d.http != nil {
+		return base + uiPrefix + "/"
+	}
+	return base + uiPrefix + "/?secret=" + d.secret
+}
+
+// mount is called by the HTTP handler that serves the dashboard at /ui:
+// sign-ins then use its bearer tokens.
+func (d *Dashboard) mount(h *HTTPHandler) {
+	d.http = h
+	d.o.BaseURL = h.o.BaseURL
+}
+
+func (d *Dashboard) admin(user string) bool {
+	return d.http != nil && slices.Contains(d.o.Admins, user)
+}
+
+// ServeHTTP serves the pages under /ui/.
+func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	securityHeaders(w)
+	if !d.hostAllowed(r) {
+		http.Error(w, "Forbidden: this dashboard answers only at "+d.o.BaseURL, http.StatusForbidden)
+		return
+	}
+	path := strings.TrimPrefix(r.URL.Path, uiPrefix)
+	switch {
+	case path == "" || path == "/" && r.URL.Query().Has("secret"):
+		if path == "" {
+			http.Redirect(w, r, uiPrefix+"/", http.StatusSeeOther)
+			return
+		}
+		d.secretSignin(w, r)
+		return
+	case strings.HasPrefix(path, "/static/"):
+		w.Header().Set("Cache-Control", "no-cache")
+		d.static.ServeHTTP(w, r)
+		return
+	case path == "/signin":
+		d.serveSignin(w, r)
+		return
+	}
+	si := d.signedIn(r)
+	if si == nil {
+		d.refuse(w, r)
+		return
+	}
+	if r.Method == http.MethodPost {
+		if path == "/signout" {
+			d.signout(w, r, si)
+			return
+		}
+		d.serveAction(w, r, si, path)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	switch {
+	case path == "/":
+		d.serveList(w, r, si, false)
+	case path == "/rows":
+		d.serveList(w, r, si, true)
+	case path == "/events":
+		d.serveEvents(w, r, si)
+	case strings.HasPrefix(path, "/s/"):
+		id, frag, _ := strings.Cut(strings.TrimPrefix(path, "/s/"), "/")
+		switch frag {
+		case "":
+			d.serveSession(w, r, si, id, false)
+		case "panel":
+			d.serveSession(w, r, si, id, true)
+		default:
+			http.NotFound(w, r)
+		}
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// securityHeaders: no inline script or style, no framing, no referrer to
+// other sites, nothing cached. (Not no-referrer: with it a browser sends
+// "Origin: null" with the pages' own form posts, which the Origin check
+// must refuse.)
+func securityHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+}
+
+// hostAllowed: on stdio the request must name the loopback listener (a
+// page of another site whose name was rebound to 127.0.0.1 names its own).
+func (d *Dashboard) hostAllowed(r *http.Request) bool {
+	if d.http != nil {
+		return true // the sign-in cookie belongs to the host it was set for
+	}
+	u, err := url.Parse(d.o.BaseURL)
+	if err != nil {
+		return false
+	}
+	_, port, _ := net.SplitHostPort(u.Host)
+	host, rport, err := net.SplitHostPort(r.Host)
+	if err != nil || rport != port {
+		return false
+	}
+	return host == "localhost" || host == "127.0.0.1" || host == "::1" || host == u.Hostname()
+}
+
+// refuse answers a request without a sign-in: over HTTP the sign-in page
+// (for a page) or 401; on stdio 403 naming the link.
+func (d *Dashboard) refuse(w http.ResponseWriter, r *http.Request) {
+	if d.http != nil && r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, uiPrefix+"/events") {
+		http.Redirect(w, r, uiPrefix+"/signin", http.StatusSeeOther)
+		return
+	}
+	msg := "Forbidden: open the dashboard with the link the server logged at start (claude_session_list's dashboardUrl)."
+	code := http.StatusForbidden
+	if d.http != nil {
+		msg, code = "Unauthorized: sign in at "+uiPrefix+"/signin with your bearer token.", http.StatusUnauthorized
+	}
+	d.render(w, code, "error.html", errorPage{pageBase: pageBase{Title: "Not signed in"}, Message: msg})
+}
+
+// secretSignin signs in a browser that opened the stdio link, then leaves
+// the secret out of the address bar. The way on is a page of its own
+// (meta refresh), not a redirect: a link followed from another site is a
+// cross-site navigation, on which the browser holds back a SameSite=Strict
+// cookie, redirects included.
+func (d *Dashboard) secretSignin(w http.ResponseWriter, r *http.Request) {
+	got := r.URL.Query().Get("secret")
+	if d.http != nil || subtle.ConstantTimeCompare([]byte(got), []byte(d.secret)) != 1 {
+		d.refuse(w, r)
+		return
+	}
+	d.newSignin(w, r, "", "")
+	w.Header().Set("Referrer-Policy", "no-referrer") // its address holds the secret
+	d.render(w, http.StatusOK, "signedin.html", pageBase{Title: "Signed in"})
+}
+
+// newSignin records a sign-in and sets its cookie.
+func (d *Dashboard) newSignin(w http.ResponseWriter, r *http.Request, user, tokenHash string) {
+	id := randomToken()
+	now := time.Now()
+	d.mu.Lock()
+	for k, si := range d.signins {
+		if now.After(si.expires) {
+			delete(d.signins, k)
+		}
+	}
+	for len(d.signins) >= maxSignins { // the oldest go first
+		oldest := ""
+		for k, si := range d.signins {
+			if oldest == "" || si.expires.Before(d.signins[oldest].expires) {
+				oldest = k
+			}
+		}
+		delete(d.signins, oldest)
+	}
+	d.signins[id] = &signin{user: user, tokenHash: tokenHash, expires: now.Add(signinTTL)}
+	d.mu.Unlock()
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: id, Path: uiPrefix, HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: strings.HasPrefix(d.o.BaseURL, "https://"), MaxAge: int(signinTTL / time.Second)})
+}
+
+// signedIn returns the request's sign-in, or nil. Over HTTP the token it
+// was made with must still be in the tokens file.
+func (d *Dashboard) signedIn(r *http.Request) *signin {
+	c, err := r.Cookie(cookieName)
+	if err != nil {
+		return nil
+	}
+	d.mu.Lock()
+	si := d.signins[c.Value]
+	d.mu.Unlock()
+	if si == nil || time.Now().After(si.expires) {
+		return nil
+	}
+	if d.http != nil && (d.http.o.Tokens == nil || !d.http.o.Tokens.hasHash(si.tokenHash, si.user)) {
+		return nil
+	}
+	return si
+}
+
+// valid reports whether si still stands (for a long event stream).
+func (d *Dashboard) valid(si *signin) bool {
+	if time.Now().After(si.expires) {
+		return false
+	}
+	return d.http == nil || (d.http.o.Tokens != nil && d.http.o.Tokens.hasHash(si.tokenHash, si.user))
+}
+
+// revoke ends the sign-ins of users (removed from the tokens file).
+func (d *Dashboard) revoke(users []string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for k, si := range d.signins {
+		if slices.Contains(users, si.user) {
+			delete(d.signins, k)
+		}
+	}
+	for sub := range d.subs {
+		if slices.Contains(users, sub.user) {
+			sub.cancel()
+		}
+	}
+}
+
+// serveSignin: over HTTP, the form that takes a bearer token, and its
+// post.
+func (d *Dashboard) serveSignin(w http.ResponseWriter, r *http.Request) {
+	if d.http == nil || d.http.o.Tokens == nil {
+		d.refuse(w, r)
+		return
+	}
+	page := signinPage{pageBase: pageBase{Title: "Sign in"}}
+	if r.Method == http.MethodPost {
+		if !d.sameOrigin(r) {
+			http.Error(w, "Forbidden: cross-origin sign-in", http.StatusForbidden)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+		token := strings.TrimSpace(r.PostFormValue("token"))
+		info, err := d.http.o.Tokens.verify(r.Context(), token, r)
+		if err == nil {
+			sum := sha256.Sum256([]byte(token))
+			d.newSignin(w, r, info.UserID, hex.EncodeToString(sum[:]))
+			http.Redirect(w, r, uiPrefix+"/", http.StatusSeeOther)
+			return
+		}
+		d.http.authFailed(r, "unknown token (dashboard sign-in)")
+		page.Failed = true
+		d.render(w, http.StatusUnauthorized, "signin.html", page)
+		return
+	}
+	d.render(w, http.StatusOK, "signin.html", page)
+}
+
+func (d *Dashboard) signout(w http.ResponseWriter, r *http.Request, si *signin) {
+	if !d.sameOrigin(r) || !d.checkPageToken(r, si) {
+		http.Error(w, "Forbidden", http.StatusForbidden)
+		return
+	}
+	d.mu.Lock()
+	for k, v := range d.signins {
+		if v == si {
+			delete(d.signins, k)
+		}
+	}
+	d.mu.Unlock()
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: uiPrefix, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, uiPrefix+"/signin", http.StatusSeeOther)
+}
+
+// sameOrigin: an action's Origin header must be present and the
+// dashboard's own (browsers send it with every POST).
+func (d *Dashboard) sameOrigin(r *http.Request) bool {
+	vals := r.Header.Values("Origin")
+	if len(vals) != 1 {
+		return false
+	}
+	o := originOf(vals[0])
+	if o == "" {
+		return false
+	}
+	if o == originOf(d.o.BaseURL) {
+		return true
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return o == originOf(scheme+"://"+r.Host) && d.hostAllowed(r)
+}
+
+// pageToken is a new token for a page shown to si: a nonce and its MAC
+// under the sign-in.
+func (d *Dashboard) pageToken(si *signin) string {
+	nonce := make([]byte, 16)
+	_, _ = rand.Read(nonce)
+	return base64.RawURLEncoding.EncodeToString(nonce) + "." + base64.RawURLEncoding.EncodeToString(d.pageMAC(si, nonce))
+}
+
+func (d *Dashboard) pageMAC(si *signin, nonce []byte) []byte {
+	mac := hmac.New(sha256.New, d.key)
+	mac.Write([]byte(si.user + "\x00" + si.tokenHash + "\x00" + si.expires.String() + "\x00"))
+	mac.Write(nonce)
+	return mac.Sum(nil)
+}
+
+// checkPageToken checks the token an action carries (form field csrf, or
+// header X-CSRF-Token) against the sign-in.
+func (d *Dashboard) checkPageToken(r *http.Request, si *signin) bool {
+	tok := r.Header.Get("X-CSRF-Token")
+	if tok == "" {
+		tok = r.PostFormValue("csrf")
+	}
+	n, m, ok := strings.Cut(tok, ".")
+	nonce, err1 := base64.RawURLEncoding.DecodeString(n)
+	mac, err2 := base64.RawURLEncoding.DecodeString(m)
+	return ok && err1 == nil && err2 == nil && len(nonce) == 16 && hmac.Equal(mac, d.pageMAC(si, nonce))
+}
+
+// visible reports whether si may see a session of owner.
+func (d *Dashboard) visible(si *signin, owner string) bool {
+	return owner == si.user || d.admin(si.user)
+}
+
+// revokeUsers is revoke for a dashboard that may be nil.
+func (d *Dashboard) revokeUsers(users []string) {
+	if d != nil {
+		d.revoke(users)
+	}
+}

@@ -1,0 +1,132 @@
+package mcptools
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+)
+
+// The dashboard's actions: interrupt a session's turn, close a session,
+// answer a permission question. Each is a POST to /ui/s/<id>/<action>
+// that must carry the sign-in cookie, a same-origin Origin header and the
+// token of the page it came from; the action must be classified
+// (dashboardActions in actions.go); the session must be the user's (an
+// admin may interrupt and close anyone's; a question is answered by the
+// session's owner only, since the answer acts as them); and it is
+// audited like a tool call, "started" first (an action whose line cannot
+// be written is refused).
+
+// session returns the open session id of this instance that si may see
+// (another instance's session is never taken up from here), or nil.
+func (d *Dashboard) session(si *signin, id string) *sessions.Session {
+	for _, s := range d.mgr.List() {
+		if s.ID == id && d.visible(si, s.Info().Owner) {
+			return s
+		}
+	}
+	return nil
+}
+
+func (d *Dashboard) serveAction(w http.ResponseWriter, r *http.Request, si *signin, path string) {
+	if !d.sameOrigin(r) {
+		d.log.Warn("dashboard action refused: not from a page of this dashboard", "user", si.user, "path", path, "origin", r.Header.Get("Origin"))
+		http.Error(w, "Forbidden: the request does not come from a page of this dashboard (Origin)", http.StatusForbidden)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if !d.checkPageToken(r, si) {
+		d.log.Warn("dashboard action refused: no valid page token", "user", si.user, "path", path)
+		http.Error(w, "Forbidden: the request carries no valid page token; reload the page", http.StatusForbidden)
+		return
+	}
+	rest, ok := strings.CutPrefix(path, "/s/")
+	id, action, _ := strings.Cut(rest, "/")
+	if !ok || id == "" {
+		http.NotFound(w, r)
+		return
+	}
+	if _, classified := dashboardActions[action]; !classified {
+		http.Error(w, fmt.Sprintf("Forbidden: action %q is not classified by this server's policy", action), http.StatusForbidden)
+		return
+	}
+	s := d.session(si, id)
+	if s == nil {
+		http.Error(w, fmt.Sprintf("Not found: no open session %q of yours", id), http.StatusNotFound)
+		return
+	}
+	owner := s.Info().Owner
+	if action == "answer" && owner != si.user {
+		http.Error(w, "Forbidden: only the session's owner answers its permission questions", http.StatusForbidden)
+		return
+	}
+	start := time.Now()
+	if err := d.o.Audit.dashboardAction(si.user, action, id, start, "started", ""); err != nil {
+		http.Error(w, "refused: "+err.Error()+"; nothing was done", http.StatusInternalServerError)
+		return
+	}
+	msg, code := d.act(r, s, action)
+	outcome, errText := "ok", ""
+	if code >= 400 {
+		outcome, errText = "error", msg
+	}
+	_ = d.o.Audit.dashboardAction(si.user, action, id, start, outcome, errText)
+	d.log.Info("dashboard action", "user", si.user, "action", action, "session_id", id, "outcome", outcome)
+	if r.Header.Get("X-Requested-With") == "dashboard" {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(code)
+		fmt.Fprintln(w, msg)
+		return
+	}
+	if code >= 400 {
+		d.render(w, code, "error.html", errorPage{pageBase: d.base(si, "Refused"), Message: msg})
+		return
+	}
+	to := uiPrefix + "/s/" + id
+	if action == "close" {
+		to = uiPrefix + "/"
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+// act carries out an action and says what happened, with an HTTP status.
+func (d *Dashboard) act(r *http.Request, s *sessions.Session, action string) (string, int) {
+	switch action {
+	case "interrupt":
+		ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+		defer cancel()
+		was, forced := s.Interrupt(ctx)
+		switch {
+		case forced:
+			return "Interrupted; claude did not acknowledge in time, so its process was stopped (the session resumes on its next query).", http.StatusOK
+		case was:
+			return "Interrupted the running turn.", http.StatusOK
+		}
+		return "No turn was running.", http.StatusConflict
+	case "close":
+		n, err := d.mgr.Close(s.ID)
+		if err != nil {
+			return err.Error(), http.StatusConflict
+		}
+		msg := fmt.Sprintf("Closed; %d session(s) remain open.", n)
+		if w := s.WorktreeInfo(r.Context()); w != nil && !w.Removed {
+			msg += fmt.Sprintf(" Its worktree is kept: %s (branch %s).", w.Path, w.Branch)
+		}
+		return msg, http.StatusOK
+	case "answer":
+		qid, decision, reason := r.PostFormValue("question"), r.PostFormValue("decision"), r.PostFormValue("reason")
+		switch decision {
+		case decisionAllowOnce, decisionAllowSession, decisionDeny:
+		default:
+			return fmt.Sprintf("invalid decision %q: use %s, %s or %s", decision, decisionAllowOnce, decisionAllowSession, decisionDeny), http.StatusBadRequest
+		}
+		if !d.answerQuestion(s.ID, qid, decision, strings.TrimSpace(reason)) {
+			return "That question is no longer open: it was answered already (the first answer wins) or timed out.", http.StatusConflict
+		}
+		return "Answered: " + decision + ".", http.StatusOK
+	}
+	return "unknown action", http.StatusNotFound
+}

@@ -1,0 +1,368 @@
+package mcptools
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+)
+
+// A run's feed is the dashboard's record of its turn: the steps so far, in
+// a bounded window, each numbered. Adding a step never waits for a page: it
+// appends under a short lock and wakes the pages that watch (a token in a
+// channel of one, dropped when one is there). Each page's event stream
+// reads the steps after the last one it sent; a page that fell so far
+// behind that the window moved past it is told to resync and gets the
+// window anew. So a slow or stalled browser costs the query nothing.
+
+// uiStep is one step of a turn as a page shows it (JSON in the event
+// stream; the script renders every field as text).
+type uiStep struct {
+	Seq     uint64 `json:"seq"`
+	Kind    string `json:"kind"`
+	Text    string `json:"text,omitempty"`
+	Tool    string `json:"tool,omitempty"`
+	ToolID  string `json:"toolId,omitempty"`
+	IsError bool   `json:"isError,omitempty"`
+	Ms      int64  `json:"ms"` // since the run started
+	Turns   int    `json:"turns"`
+	Tools   int    `json:"tools"`
+}
+
+// stepTextBytes bounds the text of one step (a tool's output, say).
+const stepTextBytes = 8 << 10
+
+type runFeed struct {
+	d       *Dashboard
+	session *sessions.Session
+	owner   string
+	id      string // the run's id once bound (a placeholder before)
+	start   time.Time
+
+	mu    sync.Mutex
+	run   *sessions.Run
+	steps []uiStep
+	first uint64 // seq of steps[0]
+	next  uint64 // seq of the next step; steps are numbered from 1
+	bytes int
+	done  bool
+}
+
+// newFeed starts the feed of a run about to start in s; it is the
+// session's current feed from now on.
+func (d *Dashboard) newFeed(s *sessions.Session) *runFeed {
+	f := &runFeed{d: d, session: s, owner: s.Info().Owner, id: uuid.NewString(), start: time.Now(), first: 1, next: 1}
+	d.mu.Lock()
+	d.feeds[s.ID] = f
+	feeds := make([]*runFeed, 0, len(d.feeds))
+	for _, other := range d.feeds {
+		feeds = append(feeds, other)
+	}
+	d.mu.Unlock()
+	// The feeds of closed sessions go (looked at without d.mu: Info
+	// takes the session's lock).
+	for _, other := range feeds {
+		if other.session.Info().State == sessions.StateClosed {
+			other.abandon()
+		}
+	}
+	d.poke(s.ID)
+	return f
+}
+
+func (f *runFeed) bind(r *sessions.Run) {
+	f.mu.Lock()
+	f.run = r
+	f.mu.Unlock()
+}
+
+// abandon forgets a feed whose run did not start.
+func (f *runFeed) abandon() {
+	f.d.mu.Lock()
+	if f.d.feeds[f.session.ID] == f {
+		delete(f.d.feeds, f.session.ID)
+	}
+	f.d.mu.Unlock()
+	f.d.poke(f.session.ID)
+}
+
+// feedOf is the session's current feed (its latest run), or nil.
+func (d *Dashboard) feedOf(sessionID string) *runFeed {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.feeds[sessionID]
+}
+
+// add records an event of the turn and wakes the pages that watch it.
+func (f *runFeed) add(e sessions.Event) {
+	switch e.Kind {
+	case sessions.EventHeartbeat:
+		return
+	case sessions.EventTurnStarted, sessions.EventDone:
+		info := f.session.Info() // the cost before and after the turn
+		f.d.addSpend(spendSample{T: time.Now(), Session: f.session.ID, Name: info.Name, Owner: info.Owner, Cost: info.CostUSD})
+	}
+	text := e.Text
+	if e.Kind == sessions.EventDone && e.Text == "" {
+		text = "done"
+	}
+	st := uiStep{Kind: string(e.Kind), Text: textcut.Cut(text, stepTextBytes), Tool: e.Tool, ToolID: e.ToolID, IsError: e.IsError,
+		Turns: e.Turns, Tools: e.ToolsUsed, Ms: time.Since(f.start).Milliseconds()}
+	f.addStep(st)
+	f.d.poke(f.session.ID)
+}
+
+// addStep numbers st and appends it to the window, dropping the oldest
+// steps beyond its bounds.
+func (f *runFeed) addStep(st uiStep) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st.Seq = f.next
+	f.next++
+	f.steps = append(f.steps, st)
+	f.bytes += len(st.Text) + 64
+	for len(f.steps) > 1 && (len(f.steps) > f.d.maxSteps || f.bytes > f.d.maxStepBytes) {
+		f.bytes -= len(f.steps[0].Text) + 64
+		f.steps[0] = uiStep{}
+		f.steps = f.steps[1:]
+		f.first++
+	}
+	if st.Kind == string(sessions.EventDone) {
+		f.done = true
+	}
+}
+
+// since returns the steps from seq on; lost is true when some of those
+// are no longer in the window (the reader must resync).
+func (f *runFeed) since(seq uint64) (steps []uiStep, lost bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if seq < f.first {
+		lost = seq > 0
+		seq = f.first
+	}
+	if seq >= f.next {
+		return nil, lost
+	}
+	return append([]uiStep(nil), f.steps[seq-f.first:]...), lost
+}
+
+// state is whether the feed's turn has ended, and its run (nil until
+// bound).
+func (f *runFeed) state() (run *sessions.Run, done bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.run, f.done
+}
+
+// subscriber is a page's event stream: the list (session "") or one
+// session's page.
+type subscriber struct {
+	user    string
+	admin   bool
+	session string
+	wake    chan struct{} // a token when something changed
+	cancel  context.CancelFunc
+}
+
+func (d *Dashboard) subscribe(si *signin, session string, cancel context.CancelFunc) *subscriber {
+	sub := &subscriber{user: si.user, admin: d.admin(si.user), session: session, wake: make(chan struct{}, 1), cancel: cancel}
+	d.mu.Lock()
+	d.subs[sub] = struct{}{}
+	d.mu.Unlock()
+	return sub
+}
+
+func (d *Dashboard) unsubscribe(sub *subscriber) {
+	d.mu.Lock()
+	delete(d.subs, sub)
+	d.mu.Unlock()
+}
+
+// poke wakes the pages that show session id: its own and the lists.
+func (d *Dashboard) poke(id string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for sub := range d.subs {
+		if sub.session == id || sub.session == "" {
+			select {
+			case sub.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// watched reports whether a page that may answer for a session of owner
+// is open (its list, or its own page).
+func (d *Dashboard) watched(id, owner string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for sub := range d.subs {
+		if (sub.user == owner || sub.admin) && (sub.session == "" || sub.session == id) {
+			return true
+		}
+	}
+	return false
+}
+
+// spendSample is a session's cumulative cost at a moment (at the start and
+// end of each turn).
+type spendSample struct {
+	T       time.Time
+	Session string
+	Name    string
+	Owner   string
+	Cost    float64
+}
+
+const maxSpendSamples = 10000
+
+func (d *Dashboard) addSpend(s spendSample) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.spend) >= maxSpendSamples {
+		d.spend = append(d.spend[:0], d.spend[len(d.spend)/10:]...) // the oldest tenth goes
+	}
+	d.spend = append(d.spend, s)
+}
+
+// pendingQuestion is a permission question the dashboard may answer: one
+// of a run that asks its client by elicitation (whoever answers first
+// wins), or of a client that cannot be asked while a page is open.
+type pendingQuestion struct {
+	id      string
+	session string
+	owner   string
+	req     *sessions.PermissionRequest
+	asked   time.Time
+	answer  chan *claudeagent.PermissionResult // the page's answer, once it won
+	won     atomic.Bool                        // an answer was taken: the first wins
+}
+
+// errNoPage: the client cannot be asked and no dashboard page is open.
+var errNoPage = errors.New("its MCP client did not declare elicitation and no dashboard page was open")
+
+// asker is the AskPermission of a run in s: it asks the client (elicit,
+// when it can be asked) and offers the question on the dashboard; the
+// first answer wins, the other side's question is withdrawn. A client that
+// cannot be asked leaves the question to a dashboard page, if one is open;
+// else the server's policy answers at once.
+func (d *Dashboard) asker(s *sessions.Session, elicit func(context.Context, *sessions.PermissionRequest) (*claudeagent.PermissionResult, error)) func(context.Context, *sessions.PermissionRequest) (*claudeagent.PermissionResult, error) {
+	owner := s.Info().Owner
+	return func(ctx context.Context, pr *sessions.PermissionRequest) (*claudeagent.PermissionResult, error) {
+		if elicit == nil && !d.watched(pr.SessionID, owner) {
+			return nil, errNoPage
+		}
+		q := &pendingQuestion{id: "permission-" + uuid.NewString(), session: pr.SessionID, owner: owner, req: pr, asked: time.Now(),
+			answer: make(chan *claudeagent.PermissionResult, 1)}
+		d.mu.Lock()
+		d.pending[q.id] = q
+		d.mu.Unlock()
+		d.poke(pr.SessionID)
+		defer func() {
+			d.mu.Lock()
+			delete(d.pending, q.id)
+			d.mu.Unlock()
+			d.poke(pr.SessionID)
+		}()
+		type result struct {
+			res *claudeagent.PermissionResult
+			err error
+		}
+		var client chan result
+		if elicit != nil {
+			ectx, cancel := context.WithCancel(ctx)
+			defer cancel() // withdraws the client's question when the page answered
+			client = make(chan result, 1)
+			go func() {
+				res, err := elicit(ectx, pr)
+				client <- result{res, err}
+			}()
+		}
+		select {
+		case res := <-q.answer:
+			return res, nil
+		case r := <-client:
+			if q.won.CompareAndSwap(false, true) {
+				return r.res, r.err
+			}
+		case <-ctx.Done():
+			if q.won.CompareAndSwap(false, true) {
+				return nil, ctx.Err()
+			}
+		}
+		return <-q.answer, nil // the page won the race: its answer is on the way
+	}
+}
+
+// questions returns the permission questions open in session id: the
+// dashboard's own and those queued in its run (asked of a client of
+// protocol 2026-07-28, or a task).
+func (d *Dashboard) questions(id string) []shownQuestion {
+	var out []shownQuestion
+	d.mu.Lock()
+	for _, q := range d.pending {
+		if q.session == id {
+			out = append(out, shownQuestion{ID: q.id, Message: permissionMessage(q.req), Tool: q.req.ToolName, asked: q.asked})
+		}
+	}
+	d.mu.Unlock()
+	if f := d.feedOf(id); f != nil {
+		if r, _ := f.state(); r != nil {
+			for _, q := range r.Questions() {
+				out = append(out, shownQuestion{ID: q.ID, Message: permissionMessage(q.PermissionRequest), Tool: q.ToolName})
+			}
+		}
+	}
+	return out
+}
+
+// shownQuestion is a question as a page shows it.
+type shownQuestion struct {
+	ID, Message, Tool string
+	asked             time.Time
+}
+
+// answerQuestion delivers a page's answer to question qid of session id;
+// false when it is no longer open (answered elsewhere, timed out).
+func (d *Dashboard) answerQuestion(id, qid, decision, reason string) bool {
+	d.mu.Lock()
+	q := d.pending[qid]
+	if q != nil && q.session == id {
+		delete(d.pending, qid)
+	}
+	d.mu.Unlock()
+	page := &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": decision, "reason": reason}}
+	if q != nil && q.session == id {
+		if !q.won.CompareAndSwap(false, true) {
+			return false // the client answered first
+		}
+		res, _ := permissionAnswer(q.req, page)
+		q.answer <- res
+		return true
+	}
+	f := d.feedOf(id)
+	if f == nil {
+		return false
+	}
+	r, _ := f.state()
+	if r == nil {
+		return false
+	}
+	for _, rq := range r.Questions() {
+		if rq.ID == qid {
+			res, _ := permissionAnswer(rq.PermissionRequest, page)
+			return r.Answer(qid, res)
+		}
+	}
+	return false
+}

@@ -1,0 +1,527 @@
+package mcptools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+)
+
+// The pages: the list of sessions (with the spend chart and the sessions
+// of other instances), a session's page (its running turn, live, its
+// pending questions and its history), and their event stream.
+
+// pageBase is what every page has.
+type pageBase struct {
+	Title string
+	CSRF  string // the page's token for actions
+	User  string // "" on stdio
+	HTTP  bool   // signed in with a token (a sign-out button)
+	Admin bool
+}
+
+type errorPage struct {
+	pageBase
+	Message string
+}
+
+type signinPage struct {
+	pageBase
+	Failed bool
+}
+
+// sessionRow is a session in the list.
+type sessionRow struct {
+	ID, Name, State, Model, Cwd, Owner, Task string
+	Worktree                                 *sessions.WorktreeInfo
+	Running                                  bool
+	Since                                    int64 // the running turn's start, Unix ms
+	Elapsed                                  string
+	Turns, Tools                             int
+	LastStep                                 string
+	Cost, Budget                             float64
+	Questions                                int
+	Queries                                  int
+}
+
+// otherRow is a session of another instance sharing the registry.
+type otherRow struct {
+	ID, Name, Model, Cwd, Owner, LastUsed string
+	Cost                                  float64
+	Queries                               int
+}
+
+type listPage struct {
+	pageBase
+	Rows   []sessionRow
+	Others []otherRow
+	Charts []spendChart
+}
+
+type sessionPage struct {
+	pageBase
+	Row       sessionRow
+	Questions []shownQuestion
+	History   []sessions.HistoryEntry
+	Older     int // the cursor of the older page; -1 for none
+	Newer     int
+	Total     int
+	From      int // the index of History[0]
+	ReadOnly  bool
+	CanAnswer bool
+}
+
+var templateFuncs = template.FuncMap{
+	"usd": func(v float64) string { return "$" + strconv.FormatFloat(v, 'f', 4, 64) },
+	"short": func(id string) string {
+		if len(id) > 8 {
+			return id[:8]
+		}
+		return id
+	},
+	"json": func(raw json.RawMessage) string {
+		var b bytes.Buffer
+		if json.Indent(&b, raw, "", "  ") != nil {
+			return string(raw)
+		}
+		return textcut.Cut(b.String(), 4000)
+	},
+	"cut":  func(s string, n int) string { return textcut.Cut(s, n) },
+	"add":  func(a, b int) int { return a + b },
+	"time": func(t time.Time) string { return t.Local().Format("15:04:05") },
+	"frac": func(a, b float64) float64 {
+		if b <= 0 {
+			return 0
+		}
+		return min(a/b, 1)
+	},
+}
+
+// render executes a template into a buffer first, so that a failure is a
+// clean 500.
+func (d *Dashboard) render(w http.ResponseWriter, code int, name string, data any) {
+	var b bytes.Buffer
+	if err := d.tmpl.ExecuteTemplate(&b, name, data); err != nil {
+		d.log.Error("rendering a dashboard page", "page", name, "err", err)
+		http.Error(w, "rendering the page failed", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	_, _ = w.Write(b.Bytes())
+}
+
+func (d *Dashboard) base(si *signin, title string) pageBase {
+	return pageBase{Title: title, CSRF: d.pageToken(si), User: si.user, HTTP: d.http != nil, Admin: d.admin(si.user)}
+}
+
+// row describes s for si.
+func (d *Dashboard) row(ctx context.Context, s *sessions.Session, withWorktree bool) sessionRow {
+	i := s.Info()
+	row := sessionRow{ID: i.SessionID, Name: i.Name, State: string(i.State), Model: i.Model, Cwd: i.Cwd, Owner: i.Owner,
+		Cost: i.CostUSD, Budget: s.Budget(), Queries: i.Queries}
+	if d.h != nil {
+		row.Task = d.h.tasks.runningTask(i.SessionID)
+	}
+	if withWorktree && i.Worktree != nil {
+		wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		row.Worktree = s.WorktreeInfo(wctx)
+		cancel()
+	}
+	if f := d.feedOf(i.SessionID); f != nil {
+		// Running from the feed's start (before Start has returned the run)
+		// to the turn's end.
+		if r, done := f.state(); !done && (r == nil || !isClosed(r.Done())) {
+			row.Running, row.Since = true, f.start.UnixMilli()
+			row.Elapsed = time.Since(f.start).Round(time.Second).String()
+			if r != nil {
+				p := r.Progress()
+				row.Turns, row.Tools, row.LastStep = p.Turns, p.ToolsUsed, textcut.Cut(p.LastStep, 200)
+			}
+		}
+	}
+	row.Questions = len(d.questions(i.SessionID))
+	return row
+}
+
+// mine returns the open sessions si may see, oldest first.
+func (d *Dashboard) mine(si *signin) []*sessions.Session {
+	var out []*sessions.Session
+	for _, s := range d.mgr.List() {
+		if d.visible(si, s.Info().Owner) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (d *Dashboard) serveList(w http.ResponseWriter, r *http.Request, si *signin, rowsOnly bool) {
+	page := listPage{pageBase: d.base(si, "Sessions")}
+	open := map[string]bool{}
+	for _, s := range d.mine(si) {
+		page.Rows = append(page.Rows, d.row(r.Context(), s, true))
+		open[s.ID] = true
+	}
+	for _, e := range d.otherInstances() {
+		if open[e.SessionID] || !d.visible(si, e.Owner) {
+			continue
+		}
+		page.Others = append(page.Others, otherRow{ID: e.SessionID, Name: e.Options.Name, Model: e.Model, Cwd: e.Options.Cwd, Owner: e.Owner,
+			LastUsed: e.LastUsed.Local().Format("2006-01-02 15:04"), Cost: e.CostUSD, Queries: e.Queries})
+	}
+	if rowsOnly {
+		d.render(w, http.StatusOK, "rows.html", page)
+		return
+	}
+	page.Charts = d.charts(si)
+	d.render(w, http.StatusOK, "list.html", page)
+}
+
+// otherInstances returns the registry's sessions (read at most every two
+// seconds): those another instance holds are the ones this one has not
+// open.
+func (d *Dashboard) otherInstances() []sessions.RegistryEntry {
+	reg := d.mgr.Config().Registry
+	if reg == nil {
+		return nil
+	}
+	d.mu.Lock()
+	if time.Since(d.othersAt) < 2*time.Second {
+		out := d.others
+		d.mu.Unlock()
+		return out
+	}
+	d.mu.Unlock()
+	entries := reg.Load()
+	d.mu.Lock()
+	d.others, d.othersAt = entries, time.Now()
+	d.mu.Unlock()
+	return entries
+}
+
+// historyPage is how many entries of the history a page shows.
+const historyPage = 50
+
+func (d *Dashboard) serveSession(w http.ResponseWriter, r *http.Request, si *signin, id string, panelOnly bool) {
+	s := d.session(si, id)
+	if s == nil {
+		// Another user's session is not found, like one that never was.
+		d.render(w, http.StatusNotFound, "error.html", errorPage{pageBase: d.base(si, "Not found"),
+			Message: fmt.Sprintf("No open session %q of yours.", id)})
+		return
+	}
+	page := sessionPage{pageBase: d.base(si, "Session "+id), Row: d.row(r.Context(), s, true)}
+	page.CanAnswer = page.Row.Owner == si.user
+	page.Questions = d.questions(id)
+	if page.Row.Name != "" {
+		page.Title = page.Row.Name
+	}
+	if panelOnly {
+		d.render(w, http.StatusOK, "panel.html", page)
+		return
+	}
+	all := s.History()
+	page.Total = len(all)
+	end := len(all)
+	if c := r.URL.Query().Get("before"); c != "" {
+		if n, err := strconv.Atoi(c); err == nil && n >= 0 && n <= len(all) {
+			end = n
+		}
+	}
+	start := max(end-historyPage, 0)
+	page.History, page.From = all[start:end], start
+	page.Older, page.Newer = -1, -1
+	if start > 0 {
+		page.Older = start
+	}
+	if end < len(all) {
+		page.Newer = min(end+historyPage, len(all))
+	}
+	for i := range page.History {
+		if e := &page.History[i]; len(e.Text) > 20000 {
+			e.Text = textcut.Cut(e.Text, 20000)
+		}
+	}
+	d.render(w, http.StatusOK, "session.html", page)
+}
+
+// serveEvents is a page's event stream (server-sent events). The list's
+// says "changed" (at most twice a second) and the page fetches its rows
+// again. A session page's says "turn" when a run starts (the page clears
+// its live view), then each "step" of it; "resync" when the page fell
+// behind the window (it clears, and the window follows); "panel" when the
+// session's state or questions changed (the page fetches its panel).
+func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request, si *signin) {
+	session := r.URL.Query().Get("session")
+	var s *sessions.Session
+	if session != "" {
+		if s = d.session(si, session); s == nil {
+			http.NotFound(w, r)
+			return
+		}
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	sub := d.subscribe(si, session, cancel)
+	defer d.unsubscribe(sub)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("X-Accel-Buffering", "no")
+	rc := http.NewResponseController(w)
+	var buf bytes.Buffer
+	flush := func() error {
+		if buf.Len() == 0 {
+			return nil
+		}
+		_ = rc.SetWriteDeadline(time.Now().Add(d.writeTimeout))
+		_, err := w.Write(buf.Bytes())
+		buf.Reset()
+		if err == nil {
+			err = rc.Flush()
+		}
+		return err
+	}
+	event := func(name string, id uint64, data any) {
+		raw, _ := json.Marshal(data)
+		if id > 0 {
+			fmt.Fprintf(&buf, "id: %d\n", id)
+		}
+		fmt.Fprintf(&buf, "event: %s\ndata: %s\n\n", name, raw)
+	}
+	buf.WriteString("retry: 2000\n\n")
+	heartbeat := time.NewTicker(15 * time.Second)
+	defer heartbeat.Stop()
+	// Questions queued in a run appear without an event of their own: while
+	// a turn runs, the page's stream looks for them twice a second.
+	poll := time.NewTicker(500 * time.Millisecond)
+	defer poll.Stop()
+	var (
+		cur       *runFeed
+		next      uint64
+		panel     string
+		lastList  time.Time
+		listTimer *time.Timer
+		listDue   <-chan time.Time
+		first     = true
+	)
+	defer func() {
+		if listTimer != nil {
+			listTimer.Stop()
+		}
+	}()
+	for {
+		live := false
+		if session != "" {
+			if f := d.feedOf(session); f != cur {
+				cur, next = f, 0
+				if f != nil {
+					run, done := f.state()
+					event("turn", 0, map[string]any{"id": f.id, "started": f.start.UnixMilli(), "done": done, "bound": run != nil})
+				}
+			}
+			if cur != nil {
+				steps, lost := cur.since(next)
+				if lost {
+					event("resync", 0, map[string]any{"id": cur.id})
+					steps, _ = cur.since(0)
+				}
+				for _, st := range steps {
+					event("step", st.Seq, st)
+					next = st.Seq + 1
+				}
+				_, done := cur.state()
+				live = !done
+			}
+			if p := d.panelKey(s); p != panel {
+				if panel != "" {
+					event("panel", 0, map[string]any{})
+				}
+				panel = p
+			}
+		} else if first {
+			lastList = time.Now() // the page has just rendered its rows
+		} else if listDue == nil {
+			if wait := 500*time.Millisecond - time.Since(lastList); wait > 0 {
+				listTimer = time.NewTimer(wait)
+				listDue = listTimer.C
+			} else {
+				event("changed", 0, map[string]any{})
+				lastList = time.Now()
+			}
+		}
+		first = false
+		if err := flush(); err != nil {
+			return // the browser stopped reading: it reconnects and resyncs
+		}
+		var tick <-chan time.Time
+		if live {
+			tick = poll.C
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-sub.wake:
+		case <-tick:
+		case <-listDue:
+			listDue = nil
+			event("changed", 0, map[string]any{})
+			lastList = time.Now()
+		case <-heartbeat.C:
+			if !d.valid(si) {
+				return
+			}
+			buf.WriteString(": keep-alive\n\n")
+			if session == "" && listDue == nil {
+				// States change without a turn too (dormancy).
+				event("changed", 0, map[string]any{})
+				lastList = time.Now()
+			}
+		}
+	}
+}
+
+// panelKey sums up what a session page's panel shows that changes: the
+// state, the counts, the questions.
+func (d *Dashboard) panelKey(s *sessions.Session) string {
+	i := s.Info()
+	var b strings.Builder
+	running := false
+	if f := d.feedOf(s.ID); f != nil {
+		r, done := f.state()
+		running = !done && r != nil
+	}
+	fmt.Fprintf(&b, "%s|%d|%g|%s|%v|", i.State, i.Queries, i.CostUSD, i.Model, running)
+	for _, q := range d.questions(s.ID) {
+		b.WriteString(q.ID + ",")
+	}
+	return b.String()
+}
+
+// spendChart is a small line chart of cumulative spend (inline SVG, drawn
+// here: no script).
+type spendChart struct {
+	Title  string
+	Lines  []chartLine
+	Max    string
+	Span   string
+	Width  int
+	Height int
+}
+
+type chartLine struct {
+	Label  string
+	Color  string
+	Points string
+	Total  float64
+}
+
+var chartColors = []string{"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7"}
+
+// charts draws the spend over time per session and per user (over HTTP,
+// an admin sees every user), from the samples taken at each turn's start
+// and end since the server started.
+func (d *Dashboard) charts(si *signin) []spendChart {
+	d.mu.Lock()
+	var samples []spendSample
+	for _, s := range d.spend {
+		if d.visible(si, s.Owner) {
+			samples = append(samples, s)
+		}
+	}
+	d.mu.Unlock()
+	if len(samples) == 0 {
+		return nil
+	}
+	bySession := map[string][]spendSample{}
+	labels := map[string]string{}
+	for _, s := range samples {
+		bySession[s.Session] = append(bySession[s.Session], s)
+		labels[s.Session] = s.Name
+		if labels[s.Session] == "" {
+			labels[s.Session] = s.Session[:min(8, len(s.Session))]
+		}
+	}
+	// A user's spend is the sum of their sessions' latest costs.
+	byUser := map[string][]spendSample{}
+	latest := map[string]float64{}
+	for _, s := range samples {
+		latest[s.Session] = s.Cost
+		sum := 0.0
+		for id, c := range latest {
+			if bySession[id][0].Owner == s.Owner {
+				sum += c
+			}
+		}
+		owner := s.Owner
+		if owner == "" {
+			owner = "local"
+		}
+		byUser[owner] = append(byUser[owner], spendSample{T: s.T, Cost: sum})
+		labels["user:"+owner] = owner
+	}
+	t0, t1 := d.start, time.Now()
+	out := []spendChart{drawChart("Spend per session", bySession, labels, "", t0, t1)}
+	if d.http != nil {
+		out = append(out, drawChart("Spend per user", byUser, labels, "user:", t0, t1))
+	}
+	return out
+}
+
+func drawChart(title string, series map[string][]spendSample, labels map[string]string, prefix string, t0, t1 time.Time) spendChart {
+	const w, h = 480, 140
+	c := spendChart{Title: title, Width: w, Height: h, Span: t1.Sub(t0).Round(time.Second).String()}
+	keys := make([]string, 0, len(series))
+	top := 0.0
+	for k, ss := range series {
+		keys = append(keys, k)
+		top = max(top, ss[len(ss)-1].Cost)
+	}
+	// The costliest eight, largest first.
+	slices.SortFunc(keys, func(a, b string) int {
+		ca, cb := series[a][len(series[a])-1].Cost, series[b][len(series[b])-1].Cost
+		switch {
+		case ca > cb:
+			return -1
+		case ca < cb:
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	if len(keys) > len(chartColors) {
+		keys = keys[:len(chartColors)]
+	}
+	if top <= 0 {
+		top = 1e-6
+	}
+	c.Max = "$" + strconv.FormatFloat(top, 'f', 4, 64)
+	span := max(t1.Sub(t0).Seconds(), 1)
+	x := func(t time.Time) float64 { return float64(w) * t.Sub(t0).Seconds() / span }
+	y := func(v float64) float64 { return float64(h) - float64(h-4)*v/top }
+	for i, k := range keys {
+		var b strings.Builder
+		last := 0.0
+		for j, s := range series[k] {
+			if j > 0 {
+				b.WriteByte(' ')
+			}
+			// A step: the cost holds until the next sample.
+			if j > 0 {
+				fmt.Fprintf(&b, "%.1f,%.1f ", x(s.T), y(last))
+			}
+			fmt.Fprintf(&b, "%.1f,%.1f", x(s.T), y(s.Cost))
+			last = s.Cost
+		}
+		fmt.Fprintf(&b, " %.1f,%.1f", float64(w), y(last))
+		c.Lines = append(c.Lines, chartLine{Label: labels[prefix+k], Color: chartColors[i], Points: b.String(), Total: last})
+	}
+	return c
+}
