@@ -24,6 +24,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
 // Config configures a [Manager]. Zero values select the defaults.
@@ -143,7 +144,8 @@ type Manager struct {
 	persistErr error              // of the last registry write
 	spent      float64            // what every turn has cost, also of closed sessions (and before a restart, and on other instances sharing the registry as of the last merge)
 	userSpent  map[string]float64 // likewise per owner
-	share      shareState         // sharing the registry with other instances (registry.go)
+	share      shareState         // sharing the registry with other instances (share.go)
+	store      store.Store        // the registry (cfg.Registry), nil for none
 
 	cliMu      sync.Mutex
 	cliPath    string
@@ -189,6 +191,9 @@ func NewManager(cfg Config) *Manager {
 	}
 	m := &Manager{cfg: cfg, log: logger, sessions: map[string]*Session{}, pool: newLivePool(cfg.MaxLive, cfg.MaxQueue), quiet: quiet{fn: cfg.OnIdle}}
 	m.spares.stopped = sync.NewCond(&m.spares.mu)
+	if cfg.Registry != nil {
+		m.store = cfg.Registry
+	}
 	m.restore()
 	return m
 }
