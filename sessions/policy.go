@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -381,3 +382,61 @@ func readSettingsFile(path string) (map[string]json.RawMessage, error) {
 // errUnclassified is wrapped by the error for an option without a
 // classifier (a programming error that the tests catch).
 var errUnclassified = errors.New("no policy class")
+
+// BypassAvailable reports whether sessions may use bypassPermissions: the
+// mode is allowed, and the CLI will accept the flag (as root it refuses
+// without IS_SANDBOX=1).
+func (m *Manager) BypassAvailable() bool {
+	if !m.modeAllowed("bypassPermissions") {
+		return false
+	}
+	if os.Geteuid() == 0 && os.Getenv("IS_SANDBOX") == "" && m.cfg.Env["IS_SANDBOX"] == "" {
+		return false
+	}
+	return true
+}
+
+func (m *Manager) modeAllowed(mode string) bool {
+	return m.cfg.AllowedModes == nil || slices.Contains(m.cfg.AllowedModes, mode)
+}
+
+// checkDir checks a directory: it exists, and lies within the allowed
+// roots (see checkPath).
+func (m *Manager) checkDir(what, dir string) error {
+	if _, err := ValidateDir(what, dir); err != nil {
+		return err
+	}
+	return m.checkPath(what, dir)
+}
+
+// checkPath checks that path lies within the allowed roots, resolving
+// symlinks as they are now: a directory swapped for a link that leads
+// elsewhere is caught at the next start.
+func (m *Manager) checkPath(what, path string) error {
+	if len(m.cfg.AllowedRoots) == 0 {
+		return nil
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return fmt.Errorf("resolving %s %q: %v", what, path, err)
+	}
+	for _, root := range m.cfg.AllowedRoots {
+		r, err := filepath.EvalSymlinks(root)
+		if err != nil {
+			continue
+		}
+		if rel, err := filepath.Rel(r, real); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s %q is outside the directories this server allows (--allowed-roots %s): pass a path inside one of them", what, path, strings.Join(m.cfg.AllowedRoots, string(filepath.ListSeparator)))
+}
+
+// admit checks opts against the server's policy as it is now (the gate,
+// policy.go) before a process starts: at create, and again before every
+// start (resume, restore, wake from dormancy), so a session made under a
+// looser policy does not run under a stricter one. It returns the CLI
+// environment of the session's profile.
+func (m *Manager) admit(opts *CreateOptions) (map[string]string, error) {
+	return m.gate(opts, change{})
+}

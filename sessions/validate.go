@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/google/uuid"
 )
 
 // PermissionModes are the CLI's permission modes, in the order documented.
@@ -324,4 +325,63 @@ func checkSchemaTypes(where string, v any) error {
 		}
 	}
 	return nil
+}
+
+// Validate checks and normalises create options without starting anything:
+// the form of each option, then the server's policy (see admit).
+func (m *Manager) Validate(opts *CreateOptions) error {
+	var err error
+	if opts.Cwd == "" {
+		if opts.Cwd, err = os.Getwd(); err != nil {
+			return fmt.Errorf("getting the server's working directory: %w", err)
+		}
+	}
+	if opts.Cwd, err = ValidateDir("cwd", opts.Cwd); err != nil {
+		return err
+	}
+	for i, d := range opts.AddDirs {
+		if opts.AddDirs[i], err = ValidateDir("addDirs entry", d); err != nil {
+			return err
+		}
+	}
+	if err := ValidateModel(opts.Model); err != nil {
+		return err
+	}
+	if err := ValidatePermissionMode(opts.PermissionMode); err != nil {
+		return err
+	}
+	if err := ValidateToolRules("allowedTools", opts.AllowedTools); err != nil {
+		return err
+	}
+	if err := ValidateToolRules("disallowedTools", opts.DisallowedTools); err != nil {
+		return err
+	}
+	if err := ValidateToolNames("tools", opts.Tools); err != nil {
+		return err
+	}
+	if opts.MaxTurns < 0 {
+		return fmt.Errorf("invalid maxTurns %d: use a positive number, or omit it for no limit", opts.MaxTurns)
+	}
+	if opts.ForkSession && opts.ResumeSessionID == "" {
+		return errors.New("forkSession needs resumeSessionId: name the Claude session to fork")
+	}
+	if opts.ResumeSessionID != "" && uuid.Validate(opts.ResumeSessionID) != nil {
+		return fmt.Errorf("invalid resumeSessionId %q: it must be a Claude session id (a UUID, as returned in claudeSessionId)", opts.ResumeSessionID)
+	}
+	if err := ValidateMCPServers(opts.MCPServers); err != nil {
+		return err
+	}
+	if err := moveSettingsPath(opts); err != nil {
+		return err
+	}
+	if err := validateDelegation(opts); err != nil {
+		return err
+	}
+	for _, p := range opts.Plugins {
+		if _, err := ValidateDir("plugins entry", p); err != nil {
+			return err
+		}
+	}
+	_, err = m.gate(opts, change{creating: true})
+	return err
 }
