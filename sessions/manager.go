@@ -371,20 +371,6 @@ func (m *Manager) Discard(s *Session) {
 	m.persist()
 }
 
-// discardLater is Discard, with the process stopped in the background: a
-// one-shot query's answer need not wait for its CLI to exit (tens of
-// milliseconds). Shutdown waits for these closes.
-func (m *Manager) discardLater(s *Session) {
-	m.mu.Lock()
-	delete(m.sessions, s.ID)
-	m.mu.Unlock()
-	m.closing.Go(func() {
-		s.close()
-		m.persist()
-		m.fillSpares() // its live place is free now
-	})
-}
-
 // Shutdown stops every process, in parallel, and refuses new sessions.
 // Sessions stay in the registry as dormant so a restart can resume them.
 func (m *Manager) Shutdown() {
