@@ -37,8 +37,8 @@ func (s *Session) pump(p *claudeagent.Process, done chan struct{}) {
 	t := s.cur
 	if s.proc == p {
 		s.proc = nil
-		if s.state != StateClosed && s.state != StateFailed {
-			s.state = StateDormant
+		if s.state != StateInterrupting { // an interrupted turn's end settles it (Session.finish)
+			s.moveLocked(StateDormant)
 		}
 	}
 	s.mu.Unlock()
@@ -61,7 +61,7 @@ func (s *Session) close() {
 		s.mu.Unlock()
 		return
 	}
-	s.state = StateClosed
+	s.moveLocked(StateClosed)
 	if s.idleTimer != nil {
 		s.idleTimer.Stop()
 	}
@@ -125,21 +125,18 @@ func (s *Session) idleSince() (time.Time, bool) {
 func (s *Session) evict(reason string) bool { return s.makeDormant(reason) }
 
 // makeDormant stops an idle session's process; the next query resumes it.
-// It reports false when the session was busy or not live.
+// It reports false when the session was busy (somebody owns it) or not
+// live.
 func (s *Session) makeDormant(reason string) bool {
-	select {
-	case s.slot <- struct{}{}:
-	default:
-		return false
-	}
-	defer func() { <-s.slot }()
 	s.mu.Lock()
 	p := s.proc
-	live := p != nil && s.state == StateIdle
-	s.mu.Unlock()
-	if !live {
+	if s.owner != ownerNone || p == nil || s.state != StateIdle {
+		s.mu.Unlock()
 		return false
 	}
+	s.setOwnerLocked(ownerDormancy)
+	s.mu.Unlock()
+	defer s.release()
 	s.log.Info("making session dormant", "reason", reason)
 	s.stopProcess(p)
 	s.setState(StateDormant)

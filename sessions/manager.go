@@ -225,9 +225,10 @@ func (m *Manager) Create(ctx context.Context, opts CreateOptions) (*Session, err
 	if err != nil {
 		return nil, err
 	}
-	s.slot <- struct{}{}
-	err = s.start(ctx, nil)
-	<-s.slot
+	if err = s.own(ctx, ownerCreate); err == nil {
+		err = s.start(ctx, nil)
+		s.release()
+	}
 	if errors.Is(err, ErrTooMany) && !errors.Is(err, ErrShuttingDown) {
 		// Every live process is busy: the session is made all the same and
 		// starts with its first query, which waits its turn.

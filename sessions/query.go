@@ -10,39 +10,10 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 )
 
-// A query: the one-query gate, the claim of the live process, the prompt,
-// the wait for the turn's end (interrupting it on cancellation or the
-// query timeout), and the result recorded in the session.
-
-// enter takes the one-query gate. A query finds it taken either because
-// another query runs — refused at once with ErrBusy — or because the
-// running turn is being interrupted (claude_chat_interrupt, a cancelled
-// call, tasks/cancel: a host such as Claude Code sends its next call
-// without waiting for the cancel's answer); then it waits for that turn to
-// end, at most the interrupt's acknowledgement time and the stop of a
-// process that gives none.
-func (s *Session) enter(ctx context.Context) error {
-	busy := fmt.Errorf("%w: session %s is already running a query", ErrBusy, s.ID)
-	var limit <-chan time.Time
-	for !s.querying.tryAcquire() {
-		if !s.querying.windingDown() {
-			return busy
-		}
-		if limit == nil {
-			t := time.NewTimer(s.m.cfg.InterruptAck + 3*time.Second)
-			defer t.Stop()
-			limit = t.C
-		}
-		select {
-		case <-s.querying.released():
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-limit:
-			return busy
-		}
-	}
-	return nil
-}
+// A query: its admission (Session.enter, state.go), the claim of the live
+// process, the prompt, the wait for the turn's end (interrupting it on
+// cancellation or the query timeout), and the result recorded in the
+// session.
 
 // Query sends prompt and waits for the end of the turn. Only one query runs
 // at a time: a second one fails at once with ErrBusy. Cancelling ctx
@@ -50,30 +21,21 @@ func (s *Session) enter(ctx context.Context) error {
 // A turn that fails is a *TurnResult with IsError, not an error; errors are
 // for queries that could not start.
 //
-// The steps: enter the gate and take the slot, check (budget, effort),
-// claim the live process (starting it), send the prompt, wait for the
-// turn's end, then finish (the result and the session's record of it).
+// The steps: enter (the query owns the session, see State), check
+// (budget, effort), claim the live process (starting it), send the
+// prompt, wait for the turn's end, then finish (the result and the
+// session's record of it).
 func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*TurnResult, error) {
 	if prompt == "" {
 		return nil, ErrEmptyPrompt
 	}
-	// querying is the one-query-at-a-time gate: a second query is refused
-	// at once. The slot is the lock for the process's lifecycle; it may be
-	// held for a moment by something else (making the session dormant), so
-	// the query waits for it.
 	if err := s.enter(ctx); err != nil {
 		return nil, err
 	}
-	defer s.querying.release()
 	s.m.quiet.begin()
 	defer s.m.quiet.end()
-	select {
-	case s.slot <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
 	defer func() {
-		<-s.slot
+		s.release()
 		s.m.pool.idle() // only now can the session give its process to a waiting query
 		s.m.refillAfterTurn()
 	}()
@@ -176,8 +138,12 @@ func (s *Session) finish(t *turn, prompt string, started time.Time, prevCost flo
 	s.cost += r.CostUSD
 	s.lastUsed = time.Now()
 	s.explainLocked(r)
-	if s.state == StateRunning {
-		s.state = StateIdle
+	if s.state == StateRunning || s.state == StateInterrupting {
+		if s.proc != nil {
+			s.moveLocked(StateIdle)
+		} else {
+			s.moveLocked(StateDormant) // stopped during the interrupt (see pump)
+		}
 	}
 	owner := s.opts.Owner
 	s.mu.Unlock()
@@ -205,7 +171,7 @@ func (s *Session) explainLocked(r *TurnResult) {
 }
 
 // claim makes t the running turn of a live process, starting the process
-// when there is none; the caller holds the slot. It returns the process and
+// when there is none; the caller owns the session. It returns the process and
 // its cumulative cost so far.
 func (s *Session) claim(ctx context.Context, t *turn, ask func(context.Context, *PermissionRequest) (*claudeagent.PermissionResult, error)) (*claudeagent.Process, float64, error) {
 	for attempt := 0; attempt < 2; attempt++ {
@@ -221,7 +187,7 @@ func (s *Session) claim(ctx context.Context, t *turn, ask func(context.Context, 
 			// In the same critical section as the check: a process that
 			// ends from now on fails t (see pump).
 			s.cur, s.curAsk = t, ask
-			s.state = StateRunning
+			s.moveLocked(StateRunning)
 			s.queries++
 			s.lastUsed = time.Now()
 			s.resumable = true // from now on the CLI has (or will have) a transcript
@@ -319,7 +285,11 @@ func (s *Session) abort(t *turn, p *claudeagent.Process) {
 // stop the process.
 func (s *Session) interrupt(ctx context.Context, t *turn, p *claudeagent.Process) bool {
 	t.markInterrupted()
-	s.querying.windDown() // a query arriving now waits for this turn's end
+	s.mu.Lock()
+	if s.cur == t && s.state == StateRunning {
+		s.moveLocked(StateInterrupting) // a query arriving now waits for this turn's end
+	}
+	s.mu.Unlock()
 	ack := s.m.cfg.InterruptAck
 	ictx, cancel := context.WithTimeout(ctx, ack)
 	err := p.Interrupt(ictx)

@@ -14,21 +14,6 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
 )
 
-// State is where a session is in its life.
-type State string
-
-// Session states.
-const (
-	StateStarting State = "starting" // its process is starting
-	StateIdle     State = "idle"     // live, no query running
-	StateQueued   State = "queued"   // a query waits for a live process (--max-live)
-	StateRunning  State = "running"  // a query is running
-	StateDormant  State = "dormant"  // no process; the next query resumes it
-	StateRefused  State = "refused"  // the server's policy no longer lets it run; checked again at each query
-	StateFailed   State = "failed"   // it cannot be resumed
-	StateClosed   State = "closed"
-)
-
 // Errors callers branch on.
 var (
 	ErrNotFound      = errors.New("session not found")
@@ -101,29 +86,21 @@ type Session struct {
 	m   *Manager
 	log *slog.Logger
 
-	// slot orders the process lifecycle between queries and dormancy: a
-	// query holds it from before its process starts until its turn has
-	// ended; making the session dormant holds it while the idle process
-	// stops. Close and Shutdown stop the process without it: they mark the
-	// state first (closed) or interrupt the running turn, so no query starts
-	// a process behind them.
-	slot chan struct{}
-	// querying is the one-query-at-a-time gate: a second query is refused
-	// at once instead of waiting for the slot — unless the running turn is
-	// being interrupted, then it waits for that turn's end.
-	querying queryGate
-
-	// mu guards everything below; never hold it while calling a Manager
-	// method that locks (lock order: Manager.mu, then Session.mu).
+	// mu guards everything below (see State for the lock discipline);
+	// never hold it while calling a Manager method that locks (lock order:
+	// Manager.mu, then Session.mu).
 
 	mu              sync.Mutex
+	state           State
+	owner           owner         // who drives the process now (see State)
+	waiting         bool          // a query waits for a create or dormancy to end
+	changed         chan struct{} // closed and replaced when state or owner change
 	opts            CreateOptions
 	profileEnv      map[string]string // of opts.Profile, as of the last start
 	queuePos        int               // while queued: the position, 1 is next
 	procEffort      string            // the effort the live process runs with
 	replay          bool              // the transcript was lost: the next prompt carries the recorded history
 	everStarted     bool              // a process of this session started once
-	state           State
 	proc            *claudeagent.Process
 	pumpDone        chan struct{}
 	claudeSessionID string
@@ -158,7 +135,7 @@ func newSession(m *Manager, opts CreateOptions) *Session {
 		ID:       id,
 		m:        m,
 		log:      m.log.With("session_id", id),
-		slot:     make(chan struct{}, 1),
+		changed:  make(chan struct{}),
 		opts:     opts,
 		state:    StateStarting,
 		created:  now,
@@ -209,18 +186,13 @@ func (s *Session) Info() Info {
 	if in.PermissionMode == "" {
 		in.PermissionMode = "default"
 	}
+	if in.State == StateInterrupting {
+		in.State = StateRunning // the turn has not ended
+	}
 	if s.proc != nil {
 		in.PID = s.proc.PID()
 	}
 	return in
-}
-
-func (s *Session) setState(st State) {
-	s.mu.Lock()
-	if s.state != StateClosed && s.state != StateFailed {
-		s.state = st
-	}
-	s.mu.Unlock()
 }
 
 func (s *Session) usableLocked() error {

@@ -312,10 +312,12 @@ func (m *Manager) restoreOne(e store.Entry) *Session {
 	s.ID = e.SessionID
 	s.log = m.log.With("session_id", s.ID)
 	s.applyEntryLocked(e)
-	s.state = StateDormant
 	if _, err := m.admit(&s.opts); err != nil {
-		s.state, s.failure = StateRefused, err.Error()
+		s.moveLocked(StateRefused)
+		s.failure = err.Error()
 		s.log.Warn("restored a session that the server's policy refuses to run", "reason", err)
+	} else {
+		s.moveLocked(StateDormant)
 	}
 	s.loadHistory()
 	return s

@@ -17,8 +17,8 @@ import (
 // options and environment it runs with.
 
 // start starts the session's process and initializes it, unless it has
-// one; t is the query that waits for it (nil for a create). It is called
-// with the slot held (or before the session is published). The steps:
+// one; t is the query that waits for it (nil for a create). Its caller
+// owns the session (see State). The steps:
 // startable, the registry's claim, admitStart (the policy of today),
 // a live place (a warm spare, or the pool, queueing for a query),
 // launch (with the fallback for a lost transcript), then started or
@@ -89,11 +89,12 @@ func (s *Session) admitStart() (opts claudeagent.Options, fresh bool, err error)
 		err = s.m.checkDir("worktree", s.worktree.Cwd())
 	}
 	if err != nil {
-		s.state, s.failure = StateRefused, err.Error()
+		s.moveLocked(StateRefused)
+		s.failure = err.Error()
 		return opts, false, fmt.Errorf("%w: session %s cannot run: %w", ErrRefused, s.ID, err)
 	}
 	s.profileEnv, s.failure = env, ""
-	s.state = StateStarting
+	s.moveLocked(StateStarting)
 	opts = s.processOptions()
 	fresh = opts.Resume == "" && !s.everStarted && s.worktree == nil
 	return opts, fresh, nil
@@ -125,7 +126,8 @@ func (s *Session) place(ctx context.Context, t *turn, spare bool) error {
 		queued := func(pos int) {
 			s.mu.Lock()
 			if s.state == StateStarting || s.state == StateQueued {
-				s.state, s.queuePos = StateQueued, pos
+				s.moveLocked(StateQueued)
+				s.queuePos = pos
 			}
 			s.mu.Unlock()
 			if t != nil {
@@ -139,7 +141,7 @@ func (s *Session) place(ctx context.Context, t *turn, spare bool) error {
 	s.mu.Lock()
 	s.queuePos = 0
 	if s.state == StateQueued {
-		s.state = StateStarting
+		s.moveLocked(StateStarting)
 	}
 	s.mu.Unlock()
 	return err
@@ -181,11 +183,11 @@ func (s *Session) startFailed(ctx context.Context, err error, resuming bool, res
 		return fmt.Errorf("%w: %s", ErrClosed, s.ID)
 	}
 	if resuming && ctx.Err() == nil && !errors.Is(err, context.Canceled) && !errors.Is(err, claudeagent.ErrCLINotFound) {
-		s.state = StateFailed
+		s.moveLocked(StateFailed)
 		s.failure = fmt.Sprintf("resuming Claude session %s failed: %v", resume, err)
 		return fmt.Errorf("%w: %s", ErrFailed, s.failure)
 	}
-	s.state = StateDormant
+	s.moveLocked(StateDormant)
 	return err
 }
 
@@ -206,7 +208,7 @@ func (s *Session) started(p *claudeagent.Process, resp *claudeagent.InitializeRe
 	}
 	closed := s.state == StateClosed || stopping
 	if !closed {
-		s.state = StateIdle
+		s.moveLocked(StateIdle)
 	}
 	done := s.pumpDone
 	s.mu.Unlock()
