@@ -93,6 +93,7 @@ type Session struct {
 	mu              sync.Mutex
 	state           State
 	owner           owner         // who drives the process now (see State)
+	owned           uint64        // how many times the session was owned: which ownership this is
 	waiting         bool          // a query waits for a create or dormancy to end
 	changed         chan struct{} // closed and replaced when state or owner change
 	opts            CreateOptions

@@ -134,6 +134,9 @@ func (s *Session) signalLocked() {
 // setOwnerLocked makes who the owner; s.mu is held.
 func (s *Session) setOwnerLocked(who owner) {
 	s.owner = who
+	if who != ownerNone {
+		s.owned++
+	}
 	s.signalLocked()
 }
 
@@ -175,7 +178,8 @@ func (s *Session) enter(ctx context.Context) error {
 	var limit <-chan time.Time
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	waiting := false // this query set s.waiting
+	var behind uint64 // the ownership this query waits behind (an interrupted query's)
+	waiting := false  // this query set s.waiting
 	defer func() {
 		if waiting {
 			s.waiting = false
@@ -188,9 +192,10 @@ func (s *Session) enter(ctx context.Context) error {
 		case s.owner == ownerNone:
 			s.setOwnerLocked(ownerQuery)
 			return nil
-		case s.owner == ownerQuery && s.state != StateInterrupting:
+		case s.owner == ownerQuery && s.state != StateInterrupting && s.owned != behind:
 			return busy
-		case s.owner == ownerQuery:
+		case s.owner == ownerQuery: // interrupting: wait until that query ends
+			behind = s.owned
 			if limit == nil {
 				t := time.NewTimer(s.m.cfg.InterruptAck + 3*time.Second)
 				defer t.Stop()
