@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
 )
 
 // What reaches a running session besides a prompt: an interrupt, model
@@ -100,7 +101,7 @@ func (s *Session) SetPermissionMode(ctx context.Context, mode string) error {
 // apply makes the change of option (its JSON name; "" for none) on a copy
 // of the options — a value the caller chose, no longer the operator's —
 // and extra are further uses (images by path).
-func (s *Session) gateChange(option string, apply func(o *CreateOptions), extra []use) error {
+func (s *Session) gateChange(option string, apply func(o *CreateOptions), extra []policy.Use) error {
 	s.mu.Lock()
 	o := s.opts
 	s.mu.Unlock()
@@ -108,7 +109,7 @@ func (s *Session) gateChange(option string, apply func(o *CreateOptions), extra 
 	if apply != nil {
 		apply(&o)
 	}
-	_, err := s.m.gate(&o, change{extra: extra})
+	_, err := s.m.gate(&o, policy.Change{Extra: extra})
 	return err
 }
 

@@ -1,11 +1,17 @@
-// Package sessions manages Claude Code sessions: ids, process lifecycle,
-// one query at a time per session (a second is refused as busy), the live
-// pool and its queue, warm spares, the policy gate, limits, idle reaping,
-// the registry shared by instances, and the aggregation of a turn's
-// messages into a result. It knows nothing about MCP wire types.
+// Package sessions manages Claude Code sessions: the [Manager] facade the
+// MCP layer calls (ids, create, one-shot queries, limits, shutdown), each
+// [Session]'s state machine (state.go) and process lifecycle, its query
+// runs ([Run]) and the aggregation of a turn's messages into a result, the
+// live pool and its queue, warm spares, budgets and idle reaping, and the
+// manager's side of the policy gate and of the registry shared by
+// instances.
 //
-// A [Manager] owns its sessions. Each live [Session] owns one
-// claudeagent.Process and one pump goroutine that feeds the running turn.
+// It owns its sessions: each live Session owns one claudeagent.Process and
+// one pump goroutine that feeds the running turn. It must not know MCP
+// wire types, the registry's file format or its merge (package store,
+// reached through store.Store with plain records), the policy's classes
+// (package policy, reached through Manager.gate), or git (package
+// worktree).
 package sessions
 
 import (
@@ -19,6 +25,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
@@ -141,6 +148,7 @@ type Manager struct {
 	userSpent  map[string]float64 // likewise per owner
 	share      shareState         // sharing the registry with other instances (share.go)
 	store      store.Store        // the registry (cfg.Registry), nil for none
+	policy     *policy.Gate       // the one policy gate (see gate)
 
 	cliMu      sync.Mutex
 	cliPath    string
@@ -186,6 +194,7 @@ func NewManager(cfg Config) *Manager {
 	}
 	m := &Manager{cfg: cfg, log: logger, sessions: map[string]*Session{}, pool: newLivePool(cfg.MaxLive, cfg.MaxQueue), quiet: quiet{fn: cfg.OnIdle}}
 	m.spares.stopped = sync.NewCond(&m.spares.mu)
+	m.policy = newPolicy(m, cfg)
 	if cfg.Registry != nil {
 		m.store = cfg.Registry
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
 )
 
 // Errors callers branch on.
@@ -23,7 +24,7 @@ var (
 	ErrTooMany       = errors.New("too many sessions")
 	ErrShuttingDown  = errors.New("server is shutting down")
 	ErrEmptyPrompt   = errors.New("prompt is empty")
-	ErrDepthExceeded = errors.New("nesting depth exceeded")
+	ErrDepthExceeded = policy.ErrDepthExceeded
 	ErrRefused       = errors.New("refused by the server's policy")
 	ErrBudget        = errors.New("budget spent")
 )

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
 )
 
 // Starting a session's process (Session.start and its steps) and the
@@ -227,7 +228,7 @@ func (s *Session) processOptions() claudeagent.Options {
 	opts := claudeagent.Options{
 		SessionOptions:        o.SessionOptions,
 		Cwd:                   s.cwdLocked(),
-		MCPConfig:             mcpConfig(o.MCPServers, o.StrictMCPConfig),
+		MCPConfig:             options.MCPConfig(o.MCPServers, o.StrictMCPConfig),
 		StrictMCPConfig:       o.StrictMCPConfig,
 		Env:                   mergeEnv(subAgentEnv, s.profileEnv, s.m.ownerEnv(o.Owner), o.Env),
 		PermissionPromptStdio: true,
