@@ -81,7 +81,10 @@ type Info struct {
 }
 
 // Session is one conversation with Claude Code. Its process may come and
-// go (dormant sessions resume with --resume); its id stays.
+// go (dormant sessions resume with --resume); its id stays. Its fields are
+// grouped by what they describe: its state machine (see State), its
+// record (what the registry keeps), its live process and running turn,
+// and its history; mu guards them all.
 type Session struct {
 	ID  string
 	m   *Manager
@@ -90,58 +93,77 @@ type Session struct {
 	// mu guards everything below (see State for the lock discipline);
 	// never hold it while calling a Manager method that locks (lock order:
 	// Manager.mu, then Session.mu).
+	mu sync.Mutex
 
-	mu              sync.Mutex
-	state           State
-	owner           owner         // who drives the process now (see State)
-	owned           uint64        // how many times the session was owned: which ownership this is
-	waiting         bool          // a query waits for a create or dormancy to end
-	changed         chan struct{} // closed and replaced when state or owner change
-	opts            CreateOptions
-	profileEnv      map[string]string // of opts.Profile, as of the last start
-	queuePos        int               // while queued: the position, 1 is next
-	procEffort      string            // the effort the live process runs with
-	replay          bool              // the transcript was lost: the next prompt carries the recorded history
-	everStarted     bool              // a process of this session started once
-	proc            *claudeagent.Process
-	pumpDone        chan struct{}
-	claudeSessionID string
-	resumable       bool // a transcript exists, so --resume works
-	forkPending     bool // a fork whose first turn has not run: fork again on start
-	model           string
-	models          []claudeagent.ModelInfo
-	cur             *turn
-	run             *Run // the latest run whose result may still be collected
-	worktree        *Worktree
-	worktreeFinal   *WorktreeInfo // what close did with the worktree
-	curAsk          func(ctx context.Context, req *PermissionRequest) (*claudeagent.PermissionResult, error)
-	procCost        float64 // cumulative cost the current process reported
-	created         time.Time
-	lastUsed        time.Time
-	queries         int
-	usage           Usage
-	cost            float64
-	failure         string
-	idleTimer       *time.Timer
-	history         []HistoryEntry // the newest entries, at most historyMaxBytes (history.go)
-	historyBytes    int            // what history holds
-	historyDropped  int            // entries dropped from history: the transcript has them
+	// The state machine (state.go).
+	state   State
+	owner   owner         // who drives the process now (see State)
+	owned   uint64        // how many times the session was owned: which ownership this is
+	waiting bool          // a query waits for a create or dormancy to end
+	changed chan struct{} // closed and replaced when state or owner change
+	failure string        // why it is refused or failed
 
-	pastClaudeSessionIDs []string // under mu: the Claude session ids it had before (see setClaudeSessionIDLocked)
+	opts CreateOptions
+	sessionRecord
+	liveProcess
+	historyBuf
+
+	queuePos      int           // while queued: the position, 1 is next
+	run           *Run          // the latest run whose result may still be collected
+	worktreeFinal *WorktreeInfo // what close did with the worktree
+	idleTimer     *time.Timer
+}
+
+// sessionRecord is what the registry keeps of a session besides its
+// options (see entryLocked, applyEntryLocked).
+type sessionRecord struct {
+	claudeSessionID      string
+	pastClaudeSessionIDs []string // the Claude session ids it had before (see setClaudeSessionIDLocked)
+	resumable            bool     // a transcript exists, so --resume works
+	forkPending          bool     // a fork whose first turn has not run: fork again on start
+	model                string
+	worktree             *Worktree
+	created              time.Time
+	lastUsed             time.Time
+	queries              int
+	usage                Usage
+	cost                 float64
+}
+
+// liveProcess is a session's process, while it has one, and the turn
+// running in it.
+type liveProcess struct {
+	proc        *claudeagent.Process
+	pumpDone    chan struct{}
+	models      []claudeagent.ModelInfo
+	profileEnv  map[string]string // of opts.Profile, as of the last start
+	procEffort  string            // the effort the live process runs with
+	procCost    float64           // cumulative cost the current process reported
+	everStarted bool              // a process of this session started once
+	replay      bool              // the transcript was lost: the next prompt carries the recorded history
+	cur         *turn             // the running turn
+	curAsk      func(ctx context.Context, req *PermissionRequest) (*claudeagent.PermissionResult, error)
+}
+
+// historyBuf is the conversation as a session keeps it in memory
+// (history.go).
+type historyBuf struct {
+	history        []HistoryEntry // the newest entries, at most historyMaxBytes
+	historyBytes   int            // what history holds
+	historyDropped int            // entries dropped from history: the transcript has them
 }
 
 func newSession(m *Manager, opts CreateOptions) *Session {
 	id := uuid.NewString()
 	now := time.Now()
 	s := &Session{
-		ID:       id,
-		m:        m,
-		log:      m.log.With("session_id", id),
-		changed:  make(chan struct{}),
-		opts:     opts,
-		state:    StateStarting,
-		created:  now,
-		lastUsed: now,
+		ID:            id,
+		m:             m,
+		log:           m.log.With("session_id", id),
+		changed:       make(chan struct{}),
+		opts:          opts,
+		state:         StateStarting,
+		sessionRecord: sessionRecord{created: now, lastUsed: now},
 	}
 	switch {
 	case opts.ResumeSessionID != "" && !opts.ForkSession:
