@@ -104,12 +104,22 @@ func (m *Manager) renewClaims() {
 	}
 }
 
+// shared reports whether the registry keeps the session: not a temporary
+// one, nor a closed one.
+func (s *Session) shared() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sharedLocked()
+}
+
+func (s *Session) sharedLocked() bool { return !s.opts.Temporary && s.state != StateClosed }
+
 // local is the session as a merge sees it; ok is false for a session the
-// registry does not keep (temporary, or closed).
+// registry does not keep.
 func (s *Session) local() (l store.Local, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.opts.Temporary || s.state == StateClosed {
+	if !s.sharedLocked() {
 		return store.Local{}, false
 	}
 	live := s.proc != nil || s.state == StateStarting || s.state == StateQueued || s.state == StateRunning
@@ -308,7 +318,7 @@ func (m *Manager) restore() {
 // today's policy does not let it run.
 func (m *Manager) restoreOne(e store.Entry) *Session {
 	e.Options.Owner, e.Options.Operator, e.Options.AgentTool = e.Owner, e.Operator, e.AgentTool
-	s := newSession(m, e.Options)
+	s := newSession(m, e.Options) // not shared yet: no lock needed below
 	s.ID = e.SessionID
 	s.log = m.log.With("session_id", s.ID)
 	s.applyEntryLocked(e)

@@ -174,8 +174,8 @@ func (m *Manager) refresh() {
 	}
 	var gone []*Session
 	for _, s := range m.list() {
-		if _, ok := s.local(); !ok {
-			continue // temporary or closed
+		if !s.shared() {
+			continue
 		}
 		if _, synced := sh.base[s.ID]; st.ClosedElsewhere(s.ID, inFile[s.ID], synced, sh.lastSync) {
 			gone = append(gone, s)
