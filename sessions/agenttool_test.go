@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"testing"
 )
@@ -41,11 +42,15 @@ func TestAgentToolPersisted(t *testing.T) {
 		}
 	}
 	// A create from a tool's arguments never sets it.
-	names, err := setOptions(&CreateOptions{AgentTool: "reviewer"})
+	b, err := json.Marshal(&CreateOptions{AgentTool: "reviewer"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range names {
+	var set map[string]json.RawMessage
+	if err := json.Unmarshal(b, &set); err != nil {
+		t.Fatal(err)
+	}
+	for n := range set {
 		if n != "cwd" {
 			t.Errorf("AgentTool shows as the session option %q", n)
 		}

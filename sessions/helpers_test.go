@@ -107,6 +107,14 @@ func query(tb testing.TB, s *Session, prompt string, qo QueryOptions) *TurnResul
 	return r
 }
 
+// stateOf is the session's state as it is, interrupting included (Info
+// reports it as running).
+func stateOf(s *Session) State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state
+}
+
 func approx(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
 
 // allStacks is every goroutine's stack, for the report of a hang.

@@ -72,7 +72,7 @@ func TestHungChild(t *testing.T) {
 		}
 		stop(t, pid)
 		go s.Interrupt(ctxFor(t))
-		waitUntil(t, waitLimit, "the interrupt under way", s.querying.windingDown)
+		waitUntil(t, waitLimit, "the interrupt under way", func() bool { return stateOf(s) == StateInterrupting })
 		r, err := s.Query(ctxFor(t), "hi", QueryOptions{})
 		if err != nil || r.FinalText != hello {
 			t.Fatalf("the query during the interrupt: %+v, %v", r, err)

@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
 )
 
 // Image is an image sent with a prompt.
@@ -52,7 +55,7 @@ func (m *Manager) LoadImages(cwd string, in []ImageInput) ([]Image, error) {
 			if !filepath.IsAbs(path) {
 				path = filepath.Join(cwd, path)
 			}
-			if err := noControl(what+" path", path); err != nil {
+			if err := options.NoControl(what+" path", path); err != nil {
 				return nil, err
 			}
 			st, err := os.Stat(path)
@@ -110,7 +113,7 @@ func userContent(prompt string, images []Image) any {
 // Manager.LoadImages.
 func (s *Session) LoadImages(in []ImageInput) ([]Image, error) {
 	cwd := s.Info().Cwd
-	var uses []use
+	var uses []policy.Use
 	for i, im := range in {
 		if im.Path == "" {
 			continue
@@ -119,7 +122,7 @@ func (s *Session) LoadImages(in []ImageInput) ([]Image, error) {
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(cwd, path)
 		}
-		uses = append(uses, use{what: fmt.Sprintf("images[%d] path", i), value: path, class: ReadsFiles, also: "paths", paths: []string{path}})
+		uses = append(uses, policy.ImagePath(fmt.Sprintf("images[%d] path", i), path))
 	}
 	if len(uses) > 0 {
 		if err := s.gateChange("", nil, uses); err != nil {

@@ -1,11 +1,17 @@
-// Package sessions manages Claude Code sessions: ids, process lifecycle,
-// one query at a time per session (a second is refused as busy), the live
-// pool and its queue, warm spares, the policy gate, limits, idle reaping,
-// the registry shared by instances, and the aggregation of a turn's
-// messages into a result. It knows nothing about MCP wire types.
+// Package sessions manages Claude Code sessions: the [Manager] facade the
+// MCP layer calls (ids, create, one-shot queries, limits, shutdown), each
+// [Session]'s state machine (state.go) and process lifecycle, its query
+// runs ([Run]) and the aggregation of a turn's messages into a result, the
+// live pool and its queue, warm spares, budgets and idle reaping, and the
+// manager's side of the policy gate and of the registry shared by
+// instances.
 //
-// A [Manager] owns its sessions. Each live [Session] owns one
-// claudeagent.Process and one pump goroutine that feeds the running turn.
+// It owns its sessions: each live Session owns one claudeagent.Process and
+// one pump goroutine that feeds the running turn. It must not know MCP
+// wire types, the registry's file format or its merge (package store,
+// reached through store.Store with plain records), the policy's classes
+// (package policy, reached through Manager.gate), or git (package
+// worktree).
 package sessions
 
 import (
@@ -13,17 +19,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
-	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
 // Config configures a [Manager]. Zero values select the defaults.
@@ -143,7 +146,9 @@ type Manager struct {
 	persistErr error              // of the last registry write
 	spent      float64            // what every turn has cost, also of closed sessions (and before a restart, and on other instances sharing the registry as of the last merge)
 	userSpent  map[string]float64 // likewise per owner
-	share      shareState         // sharing the registry with other instances (registry.go)
+	share      shareState         // sharing the registry with other instances (share.go)
+	store      store.Store        // the registry (cfg.Registry), nil for none
+	policy     *policy.Gate       // the one policy gate (see gate)
 
 	cliMu      sync.Mutex
 	cliPath    string
@@ -189,6 +194,10 @@ func NewManager(cfg Config) *Manager {
 	}
 	m := &Manager{cfg: cfg, log: logger, sessions: map[string]*Session{}, pool: newLivePool(cfg.MaxLive, cfg.MaxQueue), quiet: quiet{fn: cfg.OnIdle}}
 	m.spares.stopped = sync.NewCond(&m.spares.mu)
+	m.policy = newPolicy(m, cfg)
+	if cfg.Registry != nil {
+		m.store = cfg.Registry
+	}
 	m.restore()
 	return m
 }
@@ -215,123 +224,6 @@ func (m *Manager) CLI(ctx context.Context) (path, version string, err error) {
 	return path, version, nil
 }
 
-// BypassAvailable reports whether sessions may use bypassPermissions: the
-// mode is allowed, and the CLI will accept the flag (as root it refuses
-// without IS_SANDBOX=1).
-func (m *Manager) BypassAvailable() bool {
-	if !m.modeAllowed("bypassPermissions") {
-		return false
-	}
-	if os.Geteuid() == 0 && os.Getenv("IS_SANDBOX") == "" && m.cfg.Env["IS_SANDBOX"] == "" {
-		return false
-	}
-	return true
-}
-
-func (m *Manager) modeAllowed(mode string) bool {
-	return m.cfg.AllowedModes == nil || slices.Contains(m.cfg.AllowedModes, mode)
-}
-
-// checkDir checks a directory: it exists, and lies within the allowed
-// roots (see checkPath).
-func (m *Manager) checkDir(what, dir string) error {
-	if _, err := ValidateDir(what, dir); err != nil {
-		return err
-	}
-	return m.checkPath(what, dir)
-}
-
-// checkPath checks that path lies within the allowed roots, resolving
-// symlinks as they are now: a directory swapped for a link that leads
-// elsewhere is caught at the next start.
-func (m *Manager) checkPath(what, path string) error {
-	if len(m.cfg.AllowedRoots) == 0 {
-		return nil
-	}
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return fmt.Errorf("resolving %s %q: %v", what, path, err)
-	}
-	for _, root := range m.cfg.AllowedRoots {
-		r, err := filepath.EvalSymlinks(root)
-		if err != nil {
-			continue
-		}
-		if rel, err := filepath.Rel(r, real); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return nil
-		}
-	}
-	return fmt.Errorf("%s %q is outside the directories this server allows (--allowed-roots %s): pass a path inside one of them", what, path, strings.Join(m.cfg.AllowedRoots, string(filepath.ListSeparator)))
-}
-
-// Validate checks and normalises create options without starting anything:
-// the form of each option, then the server's policy (see admit).
-func (m *Manager) Validate(opts *CreateOptions) error {
-	var err error
-	if opts.Cwd == "" {
-		if opts.Cwd, err = os.Getwd(); err != nil {
-			return fmt.Errorf("getting the server's working directory: %w", err)
-		}
-	}
-	if opts.Cwd, err = ValidateDir("cwd", opts.Cwd); err != nil {
-		return err
-	}
-	for i, d := range opts.AddDirs {
-		if opts.AddDirs[i], err = ValidateDir("addDirs entry", d); err != nil {
-			return err
-		}
-	}
-	if err := ValidateModel(opts.Model); err != nil {
-		return err
-	}
-	if err := ValidatePermissionMode(opts.PermissionMode); err != nil {
-		return err
-	}
-	if err := ValidateToolRules("allowedTools", opts.AllowedTools); err != nil {
-		return err
-	}
-	if err := ValidateToolRules("disallowedTools", opts.DisallowedTools); err != nil {
-		return err
-	}
-	if err := ValidateToolNames("tools", opts.Tools); err != nil {
-		return err
-	}
-	if opts.MaxTurns < 0 {
-		return fmt.Errorf("invalid maxTurns %d: use a positive number, or omit it for no limit", opts.MaxTurns)
-	}
-	if opts.ForkSession && opts.ResumeSessionID == "" {
-		return errors.New("forkSession needs resumeSessionId: name the Claude session to fork")
-	}
-	if opts.ResumeSessionID != "" && uuid.Validate(opts.ResumeSessionID) != nil {
-		return fmt.Errorf("invalid resumeSessionId %q: it must be a Claude session id (a UUID, as returned in claudeSessionId)", opts.ResumeSessionID)
-	}
-	if err := ValidateMCPServers(opts.MCPServers); err != nil {
-		return err
-	}
-	if err := moveSettingsPath(opts); err != nil {
-		return err
-	}
-	if err := validateDelegation(opts); err != nil {
-		return err
-	}
-	for _, p := range opts.Plugins {
-		if _, err := ValidateDir("plugins entry", p); err != nil {
-			return err
-		}
-	}
-	_, err = m.gate(opts, change{creating: true})
-	return err
-}
-
-// admit checks opts against the server's policy as it is now (the gate,
-// policy.go) before a process starts: at create, and again before every
-// start (resume, restore, wake from dormancy), so a session made under a
-// looser policy does not run under a stricter one. It returns the CLI
-// environment of the session's profile.
-func (m *Manager) admit(opts *CreateOptions) (map[string]string, error) {
-	return m.gate(opts, change{})
-}
-
 // Create validates opts, starts a session's process and initializes it.
 // When every live process (MaxLive) is busy, the session is made without
 // one (dormant): its first query starts it, waiting its turn.
@@ -342,9 +234,10 @@ func (m *Manager) Create(ctx context.Context, opts CreateOptions) (*Session, err
 	if err != nil {
 		return nil, err
 	}
-	s.slot <- struct{}{}
-	err = s.start(ctx, nil)
-	<-s.slot
+	if err = s.own(ctx, ownerCreate); err == nil {
+		err = s.start(ctx, nil)
+		s.release()
+	}
 	if errors.Is(err, ErrTooMany) && !errors.Is(err, ErrShuttingDown) {
 		// Every live process is busy: the session is made all the same and
 		// starts with its first query, which waits its turn.
@@ -488,20 +381,6 @@ func (m *Manager) Discard(s *Session) {
 	m.persist()
 }
 
-// discardLater is Discard, with the process stopped in the background: a
-// one-shot query's answer need not wait for its CLI to exit (tens of
-// milliseconds). Shutdown waits for these closes.
-func (m *Manager) discardLater(s *Session) {
-	m.mu.Lock()
-	delete(m.sessions, s.ID)
-	m.mu.Unlock()
-	m.closing.Go(func() {
-		s.close()
-		m.persist()
-		m.fillSpares() // its live place is free now
-	})
-}
-
 // Shutdown stops every process, in parallel, and refuses new sessions.
 // Sessions stay in the registry as dormant so a restart can resume them.
 func (m *Manager) Shutdown() {
@@ -539,85 +418,6 @@ func (m *Manager) LiveCount() int { return m.pool.count() }
 // Queued returns how many queries wait for a live process.
 func (m *Manager) Queued() int { return m.pool.queued() }
 
-// startProcess starts and initializes a CLI. On failure the process is gone
-// and the error carries its exit code and stderr tail when it died.
-func (m *Manager) startProcess(ctx context.Context, opts claudeagent.Options, log *slog.Logger) (*claudeagent.Process, *claudeagent.InitializeResponse, error) {
-	path, _, err := m.CLI(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	opts.Path = path
-	opts.Logger = log
-	opts.CloseTimeout = m.cfg.CloseStage
-	opts.AllowDangerouslySkipPermissions = m.BypassAvailable()
-	opts.Env = mergeEnv(m.cfg.Env, opts.Env)
-	p, err := claudeagent.Start(ctx, opts)
-	if err != nil {
-		return nil, nil, err
-	}
-	ictx, cancel := context.WithTimeout(ctx, m.cfg.StartTimeout)
-	defer cancel()
-	resp, err := p.Initialize(ictx, claudeagent.InitializeRequest{})
-	if err == nil {
-		return p, resp, nil
-	}
-	died := false
-	select {
-	case <-p.Exited():
-		died = true
-	default:
-		p.Kill()
-	}
-	<-p.Done()
-	if exitErr := p.Wait(); died && exitErr != nil {
-		return nil, nil, fmt.Errorf("starting claude: %w", exitErr)
-	}
-	if tail := p.StderrTail(); tail != "" {
-		return nil, nil, fmt.Errorf("starting claude: %w; stderr: %s", err, tail)
-	}
-	return nil, nil, fmt.Errorf("starting claude: %w", err)
-}
-
-// Spent is what every turn has cost so far, closed sessions included.
-func (m *Manager) Spent() float64 {
-	m.persistMu.Lock()
-	defer m.persistMu.Unlock()
-	return m.spent
-}
-
-func (m *Manager) addSpent(owner string, usd float64) {
-	m.persistMu.Lock()
-	defer m.persistMu.Unlock()
-	m.spent += usd
-	m.share.unsaved += usd
-	if owner != "" {
-		if m.userSpent == nil {
-			m.userSpent = map[string]float64{}
-		}
-		m.userSpent[owner] += usd
-		if m.share.userUnsaved == nil {
-			m.share.userUnsaved = map[string]float64{}
-		}
-		m.share.userUnsaved[owner] += usd
-	}
-}
-
-// checkUserBudget refuses a turn once a user's sessions together have spent
-// --user-max-budget-usd.
-func (m *Manager) checkUserBudget(owner string) error {
-	limit := m.cfg.UserMaxBudgetUSD
-	if owner == "" || limit <= 0 {
-		return nil
-	}
-	m.persistMu.Lock()
-	spent := m.userSpent[owner]
-	m.persistMu.Unlock()
-	if spent >= limit {
-		return fmt.Errorf("%w: the sessions of user %s have cost $%s, and this server allows a user $%s (--user-max-budget-usd)", ErrBudget, owner, usd(math.Round(spent*1e6)/1e6), usd(limit))
-	}
-	return nil
-}
-
 // ownerEnv is the CLI environment of an owner's sessions: with
 // --per-user-config-dir, a config directory of their own (transcripts
 // apart).
@@ -626,103 +426,4 @@ func (m *Manager) ownerEnv(owner string) map[string]string {
 		return nil
 	}
 	return map[string]string{"CLAUDE_CONFIG_DIR": filepath.Join(m.cfg.PerUserConfigDir, owner)}
-}
-
-// makeRoomFor keeps a user within --user-max-live: when s's owner has that
-// many live sessions, the least recently used idle one goes dormant; when
-// none is idle, s cannot start.
-func (m *Manager) makeRoomFor(s *Session) error {
-	owner, limit := s.opts.Owner, m.cfg.UserMaxLive
-	if owner == "" || limit <= 0 {
-		return nil
-	}
-	for range limit + 1 {
-		var live int
-		var victim *Session
-		var oldest time.Time
-		for _, o := range m.List() {
-			if o == s || o.opts.Owner != owner {
-				continue
-			}
-			since, idle := o.idleSince()
-			o.mu.Lock()
-			isLive := o.proc != nil
-			o.mu.Unlock()
-			if !isLive {
-				continue
-			}
-			live++
-			if idle && (victim == nil || since.Before(oldest)) {
-				victim, oldest = o, since
-			}
-		}
-		if live < limit {
-			return nil
-		}
-		if victim == nil {
-			return fmt.Errorf("%w: user %s has %d live sessions, all busy, and this server allows a user %d (--user-max-live); wait for one to finish", ErrTooMany, owner, live, limit)
-		}
-		victim.makeDormant("user-max-live reached")
-	}
-	return fmt.Errorf("%w: user %s is at --user-max-live %d", ErrTooMany, owner, limit)
-}
-
-// checkTotalBudget refuses a turn once all sessions together have spent
-// --max-total-budget-usd.
-func (m *Manager) checkTotalBudget() error {
-	limit := m.cfg.MaxTotalBudgetUSD
-	if spent := m.Spent(); limit > 0 && spent >= limit {
-		return fmt.Errorf("%w: all sessions together have cost $%s, and this server allows $%s in all (--max-total-budget-usd); no new turns run until the operator raises it", ErrBudget, usd(math.Round(spent*1e6)/1e6), usd(limit))
-	}
-	return nil
-}
-
-// mergeEnv returns the variables of every map, later ones winning; nil when
-// there are none.
-func mergeEnv(maps ...map[string]string) map[string]string {
-	var out map[string]string
-	for _, m := range maps {
-		for k, v := range m {
-			if out == nil {
-				out = map[string]string{}
-			}
-			out[k] = v
-		}
-	}
-	return out
-}
-
-// decidePermission asks the caller when it can, else applies the policy.
-// It always returns an answer, within the permission timeout.
-func (m *Manager) decidePermission(ctx context.Context, req *PermissionRequest,
-	ask func(context.Context, *PermissionRequest) (*claudeagent.PermissionResult, error)) *claudeagent.PermissionResult {
-	why := "the caller cannot be asked (its MCP client did not declare elicitation)"
-	if ask != nil {
-		actx, cancel := context.WithTimeout(ctx, m.cfg.PermissionTimeout)
-		res, err := ask(actx, req)
-		cancel()
-		switch {
-		case err == nil && res != nil:
-			if res.Behavior == "allow" && len(res.UpdatedInput) == 0 {
-				// The CLI rejects an allow without updatedInput.
-				res.UpdatedInput = claudeagent.Allow(req.Input).UpdatedInput
-			}
-			return res
-		case errors.Is(err, context.DeadlineExceeded):
-			why = fmt.Sprintf("the caller did not answer within %s", m.cfg.PermissionTimeout)
-		case ctx.Err() != nil:
-			why = "the request was cancelled"
-		default:
-			why = fmt.Sprintf("asking the caller failed (%v)", err)
-		}
-		m.log.Info("permission question unanswered; applying policy", "tool", req.ToolName, "why", why, "policy", m.cfg.PermissionPolicy)
-	}
-	if m.cfg.PermissionPolicy == "allow" {
-		return claudeagent.Allow(req.Input)
-	}
-	rule := req.ToolName
-	return claudeagent.Deny(fmt.Sprintf(
-		"Permission to use %s was denied: %s and the server's policy is to deny. "+
-			"To allow it, the caller can switch the session's permission mode (e.g. to acceptEdits or bypassPermissions) "+
-			"or create the session with allowedTools including %q.", req.ToolName, why, rule))
 }

@@ -1,383 +1,62 @@
 package sessions
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"reflect"
-	"slices"
-	"strings"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
 )
 
-// The policy gate. Every path that starts a process or changes what a
-// session may do — create, one-shot query, every start (resume, restore,
-// adopt, wake from dormancy), model, mode and effort switches, images by
-// path — calls Manager.gate, and nothing else decides. The gate breaks the
-// options down into uses (optionUses, in policy_classes.go: one classifier
-// per option, next to the table of agent fields and settings keys) and
-// checks each use against the operator's ceilings and, for a remote caller,
-// against --http-allow. An option, agent field or settings key that has no
-// classifier is refused wherever a ceiling or a remote caller is in play:
-// a new option cannot slip past the gate by being forgotten.
+// The policy gate lives in package policy. The manager holds one
+// (Manager.policy), made from its Config; Manager.gate is the one call
+// into it: never check an option outside it. A change of a session's
+// options (mode, model, effort) is gated as the options it would leave
+// (Session.gateChange).
 
-// Class is what granting an option lets a caller do beyond asking Claude
-// Code for answers. Classes combine.
-type Class uint8
+// HTTPAllowNames are the values --http-allow takes (see
+// policy.HTTPAllowNames).
+func HTTPAllowNames() []string { return policy.HTTPAllowNames() }
 
-const (
-	// ReadsFiles reaches files or directories of the server (cwd, addDirs,
-	// images by path, a settings file, worktrees, plugin directories).
-	ReadsFiles Class = 1 << iota
-	// RunsPrograms starts programs as the server's user (command MCP
-	// servers, hooks, plugins, credential helpers, status lines).
-	RunsPrograms
-	// WidensPermissions lets the session do more without asking
-	// (permission modes that skip questions, allow rules, tools beyond
-	// the session's, profiles with other credentials).
-	WidensPermissions
-	// Harmless is no class: a caller may always choose it.
-	Harmless Class = 0
-)
-
-// classNames are the --http-allow names of the classes.
-var classNames = []struct {
-	c    Class
-	name string
-}{{ReadsFiles, "reads-files"}, {RunsPrograms, "runs-programs"}, {WidensPermissions, "widens-permissions"}}
-
-// legacyAllow are the --http-allow names of earlier releases: each opens
-// some uses, not a whole class.
-var legacyAllow = []string{"mcp-servers", "settings", "bypass", "paths", "profiles"}
-
-// HTTPAllowNames are the values --http-allow takes: the classes, then the
-// names of earlier releases (paths is reads-files; mcp-servers, settings,
-// bypass and profiles open that option or value alone).
-func HTTPAllowNames() []string {
-	var names []string
-	for _, c := range classNames {
-		names = append(names, c.name)
-	}
-	return append(names, legacyAllow...)
+// newPolicy is the gate of cfg; its questions about conversations go to m.
+func newPolicy(m *Manager, cfg Config) *policy.Gate {
+	return policy.New(policy.Config{
+		Depth: cfg.Depth, MaxDepth: cfg.MaxDepth,
+		AllowedRoots: cfg.AllowedRoots, AllowedModes: cfg.AllowedModes, ToolsCeiling: cfg.ToolsCeiling,
+		NoSessionMCPServers: cfg.NoSessionMCPServers, Remote: cfg.Remote, RemoteAllow: cfg.RemoteAllow,
+		MaxSessionBudgetUSD: cfg.MaxSessionBudgetUSD, PerUserConfigDir: cfg.PerUserConfigDir, Env: cfg.Env,
+		ProfileEnv: cfg.ProfileEnv, ConversationOwner: m.ConversationOwner,
+	})
 }
 
-// String names the classes of c ("harmless" for none).
-func (c Class) String() string {
-	var parts []string
-	for _, n := range classNames {
-		if c&n.c != 0 {
-			parts = append(parts, n.name)
-		}
+// gate checks o against the server's policy (policy.Gate.Check) and
+// returns the CLI environment of the session's profile. A resume of
+// another user's conversation is refused as not found.
+func (m *Manager) gate(o *CreateOptions, ch policy.Change) (map[string]string, error) {
+	env, err := m.policy.Check(o, ch)
+	if ce := (*policy.ConversationError)(nil); errors.As(err, &ce) {
+		return nil, fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
-	if len(parts) == 0 {
-		return "harmless"
-	}
-	return strings.Join(parts, "+")
+	return env, err
 }
 
-// use is one thing an option does, as the gate checks it.
-type use struct {
-	option string // the session option it is part of (its JSON name)
-	what   string // the option and the part of it: `agents["x"].hooks`
-	value  string // the value, when the messages name it (a mode, a path)
-	class  Class
-	also   string // a --http-allow name of earlier releases that allows it too
-	// unclassified marks a part no table knows: refused under any ceiling
-	// and from remote callers (unless --http-allow names its option).
-	unclassified bool
-	paths        []string // must lie within --allowed-roots
-	dirs         bool     // paths must be existing directories
-	modes        []string // permission modes: allowed, and bypass available
-	tools        []string // built-in tools or rules: within --allowed-tools-ceiling
-	beyond       []string // tools that must lie within the session's own tool set
-	program      bool     // starts a program as the server's user
-	mcpCommand   bool     // an MCP server command (--allow-session-mcp-servers)
+// admit checks opts against the server's policy as it is now (the gate)
+// before a process starts: at create, and again before every start
+// (resume, restore, wake from dormancy), so a session made under a looser
+// policy does not run under a stricter one. It returns the CLI
+// environment of the session's profile.
+func (m *Manager) admit(opts *CreateOptions) (map[string]string, error) {
+	return m.gate(opts, policy.Change{})
 }
 
-// change is what a caller changes in a session other than its options:
-// extra uses the gate checks along with the options.
-type change struct {
-	creating bool  // a create: the conversation to resume must be the caller's
-	extra    []use // images by path
-}
+// BypassAvailable reports whether sessions may use bypassPermissions: the
+// mode is allowed, and the CLI will accept the flag (as root it refuses
+// without IS_SANDBOX=1).
+func (m *Manager) BypassAvailable() bool { return m.policy.BypassAvailable() }
 
-// gate is the one policy check: it checks o as it is now against the
-// operator's policy (see the package comment above) and returns the CLI
-// environment of the session's profile. It runs at create and before
-// every process start (so a session made under a looser policy does not
-// run under a stricter one), and for every change of a session's options:
-// the caller applies the change to a copy of the options and passes that.
-func (m *Manager) gate(o *CreateOptions, ch change) (map[string]string, error) {
-	if m.cfg.MaxDepth > 0 && m.cfg.Depth >= m.cfg.MaxDepth {
-		return nil, fmt.Errorf("%w: this server runs inside %d nested claude-agent-mcp session(s) and --max-depth is %d, so it runs no sessions (this stops unbounded fan-out); do the work directly instead", ErrDepthExceeded, m.cfg.Depth, m.cfg.MaxDepth)
-	}
-	uses, err := optionUses(o)
-	if err != nil {
-		return nil, err
-	}
-	uses = append(uses, ch.extra...)
-	if o.PermissionMode == "" {
-		// No mode is the CLI's default mode, which the operator may have
-		// left out.
-		uses = append(uses, use{what: "permissionMode", modes: []string{"default"}})
-	}
-	effective := m.effectiveTools(o)
-	for _, u := range uses {
-		if err := m.checkUse(u, effective, slices.Contains(o.Operator, u.option)); err != nil {
-			return nil, err
-		}
-	}
-	if ch.creating && o.ResumeSessionID != "" {
-		if err := m.checkConversation(o); err != nil {
-			return nil, err
-		}
-	}
-	if ceiling := m.cfg.MaxSessionBudgetUSD; ceiling > 0 && o.MaxBudgetUSD > ceiling {
-		return nil, fmt.Errorf("maxBudgetUsd $%s is more than this server lets a session spend ($%s, --max-session-budget-usd)", usd(o.MaxBudgetUSD), usd(ceiling))
-	}
-	if o.Profile == "" {
-		return nil, nil
-	}
-	if m.cfg.ProfileEnv == nil {
-		return nil, fmt.Errorf("unknown profile %q: this server has no profiles (start it with --profiles FILE)", o.Profile)
-	}
-	return m.cfg.ProfileEnv(o.Profile)
-}
+// checkDir checks a directory: it exists, and lies within the allowed
+// roots (see checkPath).
+func (m *Manager) checkDir(what, dir string) error { return m.policy.CheckDir(what, dir) }
 
-// checkUse checks one use: the ceilings first (they bind every caller),
-// then, for a remote caller, its class against --http-allow (unless the
-// operator chose the option's value).
-func (m *Manager) checkUse(u use, effective []string, operator bool) error {
-	cfg := &m.cfg
-	for _, p := range u.paths {
-		if u.dirs {
-			if _, err := ValidateDir(u.what, p); err != nil {
-				return err
-			}
-		}
-		if err := m.checkPath(u.what, p); err != nil {
-			return err
-		}
-	}
-	for _, mode := range u.modes {
-		if err := m.checkMode(u.what, mode); err != nil {
-			return err
-		}
-	}
-	if cfg.ToolsCeiling != nil {
-		for _, t := range u.tools {
-			name, _, _ := strings.Cut(t, "(")
-			if !strings.HasPrefix(name, "mcp__") && !slices.Contains(cfg.ToolsCeiling, name) {
-				verb := "names a tool"
-				if name == t {
-					verb = "is"
-				}
-				return fmt.Errorf("%s entry %q %s beyond the tools this server allows (--allowed-tools-ceiling %s)", u.what, t, verb, strings.Join(cfg.ToolsCeiling, ","))
-			}
-		}
-	}
-	if effective != nil {
-		for _, t := range u.beyond {
-			if !slices.Contains(effective, t) {
-				return fmt.Errorf("%s entry %q is beyond the session's own tools (%s): an agent may only narrow them", u.what, t, strings.Join(effective, ","))
-			}
-		}
-	}
-	if u.mcpCommand && cfg.NoSessionMCPServers {
-		return fmt.Errorf("%s runs a command, and this server does not let sessions start MCP servers (--allow-session-mcp-servers=false): use an http server entry, or ask the operator", u.what)
-	}
-	if (u.program || u.unclassified) && cfg.ToolsCeiling != nil && !slices.Contains(cfg.ToolsCeiling, "Bash") {
-		why := "runs a program"
-		if u.unclassified {
-			why = "is not known to this server's policy"
-		}
-		return fmt.Errorf("%s %s, and this server lets sessions run no programs (--allowed-tools-ceiling %s has no Bash)", u.what, why, strings.Join(cfg.ToolsCeiling, ","))
-	}
-	if !cfg.Remote || operator || (u.class == Harmless && !u.unclassified) {
-		return nil
-	}
-	if m.remoteAllowed(u) {
-		return nil
-	}
-	return refusal(u)
-}
-
-// remoteAllowed reports whether --http-allow opens u to remote callers.
-// Reading files is open without it when --allowed-roots bounds every path
-// (checked above).
-func (m *Manager) remoteAllowed(u use) bool {
-	allow := m.cfg.RemoteAllow
-	if u.also != "" && slices.Contains(allow, u.also) {
-		return true
-	}
-	if u.unclassified {
-		return false
-	}
-	for _, n := range classNames {
-		if u.class&n.c == 0 {
-			continue
-		}
-		ok := slices.Contains(allow, n.name) ||
-			(n.c == ReadsFiles && (slices.Contains(allow, "paths") || (len(m.cfg.AllowedRoots) > 0 && len(u.paths) > 0)))
-		if !ok {
-			return false
-		}
-	}
-	return true
-}
-
-// refusal is the error for a use a remote caller may not make.
-func refusal(u use) error {
-	if u.value != "" {
-		u.what += " " + u.value
-	}
-	if u.unclassified {
-		hint := ""
-		if u.also != "" {
-			hint = fmt.Sprintf(" (--http-allow %s opens it)", u.also)
-		}
-		return fmt.Errorf("%s is not known to this server's policy, so it is refused over HTTP%s", u.what, hint)
-	}
-	var names []string
-	for _, n := range classNames {
-		if u.class&n.c != 0 {
-			names = append(names, n.name)
-		}
-	}
-	how := "--http-allow " + strings.Join(names, ",")
-	if u.also != "" {
-		how += " (or " + u.also + ")"
-	}
-	if u.class&ReadsFiles != 0 && len(u.paths) > 0 {
-		how += ", or bound the paths with --allowed-roots"
-	}
-	return fmt.Errorf("%s is off over HTTP: it %s on the server as its user; the operator enables it with %s", u.what, classVerb(u.class), how)
-}
-
-// classVerb says what a class lets a caller do.
-func classVerb(c Class) string {
-	var parts []string
-	if c&ReadsFiles != 0 {
-		parts = append(parts, "reaches files")
-	}
-	if c&RunsPrograms != 0 {
-		parts = append(parts, "runs programs")
-	}
-	if c&WidensPermissions != 0 {
-		parts = append(parts, "lets the session act without asking")
-	}
-	return strings.Join(parts, " and ")
-}
-
-// effectiveTools is the built-in tool set a session runs with: its tools,
-// else the ceiling, else nil (the CLI's default: all).
-func (m *Manager) effectiveTools(o *CreateOptions) []string {
-	if o.Tools != nil {
-		return o.Tools
-	}
-	return m.cfg.ToolsCeiling
-}
-
-// checkMode checks a permission mode against --allowed-permission-modes
-// and whether bypassPermissions can run here.
-func (m *Manager) checkMode(what, mode string) error {
-	if err := ValidatePermissionMode(mode); err != nil {
-		return err
-	}
-	if !m.modeAllowed(mode) {
-		if mode == "default" {
-			return fmt.Errorf("the default permission mode is not allowed by this server (allowed: %s; --allowed-permission-modes): pass permissionMode as one of them", strings.Join(m.cfg.AllowedModes, ", "))
-		}
-		return fmt.Errorf("%s %q is not allowed by this server (allowed: %s; --allowed-permission-modes)", what, mode, strings.Join(m.cfg.AllowedModes, ", "))
-	}
-	if mode == "bypassPermissions" && !m.BypassAvailable() {
-		return fmt.Errorf("permissionMode bypassPermissions is unavailable: the server runs as root and the claude CLI refuses it there unless IS_SANDBOX=1 is set in the server's environment")
-	}
-	return nil
-}
-
-// modeClass is the class of a permission mode: the modes that let the
-// session act without asking widen permissions.
-func modeClass(mode string) (Class, string) {
-	switch mode {
-	case "", "default", "plan", "dontAsk":
-		return Harmless, ""
-	case "bypassPermissions":
-		return WidensPermissions, "bypass"
-	}
-	return WidensPermissions, ""
-}
-
-// checkConversation refuses a resume or fork of another user's
-// conversation: over HTTP, unless each user has a config directory of
-// their own (where the CLI finds their transcripts only), the conversation
-// must be one this server knows its caller made.
-func (m *Manager) checkConversation(o *CreateOptions) error {
-	if !m.cfg.Remote || m.cfg.PerUserConfigDir != "" {
-		return nil
-	}
-	owner, known := m.ConversationOwner(o.ResumeSessionID)
-	if known && owner == o.Owner {
-		return nil
-	}
-	return fmt.Errorf("%w: resumeSessionId %s names no conversation of yours that this server knows: over HTTP a session continues only conversations its user made here (the operator can give each user a config directory of their own with --per-user-config-dir)", ErrNotFound, o.ResumeSessionID)
-}
-
-// jsonNames lists the JSON names of the fields of a struct type, embedded
-// structs flattened, "-" left out.
-func jsonNames(t reflect.Type) []string {
-	var names []string
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		name, _, _ := strings.Cut(tag, ",")
-		switch {
-		case name == "-":
-		case f.Anonymous && name == "":
-			names = append(names, jsonNames(f.Type)...)
-		case name == "":
-			names = append(names, f.Name)
-		default:
-			names = append(names, name)
-		}
-	}
-	return names
-}
-
-// setOptions are the JSON names of o's options that are set (non-zero).
-func setOptions(o *CreateOptions) ([]string, error) {
-	raw, err := json.Marshal(o)
-	if err != nil {
-		return nil, fmt.Errorf("reading the session options: %w", err)
-	}
-	var set map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &set); err != nil {
-		return nil, fmt.Errorf("reading the session options: %w", err)
-	}
-	names := make([]string, 0, len(set))
-	for k := range set {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	return names, nil
-}
-
-// readSettingsFile reads a settings file for the gate (at most 1 MiB).
-func readSettingsFile(path string) (map[string]json.RawMessage, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("settings file %s: %v", path, err)
-	}
-	defer f.Close()
-	var obj map[string]json.RawMessage
-	dec := json.NewDecoder(io.LimitReader(f, 1<<20))
-	if err := dec.Decode(&obj); err != nil {
-		return nil, fmt.Errorf("settings file %s is not a JSON object this server can check: %v", path, err)
-	}
-	return obj, nil
-}
-
-// errUnclassified is wrapped by the error for an option without a
-// classifier (a programming error that the tests catch).
-var errUnclassified = errors.New("no policy class")
+// checkPath checks that path lies within the allowed roots, resolving
+// symlinks as they are now.
+func (m *Manager) checkPath(what, path string) error { return m.policy.CheckPath(what, path) }

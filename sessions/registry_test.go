@@ -1,111 +1,19 @@
 package sessions
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
 // ---------------------------------------------------------------------------
 // Registry
-
-func TestRegistryRoundTrip(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "state", "sessions.json")
-	r := NewRegistry(path, nil)
-	if got := r.Load(); len(got) != 0 {
-		t.Fatalf("Load of a missing file = %+v", got)
-	}
-	at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
-	entries := []RegistryEntry{
-		{SessionID: "s1", ClaudeSessionID: "c1", Resumable: true, Model: "claude-sonnet-5", Created: at, LastUsed: at.Add(time.Hour),
-			Queries: 3, CostUSD: 0.125, Usage: Usage{1, 2, 3, 4},
-			Options: CreateOptions{SessionOptions: claudeagent.SessionOptions{Model: "sonnet", PermissionMode: "plan", AllowedTools: []string{"Bash(git:*)"}, MaxTurns: 4, AddDirs: []string{"/y"}}, Cwd: "/x", MCPServers: map[string]json.RawMessage{"fs": json.RawMessage(`{"command":"srv"}`)}, StrictMCPConfig: true, Profile: "work"}},
-		{SessionID: "s2", ClaudeSessionID: "c2", Created: at, LastUsed: at},
-	}
-	if err := r.Save(entries, 0.5, map[string]float64{"alice": 0.5}); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Save(entries, 0.5, map[string]float64{"alice": 0.5}); err != nil { // unchanged: no rewrite
-		t.Fatal(err)
-	}
-	got := NewRegistry(path, nil).Load()
-	for _, e := range got { // the file is indented, and so are its raw values
-		for k, v := range e.Options.MCPServers {
-			var b bytes.Buffer
-			_ = json.Compact(&b, v)
-			e.Options.MCPServers[k] = b.Bytes()
-		}
-	}
-	if !reflect.DeepEqual(got, entries) {
-		t.Errorf("Load = %+v\nwant %+v", got, entries)
-	}
-	files, _ := os.ReadDir(filepath.Dir(path))
-	if len(files) != 1 {
-		t.Errorf("state dir holds %d files (temp files left?)", len(files))
-	}
-	if st, err := os.Stat(filepath.Dir(path)); err != nil || st.Mode().Perm() != 0o700 {
-		t.Errorf("state dir: %v %v", st.Mode(), err)
-	}
-}
-
-// TestRegistryVersion1 reads a file written before the options had JSON
-// names: Go field names, and the MCP servers as an --mcp-config document.
-func TestRegistryVersion1(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), "sessions.json")
-	v1 := `{"version":1,"sessions":[{"sessionId":"s1","claudeSessionId":"c1","resumable":true,"options":{"Cwd":"/x","Model":"sonnet","PermissionMode":"plan","AllowedTools":["Bash"],"MaxTurns":2,"AddDirs":["/y"],"MCPConfig":"{\"mcpServers\":{\"fs\":{\"command\":\"srv\"}}}","StrictMCPConfig":true,"ResumeSessionID":"r","ForkSession":true,"Env":null,"Profile":"work","Temporary":false}}]}`
-	if err := os.WriteFile(path, []byte(v1), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	got := NewRegistry(path, nil).Load()
-	want := CreateOptions{SessionOptions: claudeagent.SessionOptions{Model: "sonnet", PermissionMode: "plan", AllowedTools: []string{"Bash"}, MaxTurns: 2, AddDirs: []string{"/y"}},
-		Cwd: "/x", MCPServers: map[string]json.RawMessage{"fs": json.RawMessage(`{"command":"srv"}`)}, StrictMCPConfig: true, ResumeSessionID: "r", ForkSession: true, Profile: "work"}
-	if len(got) != 1 || !reflect.DeepEqual(got[0].Options, want) {
-		t.Errorf("Load = %+v\nwant options %+v", got, want)
-	}
-}
-
-func TestRegistryCorrupt(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), "sessions.json")
-	if err := os.WriteFile(path, []byte(`{"version":1,"sessions":[{"sessionId":`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r := NewRegistry(path, nil)
-	if got := r.Load(); len(got) != 0 {
-		t.Errorf("Load of a corrupt file = %+v", got)
-	}
-	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the corrupt file is still in place: %v", err)
-	}
-	aside, _ := filepath.Glob(path + ".corrupt-*")
-	if len(aside) != 1 {
-		t.Fatalf("moved-aside files: %v", aside)
-	}
-	if b, _ := os.ReadFile(aside[0]); !strings.HasPrefix(string(b), `{"version":1`) {
-		t.Errorf("moved-aside content = %q", b)
-	}
-	// A manager over it starts empty and writes a good file.
-	m := newManager(t, Config{Registry: r})
-	if n := m.Count(); n != 0 {
-		t.Errorf("Count = %d", n)
-	}
-	create(t, m, CreateOptions{})
-	if got := NewRegistry(path, nil).Load(); len(got) != 1 {
-		t.Errorf("after a create the registry holds %+v", got)
-	}
-}
 
 func TestRegistryRestore(t *testing.T) {
 	t.Parallel()
@@ -179,5 +87,134 @@ func TestRegistryRestore(t *testing.T) {
 	}
 	if got := NewRegistry(path, nil).Load(); len(got) != 1 || got[0].SessionID != s.ID || got[0].Queries != 2 {
 		t.Errorf("registry after close = %+v", got)
+	}
+}
+
+// TestRegistryCorruptManager: a manager over a corrupt registry (moved
+// aside, see store's TestRegistryCorrupt) starts empty and writes a good
+// file.
+func TestRegistryCorruptManager(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "sessions.json")
+	if err := os.WriteFile(path, []byte(`{"version":1,"sessions":[{"sessionId":`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := NewRegistry(path, nil)
+	m := newManager(t, Config{Registry: r})
+	if n := m.Count(); n != 0 {
+		t.Errorf("Count = %d", n)
+	}
+	if aside, _ := filepath.Glob(path + ".corrupt-*"); len(aside) != 1 {
+		t.Errorf("moved-aside files: %v", aside)
+	}
+	create(t, m, CreateOptions{})
+	if got := NewRegistry(path, nil).Load(); len(got) != 1 {
+		t.Errorf("after a create the registry holds %+v", got)
+	}
+}
+
+// TestRegistryTombstonesBounded: a long create/close loop keeps the file
+// small: tombstones past the count are dropped, oldest first, and so are
+// those older than store.TombstoneAge, so that the file (which every write reads
+// and writes whole) stops growing.
+func TestRegistryTombstonesBounded(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "sessions.json")
+	r := NewRegistry(path, nil)
+	r.MaxTombstones = 40
+	m := newManager(t, Config{Registry: r})
+	cwd := t.TempDir()
+	cycle := func() {
+		s, err := m.Open(ctxFor(t), CreateOptions{Cwd: cwd, Owner: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.persist()
+		if _, err := m.Close(s.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	size := func() int64 {
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Size()
+	}
+	var sizes []int64
+	for i := range 240 {
+		cycle()
+		if i%40 == 39 {
+			sizes = append(sizes, size())
+		}
+	}
+	f := readRegistry(t, path)
+	if len(f.Closed) != 40 || f.ClosedHorizon.IsZero() {
+		t.Errorf("after 240 closes: %d tombstones, horizon %v; want 40 and a horizon", len(f.Closed), f.ClosedHorizon)
+	}
+	for _, s := range sizes[1:] {
+		if s > sizes[0]+64 { // the same records, give or take a digit
+			t.Errorf("the registry grows with the closes: %v bytes every 40 cycles", sizes)
+			break
+		}
+	}
+	// Tombstones older than store.TombstoneAge go at the next write.
+	if _, err := r.Update(func(f *store.State, now time.Time) {
+		for id, tomb := range f.Closed {
+			tomb.Closed = now.Add(-store.TombstoneAge - time.Minute)
+			f.Closed[id] = tomb
+			break
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cycle()
+	if n := len(readRegistry(t, path).Closed); n != 40 {
+		t.Errorf("%d tombstones, want 40 (the expired one gone, the new one in)", n)
+	}
+}
+
+// BenchmarkRegistryCreateClose runs create/close cycles through the
+// manager (no process: Open, a merge, Close, a merge) with the default
+// tombstone cap. Run with -benchtime=5000x: the file stops growing once
+// the cap is reached (cycle 2048), and the time per cycle of the last 500
+// cycles ("last-µs/cycle") stays that of the 500 cycles after the cap was
+// reached ("at-cap-µs/cycle"); "first-µs/cycle" is of the first 500.
+func BenchmarkRegistryCreateClose(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "sessions.json")
+	m := newManager(b, Config{Registry: NewRegistry(path, nil)})
+	cwd := b.TempDir()
+	ctx := ctxFor(b)
+	var times []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		s, err := m.Open(ctx, CreateOptions{Cwd: cwd, Owner: "alice"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		m.persist()
+		if _, err := m.Close(s.ID); err != nil {
+			b.Fatal(err)
+		}
+		times = append(times, time.Since(start))
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(st.Size()), "file-bytes")
+	b.ReportMetric(float64(len(readRegistry(b, path).Closed)), "tombstones")
+	avg := func(from, to int) float64 {
+		var sum time.Duration
+		for _, d := range times[from:to] {
+			sum += d
+		}
+		return float64(sum.Microseconds()) / float64(to-from)
+	}
+	const window = 500
+	b.ReportMetric(avg(0, min(window, len(times))), "first-µs/cycle")
+	if len(times) >= store.DefaultMaxTombstones+2*window {
+		b.ReportMetric(avg(store.DefaultMaxTombstones, store.DefaultMaxTombstones+window), "at-cap-µs/cycle")
+		b.ReportMetric(avg(len(times)-window, len(times)), "last-µs/cycle")
 	}
 }

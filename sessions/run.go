@@ -2,7 +2,6 @@ package sessions
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -100,7 +99,7 @@ type Progress struct {
 // started (or after RunOptions.ReturnAfter), or with the error that kept it
 // from starting (a busy session is refused at once). Cancelling ctx before the turn starts cancels the run;
 // afterwards only [Run.Cancel] does. A temporary session whose query cannot
-// start is discarded.
+// start is discarded (see oneshot.go).
 func (s *Session) Start(ctx context.Context, prompt string, o RunOptions) (*Run, error) {
 	rctx, cancel := context.WithCancel(context.Background())
 	r := &Run{ID: uuid.NewString(), session: s, opts: o, start: time.Now(), cancel: cancel, listener: o.Listener,
@@ -131,17 +130,13 @@ func (s *Session) Start(ctx context.Context, prompt string, o RunOptions) (*Run,
 	case <-early:
 	case <-r.done:
 		if r.err != nil {
-			if s.opts.Temporary && !errors.Is(r.err, ErrBusy) {
-				s.m.Discard(s) // its one query could not start
-			}
+			s.m.endUnstarted(s, r.err) // a one-shot's query could not start
 			return nil, r.err
 		}
 	case <-ctx.Done():
 		cancel()
 		<-r.done
-		if s.opts.Temporary {
-			s.m.Discard(s)
-		}
+		s.m.endUnstarted(s, ctx.Err())
 		return nil, ctx.Err()
 	}
 	s.mu.Lock()
@@ -323,14 +318,13 @@ func (r *Run) take() bool {
 	return true
 }
 
-// release closes the session when the run asked for that.
+// release closes the session when the run asked for that, or when it is
+// a one-shot's (see oneshot.go).
 func (r *Run) release() {
 	s := r.session
 	switch {
-	case s.opts.Temporary && s.hasWorktree():
-		s.m.Discard(s) // the answer says whether close kept the worktree
 	case s.opts.Temporary:
-		s.m.discardLater(s)
+		s.m.endOneShot(s)
 	case r.opts.CloseAfter:
 		_, _ = s.m.Close(s.ID)
 	}

@@ -142,7 +142,12 @@ func (m *Manager) freshOptions(opts CreateOptions) (claudeagent.Options, bool) {
 // one-shot query; at start, the default options): it becomes the newest of
 // the WarmSpares option sets spares are kept for, and a spare is started
 // for every one that lacks it, as far as there are free live places.
-func (m *Manager) WantSpares(opts CreateOptions) {
+func (m *Manager) WantSpares(opts CreateOptions) { m.wantSpares(opts, true) }
+
+// wantSpares is WantSpares; without fill it only records the option set
+// (and stops the spares of those no longer wanted, in the background): a
+// one-shot query's spares are filled when its session ends.
+func (m *Manager) wantSpares(opts CreateOptions, fill bool) {
 	if !m.sparesOn() {
 		return
 	}
@@ -173,11 +178,20 @@ func (m *Manager) WantSpares(opts CreateOptions) {
 		}
 		return false
 	})
-	st.stopping += len(stale)
+	st.stopping += len(stale) // stopSpares waits for these
 	st.mu.Unlock()
-	for _, sp := range stale {
-		m.stopSpare(sp, "its option set is no longer wanted")
+	stop := func() {
+		for _, sp := range stale {
+			m.stopSpare(sp, "its option set is no longer wanted")
+		}
 	}
+	if !fill {
+		if len(stale) > 0 {
+			go stop()
+		}
+		return
+	}
+	stop()
 	m.fillSpares()
 }
 

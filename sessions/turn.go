@@ -65,6 +65,14 @@ type Usage struct {
 	CacheReadInputTokens     int64 `json:"cacheReadInputTokens"`
 }
 
+// add adds v to u.
+func (u *Usage) add(v Usage) {
+	u.InputTokens += v.InputTokens
+	u.OutputTokens += v.OutputTokens
+	u.CacheCreationInputTokens += v.CacheCreationInputTokens
+	u.CacheReadInputTokens += v.CacheReadInputTokens
+}
+
 // PermissionDenial is a tool call the turn was not allowed to make.
 type PermissionDenial struct {
 	ToolName  string          `json:"toolName"`
@@ -160,73 +168,11 @@ func (t *turn) emit(e Event) {
 func (t *turn) handle(m claudeagent.Message) bool {
 	switch m := m.(type) {
 	case *claudeagent.SystemMessage:
-		switch m.Subtype {
-		case "init":
-			t.mu.Lock()
-			t.model, t.sessionID = m.Model, m.SessionID
-			t.mu.Unlock()
-		case "api_retry":
-			t.emit(Event{Kind: EventRetry, Text: "API error " + m.Error + "; retrying (attempt " + strconv.Itoa(m.Attempt) + " of " + strconv.Itoa(m.MaxRetries) + ")"})
-		case "model_fallback":
-			t.mu.Lock()
-			t.model = m.FallbackModel // the model that answers, not init's
-			t.mu.Unlock()
-			text := m.Content
-			if text == "" {
-				text = "switched from " + m.OriginalModel + " to " + m.FallbackModel + " (" + m.Trigger + ")"
-			}
-			t.emit(Event{Kind: EventRetry, Text: text})
-		}
+		t.handleSystem(m)
 	case *claudeagent.AssistantMessage:
-		t.mu.Lock()
-		if id := m.Message.ID; id != "" && id != t.lastMsgID {
-			t.apiCalls, t.lastMsgID = t.apiCalls+1, id
-		}
-		t.mu.Unlock()
-		for _, b := range m.Message.Content {
-			switch b.Type {
-			case "text":
-				t.mu.Lock()
-				t.texts = append(t.texts, b.Text)
-				t.steps = append(t.steps, HistoryEntry{Kind: "text", Text: b.Text, Time: time.Now()})
-				t.mu.Unlock()
-				t.emit(Event{Kind: EventText, Text: b.Text, IsError: m.Error != ""})
-			case "thinking":
-				t.mu.Lock()
-				t.thinking = append(t.thinking, b.Thinking)
-				t.mu.Unlock()
-				t.emit(Event{Kind: EventThinking, Text: b.Thinking})
-			case "tool_use":
-				t.mu.Lock()
-				if _, seen := t.toolIndex[b.ID]; !seen {
-					t.toolIndex[b.ID] = len(t.tools)
-					t.tools = append(t.tools, ToolInvocation{ID: b.ID, Name: b.Name, Input: b.Input})
-					t.steps = append(t.steps, HistoryEntry{Kind: "tool", Tool: b.Name, ToolID: b.ID, Input: b.Input, Time: time.Now()})
-				}
-				t.mu.Unlock()
-				t.emit(Event{Kind: EventToolStarted, Tool: b.Name, ToolID: b.ID, Text: SummarizeInput(b.Input, 300)})
-			}
-		}
+		t.handleAssistant(m)
 	case *claudeagent.UserMessage:
-		for _, b := range m.Blocks() {
-			if b.Type != "tool_result" {
-				continue
-			}
-			out := b.ResultText()
-			t.mu.Lock()
-			i, ok := t.toolIndex[b.ToolUseID]
-			var name string
-			if ok {
-				inv := &t.tools[i]
-				inv.Output, inv.IsError, inv.Done = out, b.IsError, true
-				if b.IsError {
-					inv.Error = out
-				}
-				name = inv.Name
-			}
-			t.mu.Unlock()
-			t.emit(Event{Kind: EventToolFinished, Tool: name, ToolID: b.ToolUseID, IsError: b.IsError, Text: out})
-		}
+		t.handleToolResults(m)
 	case *claudeagent.ResultMessage:
 		if !m.Answers(t.uuid) {
 			// A turn the CLI started by itself (a background task finished):
@@ -242,6 +188,86 @@ func (t *turn) handle(m claudeagent.Message) bool {
 		return true
 	}
 	return false
+}
+
+// handleSystem takes the model and session id of init, and reports API
+// retries and model fallbacks.
+func (t *turn) handleSystem(m *claudeagent.SystemMessage) {
+	switch m.Subtype {
+	case "init":
+		t.mu.Lock()
+		t.model, t.sessionID = m.Model, m.SessionID
+		t.mu.Unlock()
+	case "api_retry":
+		t.emit(Event{Kind: EventRetry, Text: "API error " + m.Error + "; retrying (attempt " + strconv.Itoa(m.Attempt) + " of " + strconv.Itoa(m.MaxRetries) + ")"})
+	case "model_fallback":
+		t.mu.Lock()
+		t.model = m.FallbackModel // the model that answers, not init's
+		t.mu.Unlock()
+		text := m.Content
+		if text == "" {
+			text = "switched from " + m.OriginalModel + " to " + m.FallbackModel + " (" + m.Trigger + ")"
+		}
+		t.emit(Event{Kind: EventRetry, Text: text})
+	}
+}
+
+// handleAssistant counts the API round trips and takes the texts,
+// thinking and tool calls of an assistant message.
+func (t *turn) handleAssistant(m *claudeagent.AssistantMessage) {
+	t.mu.Lock()
+	if id := m.Message.ID; id != "" && id != t.lastMsgID {
+		t.apiCalls, t.lastMsgID = t.apiCalls+1, id
+	}
+	t.mu.Unlock()
+	for _, b := range m.Message.Content {
+		switch b.Type {
+		case "text":
+			t.mu.Lock()
+			t.texts = append(t.texts, b.Text)
+			t.steps = append(t.steps, HistoryEntry{Kind: "text", Text: b.Text, Time: time.Now()})
+			t.mu.Unlock()
+			t.emit(Event{Kind: EventText, Text: b.Text, IsError: m.Error != ""})
+		case "thinking":
+			t.mu.Lock()
+			t.thinking = append(t.thinking, b.Thinking)
+			t.mu.Unlock()
+			t.emit(Event{Kind: EventThinking, Text: b.Thinking})
+		case "tool_use":
+			t.mu.Lock()
+			if _, seen := t.toolIndex[b.ID]; !seen {
+				t.toolIndex[b.ID] = len(t.tools)
+				t.tools = append(t.tools, ToolInvocation{ID: b.ID, Name: b.Name, Input: b.Input})
+				t.steps = append(t.steps, HistoryEntry{Kind: "tool", Tool: b.Name, ToolID: b.ID, Input: b.Input, Time: time.Now()})
+			}
+			t.mu.Unlock()
+			t.emit(Event{Kind: EventToolStarted, Tool: b.Name, ToolID: b.ID, Text: SummarizeInput(b.Input, 300)})
+		}
+	}
+}
+
+// handleToolResults pairs the tool results of a user message with their
+// calls.
+func (t *turn) handleToolResults(m *claudeagent.UserMessage) {
+	for _, b := range m.Blocks() {
+		if b.Type != "tool_result" {
+			continue
+		}
+		out := b.ResultText()
+		t.mu.Lock()
+		i, ok := t.toolIndex[b.ToolUseID]
+		var name string
+		if ok {
+			inv := &t.tools[i]
+			inv.Output, inv.IsError, inv.Done = out, b.IsError, true
+			if b.IsError {
+				inv.Error = out
+			}
+			name = inv.Name
+		}
+		t.mu.Unlock()
+		t.emit(Event{Kind: EventToolFinished, Tool: name, ToolID: b.ToolUseID, IsError: b.IsError, Text: out})
+	}
 }
 
 // fail ends the turn without a result message (the process died, or the

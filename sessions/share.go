@@ -1,7 +1,6 @@
 package sessions
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -10,60 +9,51 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
-// Sharing the registry between server instances. Every write merges,
-// under the registry's lock file, with what the others wrote. Per session
-// the record changed since this instance last synced it wins (the most
-// recently used one when both changed); a closed session leaves a
-// tombstone so that no instance brings it back; costs are added as what
-// this instance spent since its last write. An instance asked for a
-// session it does not hold looks it up in the file and adopts it as
+// The manager's side of the registry, which other server instances may
+// share: its sessions become records (store.Entry, store.Local) and
+// records become sessions again; package store holds the file, the claims
+// and the merge. Every write merges (share_sync.go); an instance asked for
+// a session it does not hold looks it up in the store and adopts it as
 // dormant (Manager.Get); a session's process runs on one instance at a
-// time (see registry_fence.go). Reads (List, Get, the per-user quota) look
-// at the file again when it changed since this instance last did (a stat),
-// so that a session closed elsewhere is gone here too.
+// time (share_fence.go). Reads (List, Get, the per-user quota) look at the
+// store again when it changed since this instance last did, so that a
+// session closed elsewhere is gone here too.
 
 // shareState is what a manager keeps to share its registry with other
 // instances.
 type shareState struct {
-	me           registryClaim // this instance; Gen and Until are set at each write
+	me           store.Claim   // this instance; Gen and Until are set at each write
 	lease, renew time.Duration // a claim's lease, and how often claims are renewed
 
 	// saveMu orders merges (one at a time, so that no cost is added twice)
 	// and adoptions; lock order: saveMu, then Manager.mu, then Session.mu.
 	saveMu sync.Mutex
-	// Under saveMu: base is, per session this instance holds, its entry as
-	// this instance last read it from the file or wrote it (JSON): what
-	// tells a change made here from one made by another instance (lostBase:
-	// the file's wins). lastSync is the wall time of the last merge.
+	// Under saveMu: base is store.Merge.Base, lastSync the wall time of
+	// the last merge.
 	base     map[string]string
 	lastSync time.Time
 
-	// Under Manager.persistMu: what the next merge brings into the file.
-	closed      []closedNote       // sessions closed here
-	unsaved     float64            // costs not yet added to the file's totals
+	// Under Manager.persistMu: what the next merge brings into the store.
+	closed      []store.Closing    // sessions closed here
+	unsaved     float64            // costs not yet added to the store's totals
 	userUnsaved map[string]float64 // likewise per owner
-	holding     bool               // the last merge left claims of this instance in the file
+	holding     bool               // the last merge left claims of this instance in the store
 
 	// mu guards what follows; no other lock is taken under it.
 	mu            sync.Mutex
-	held          map[string]heldClaim // this instance's claims, by session id
-	seen          os.FileInfo          // the registry file as this instance last read or wrote it
-	fileOwner     map[string]string    // the open sessions in the file then: id → owner
-	pendingClosed map[string]bool      // closed here, tombstone not yet written
-	closedHere    []closedNote         // the sessions closed here lately, oldest first (at most maxTombstones)
+	held          map[string]store.Held // this instance's claims, by session id
+	seen          store.Stamp           // the store as this instance last read or wrote it
+	fileOwner     map[string]string     // the open sessions in the store then: id → owner
+	pendingClosed map[string]bool       // closed here, tombstone not yet written
+	closedHere    []store.Closing       // the sessions closed here lately, oldest first (at most DefaultMaxTombstones)
 
 	stopOnce sync.Once
 	stop     chan struct{} // stops the renewal of claims
 	done     chan struct{} // closed when the renewal has stopped
-}
-
-// closedNote is a session closed here, as its tombstone records it.
-type closedNote struct {
-	id    string
-	owner string
-	ids   []string // the Claude session ids it had
 }
 
 // startSharing names this instance and starts renewing its claims.
@@ -71,9 +61,9 @@ func (m *Manager) startSharing() {
 	sh := &m.share
 	host, _ := os.Hostname()
 	pidns, _ := os.Readlink("/proc/self/ns/pid")
-	sh.me = registryClaim{Instance: uuid.NewString(), Host: host, PIDNS: pidns, PID: os.Getpid()}
+	sh.me = store.Claim{Instance: uuid.NewString(), Host: host, PIDNS: pidns, PID: os.Getpid()}
 	sh.base, sh.lastSync = map[string]string{}, m.now().Round(0).UTC()
-	sh.held = map[string]heldClaim{}
+	sh.held = map[string]store.Held{}
 	m.setLease()
 	sh.stop, sh.done = make(chan struct{}), make(chan struct{})
 	go m.renewClaims()
@@ -83,7 +73,7 @@ func (m *Manager) startSharing() {
 // the claims of the processes that have stopped released. Shutdown calls
 // it once every process is gone.
 func (m *Manager) stopSharing() {
-	if m.cfg.Registry == nil {
+	if m.store == nil {
 		return
 	}
 	m.share.stopOnce.Do(func() {
@@ -114,27 +104,74 @@ func (m *Manager) renewClaims() {
 	}
 }
 
+// shared reports whether the registry keeps the session: not a temporary
+// one, nor a closed one.
+func (s *Session) shared() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sharedLocked()
+}
+
+func (s *Session) sharedLocked() bool { return !s.opts.Temporary && s.state != StateClosed }
+
+// local is the session as a merge sees it; ok is false for a session the
+// registry does not keep.
+func (s *Session) local() (l store.Local, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.sharedLocked() {
+		return store.Local{}, false
+	}
+	live := s.proc != nil || s.state == StateStarting || s.state == StateQueued || s.state == StateRunning
+	return store.Local{Entry: s.entryLocked(), Live: live, Running: s.proc != nil}, true
+}
+
 // entryLocked is the session's registry entry; s.mu is held.
-func (s *Session) entryLocked() RegistryEntry {
-	return RegistryEntry{
+func (s *Session) entryLocked() store.Entry {
+	return store.Entry{
 		SessionID: s.ID, ClaudeSessionID: s.claudeSessionID, PastClaudeSessionIDs: slices.Clone(s.pastClaudeSessionIDs),
 		Resumable: s.resumable, ForkPending: s.forkPending, Model: s.model,
-		Created: s.created, LastUsed: s.lastUsed, Queries: s.queries, CostUSD: s.cost, Usage: s.usage,
+		Created: s.created, LastUsed: s.lastUsed, Queries: s.queries, CostUSD: s.cost, Usage: store.Usage(s.usage),
 		Options: s.opts, Worktree: s.worktree, Owner: s.opts.Owner, Operator: s.opts.Operator, AgentTool: s.opts.AgentTool,
 	}
 }
 
-// applyEntryLocked takes over what another instance recorded of the
-// session; s.mu is held and the session has no process.
-func (s *Session) applyEntryLocked(e RegistryEntry) {
+// applyEntryLocked takes over what an entry records of the session; s.mu
+// is held (or the session is not shared yet) and it has no process.
+func (s *Session) applyEntryLocked(e store.Entry) {
 	opts := e.Options
 	opts.Owner, opts.Operator, opts.AgentTool, opts.Env, opts.Temporary = e.Owner, e.Operator, e.AgentTool, s.opts.Env, s.opts.Temporary
 	s.opts = opts
 	s.claudeSessionID, s.resumable, s.forkPending = e.ClaudeSessionID, e.Resumable, e.ForkPending
 	s.pastClaudeSessionIDs = slices.Clone(e.PastClaudeSessionIDs)
 	s.model, s.created, s.lastUsed = e.Model, e.Created, e.LastUsed
-	s.queries, s.cost, s.usage = e.Queries, e.CostUSD, e.Usage
+	s.queries, s.cost, s.usage = e.Queries, e.CostUSD, Usage(e.Usage)
 	s.worktree = e.Worktree
+}
+
+// takeOver takes over the record another instance wrote of the session,
+// and reloads the history from its transcript; not while the session has
+// a process (fenced off, and not stopped yet). It reports whether the
+// stored record must win at the next merge too: the session had a process,
+// or a turn whose failure is not recorded yet.
+func (s *Session) takeOver(e store.Entry) (again bool) {
+	s.mu.Lock()
+	again = s.proc != nil || s.cur != nil
+	if s.proc != nil {
+		s.mu.Unlock()
+		return again
+	}
+	s.applyEntryLocked(e)
+	path := s.transcriptPath()
+	s.mu.Unlock()
+	h, err := loadTranscript(path)
+	if err != nil {
+		s.log.Warn("reading the transcript for the history", "path", path, "err", err)
+	}
+	s.mu.Lock()
+	s.setHistoryLocked(h)
+	s.mu.Unlock()
+	return again
 }
 
 // setClaudeSessionIDLocked makes id the session's Claude session id; the
@@ -147,16 +184,10 @@ func (s *Session) setClaudeSessionIDLocked(id string) {
 	s.claudeSessionID = id
 }
 
-// entryKey is an entry as JSON, to compare.
-func entryKey(e RegistryEntry) string {
-	b, _ := json.Marshal(e)
-	return string(b)
-}
-
 // persist writes the registry, if any, merging with what other instances
 // wrote (see sync). Call it without holding any session's lock.
 func (m *Manager) persist() {
-	if m.cfg.Registry == nil {
+	if m.store == nil {
 		return
 	}
 	m.sync(nil)
@@ -169,7 +200,7 @@ func (m *Manager) persist() {
 // the registry never held needs no claim, and an unwritable registry does
 // not keep a session from running (it is reported as not persisted).
 func (m *Manager) claim(s *Session) error {
-	if m.cfg.Registry == nil {
+	if m.store == nil {
 		return nil
 	}
 	m.share.saveMu.Lock()
@@ -186,7 +217,7 @@ func (m *Manager) claim(s *Session) error {
 // another instance may run s now. At shutdown, stopSharing writes once for
 // all.
 func (m *Manager) released(s *Session) {
-	if m.cfg.Registry == nil || m.shuttingDown() {
+	if m.store == nil || m.shuttingDown() {
 		return
 	}
 	s.mu.Lock()
@@ -201,14 +232,14 @@ func (m *Manager) released(s *Session) {
 // with a registry, as a tombstone written with the next merge.
 func (m *Manager) noteClosed(s *Session) {
 	s.mu.Lock()
-	n := closedNote{id: s.ID, owner: s.opts.Owner, ids: append(slices.Clone(s.pastClaudeSessionIDs), s.claudeSessionID)}
+	n := store.Closing{ID: s.ID, Owner: s.opts.Owner, ClaudeSessionIDs: append(slices.Clone(s.pastClaudeSessionIDs), s.claudeSessionID)}
 	temp := s.opts.Temporary
 	s.mu.Unlock()
 	sh := &m.share
-	shared := m.cfg.Registry != nil && !temp
+	shared := m.store != nil && !temp
 	sh.mu.Lock()
 	sh.closedHere = append(sh.closedHere, n)
-	if extra := len(sh.closedHere) - maxTombstones; extra > 0 {
+	if extra := len(sh.closedHere) - store.DefaultMaxTombstones; extra > 0 {
 		sh.closedHere = slices.Delete(sh.closedHere, 0, extra)
 	}
 	if shared {
@@ -233,18 +264,6 @@ func (m *Manager) PersistFailing() bool {
 	return m.persistErr != nil
 }
 
-// closedElsewhere reports whether the file says that the session id, which
-// this instance holds, was closed: it has a tombstone, or it is missing
-// and its tombstone may have been dropped since this instance last synced
-// (ClosedHorizon). saveMu is held.
-func (sh *shareState) closedElsewhere(f *registryFile, id string, inFile bool) bool {
-	if _, ok := f.Closed[id]; ok {
-		return true
-	}
-	_, synced := sh.base[id]
-	return !inFile && synced && f.ClosedHorizon.After(sh.lastSync)
-}
-
 // dropGone closes here the sessions another instance closed.
 func (m *Manager) dropGone(gone []*Session) {
 	for _, s := range gone {
@@ -261,29 +280,23 @@ func (m *Manager) dropGone(gone []*Session) {
 	}
 }
 
-// openOwners maps the open sessions of f to their owners.
-func openOwners(f *registryFile) map[string]string {
-	out := make(map[string]string, len(f.Sessions))
-	for _, e := range f.Sessions {
-		out[e.SessionID] = e.Owner
-	}
-	return out
-}
-
 // restore loads the registry's sessions as dormant sessions: at most
 // MaxSessions of them, the most recently used. Each is checked against
 // today's policy at once, so that one the policy refuses is listed as
 // refused (it is checked again at each query).
 func (m *Manager) restore() {
-	if m.cfg.Registry == nil {
+	if m.store == nil {
 		return
 	}
 	m.startSharing()
-	entries := m.cfg.Registry.Load()
-	m.spent, m.userSpent = m.cfg.Registry.SpentUSD()
-	m.userSpent = maps.Clone(m.userSpent)
-	entries = slices.DeleteFunc(entries, func(e RegistryEntry) bool { return e.SessionID == "" })
-	slices.SortStableFunc(entries, func(a, b RegistryEntry) int { return b.LastUsed.Compare(a.LastUsed) })
+	st, _, err := m.store.Read()
+	if err != nil {
+		m.log.Error("reading the session registry; starting without it", "path", m.cfg.Registry.Path(), "err", err)
+		st = store.State{}
+	}
+	m.spent, m.userSpent = st.SpentUSD, maps.Clone(st.UserSpentUSD)
+	entries := slices.DeleteFunc(st.Sessions, func(e store.Entry) bool { return e.SessionID == "" })
+	slices.SortStableFunc(entries, func(a, b store.Entry) int { return b.LastUsed.Compare(a.LastUsed) })
 	if n := len(entries) - m.cfg.MaxSessions; n > 0 {
 		for _, e := range entries[m.cfg.MaxSessions:] {
 			m.log.Warn("not restoring a session beyond --max-sessions; it stays in the registry (a query by its id takes it up once there is room) and its conversation on disk (continue it with resumeSessionId)",
@@ -294,7 +307,7 @@ func (m *Manager) restore() {
 	for _, e := range entries {
 		s := m.restoreOne(e)
 		m.sessions[s.ID] = s
-		m.share.base[s.ID] = entryKey(e)
+		m.share.base[s.ID] = store.Key(e)
 	}
 	if n := len(m.sessions); n > 0 {
 		m.log.Info("restored sessions from the registry as dormant", "count", n, "path", m.cfg.Registry.Path())
@@ -303,20 +316,18 @@ func (m *Manager) restore() {
 
 // restoreOne makes a dormant session of a registry entry, refused when
 // today's policy does not let it run.
-func (m *Manager) restoreOne(e RegistryEntry) *Session {
+func (m *Manager) restoreOne(e store.Entry) *Session {
 	e.Options.Owner, e.Options.Operator, e.Options.AgentTool = e.Owner, e.Operator, e.AgentTool
-	s := newSession(m, e.Options)
+	s := newSession(m, e.Options) // not shared yet: no lock needed below
 	s.ID = e.SessionID
 	s.log = m.log.With("session_id", s.ID)
-	s.claudeSessionID, s.resumable, s.forkPending = e.ClaudeSessionID, e.Resumable, e.ForkPending
-	s.pastClaudeSessionIDs = slices.Clone(e.PastClaudeSessionIDs)
-	s.model, s.created, s.lastUsed = e.Model, e.Created, e.LastUsed
-	s.queries, s.cost, s.usage = e.Queries, e.CostUSD, e.Usage
-	s.worktree = e.Worktree
-	s.state = StateDormant
+	s.applyEntryLocked(e)
 	if _, err := m.admit(&s.opts); err != nil {
-		s.state, s.failure = StateRefused, err.Error()
+		s.moveLocked(StateRefused)
+		s.failure = err.Error()
 		s.log.Warn("restored a session that the server's policy refuses to run", "reason", err)
+	} else {
+		s.moveLocked(StateDormant)
 	}
 	s.loadHistory()
 	return s
@@ -329,7 +340,7 @@ func (m *Manager) restoreOne(e RegistryEntry) *Session {
 // open session, and with ErrTooMany beyond --max-sessions or the owner's
 // --user-max-sessions, as a create would.
 func (m *Manager) adopt(id string) (*Session, error) {
-	if m.cfg.Registry == nil || id == "" {
+	if m.store == nil || id == "" {
 		return nil, NotFoundError(id)
 	}
 	sh := &m.share
@@ -344,7 +355,11 @@ func (m *Manager) adopt(id string) (*Session, error) {
 	if stopping {
 		return nil, NotFoundError(id)
 	}
-	e, ok := m.cfg.Registry.lookup(id)
+	st, _, err := m.store.Read()
+	if err != nil {
+		m.log.Warn("reading the session registry", "path", m.cfg.Registry.Path(), "err", err)
+	}
+	e, ok := st.Entry(id)
 	if !ok {
 		return nil, NotFoundError(id)
 	}
@@ -366,7 +381,7 @@ func (m *Manager) adopt(id string) (*Session, error) {
 	}
 	m.sessions[id] = s
 	m.mu.Unlock()
-	sh.base[id] = entryKey(e)
+	sh.base[id] = store.Key(e)
 	s.log.Info("took up a session from the session registry as dormant (made or last run by another instance, or not restored at the start)", "claude_session_id", e.ClaudeSessionID)
 	return s, nil
 }

@@ -1,31 +1,33 @@
-package sessions
+package policy
 
 import (
 	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
 )
 
 // The policy classes: one classifier per session option (by its JSON name,
 // the tool parameter), and within the options that carry documents of the
 // CLI's (agents, settings, mcpServers) one class per field or key. A name
 // missing here is refused (see policy.go); TestEveryOptionClassified fails
-// when an option of CreateOptions has no classifier.
+// when an option of options.CreateOptions has no classifier.
 
 // classifier breaks one option of o down into uses.
-type classifier func(o *CreateOptions) ([]use, error)
+type classifier func(o *options.CreateOptions) ([]Use, error)
 
 // harmless is the classifier of an option a caller may always choose.
-func harmless(*CreateOptions) ([]use, error) { return nil, nil }
+func harmless(*options.CreateOptions) ([]Use, error) { return nil, nil }
 
 // optionClasses are the session options' classifiers.
 var optionClasses = map[string]classifier{
-	"cwd": func(o *CreateOptions) ([]use, error) {
+	"cwd": func(o *options.CreateOptions) ([]Use, error) {
 		if o.Cwd == serverCwd() {
-			return []use{{what: "cwd", paths: []string{o.Cwd}, dirs: true}}, nil // the operator's choice
+			return []Use{{what: "cwd", paths: []string{o.Cwd}, dirs: true}}, nil // the operator's choice
 		}
-		return []use{{what: "cwd", value: o.Cwd, class: ReadsFiles, also: "paths", paths: []string{o.Cwd}, dirs: true}}, nil
+		return []Use{{what: "cwd", value: o.Cwd, class: ReadsFiles, also: "paths", paths: []string{o.Cwd}, dirs: true}}, nil
 	},
 	"model":              harmless,
 	"fallbackModel":      harmless,
@@ -42,51 +44,51 @@ var optionClasses = map[string]classifier{
 	"forkSession":        harmless,
 	"agent":              harmless, // the agent's definition is classified where it comes from
 	"disallowedTools":    harmless, // narrows
-	"tools": func(o *CreateOptions) ([]use, error) {
-		return []use{{what: "tools", tools: o.Tools}}, nil
+	"tools": func(o *options.CreateOptions) ([]Use, error) {
+		return []Use{{what: "tools", tools: o.Tools}}, nil
 	},
-	"allowedTools": func(o *CreateOptions) ([]use, error) {
-		return []use{{what: "allowedTools", class: WidensPermissions, tools: o.AllowedTools}}, nil
+	"allowedTools": func(o *options.CreateOptions) ([]Use, error) {
+		return []Use{{what: "allowedTools", class: WidensPermissions, tools: o.AllowedTools}}, nil
 	},
-	"permissionMode": func(o *CreateOptions) ([]use, error) {
+	"permissionMode": func(o *options.CreateOptions) ([]Use, error) {
 		c, also := modeClass(o.PermissionMode)
-		return []use{{what: "permissionMode", value: o.PermissionMode, class: c, also: also, modes: []string{o.PermissionMode}}}, nil
+		return []Use{{what: "permissionMode", value: o.PermissionMode, class: c, also: also, modes: []string{o.PermissionMode}}}, nil
 	},
-	"addDirs": func(o *CreateOptions) ([]use, error) {
-		var uses []use
+	"addDirs": func(o *options.CreateOptions) ([]Use, error) {
+		var uses []Use
 		for _, d := range o.AddDirs {
-			uses = append(uses, use{what: "addDirs entry", value: d, class: ReadsFiles, also: "paths", paths: []string{d}, dirs: true})
+			uses = append(uses, Use{what: "addDirs entry", value: d, class: ReadsFiles, also: "paths", paths: []string{d}, dirs: true})
 		}
 		return uses, nil
 	},
-	"worktree": func(o *CreateOptions) ([]use, error) {
-		return []use{{what: "worktree", class: ReadsFiles, also: "paths", paths: []string{o.Cwd}}}, nil
+	"worktree": func(o *options.CreateOptions) ([]Use, error) {
+		return []Use{{what: "worktree", class: ReadsFiles, also: "paths", paths: []string{o.Cwd}}}, nil
 	},
-	"profile": func(o *CreateOptions) ([]use, error) {
-		return []use{{what: "profile", value: o.Profile, class: WidensPermissions, also: "profiles"}}, nil
+	"profile": func(o *options.CreateOptions) ([]Use, error) {
+		return []Use{{what: "profile", value: o.Profile, class: WidensPermissions, also: "profiles"}}, nil
 	},
-	"plugins": func(o *CreateOptions) ([]use, error) {
-		return []use{{what: "plugins", class: RunsPrograms | ReadsFiles, program: true, paths: o.Plugins, dirs: true}}, nil
+	"plugins": func(o *options.CreateOptions) ([]Use, error) {
+		return []Use{{what: "plugins", class: RunsPrograms | ReadsFiles, program: true, paths: o.Plugins, dirs: true}}, nil
 	},
-	"mcpServers": func(o *CreateOptions) ([]use, error) {
-		var uses []use
+	"mcpServers": func(o *options.CreateOptions) ([]Use, error) {
+		var uses []Use
 		for _, name := range sortedKeys(o.MCPServers) {
 			uses = append(uses, mcpServerUse(fmt.Sprintf("mcpServers[%q]", name), o.MCPServers[name]))
 		}
 		return uses, nil
 	},
-	"agents": func(o *CreateOptions) ([]use, error) {
+	"agents": func(o *options.CreateOptions) ([]Use, error) {
 		var agents map[string]map[string]json.RawMessage
 		if err := json.Unmarshal(o.Agents, &agents); err != nil {
 			return nil, fmt.Errorf("invalid agents: %v", err)
 		}
-		var uses []use
+		var uses []Use
 		for _, name := range sortedKeys(agents) {
 			uses = append(uses, agentUses(fmt.Sprintf("agents[%q]", name), agents[name])...)
 		}
 		return uses, nil
 	},
-	"settings": func(o *CreateOptions) ([]use, error) {
+	"settings": func(o *options.CreateOptions) ([]Use, error) {
 		var path string
 		if json.Unmarshal(o.Settings, &path) == nil {
 			return settingsFileUses(path) // a session persisted before settingsFile
@@ -97,35 +99,35 @@ var optionClasses = map[string]classifier{
 		}
 		return settingsUses(obj), nil
 	},
-	"settingsFile": func(o *CreateOptions) ([]use, error) {
+	"settingsFile": func(o *options.CreateOptions) ([]Use, error) {
 		return settingsFileUses(o.SettingsFile)
 	},
 }
 
 // settingsFileUses classifies a settings file: reading it, and its
 // settings as an object's.
-func settingsFileUses(path string) ([]use, error) {
+func settingsFileUses(path string) ([]Use, error) {
 	obj, err := readSettingsFile(path)
 	if err != nil {
 		return nil, err
 	}
-	uses := []use{{what: "settings file", value: path, class: ReadsFiles, also: "settings", paths: []string{path}}}
+	uses := []Use{{what: "settings file", value: path, class: ReadsFiles, also: "settings", paths: []string{path}}}
 	return append(uses, settingsUses(obj)...), nil
 }
 
 // optionUses breaks the options that are set down into uses. An option
 // without a classifier is an error.
-func optionUses(o *CreateOptions) ([]use, error) {
+func optionUses(o *options.CreateOptions) ([]Use, error) {
 	return optionUsesWith(optionClasses, o)
 }
 
 // optionUsesWith is optionUses with the classifiers given.
-func optionUsesWith(classes map[string]classifier, o *CreateOptions) ([]use, error) {
+func optionUsesWith(classes map[string]classifier, o *options.CreateOptions) ([]Use, error) {
 	names, err := setOptions(o)
 	if err != nil {
 		return nil, err
 	}
-	var uses []use
+	var uses []Use
 	for _, name := range names {
 		classify, ok := classes[name]
 		if !ok {
@@ -145,18 +147,18 @@ func optionUsesWith(classes map[string]classifier, o *CreateOptions) ([]use, err
 
 // mcpServerUse classifies one MCP server entry: a command runs a program;
 // a URL only reaches the network, as WebFetch does.
-func mcpServerUse(what string, raw json.RawMessage) use {
+func mcpServerUse(what string, raw json.RawMessage) Use {
 	var srv struct {
 		Command string `json:"command"`
 		Type    string `json:"type"`
 	}
 	if json.Unmarshal(raw, &srv) != nil {
-		return use{what: what, unclassified: true, also: "mcp-servers"}
+		return Use{what: what, unclassified: true, also: "mcp-servers"}
 	}
 	if srv.Command != "" || srv.Type == "" || srv.Type == "stdio" {
-		return use{what: what + " (a command)", class: RunsPrograms, also: "mcp-servers", program: true, mcpCommand: true}
+		return Use{what: what + " (a command)", class: RunsPrograms, also: "mcp-servers", program: true, mcpCommand: true}
 	}
-	return use{what: what}
+	return Use{what: what}
 }
 
 // agentFields classify the fields of an agent definition (--agents), as
@@ -173,8 +175,8 @@ var agentFields = map[string]Class{
 
 // agentUses classifies one agent's fields; the ceilings apply inside
 // agents as they do to the session.
-func agentUses(what string, agent map[string]json.RawMessage) []use {
-	var uses []use
+func agentUses(what string, agent map[string]json.RawMessage) []Use {
+	var uses []Use
 	for _, field := range sortedKeys(agent) {
 		raw := agent[field]
 		w := what + "." + field
@@ -182,16 +184,16 @@ func agentUses(what string, agent map[string]json.RawMessage) []use {
 		case "tools":
 			var tools []string
 			_ = json.Unmarshal(raw, &tools)
-			uses = append(uses, use{what: w, tools: tools, beyond: tools})
+			uses = append(uses, Use{what: w, tools: tools, beyond: tools})
 		case "permissionMode":
 			var mode string
 			_ = json.Unmarshal(raw, &mode)
 			c, also := modeClass(mode)
-			uses = append(uses, use{what: w, value: mode, class: c, also: also, modes: []string{mode}})
+			uses = append(uses, Use{what: w, value: mode, class: c, also: also, modes: []string{mode}})
 		case "mcpServers":
 			var entries []json.RawMessage
 			if json.Unmarshal(raw, &entries) != nil {
-				uses = append(uses, use{what: w, unclassified: true, also: "mcp-servers"})
+				uses = append(uses, Use{what: w, unclassified: true, also: "mcp-servers"})
 				continue
 			}
 			for i, e := range entries {
@@ -201,7 +203,7 @@ func agentUses(what string, agent map[string]json.RawMessage) []use {
 				}
 				var servers map[string]json.RawMessage
 				if json.Unmarshal(e, &servers) != nil {
-					uses = append(uses, use{what: fmt.Sprintf("%s[%d]", w, i), unclassified: true, also: "mcp-servers"})
+					uses = append(uses, Use{what: fmt.Sprintf("%s[%d]", w, i), unclassified: true, also: "mcp-servers"})
 					continue
 				}
 				for _, name := range sortedKeys(servers) {
@@ -210,7 +212,7 @@ func agentUses(what string, agent map[string]json.RawMessage) []use {
 			}
 		default:
 			c, known := agentFields[field]
-			uses = append(uses, use{what: w, class: c, unclassified: !known, program: c&RunsPrograms != 0})
+			uses = append(uses, Use{what: w, class: c, unclassified: !known, program: c&RunsPrograms != 0})
 		}
 	}
 	return uses
@@ -255,8 +257,8 @@ var settingsKeys = map[string]Class{
 }
 
 // settingsUses classifies a settings document.
-func settingsUses(obj map[string]json.RawMessage) []use {
-	var uses []use
+func settingsUses(obj map[string]json.RawMessage) []Use {
+	var uses []Use
 	for _, key := range sortedKeys(obj) {
 		what := "settings." + key
 		if key == "permissions" {
@@ -264,7 +266,7 @@ func settingsUses(obj map[string]json.RawMessage) []use {
 			continue
 		}
 		c, known := settingsKeys[key]
-		uses = append(uses, use{what: what, class: c, also: "settings", unclassified: !known, program: c&RunsPrograms != 0})
+		uses = append(uses, Use{what: what, class: c, also: "settings", unclassified: !known, program: c&RunsPrograms != 0})
 	}
 	return uses
 }
@@ -272,12 +274,12 @@ func settingsUses(obj map[string]json.RawMessage) []use {
 // permissionsUses classifies settings.permissions: deny and ask rules
 // narrow; allow rules and the default mode are checked like the session's
 // own; additional directories like addDirs.
-func permissionsUses(what string, raw json.RawMessage) []use {
+func permissionsUses(what string, raw json.RawMessage) []Use {
 	var p map[string]json.RawMessage
 	if json.Unmarshal(raw, &p) != nil {
-		return []use{{what: what, unclassified: true, also: "settings"}}
+		return []Use{{what: what, unclassified: true, also: "settings"}}
 	}
-	var uses []use
+	var uses []Use
 	for _, key := range sortedKeys(p) {
 		w := what + "." + key
 		var list []string
@@ -285,10 +287,10 @@ func permissionsUses(what string, raw json.RawMessage) []use {
 		case "deny", "ask", "disableBypassPermissionsMode":
 		case "allow":
 			_ = json.Unmarshal(p[key], &list)
-			uses = append(uses, use{what: w, class: WidensPermissions, also: "settings", tools: list})
+			uses = append(uses, Use{what: w, class: WidensPermissions, also: "settings", tools: list})
 		case "additionalDirectories":
 			_ = json.Unmarshal(p[key], &list)
-			uses = append(uses, use{what: w, class: ReadsFiles, also: "settings", paths: list})
+			uses = append(uses, Use{what: w, class: ReadsFiles, also: "settings", paths: list})
 		case "defaultMode":
 			var mode string
 			_ = json.Unmarshal(p[key], &mode)
@@ -296,9 +298,9 @@ func permissionsUses(what string, raw json.RawMessage) []use {
 			if also == "" {
 				also = "settings"
 			}
-			uses = append(uses, use{what: w, value: mode, class: c, also: also, modes: []string{mode}})
+			uses = append(uses, Use{what: w, value: mode, class: c, also: also, modes: []string{mode}})
 		default:
-			uses = append(uses, use{what: w, unclassified: true, also: "settings"})
+			uses = append(uses, Use{what: w, unclassified: true, also: "settings"})
 		}
 	}
 	return uses

@@ -2,7 +2,7 @@
 
 // (AIX and Solaris/illumos have no flock; they take lock_other.go.)
 
-package sessions
+package store
 
 import (
 	"errors"

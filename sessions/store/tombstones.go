@@ -1,4 +1,4 @@
-package sessions
+package store
 
 import (
 	"bytes"
@@ -8,39 +8,39 @@ import (
 	"time"
 )
 
-// Tombstones: a closed session leaves one in the registry, so that no
+// Tombstones: a closed session leaves one in the store, so that no
 // instance sharing it brings the session back from its own copy, and so
-// that who made its conversations stays known (ConversationOwner). They
-// are kept for tombstoneAge and at most maxTombstones of them (each write
-// reads and writes the whole file), the oldest dropped first.
+// that who made its conversations stays known (State.ConversationOwner).
+// They are kept for TombstoneAge and at most File.MaxTombstones of them
+// (each write reads and writes the whole file), the oldest dropped first.
 
 const (
-	// tombstoneAge is how long a closed session's tombstone is kept: longer
-	// than any instance goes without writing the registry, so that none
+	// TombstoneAge is how long a closed session's tombstone is kept: longer
+	// than any instance goes without writing the store, so that none
 	// brings the session back from its own copy.
-	tombstoneAge = 7 * 24 * time.Hour
-	// maxTombstones is how many tombstones are kept at most, the oldest
+	TombstoneAge = 7 * 24 * time.Hour
+	// DefaultMaxTombstones is how many tombstones are kept at most, the oldest
 	// dropped first, so that a long create/close loop does not make every
 	// write slower (each write reads and writes the whole file).
-	maxTombstones = 2048
+	DefaultMaxTombstones = 2048
 )
 
-// tombstone is a closed session: when, whose, and the conversations it
+// Tombstone is a closed session: when, whose, and the conversations it
 // made.
-type tombstone struct {
+type Tombstone struct {
 	Closed           time.Time `json:"closed"`
 	Owner            string    `json:"owner,omitempty"`
 	Operator         []string  `json:"operator,omitempty"` // options the operator chose (CreateOptions.Operator)
 	ClaudeSessionIDs []string  `json:"claudeSessionIds,omitempty"`
 }
 
-// tombstoneMap is the tombstones by session id. It encodes itself, with
+// Tombstones are the tombstones by session id. It encodes itself, with
 // the keys sorted as encoding/json does: without reflection, since it is
 // most of the file.
-type tombstoneMap map[string]tombstone
+type Tombstones map[string]Tombstone
 
 // MarshalJSON encodes the tombstones.
-func (m tombstoneMap) MarshalJSON() ([]byte, error) {
+func (m Tombstones) MarshalJSON() ([]byte, error) {
 	ids := slices.Sorted(maps.Keys(m))
 	b := make([]byte, 0, len(m)*160)
 	b = append(b, '{')
@@ -79,12 +79,12 @@ func (m tombstoneMap) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes the tombstones: the form MarshalJSON writes by a
 // scan of its own (without reflection, as it is most of the file), any
 // other with encoding/json.
-func (m *tombstoneMap) UnmarshalJSON(b []byte) error {
+func (m *Tombstones) UnmarshalJSON(b []byte) error {
 	if out, ok := scanTombstones(b); ok {
 		*m = out
 		return nil
 	}
-	var plain map[string]tombstone
+	var plain map[string]Tombstone
 	if err := json.Unmarshal(b, &plain); err != nil {
 		return err
 	}
@@ -95,12 +95,12 @@ func (m *tombstoneMap) UnmarshalJSON(b []byte) error {
 // scanTombstones reads tombstones in exactly the form MarshalJSON writes
 // (no white space, no escapes, the fields in its order); ok is false for
 // anything else. encoding/json has checked that b is valid JSON.
-func scanTombstones(b []byte) (m tombstoneMap, ok bool) {
+func scanTombstones(b []byte) (m Tombstones, ok bool) {
 	p := jsonScan{b: b}
 	if !p.lit("{") {
 		return nil, false
 	}
-	m = tombstoneMap{}
+	m = Tombstones{}
 	if p.lit("}") {
 		return m, p.done()
 	}
@@ -113,7 +113,7 @@ func scanTombstones(b []byte) (m tombstoneMap, ok bool) {
 		if !ok {
 			return nil, false
 		}
-		var t tombstone
+		var t Tombstone
 		var err error
 		if t.Closed, err = time.Parse(time.RFC3339Nano, closed); err != nil {
 			return nil, false
@@ -200,19 +200,13 @@ func appendJSONString(b []byte, s string) []byte {
 }
 
 // ConversationOwner reports who made the Claude conversation
-// claudeSessionID, as far as the registry knows: the owner of an open
-// session that has (or had) it, else of a closed session's tombstone ("" is
-// a session made over stdio). known is false when the registry knows no
-// session with that conversation.
-func (r *Registry) ConversationOwner(claudeSessionID string) (owner string, known bool) {
+// claudeSessionID, as far as f knows: the owner of an open session that
+// has (or had) it, else of a closed session's tombstone ("" is a session
+// made over stdio). known is false when f knows no session with that
+// conversation.
+func (f *State) ConversationOwner(claudeSessionID string) (owner string, known bool) {
 	if claudeSessionID == "" {
 		return "", false
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	f, _, err := r.readLocked()
-	if err != nil {
-		r.log.Warn("reading the session registry", "path", r.path, "err", err)
 	}
 	for _, e := range f.Sessions {
 		if e.ClaudeSessionID == claudeSessionID || slices.Contains(e.PastClaudeSessionIDs, claudeSessionID) {
@@ -227,10 +221,10 @@ func (r *Registry) ConversationOwner(claudeSessionID string) (owner string, know
 	return "", false
 }
 
-// compactTombstones drops the tombstones older than tombstoneAge, then the
+// compactTombstones drops the tombstones older than TombstoneAge, then the
 // oldest beyond max, and the claims and generations of closed sessions;
 // ClosedHorizon records the latest close time dropped.
-func compactTombstones(f *registryFile, now time.Time, max int) {
+func compactTombstones(f *State, now time.Time, max int) {
 	drop := func(id string, at time.Time) {
 		if at.After(f.ClosedHorizon) {
 			f.ClosedHorizon = at
@@ -238,7 +232,7 @@ func compactTombstones(f *registryFile, now time.Time, max int) {
 		delete(f.Closed, id)
 	}
 	for id, t := range f.Closed {
-		if now.Sub(t.Closed) > tombstoneAge {
+		if now.Sub(t.Closed) > TombstoneAge {
 			drop(id, t.Closed)
 		}
 	}

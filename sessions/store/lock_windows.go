@@ -1,6 +1,6 @@
 //go:build windows
 
-package sessions
+package store
 
 import (
 	"errors"

@@ -1,6 +1,6 @@
 //go:build (!unix && !windows) || aix || solaris
 
-package sessions
+package store
 
 // lockFile does not lock where this package takes no file locks (no flock): instances
 // sharing a registry there may lose each other's writes.

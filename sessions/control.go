@@ -1,0 +1,184 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
+)
+
+// What reaches a running session besides a prompt: an interrupt, model
+// and permission mode switches (each through the policy gate), and the
+// CLI's permission questions (onControl, decidePermission).
+
+// Interrupt interrupts the running query, if any, and reports whether one
+// was running, and whether its process had to be stopped because it did
+// not acknowledge the interrupt (see interrupt). The query returns with
+// Interrupted set.
+func (s *Session) Interrupt(ctx context.Context) (running, forced bool) {
+	s.mu.Lock()
+	t, p := s.cur, s.proc
+	s.mu.Unlock()
+	if t == nil || p == nil {
+		return false, false
+	}
+	return true, s.interrupt(ctx, t, p)
+}
+
+// SetModel switches the model and returns the resolved id ("" when it
+// cannot be known). A dormant session uses it when it resumes.
+func (s *Session) SetModel(ctx context.Context, model string) (string, error) {
+	if err := ValidateModel(model); err != nil {
+		return "", err
+	}
+	if err := s.gateChange("model", func(o *CreateOptions) { o.Model = model }, nil); err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	if err := s.usableLocked(); err != nil {
+		s.mu.Unlock()
+		return "", err
+	}
+	p := s.proc
+	s.mu.Unlock()
+	if p != nil {
+		if err := s.m.fence(s); err != nil { // the claim may have passed to another instance
+			return "", err
+		}
+		if err := p.SetModel(ctx, model); err != nil {
+			return "", fmt.Errorf("switching model of session %s: %w", s.ID, err)
+		}
+	}
+	s.mu.Lock()
+	s.opts.Model = model
+	s.opts.Operator = callerChose(s.opts.Operator, "model")
+	s.model = s.resolveModel(model)
+	resolved := s.model
+	s.mu.Unlock()
+	s.m.persist()
+	return resolved, nil
+}
+
+// SetPermissionMode switches the permission mode.
+func (s *Session) SetPermissionMode(ctx context.Context, mode string) error {
+	if err := ValidatePermissionMode(mode); err != nil {
+		return err
+	}
+	if mode == "" {
+		return errors.New("permissionMode is empty: pass one of " + strings.Join(PermissionModes, ", "))
+	}
+	if err := s.gateChange("permissionMode", func(o *CreateOptions) { o.PermissionMode = mode }, nil); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if err := s.usableLocked(); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	p := s.proc
+	s.mu.Unlock()
+	if p != nil {
+		if err := s.m.fence(s); err != nil { // the claim may have passed to another instance
+			return err
+		}
+		if err := p.SetPermissionMode(ctx, mode); err != nil {
+			return fmt.Errorf("switching permission mode of session %s: %w", s.ID, err)
+		}
+	}
+	s.mu.Lock()
+	s.opts.PermissionMode = mode
+	s.opts.Operator = callerChose(s.opts.Operator, "permissionMode")
+	s.mu.Unlock()
+	s.m.persist()
+	return nil
+}
+
+// gateChange checks a change of the session's options at the policy gate:
+// apply makes the change of option (its JSON name; "" for none) on a copy
+// of the options — a value the caller chose, no longer the operator's —
+// and extra are further uses (images by path).
+func (s *Session) gateChange(option string, apply func(o *CreateOptions), extra []policy.Use) error {
+	s.mu.Lock()
+	o := s.opts
+	s.mu.Unlock()
+	o.Operator = callerChose(o.Operator, option)
+	if apply != nil {
+		apply(&o)
+	}
+	_, err := s.m.gate(&o, policy.Change{Extra: extra})
+	return err
+}
+
+// callerChose is operator without option: the caller chose its value.
+func callerChose(operator []string, option string) []string {
+	return slices.DeleteFunc(slices.Clone(operator), func(o string) bool { return o == option })
+}
+
+// onControl answers the CLI's control requests for this session.
+func (s *Session) onControl(ctx context.Context, req *claudeagent.ControlRequest) (any, error) {
+	if req.Subtype != "can_use_tool" {
+		return nil, claudeagent.ErrUnsupportedControl
+	}
+	c, err := req.CanUseTool()
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	t, ask, cwd := s.cur, s.curAsk, s.cwdLocked()
+	s.mu.Unlock()
+	res := s.m.decidePermission(ctx, &PermissionRequest{SessionID: s.ID, Cwd: cwd, CanUseToolRequest: c}, ask)
+	if t != nil {
+		if res.Behavior == "deny" {
+			t.addDenial(PermissionDenial{ToolName: c.ToolName, ToolUseID: c.ToolUseID, ToolInput: c.Input})
+		}
+		t.emit(Event{Kind: EventPermission, Tool: c.ToolName, ToolID: c.ToolUseID, IsError: res.Behavior == "deny",
+			Text: permissionSummary(c, res)})
+	}
+	return res, nil
+}
+
+func permissionSummary(c *claudeagent.CanUseToolRequest, res *claudeagent.PermissionResult) string {
+	if res.Behavior == "deny" {
+		return fmt.Sprintf("denied %s (%s): %s", c.ToolName, SummarizeInput(c.Input, 300), res.Message)
+	}
+	return fmt.Sprintf("allowed %s (%s)", c.ToolName, SummarizeInput(c.Input, 300))
+}
+
+// decidePermission asks the caller when it can, else applies the policy.
+// It always returns an answer, within the permission timeout.
+func (m *Manager) decidePermission(ctx context.Context, req *PermissionRequest,
+	ask func(context.Context, *PermissionRequest) (*claudeagent.PermissionResult, error)) *claudeagent.PermissionResult {
+	why := "the caller cannot be asked (its MCP client did not declare elicitation)"
+	if ask != nil {
+		actx, cancel := context.WithTimeout(ctx, m.cfg.PermissionTimeout)
+		res, err := ask(actx, req)
+		cancel()
+		switch {
+		case err == nil && res != nil:
+			if res.Behavior == "allow" && len(res.UpdatedInput) == 0 {
+				// The CLI rejects an allow without updatedInput.
+				res.UpdatedInput = claudeagent.Allow(req.Input).UpdatedInput
+			}
+			return res
+		case errors.Is(err, context.DeadlineExceeded):
+			why = fmt.Sprintf("the caller did not answer within %s", m.cfg.PermissionTimeout)
+		case ctx.Err() != nil:
+			why = "the request was cancelled"
+		default:
+			why = fmt.Sprintf("asking the caller failed (%v)", err)
+		}
+		m.log.Info("permission question unanswered; applying policy", "tool", req.ToolName, "why", why, "policy", m.cfg.PermissionPolicy)
+	}
+	if m.cfg.PermissionPolicy == "allow" {
+		return claudeagent.Allow(req.Input)
+	}
+	rule := req.ToolName
+	return claudeagent.Deny(fmt.Sprintf(
+		"Permission to use %s was denied: %s and the server's policy is to deny. "+
+			"To allow it, the caller can switch the session's permission mode (e.g. to acceptEdits or bypassPermissions) "+
+			"or create the session with allowedTools including %q.", req.ToolName, why, rule))
+}

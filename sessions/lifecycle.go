@@ -1,0 +1,165 @@
+package sessions
+
+import (
+	"context"
+	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+)
+
+// A session's process after its start: the pump that feeds the running
+// turn and notices the process's end, dormancy (idle timeout, eviction),
+// close and shutdown.
+
+// pump reads the process's messages and feeds the running turn. When the
+// process ends it fails the running turn and makes the session dormant.
+func (s *Session) pump(p *claudeagent.Process, done chan struct{}) {
+	defer close(done)
+	for {
+		m, err := p.Next(context.Background())
+		if err != nil {
+			break
+		}
+		s.mu.Lock()
+		t := s.cur
+		s.mu.Unlock()
+		if t == nil {
+			s.log.Debug("message outside a query", "type", m.Type())
+			continue
+		}
+		if t.handle(m) {
+			t.finish()
+		}
+	}
+	exitErr := p.Wait()
+	s.m.pool.release(s)
+	s.mu.Lock()
+	t := s.cur
+	if s.proc == p {
+		s.proc = nil
+		if s.state != StateInterrupting { // an interrupted turn's end settles it (Session.finish)
+			s.moveLocked(StateDormant)
+		}
+	}
+	s.mu.Unlock()
+	if t != nil {
+		reason := "the claude process ended during the turn"
+		if exitErr != nil {
+			reason = "the claude process ended during the turn: " + exitErr.Error()
+		}
+		t.fail(reason)
+	}
+	s.log.Debug("claude process ended", "err", exitErr)
+	s.m.released(s) // another instance sharing the registry may run it now
+}
+
+// close marks the session closed, interrupts a running query and stops the
+// process. It returns when the process is gone.
+func (s *Session) close() {
+	s.mu.Lock()
+	if s.state == StateClosed {
+		s.mu.Unlock()
+		return
+	}
+	s.moveLocked(StateClosed)
+	if s.idleTimer != nil {
+		s.idleTimer.Stop()
+	}
+	w := s.worktree
+	s.mu.Unlock()
+	s.shutdown()
+	if w != nil {
+		in, err := w.Finish(context.Background())
+		if err != nil {
+			s.log.Warn("finishing the session's worktree", "err", err)
+		} else if in.Removed {
+			s.log.Info("removed the session's worktree: nothing changed in it", "path", w.Path)
+		} else {
+			s.log.Info("kept the session's worktree: it has changes", "path", w.Path, "branch", w.Branch, "changed_files", len(in.ChangedFiles))
+		}
+		s.mu.Lock()
+		s.worktreeFinal = in
+		s.mu.Unlock()
+	}
+}
+
+// shutdown interrupts a running query and stops the process, leaving the
+// state as it is (the pump makes a live session dormant).
+func (s *Session) shutdown() {
+	s.mu.Lock()
+	p, t := s.proc, s.cur
+	s.mu.Unlock()
+	if p == nil {
+		return
+	}
+	if t != nil {
+		t.markInterrupted()
+		ictx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = p.Interrupt(ictx)
+		cancel()
+	}
+	s.stopProcess(p)
+}
+
+func (s *Session) stopProcess(p *claudeagent.Process) {
+	if err := p.Close(); err != nil {
+		s.log.Warn("stopping claude", "err", err)
+	}
+	s.mu.Lock()
+	done := s.pumpDone
+	s.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+}
+
+// idleSince implements holder: an idle live session can give its process
+// up.
+func (s *Session) idleSince() (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastUsed, s.state == StateIdle && s.cur == nil && s.proc != nil
+}
+
+// evict implements holder.
+func (s *Session) evict(reason string) bool { return s.makeDormant(reason) }
+
+// makeDormant stops an idle session's process; the next query resumes it.
+// It reports false when the session was busy (somebody owns it) or not
+// live.
+func (s *Session) makeDormant(reason string) bool {
+	s.mu.Lock()
+	p := s.proc
+	if s.owner != ownerNone || p == nil || s.state != StateIdle {
+		s.mu.Unlock()
+		return false
+	}
+	s.setOwnerLocked(ownerDormancy)
+	s.mu.Unlock()
+	defer s.release()
+	s.log.Info("making session dormant", "reason", reason)
+	s.stopProcess(p)
+	s.setState(StateDormant)
+	return true
+}
+
+func (s *Session) stopIdleTimer() {
+	s.mu.Lock()
+	if s.idleTimer != nil {
+		s.idleTimer.Stop()
+	}
+	s.mu.Unlock()
+}
+
+func (s *Session) resetIdleTimer() {
+	d := s.m.cfg.IdleTimeout
+	if d <= 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.idleTimer != nil {
+		s.idleTimer.Stop()
+	}
+	s.idleTimer = time.AfterFunc(d, func() { s.makeDormant("idle timeout") })
+}

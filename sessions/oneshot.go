@@ -1,0 +1,76 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+)
+
+// One-shot queries (claude_direct_query) run in a temporary session, whose
+// whole life is here. OneShot opens it (no process yet: its query starts
+// one, or takes a warm spare) and loads the query's images; its options
+// become wanted for warm spares. endUnstarted discards it when its query
+// cannot start. endOneShot closes it once its result is collected (or
+// dropped): in the background, so that the answer does not wait for the
+// CLI to exit (Shutdown waits for these closes), or at once when it has a
+// worktree (the answer reports what close did with it). The spares are
+// filled then, not while the query runs (a CLI starting costs about 300 ms
+// of CPU): the spare the session took is replaced when its turn ends (see
+// Manager.deferRefill), and its live place goes to a spare once its
+// process has stopped.
+
+// OneShot opens a temporary session with opts for one query and loads the
+// query's images. Start the query with [Session.Start]: the session is
+// discarded when the query cannot start, and closed once its result is
+// collected or dropped.
+func (m *Manager) OneShot(ctx context.Context, opts CreateOptions, images []ImageInput) (*Session, []Image, error) {
+	want := opts
+	opts.Temporary = true
+	s, err := m.Open(ctx, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	m.wantSpares(want, false) // filled when the session ends
+	imgs, err := s.LoadImages(images)
+	if err != nil {
+		m.endUnstarted(s, err)
+		return nil, nil, err
+	}
+	return s, imgs, nil
+}
+
+// endUnstarted discards a temporary session whose one query could not
+// start with err, and fills the spares. A second query refused as busy
+// leaves the session of the first alone; a session that is not temporary
+// is its caller's.
+func (m *Manager) endUnstarted(s *Session, err error) {
+	if !s.opts.Temporary || errors.Is(err, ErrBusy) {
+		return
+	}
+	m.Discard(s)
+	m.fillSpares()
+}
+
+// endOneShot closes a temporary session once its result is collected or
+// dropped: in the background, unless it has a worktree.
+func (m *Manager) endOneShot(s *Session) {
+	if s.hasWorktree() {
+		m.Discard(s) // the answer says whether close kept the worktree
+		m.fillSpares()
+		return
+	}
+	m.discardLater(s)
+}
+
+// discardLater is Discard, with the process stopped in the background: a
+// one-shot query's answer need not wait for its CLI to exit (tens of
+// milliseconds). Shutdown waits for these closes.
+func (m *Manager) discardLater(s *Session) {
+	m.mu.Lock()
+	delete(m.sessions, s.ID)
+	m.mu.Unlock()
+	m.closing.Go(func() {
+		s.close()
+		m.persist()
+		m.fillSpares() // its live place is free now
+	})
+}

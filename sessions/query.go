@@ -1,0 +1,305 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+)
+
+// A query: its admission (Session.enter, state.go), the claim of the live
+// process, the prompt, the wait for the turn's end (interrupting it on
+// cancellation or the query timeout), and the result recorded in the
+// session.
+
+// Query sends prompt and waits for the end of the turn. Only one query runs
+// at a time: a second one fails at once with ErrBusy. Cancelling ctx
+// interrupts the turn and returns what it produced; the session survives.
+// A turn that fails is a *TurnResult with IsError, not an error; errors are
+// for queries that could not start.
+//
+// The steps: enter (the query owns the session, see State), check
+// (budget, effort), claim the live process (starting it), send the
+// prompt, wait for the turn's end, then finish (the result and the
+// session's record of it).
+func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*TurnResult, error) {
+	if prompt == "" {
+		return nil, ErrEmptyPrompt
+	}
+	if err := s.enter(ctx); err != nil {
+		return nil, err
+	}
+	s.m.quiet.begin()
+	defer s.m.quiet.end()
+	defer func() {
+		s.release()
+		s.m.pool.idle() // only now can the session give its process to a waiting query
+		s.m.refillAfterTurn()
+	}()
+
+	if err := s.check(qo); err != nil {
+		return nil, err
+	}
+	s.stopIdleTimer()
+	t := newTurn(qo.OnEvent)
+	p, prevCost, err := s.claim(ctx, t, qo.AskPermission)
+	if err != nil {
+		return nil, err
+	}
+	started := time.Now()
+	replay := s.send(ctx, t, p, prompt, qo)
+	s.wait(ctx, t, p)
+	if qo.Effort != "" {
+		s.mu.Lock()
+		back := s.opts.Effort
+		s.mu.Unlock()
+		if err := s.setEffort(context.Background(), p, back); err != nil {
+			s.log.Warn("restoring the session's effort after the query", "err", err)
+		}
+	}
+	return s.finish(t, prompt, started, prevCost, replay, qo.IncludeThinking), nil
+}
+
+// check refuses a query the budgets do not allow, or whose effort is
+// invalid or refused by the policy.
+func (s *Session) check(qo QueryOptions) error {
+	if err := s.checkBudget(); err != nil {
+		return err
+	}
+	if qo.Effort == "" {
+		return nil
+	}
+	if err := ValidateEffort(qo.Effort); err != nil {
+		return err
+	}
+	return s.gateChange("effort", func(o *CreateOptions) { o.Effort = qo.Effort }, nil)
+}
+
+// send sends the prompt — after the recorded history when the transcript
+// was lost (it reports whether it did) — unless the query was cancelled
+// or its effort could not be set; then the turn fails.
+func (s *Session) send(ctx context.Context, t *turn, p *claudeagent.Process, prompt string, qo QueryOptions) (replay bool) {
+	s.mu.Lock()
+	replay = s.replay
+	s.replay = false
+	sent := prompt
+	if replay {
+		sent = replayPreamble(s.history) + prompt
+	}
+	s.mu.Unlock()
+
+	// Whether the prompt goes out is decided before the turn is announced:
+	// a cancellation that arrives after EventTurnStarted interrupts a sent
+	// prompt, never a prompt that was silently held back.
+	cancelled := ctx.Err() != nil
+	t.emit(Event{Kind: EventTurnStarted})
+	switch {
+	case cancelled:
+		t.fail("the query was cancelled before it was sent")
+	case qo.Effort != "" && s.setEffort(ctx, p, qo.Effort) != nil:
+		t.fail("switching the effort to " + qo.Effort + " failed; the prompt was not sent")
+	default:
+		if err := p.SendUserID(userContent(sent, qo.Images), t.uuid); err != nil {
+			t.fail("sending the prompt to claude: " + err.Error())
+		}
+	}
+	return replay
+}
+
+// finish builds the query's result from its ended turn and records the
+// turn in the session: history, Claude session id, model, usage and cost
+// (the manager's totals too); the session goes idle again.
+func (s *Session) finish(t *turn, prompt string, started time.Time, prevCost float64, replay, thinking bool) *TurnResult {
+	s.mu.Lock()
+	s.cur, s.curAsk = nil, nil
+	if t.result != nil {
+		s.procCost = t.result.TotalCostUSD
+		s.forkPending = false // the fork exists now; later starts resume it
+	}
+	r := t.snapshot(prevCost, thinking)
+	if replay {
+		r.Recovered = "replayed"
+	}
+	s.recordTurn(prompt, started, t)
+	if r.ClaudeSessionID != "" {
+		s.setClaudeSessionIDLocked(r.ClaudeSessionID)
+	} else {
+		r.ClaudeSessionID = s.claudeSessionID
+	}
+	if r.Model != "" {
+		s.model = r.Model
+	} else {
+		r.Model = s.model
+	}
+	s.usage.add(r.Usage)
+	s.cost += r.CostUSD
+	s.lastUsed = time.Now()
+	s.explainLocked(r)
+	if s.state == StateRunning || s.state == StateInterrupting {
+		if s.proc != nil {
+			s.moveLocked(StateIdle)
+		} else {
+			s.moveLocked(StateDormant) // stopped during the interrupt (see pump)
+		}
+	}
+	owner := s.opts.Owner
+	s.mu.Unlock()
+	s.m.addSpent(owner, r.CostUSD)
+	s.resetIdleTimer()
+	s.m.persist()
+	t.emit(Event{Kind: EventDone, IsError: r.IsError, Text: r.ErrorText})
+	return r
+}
+
+// explainLocked says in r's error text what the CLI's subtypes mean for
+// this session: structured output missing or invalid, the budget spent.
+// s.mu is held.
+func (s *Session) explainLocked(r *TurnResult) {
+	if len(s.opts.JSONSchema) > 0 && !r.IsError && r.StructuredOutput == nil && !r.Interrupted {
+		r.IsError = true
+		r.ErrorText = "the answer is not structured output: the model answered in text instead of the form jsonSchema asks for"
+	}
+	if r.Subtype == "error_max_structured_output_retries" {
+		r.ErrorText = "the answer did not match jsonSchema, also after the CLI asked again: " + r.ErrorText
+	}
+	if r.Subtype == "error_max_budget_usd" {
+		r.ErrorText = fmt.Sprintf("the session's budget stopped the turn: it has cost $%s of $%s (maxBudgetUsd); %s", usd(math.Round(s.cost*1e6)/1e6), usd(s.budgetLocked()), r.ErrorText)
+	}
+}
+
+// claim makes t the running turn of a live process, starting the process
+// when there is none; the caller owns the session. It returns the process and
+// its cumulative cost so far.
+func (s *Session) claim(ctx context.Context, t *turn, ask func(context.Context, *PermissionRequest) (*claudeagent.PermissionResult, error)) (*claudeagent.Process, float64, error) {
+	for attempt := 0; attempt < 2; attempt++ {
+		if err := s.start(ctx, t); err != nil {
+			return nil, 0, err
+		}
+		if err := s.m.fence(s); err != nil { // the claim may have passed to another instance
+			return nil, 0, err
+		}
+		s.mu.Lock()
+		p, closed := s.proc, s.state == StateClosed
+		if p != nil && !closed {
+			// In the same critical section as the check: a process that
+			// ends from now on fails t (see pump).
+			s.cur, s.curAsk = t, ask
+			s.moveLocked(StateRunning)
+			s.queries++
+			s.lastUsed = time.Now()
+			s.resumable = true // from now on the CLI has (or will have) a transcript
+			prevCost := s.procCost
+			s.mu.Unlock()
+			return p, prevCost, nil
+		}
+		s.mu.Unlock()
+		if closed {
+			break
+		}
+		// The idle process died just now; start it again (with --resume).
+	}
+	return nil, 0, fmt.Errorf("%w: %s", ErrClosed, s.ID)
+}
+
+// setEffort switches the effort of the running process when effort differs
+// from what it runs with ("" is the model's default); the CLI takes it
+// without a restart (control request apply_flag_settings).
+func (s *Session) setEffort(ctx context.Context, p *claudeagent.Process, effort string) error {
+	s.mu.Lock()
+	cur := s.procEffort
+	s.mu.Unlock()
+	if effort == cur {
+		return nil
+	}
+	var level any
+	if effort != "" {
+		level = effort
+	}
+	if err := s.m.fence(s); err != nil { // the claim may have passed to another instance
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := p.Control(ctx, "apply_flag_settings", map[string]any{"settings": map[string]any{"effortLevel": level}}); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.procEffort = effort
+	s.mu.Unlock()
+	return nil
+}
+
+// wait blocks until the turn ends. On cancellation or the query timeout it
+// interrupts the turn; a CLI that does not honour the interrupt within the
+// grace period is killed.
+func (s *Session) wait(ctx context.Context, t *turn, p *claudeagent.Process) {
+	var timeout <-chan time.Time
+	if d := s.m.cfg.QueryTimeout; d > 0 {
+		tm := time.NewTimer(d)
+		defer tm.Stop()
+		timeout = tm.C
+	}
+	select {
+	case <-t.done:
+		return
+	case <-ctx.Done():
+		s.log.Info("query cancelled; interrupting the turn")
+	case <-timeout:
+		t.mu.Lock()
+		t.timedOut = true
+		t.mu.Unlock()
+		s.log.Info("query timed out; interrupting the turn", "timeout", s.m.cfg.QueryTimeout)
+	}
+	s.abort(t, p)
+}
+
+// abort interrupts the turn and waits for it to end: a CLI that does not
+// acknowledge the interrupt is stopped at once (see interrupt); one that
+// acknowledges it but does not end the turn within the grace period is
+// killed.
+func (s *Session) abort(t *turn, p *claudeagent.Process) {
+	if s.interrupt(context.Background(), t, p) {
+		<-t.done
+		return
+	}
+	grace := s.m.cfg.interruptGrace()
+	tm := time.NewTimer(grace)
+	defer tm.Stop()
+	select {
+	case <-t.done:
+		return
+	case <-tm.C:
+	}
+	s.log.Warn("claude acknowledged the interrupt but did not end the turn; killing it", "grace", grace)
+	p.Kill()
+	<-t.done
+}
+
+// interrupt asks the CLI to stop t's turn. A CLI that does not acknowledge
+// within InterruptAck (hung, or stopped) is stopped: SIGTERM to its process
+// group, SIGKILL a moment later; the turn then ends with a note saying so,
+// and the session resumes on its next query. It reports whether it had to
+// stop the process.
+func (s *Session) interrupt(ctx context.Context, t *turn, p *claudeagent.Process) bool {
+	t.markInterrupted()
+	s.mu.Lock()
+	if s.cur == t && s.state == StateRunning {
+		s.moveLocked(StateInterrupting) // a query arriving now waits for this turn's end
+	}
+	s.mu.Unlock()
+	ack := s.m.cfg.InterruptAck
+	ictx, cancel := context.WithTimeout(ctx, ack)
+	err := p.Interrupt(ictx)
+	cancel()
+	if err == nil || errors.Is(err, claudeagent.ErrClosed) || ctx.Err() != nil {
+		return false // acknowledged, or the process is gone already (the pump ends the turn)
+	}
+	msg := fmt.Sprintf("claude did not acknowledge the interrupt within %s, so its process was stopped (SIGTERM, then SIGKILL); the session keeps its conversation and resumes on its next query", ack)
+	s.log.Warn("claude did not acknowledge the interrupt; stopping its process", "after", ack, "err", err)
+	t.force(msg)
+	p.Stop(500 * time.Millisecond)
+	return true
+}

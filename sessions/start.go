@@ -1,0 +1,318 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
+)
+
+// Starting a session's process (Session.start and its steps) and the
+// options and environment it runs with.
+
+// start starts the session's process and initializes it, unless it has
+// one; t is the query that waits for it (nil for a create). Its caller
+// owns the session (see State). The steps:
+// startable, the registry's claim, admitStart (the policy of today),
+// a live place (a warm spare, or the pool, queueing for a query),
+// launch (with the fallback for a lost transcript), then started or
+// startFailed.
+func (s *Session) start(ctx context.Context, t *turn) error {
+	if live, err := s.startable(); live || err != nil {
+		return err
+	}
+	// Another instance sharing the registry may run the session, or have
+	// run it since: claim it, taking over what that instance recorded.
+	if err := s.m.claim(s); err != nil {
+		s.setState(StateDormant)
+		return err
+	}
+	opts, fresh, err := s.admitStart()
+	if err != nil {
+		return err
+	}
+	resuming := opts.Resume != ""
+	p, resp := s.takeSpare(opts, fresh)
+	if p != nil {
+		opts.SessionID = p.sessionID
+	}
+	if err := s.place(ctx, t, p != nil); err != nil {
+		s.setState(StateDormant)
+		return err
+	}
+	var proc *claudeagent.Process
+	if p != nil {
+		proc = p.proc
+	} else {
+		proc, resp, opts, err = s.launch(ctx, opts)
+	}
+	if err != nil {
+		return s.startFailed(ctx, err, resuming, opts.Resume)
+	}
+	return s.started(proc, resp, opts)
+}
+
+// startable reports whether the session is live already; an error when
+// it cannot start at all (closed, failed).
+func (s *Session) startable() (live bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usableLocked(); err != nil {
+		return false, err
+	}
+	return s.proc != nil, nil
+}
+
+// admitStart checks the session against the policy of today, not of the
+// day it was made (and its worktree against the allowed roots), and
+// returns the options of its process; fresh when a warm spare may serve
+// it (no conversation to resume, never started, no worktree).
+func (s *Session) admitStart() (opts claudeagent.Options, fresh bool, err error) {
+	s.mu.Lock()
+	o := s.opts
+	s.mu.Unlock()
+	env, err := s.m.admit(&o)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == StateClosed {
+		return opts, false, fmt.Errorf("%w: %s", ErrClosed, s.ID)
+	}
+	if err != nil {
+		s.log.Warn("the server's policy refuses to run the session", "reason", err)
+	} else if s.worktree != nil {
+		err = s.m.checkDir("worktree", s.worktree.Cwd())
+	}
+	if err != nil {
+		s.moveLocked(StateRefused)
+		s.failure = err.Error()
+		return opts, false, fmt.Errorf("%w: session %s cannot run: %w", ErrRefused, s.ID, err)
+	}
+	s.profileEnv, s.failure = env, ""
+	s.moveLocked(StateStarting)
+	opts = s.processOptions()
+	fresh = opts.Resume == "" && !s.everStarted && s.worktree == nil
+	return opts, fresh, nil
+}
+
+// takeSpare takes a warm spare of the same options for a fresh session:
+// its place, process and Claude session id become the session's.
+func (s *Session) takeSpare(opts claudeagent.Options, fresh bool) (*spare, *claudeagent.InitializeResponse) {
+	if !fresh || !s.m.sparesOn() {
+		return nil, nil
+	}
+	sp := s.m.takeSpare(spareKey(opts), s)
+	if sp == nil {
+		return nil, nil
+	}
+	s.mu.Lock()
+	s.claudeSessionID = sp.sessionID
+	s.mu.Unlock()
+	s.log.Debug("took a warm spare", "pid", sp.proc.PID())
+	return sp, sp.resp
+}
+
+// place gets the session a live place (unless a spare's place became its
+// own): within the owner's --user-max-live, then from the pool. A query (t
+// set) waits its turn in the pool's queue; a create does not.
+func (s *Session) place(ctx context.Context, t *turn, spare bool) error {
+	var err error
+	if !spare {
+		queued := func(pos int) {
+			s.mu.Lock()
+			if s.state == StateStarting || s.state == StateQueued {
+				s.moveLocked(StateQueued)
+				s.queuePos = pos
+			}
+			s.mu.Unlock()
+			if t != nil {
+				t.emit(Event{Kind: EventQueued, Text: fmt.Sprintf("queued for a live claude process (--max-live %d): position %d", s.m.cfg.MaxLive, pos)})
+			}
+		}
+		if err = s.m.makeRoomFor(s); err == nil {
+			err = s.m.pool.acquire(ctx, s, t != nil, queued)
+		}
+	}
+	s.mu.Lock()
+	s.queuePos = 0
+	if s.state == StateQueued {
+		s.moveLocked(StateStarting)
+	}
+	s.mu.Unlock()
+	return err
+}
+
+// launch starts the process. When the CLI has no transcript to resume (it
+// was killed before writing it), it starts afresh, and the next prompt
+// carries the conversation as this server recorded it; opts are the
+// options of the start that counts.
+func (s *Session) launch(ctx context.Context, opts claudeagent.Options) (*claudeagent.Process, *claudeagent.InitializeResponse, claudeagent.Options, error) {
+	p, resp, err := s.m.startProcess(ctx, opts, s.log)
+	if err == nil || opts.Resume == "" || !strings.Contains(err.Error(), "No conversation found") || !s.canReplay() {
+		return p, resp, opts, err
+	}
+	s.mu.Lock()
+	lost := s.claudeSessionID
+	s.setClaudeSessionIDLocked(uuid.NewString())
+	s.resumable, s.forkPending, s.replay = false, false, true
+	opts = s.processOptions()
+	s.mu.Unlock()
+	s.log.Warn("the CLI has no transcript to resume (it was killed before writing it); starting a fresh conversation seeded with the session's recorded history",
+		"lost_claude_session_id", lost, "claude_session_id", opts.SessionID)
+	p, resp, err = s.m.startProcess(ctx, opts, s.log)
+	if err != nil {
+		err = fmt.Errorf("the conversation's transcript was lost and a fresh start failed too: %w; close this session and create a new one (its history still shows what was said)", err)
+		opts.Resume = lost // so the session is marked failed
+	}
+	return p, resp, opts, err
+}
+
+// startFailed gives the live place back and leaves the session dormant,
+// or failed when resuming resume failed for a reason a retry does not
+// mend.
+func (s *Session) startFailed(ctx context.Context, err error, resuming bool, resume string) error {
+	s.m.pool.release(s)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == StateClosed { // closed while starting
+		return fmt.Errorf("%w: %s", ErrClosed, s.ID)
+	}
+	if resuming && ctx.Err() == nil && !errors.Is(err, context.Canceled) && !errors.Is(err, claudeagent.ErrCLINotFound) {
+		s.moveLocked(StateFailed)
+		s.failure = fmt.Sprintf("resuming Claude session %s failed: %v", resume, err)
+		return fmt.Errorf("%w: %s", ErrFailed, s.failure)
+	}
+	s.moveLocked(StateDormant)
+	return err
+}
+
+// started makes p the session's process and starts its pump; a session
+// closed meanwhile (or a manager shutting down) stops it again.
+func (s *Session) started(p *claudeagent.Process, resp *claudeagent.InitializeResponse, opts claudeagent.Options) error {
+	stopping := s.m.shuttingDown() // before s.mu: the manager's lock comes first
+	s.mu.Lock()
+	s.proc, s.procCost, s.procEffort, s.everStarted = p, 0, opts.Effort, true
+	s.pumpDone = make(chan struct{})
+	s.models = resp.Models
+	if s.model == "" || s.opts.Model != "" {
+		requested := s.opts.Model
+		if requested == "" {
+			requested = s.profileEnv["ANTHROPIC_MODEL"] // a profile's model, which the CLI uses
+		}
+		s.model = s.resolveModel(requested)
+	}
+	closed := s.state == StateClosed || stopping
+	if !closed {
+		s.moveLocked(StateIdle)
+	}
+	done := s.pumpDone
+	s.mu.Unlock()
+	go s.pump(p, done)
+	if closed {
+		s.stopProcess(p)
+		return fmt.Errorf("%w: %s", ErrClosed, s.ID)
+	}
+	s.log.Info("claude process started", "pid", p.PID(), "resume", opts.Resume != "")
+	return nil
+}
+
+// processOptions builds the CLI options for the next start; s.mu is held.
+func (s *Session) processOptions() claudeagent.Options {
+	o := s.opts
+	opts := claudeagent.Options{
+		SessionOptions:        o.SessionOptions,
+		Cwd:                   s.cwdLocked(),
+		MCPConfig:             options.MCPConfig(o.MCPServers, o.StrictMCPConfig),
+		StrictMCPConfig:       o.StrictMCPConfig,
+		Env:                   mergeEnv(subAgentEnv, s.profileEnv, s.m.ownerEnv(o.Owner), o.Env),
+		PermissionPromptStdio: true,
+		OnControlRequest:      s.onControl,
+	}
+	if opts.Tools == nil && s.m.cfg.ToolsCeiling != nil {
+		opts.Tools = s.m.cfg.ToolsCeiling
+	}
+	if budget := s.budgetLocked(); budget > 0 {
+		// The CLI counts only what its own process spends.
+		opts.MaxBudgetUSD = max(math.Round((budget-s.cost)*1e6)/1e6, 0.000001)
+	}
+	switch {
+	case s.forkPending:
+		opts.Resume, opts.ForkSession, opts.SessionID = o.ResumeSessionID, true, s.claudeSessionID
+	case s.resumable:
+		opts.Resume = s.claudeSessionID
+	default:
+		opts.SessionID = s.claudeSessionID
+	}
+	return opts
+}
+
+// subAgentEnv keeps a session's work inside its turns: no background tasks,
+// workflows or cron jobs, whose results would come in turns the CLI starts
+// by itself, after the query returned, where nobody reads them. (Agent
+// sub-agents then run in the foreground and their report is part of the
+// turn.) A profile or Env may override them.
+var subAgentEnv = map[string]string{
+	"CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1",
+	"CLAUDE_CODE_DISABLE_WORKFLOWS":        "1",
+	"CLAUDE_CODE_DISABLE_CRON":             "1",
+}
+
+// startProcess starts and initializes a CLI. On failure the process is gone
+// and the error carries its exit code and stderr tail when it died.
+func (m *Manager) startProcess(ctx context.Context, opts claudeagent.Options, log *slog.Logger) (*claudeagent.Process, *claudeagent.InitializeResponse, error) {
+	path, _, err := m.CLI(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts.Path = path
+	opts.Logger = log
+	opts.CloseTimeout = m.cfg.CloseStage
+	opts.AllowDangerouslySkipPermissions = m.BypassAvailable()
+	opts.Env = mergeEnv(m.cfg.Env, opts.Env)
+	p, err := claudeagent.Start(ctx, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	ictx, cancel := context.WithTimeout(ctx, m.cfg.StartTimeout)
+	defer cancel()
+	resp, err := p.Initialize(ictx, claudeagent.InitializeRequest{})
+	if err == nil {
+		return p, resp, nil
+	}
+	died := false
+	select {
+	case <-p.Exited():
+		died = true
+	default:
+		p.Kill()
+	}
+	<-p.Done()
+	if exitErr := p.Wait(); died && exitErr != nil {
+		return nil, nil, fmt.Errorf("starting claude: %w", exitErr)
+	}
+	if tail := p.StderrTail(); tail != "" {
+		return nil, nil, fmt.Errorf("starting claude: %w; stderr: %s", err, tail)
+	}
+	return nil, nil, fmt.Errorf("starting claude: %w", err)
+}
+
+// mergeEnv returns the variables of every map, later ones winning; nil when
+// there are none.
+func mergeEnv(maps ...map[string]string) map[string]string {
+	var out map[string]string
+	for _, m := range maps {
+		for k, v := range m {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
