@@ -276,90 +276,25 @@ func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request, si *sign
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("X-Accel-Buffering", "no")
-	rc := http.NewResponseController(w)
-	var buf bytes.Buffer
-	flush := func() error {
-		if buf.Len() == 0 {
-			return nil
-		}
-		_ = rc.SetWriteDeadline(time.Now().Add(d.writeTimeout))
-		_, err := w.Write(buf.Bytes())
-		buf.Reset()
-		if err == nil {
-			err = rc.Flush()
-		}
-		return err
-	}
-	event := func(name string, id uint64, data any) {
-		raw, _ := json.Marshal(data)
-		if id > 0 {
-			fmt.Fprintf(&buf, "id: %d\n", id)
-		}
-		fmt.Fprintf(&buf, "event: %s\ndata: %s\n\n", name, raw)
-	}
-	buf.WriteString("retry: 2000\n\n")
+	e := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: d.writeTimeout}
+	e.buf.WriteString("retry: 2000\n\n")
 	heartbeat := time.NewTicker(15 * time.Second)
 	defer heartbeat.Stop()
 	// Questions queued in a run appear without an event of their own: while
 	// a turn runs, the page's stream looks for them twice a second.
 	poll := time.NewTicker(500 * time.Millisecond)
 	defer poll.Stop()
-	var (
-		cur       *runFeed
-		next      uint64
-		panel     string
-		lastList  time.Time
-		listTimer *time.Timer
-		listDue   <-chan time.Time
-		first     = true
-	)
-	defer func() {
-		if listTimer != nil {
-			listTimer.Stop()
-		}
-	}()
+	var page sessionCursor
+	list := listCursor{first: true}
+	defer list.stop()
 	for {
 		live := false
 		if session != "" {
-			if f := d.feedOf(session); f != cur {
-				cur, next = f, 0
-				if f != nil {
-					run, done := f.state()
-					event("turn", 0, map[string]any{"id": f.id, "started": f.start.UnixMilli(), "done": done, "bound": run != nil})
-				}
-			}
-			if cur != nil {
-				steps, lost := cur.since(next)
-				if lost {
-					event("resync", 0, map[string]any{"id": cur.id})
-					steps, _ = cur.since(0)
-				}
-				for _, st := range steps {
-					event("step", st.Seq, st)
-					next = st.Seq + 1
-				}
-				_, done := cur.state()
-				live = !done
-			}
-			if p := d.panelKey(s); p != panel {
-				if panel != "" {
-					event("panel", 0, map[string]any{})
-				}
-				panel = p
-			}
-		} else if first {
-			lastList = time.Now() // the page has just rendered its rows
-		} else if listDue == nil {
-			if wait := 500*time.Millisecond - time.Since(lastList); wait > 0 {
-				listTimer = time.NewTimer(wait)
-				listDue = listTimer.C
-			} else {
-				event("changed", 0, map[string]any{})
-				lastList = time.Now()
-			}
+			live = d.sessionUpdate(e, &page, session, s)
+		} else {
+			list.update(e)
 		}
-		first = false
-		if err := flush(); err != nil {
+		if err := e.flush(); err != nil {
 			return // the browser stopped reading: it reconnects and resyncs
 		}
 		var tick <-chan time.Time
@@ -371,21 +306,125 @@ func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request, si *sign
 			return
 		case <-sub.wake:
 		case <-tick:
-		case <-listDue:
-			listDue = nil
-			event("changed", 0, map[string]any{})
-			lastList = time.Now()
+		case <-list.due:
+			list.due = nil
+			list.changed(e)
 		case <-heartbeat.C:
 			if !d.valid(si) {
 				return
 			}
-			buf.WriteString(": keep-alive\n\n")
-			if session == "" && listDue == nil {
-				// States change without a turn too (dormancy).
-				event("changed", 0, map[string]any{})
-				lastList = time.Now()
+			e.buf.WriteString(": keep-alive\n\n")
+			if session == "" && list.due == nil {
+				list.changed(e) // states change without a turn too (dormancy)
 			}
 		}
+	}
+}
+
+// sseWriter writes server-sent events, buffered until flush.
+type sseWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	buf     bytes.Buffer
+	timeout time.Duration
+}
+
+// flush writes what is buffered, within the write timeout.
+func (e *sseWriter) flush() error {
+	if e.buf.Len() == 0 {
+		return nil
+	}
+	_ = e.rc.SetWriteDeadline(time.Now().Add(e.timeout))
+	_, err := e.w.Write(e.buf.Bytes())
+	e.buf.Reset()
+	if err == nil {
+		err = e.rc.Flush()
+	}
+	return err
+}
+
+// event buffers one event (id 0: none).
+func (e *sseWriter) event(name string, id uint64, data any) {
+	raw, _ := json.Marshal(data)
+	if id > 0 {
+		fmt.Fprintf(&e.buf, "id: %d\n", id)
+	}
+	fmt.Fprintf(&e.buf, "event: %s\ndata: %s\n\n", name, raw)
+}
+
+// sessionCursor is how far a session page's stream has got.
+type sessionCursor struct {
+	cur   *runFeed
+	next  uint64
+	panel string
+}
+
+// sessionUpdate buffers what is new for a session page: a new turn, its
+// steps since the last (a resync when the page fell behind the feed's
+// window), a changed panel. It reports whether a turn runs.
+func (d *Dashboard) sessionUpdate(e *sseWriter, c *sessionCursor, session string, s *sessions.Session) bool {
+	live := false
+	if f := d.feedOf(session); f != c.cur {
+		c.cur, c.next = f, 0
+		if f != nil {
+			run, done := f.state()
+			e.event("turn", 0, map[string]any{"id": f.id, "started": f.start.UnixMilli(), "done": done, "bound": run != nil})
+		}
+	}
+	if c.cur != nil {
+		steps, lost := c.cur.since(c.next)
+		if lost {
+			e.event("resync", 0, map[string]any{"id": c.cur.id})
+			steps, _ = c.cur.since(0)
+		}
+		for _, st := range steps {
+			e.event("step", st.Seq, st)
+			c.next = st.Seq + 1
+		}
+		_, done := c.cur.state()
+		live = !done
+	}
+	if p := d.panelKey(s); p != c.panel {
+		if c.panel != "" {
+			e.event("panel", 0, map[string]any{})
+		}
+		c.panel = p
+	}
+	return live
+}
+
+// listCursor paces the list page's "changed" events: at most one each
+// 500 ms.
+type listCursor struct {
+	first bool
+	last  time.Time
+	timer *time.Timer
+	due   <-chan time.Time
+}
+
+// update buffers "changed", or arms the timer that will.
+func (l *listCursor) update(e *sseWriter) {
+	switch {
+	case l.first:
+		l.first, l.last = false, time.Now() // the page has just rendered its rows
+	case l.due == nil:
+		if wait := 500*time.Millisecond - time.Since(l.last); wait > 0 {
+			l.timer = time.NewTimer(wait)
+			l.due = l.timer.C
+		} else {
+			l.changed(e)
+		}
+	}
+}
+
+func (l *listCursor) changed(e *sseWriter) {
+	e.event("changed", 0, map[string]any{})
+	l.last = time.Now()
+}
+
+func (l *listCursor) stop() {
+	if l.timer != nil {
+		l.timer.Stop()
 	}
 }
 
