@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -153,15 +154,9 @@ func (s *Session) own(ctx context.Context, who owner) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for s.owner != ownerNone {
-		changed := s.changed
-		s.mu.Unlock()
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			s.mu.Lock()
-			return ctx.Err()
+		if err := s.waitChangeLocked(ctx, nil); err != nil {
+			return err
 		}
-		s.mu.Lock()
 	}
 	s.setOwnerLocked(who)
 	return nil
@@ -204,17 +199,31 @@ func (s *Session) enter(ctx context.Context) error {
 		default: // a create or dormancy: it ends soon
 			s.waiting, waiting = true, true
 		}
-		changed := s.changed
-		s.mu.Unlock()
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			s.mu.Lock()
-			return ctx.Err()
-		case <-limit:
-			s.mu.Lock()
+		switch err := s.waitChangeLocked(ctx, limit); {
+		case errors.Is(err, errWaitLimit):
 			return busy
+		case err != nil:
+			return err
 		}
-		s.mu.Lock()
+	}
+}
+
+// errWaitLimit is waitChangeLocked's error when limit fired.
+var errWaitLimit = errors.New("waited too long")
+
+// waitChangeLocked waits, s.mu released meanwhile, until the state or the
+// owner changes, ctx ends (its error) or limit fires (errWaitLimit; nil
+// waits without one). s.mu is held on entry and on return.
+func (s *Session) waitChangeLocked(ctx context.Context, limit <-chan time.Time) error {
+	changed := s.changed
+	s.mu.Unlock()
+	defer s.mu.Lock()
+	select {
+	case <-changed:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-limit:
+		return errWaitLimit
 	}
 }
