@@ -2,6 +2,7 @@ package mcptools
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -84,6 +85,32 @@ func TestErrorHints(t *testing.T) {
 	}
 	if err := <-first; err != nil {
 		t.Errorf("the first query: %v", err)
+	}
+}
+
+// TestMissingCLIHint: a query when the CLI cannot be found says how to
+// install it and how the operator names it.
+func TestMissingCLIHint(t *testing.T) {
+	t.Parallel()
+	mgr := sessions.NewManager(sessions.Config{CLIPath: filepath.Join(t.TempDir(), "no-claude")})
+	t.Cleanup(mgr.Shutdown)
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := NewServer(mgr, Options{}).Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	c, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	res, err := c.CallTool(context.Background(), &mcp.CallToolParams{Name: "claude_direct_query", Arguments: map[string]any{"prompt": "hi", "cwd": t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := resText(res); !res.IsError || !strings.Contains(text, "npm install -g @anthropic-ai/claude-code") || !strings.Contains(text, "--claude-path (CLAUDE_AGENT_MCP_CLAUDE_PATH)") {
+		t.Errorf("a query without the CLI: %s", text)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
@@ -579,6 +580,8 @@ func toolError(err error) error {
 		return fmt.Errorf("%w: create one with claude_session_create (claude_session_list shows the open ones)", err)
 	case errors.Is(err, sessions.ErrTooMany):
 		return fmt.Errorf("%w; close one with claude_session_close first", err)
+	case errors.Is(err, claudeagent.ErrCLINotFound):
+		return fmt.Errorf("%w, or the server's operator names it with --claude-path (CLAUDE_AGENT_MCP_CLAUDE_PATH)", err)
 	}
 	return err
 }
