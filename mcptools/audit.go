@@ -121,21 +121,23 @@ func (a *AuditLog) entry(ctx context.Context, req *mcp.CallToolRequest, start ti
 	return e
 }
 
-// started audits a tools/call before it runs; an error refuses the call.
-func (a *AuditLog) started(ctx context.Context, req *mcp.CallToolRequest, start time.Time) error {
+// started audits a tools/call before it runs and returns its entry, for
+// call; an error refuses the call.
+func (a *AuditLog) started(ctx context.Context, req *mcp.CallToolRequest, start time.Time) (auditEntry, error) {
 	if a == nil {
-		return nil
+		return auditEntry{}, nil
 	}
-	return a.write(a.entry(ctx, req, start))
+	e := a.entry(ctx, req, start)
+	return e, a.write(e)
 }
 
-// call audits the outcome of a tools/call. Any result is read safely: a
-// typed nil (an unknown tool's) is no result.
-func (a *AuditLog) call(ctx context.Context, req *mcp.CallToolRequest, start time.Time, res mcp.Result, err error) {
+// call audits the outcome of a tools/call whose started entry is e (its
+// arguments are not read, nor its prompt hashed, again). Any result is read
+// safely: a typed nil (an unknown tool's) is no result.
+func (a *AuditLog) call(ctx context.Context, req *mcp.CallToolRequest, e auditEntry, start time.Time, res mcp.Result, err error) {
 	if a == nil {
 		return
 	}
-	e := a.entry(ctx, req, start)
 	e.DurationMs, e.Outcome = time.Since(start).Milliseconds(), "ok"
 	var rpcErr *jsonrpc.Error
 	switch r := res.(type) {
