@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -49,11 +48,6 @@ import (
 // without asking), auto (a classifier approves), bypassPermissions (no
 // checks).
 var modeStrictness = []string{"plan", "dontAsk", "default", "acceptEdits", "auto", "bypassPermissions"}
-
-// cliAgentName is the form of an agent name sessions accept (sessions'
-// agentNameRE); an agent whose name has another form runs under a name
-// made of its tool name.
-var cliAgentName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
 // agentHandler is an agent tool's handler. It decodes the arguments itself
 // rather than through a typed tool's schema validation, so that a refused
@@ -239,7 +233,7 @@ func agentSession(ag *agentfile.Agent, in AgentInput) (sessions.CreateOptions, e
 	}
 	run := *ag
 	run.Definition, run.Operator = def, op
-	if !cliAgentName.MatchString(ag.Name) {
+	if !sessions.ValidAgentName(ag.Name) { // runs under a name sessions accept
 		run.Name = strings.TrimLeft(ag.ToolName, "_-")
 		if run.Name == "" {
 			run.Name = "agent"

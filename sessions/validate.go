@@ -50,5 +50,9 @@ func ValidateToolNames(what string, names []string) error {
 	return options.ValidateToolNames(what, names)
 }
 
+// ValidAgentName reports whether name has the form of an agent name the
+// options accept.
+func ValidAgentName(name string) bool { return options.ValidAgentName(name) }
+
 // ValidateEffort checks an effort level; "" is the CLI's default.
 func ValidateEffort(effort string) error { return options.ValidateEffort(effort) }

@@ -166,6 +166,10 @@ var SettingSources = []string{"user", "project", "local"}
 
 var agentNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
+// ValidAgentName reports whether name has the form of an agent name the
+// options accept (agents' keys, agent).
+func ValidAgentName(name string) bool { return agentNameRE.MatchString(name) }
+
 // ValidateDelegation checks the options that shape what a session does:
 // effort, structured output, budget, custom agents, settings (an object)
 // or a settings file, setting sources, fallback model and name.
