@@ -56,6 +56,7 @@ type task struct {
 	run     *sessions.Run
 	created time.Time
 	ttl     time.Duration
+	done    chan struct{} // closed by finish: the task has its final state (nil in some tests)
 
 	mu        sync.Mutex
 	updated   time.Time
@@ -84,7 +85,7 @@ func newTaskStore(ttl time.Duration) *taskStore {
 // answered with it; a goroutine collects the result when the turn ends.
 func (h *handlers) newTask(ctx context.Context, tool string, r *sessions.Run) *task {
 	now := time.Now()
-	t := &task{id: uuid.NewString(), owner: userOf(ctx), scope: scopeOf(ctx), tool: tool, run: r, created: now, updated: now, ttl: h.tasks.ttl}
+	t := &task{id: uuid.NewString(), owner: userOf(ctx), scope: scopeOf(ctx), tool: tool, run: r, created: now, updated: now, ttl: h.tasks.ttl, done: make(chan struct{})}
 	r.SetOwner("task " + t.id)
 	h.hold(r)
 	h.tasks.add(t)
@@ -141,8 +142,12 @@ func (t *task) finish(status, message string, res *mcp.CallToolResult, rpcErr *j
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := time.Now()
+	first := t.finished.IsZero()
 	t.status, t.message, t.result, t.rpcErr = status, message, res, rpcErr
 	t.finished, t.updated = now, now
+	if first && t.done != nil {
+		close(t.done)
+	}
 }
 
 func textOf(r *mcp.CallToolResult) string {
@@ -404,7 +409,7 @@ func (h *handlers) addTaskMethods(srv *mcp.Server) error {
 				// session takes the next query.
 				wait := time.NewTimer(cancelWait)
 				select {
-				case <-t.run.Done():
+				case <-t.done: // the task's final state, not only the run's end
 				case <-ctx.Done():
 				case <-wait.C:
 				}
