@@ -8,7 +8,6 @@ import (
 	"embed"
 	"encoding/base64"
 	"encoding/hex"
-	"html/template"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -25,7 +24,8 @@ import (
 // The dashboard (--ui): server-rendered pages of the sessions, a small
 // script that follows them live over server-sent events, and three
 // actions — interrupt a turn, close a session, answer a permission
-// question. Everything is embedded (dashboard/).
+// question. The pages are written by Go code (dashboard_html*.go, no
+// templates); the script and style are embedded (dashboard/static).
 //
 // Who may look: on stdio the dashboard has a listener of its own on
 // loopback, and a secret made at each start guards it: the link carrying it
@@ -38,12 +38,13 @@ import (
 // the token ends it).
 //
 // Safe by construction: model and tool output only ever reaches a page as
-// text (html/template escapes it; the script sets textContent); the
-// Content-Security-Policy allows no inline script or style; an action needs
-// the sign-in cookie, a same-origin Origin header and the token of the page
-// it came from; a page without a sign-in is refused.
+// text (every value escaped as the page is written; the script sets
+// textContent); the Content-Security-Policy allows no inline script or
+// style; an action needs the sign-in cookie, a same-origin Origin header
+// and the token of the page it came from; a page without a sign-in is
+// refused.
 
-//go:embed dashboard
+//go:embed dashboard/static
 var dashboardFiles embed.FS
 
 // DashboardOptions configure a Dashboard.
@@ -66,7 +67,6 @@ type Dashboard struct {
 	mgr    *sessions.Manager
 	o      DashboardOptions
 	log    *slog.Logger
-	tmpl   *template.Template
 	static http.Handler
 	key    []byte // signs page tokens
 	secret string // stdio: what the link carries
@@ -115,7 +115,6 @@ func NewDashboard(mgr *sessions.Manager, o DashboardOptions) *Dashboard {
 		signins: map[string]*signin{}, feeds: map[string]*runFeed{}, subs: map[*subscriber]struct{}{},
 		pending: map[string]*pendingQuestion{}}
 	d.secret = randomToken()
-	d.tmpl = template.Must(template.New("").Funcs(templateFuncs).ParseFS(dashboardFiles, "dashboard/*.gohtml"))
 	static, _ := fs.Sub(dashboardFiles, "dashboard/static")
 	d.static = http.StripPrefix(uiPrefix+"/static/", http.FileServer(http.FS(static)))
 	return d
@@ -254,7 +253,7 @@ func (d *Dashboard) refuse(w http.ResponseWriter, r *http.Request) {
 	if d.http != nil {
 		msg, code = "Unauthorized: sign in at "+uiPrefix+"/signin with your bearer token.", http.StatusUnauthorized
 	}
-	d.render(w, code, "error.html", errorPage{pageBase: pageBase{Title: "Not signed in"}, Message: msg})
+	d.render(w, code, errorPage{pageBase: pageBase{Title: "Not signed in"}, Message: msg}.write)
 }
 
 // secretSignin signs in a browser that opened the stdio link, then leaves
@@ -270,7 +269,7 @@ func (d *Dashboard) secretSignin(w http.ResponseWriter, r *http.Request) {
 	}
 	d.newSignin(w, r, "", "")
 	w.Header().Set("Referrer-Policy", "no-referrer") // its address holds the secret
-	d.render(w, http.StatusOK, "signedin.html", pageBase{Title: "Signed in"})
+	d.render(w, http.StatusOK, signedIn)
 }
 
 // newSignin records a sign-in and sets its cookie.
@@ -365,10 +364,10 @@ func (d *Dashboard) serveSignin(w http.ResponseWriter, r *http.Request) {
 		}
 		d.http.authFailed(r, "unknown token (dashboard sign-in)")
 		page.Failed = true
-		d.render(w, http.StatusUnauthorized, "signin.html", page)
+		d.render(w, http.StatusUnauthorized, page.write)
 		return
 	}
-	d.render(w, http.StatusOK, "signin.html", page)
+	d.render(w, http.StatusOK, page.write)
 }
 
 func (d *Dashboard) signout(w http.ResponseWriter, r *http.Request, si *signin) {

@@ -82,7 +82,7 @@ func (d *Dashboard) serveAction(w http.ResponseWriter, r *http.Request, si *sign
 		return
 	}
 	if code >= 400 {
-		d.render(w, code, "error.html", errorPage{pageBase: d.base(si, "Refused"), Message: msg})
+		d.render(w, code, errorPage{pageBase: d.base(si, "Refused"), Message: msg}.write)
 		return
 	}
 	to := uiPrefix + "/s/" + id

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"html/template"
 	"net/http"
 	"slices"
 	"strconv"
@@ -80,46 +79,6 @@ type sessionPage struct {
 	CanAnswer bool
 }
 
-var templateFuncs = template.FuncMap{
-	"usd": func(v float64) string { return "$" + strconv.FormatFloat(v, 'f', 4, 64) },
-	"short": func(id string) string {
-		if len(id) > 8 {
-			return id[:8]
-		}
-		return id
-	},
-	"json": func(raw json.RawMessage) string {
-		var b bytes.Buffer
-		if json.Indent(&b, raw, "", "  ") != nil {
-			return string(raw)
-		}
-		return textcut.Cut(b.String(), 4000)
-	},
-	"cut":  func(s string, n int) string { return textcut.Cut(s, n) },
-	"add":  func(a, b int) int { return a + b },
-	"time": func(t time.Time) string { return t.Local().Format("15:04:05") },
-	"frac": func(a, b float64) float64 {
-		if b <= 0 {
-			return 0
-		}
-		return min(a/b, 1)
-	},
-}
-
-// render executes a template into a buffer first, so that a failure is a
-// clean 500.
-func (d *Dashboard) render(w http.ResponseWriter, code int, name string, data any) {
-	var b bytes.Buffer
-	if err := d.tmpl.ExecuteTemplate(&b, name, data); err != nil {
-		d.log.Error("rendering a dashboard page", "page", name, "err", err)
-		http.Error(w, "rendering the page failed", http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(code)
-	_, _ = w.Write(b.Bytes())
-}
-
 func (d *Dashboard) base(si *signin, title string) pageBase {
 	return pageBase{Title: title, CSRF: d.pageToken(si), User: si.user, HTTP: d.http != nil, Admin: d.admin(si.user)}
 }
@@ -179,11 +138,11 @@ func (d *Dashboard) serveList(w http.ResponseWriter, r *http.Request, si *signin
 			LastUsed: e.LastUsed.Local().Format("2006-01-02 15:04"), Cost: e.CostUSD, Queries: e.Queries})
 	}
 	if rowsOnly {
-		d.render(w, http.StatusOK, "rows.html", page)
+		d.render(w, http.StatusOK, page.writeRows)
 		return
 	}
 	page.Charts = d.charts(si)
-	d.render(w, http.StatusOK, "list.html", page)
+	d.render(w, http.StatusOK, page.write)
 }
 
 // otherInstances returns the registry's sessions (read at most every two
@@ -215,8 +174,8 @@ func (d *Dashboard) serveSession(w http.ResponseWriter, r *http.Request, si *sig
 	s := d.session(si, id)
 	if s == nil {
 		// Another user's session is not found, like one that never was.
-		d.render(w, http.StatusNotFound, "error.html", errorPage{pageBase: d.base(si, "Not found"),
-			Message: fmt.Sprintf("No open session %q of yours.", id)})
+		d.render(w, http.StatusNotFound, errorPage{pageBase: d.base(si, "Not found"),
+			Message: fmt.Sprintf("No open session %q of yours.", id)}.write)
 		return
 	}
 	page := sessionPage{pageBase: d.base(si, "Session "+id), Row: d.row(r.Context(), s, true)}
@@ -226,7 +185,7 @@ func (d *Dashboard) serveSession(w http.ResponseWriter, r *http.Request, si *sig
 		page.Title = page.Row.Name
 	}
 	if panelOnly {
-		d.render(w, http.StatusOK, "panel.html", page)
+		d.render(w, http.StatusOK, page.writePanel)
 		return
 	}
 	all := s.History()
@@ -251,7 +210,7 @@ func (d *Dashboard) serveSession(w http.ResponseWriter, r *http.Request, si *sig
 			e.Text = textcut.Cut(e.Text, 20000)
 		}
 	}
-	d.render(w, http.StatusOK, "session.html", page)
+	d.render(w, http.StatusOK, page.write)
 }
 
 // serveEvents is a page's event stream (server-sent events). The list's

@@ -1,7 +1,7 @@
 // The dashboard's one script: it follows the pages' event streams and
 // shows what comes as text only (textContent; HTML fragments come from
-// the server, escaped by its templates). No inline script anywhere: the
-// Content-Security-Policy allows only this file.
+// the server, which escapes every value it writes). No inline script
+// anywhere: the Content-Security-Policy allows only this file.
 (function () {
   'use strict';
 
