@@ -20,9 +20,9 @@ import (
 // dashboard_html_session.go write as constants (the markup type takes no
 // string variable without a conversion, and there is none); every value
 // from data goes through htmlWriter.text (the HTML escape of < > & ' ", for
-// text and quoted attribute values alike), htmlWriter.int, or
-// htmlWriter.sessionURL (a path segment escaped for the URL, then for the
-// attribute). TestDashboardHTMLEscapes renders every page from hostile
+// text and quoted attribute values alike; mt is markup, then text), int
+// (int64, mi), or sessionURL (a path segment escaped for the URL, then for
+// the attribute). TestDashboardHTMLEscapes renders every page from hostile
 // data.
 
 // markup is HTML written as it is: untyped string constants of this file.
@@ -43,6 +43,18 @@ func (w *htmlWriter) int(n int) { w.b.WriteString(strconv.Itoa(n)) }
 
 func (w *htmlWriter) int64(n int64) { w.b.WriteString(strconv.FormatInt(n, 10)) }
 
+// mt writes markup, then s escaped.
+func (w *htmlWriter) mt(m markup, s string) {
+	w.m(m)
+	w.text(s)
+}
+
+// mi writes markup, then n.
+func (w *htmlWriter) mi(m markup, n int) {
+	w.m(m)
+	w.int(n)
+}
+
 // sessionURL writes the address of session id's page.
 func (w *htmlWriter) sessionURL(id string) {
 	w.m(uiPrefix + "/s/")
@@ -51,8 +63,7 @@ func (w *htmlWriter) sessionURL(id string) {
 
 // csrfInput writes the hidden input carrying the page's token.
 func (w *htmlWriter) csrfInput(token string) {
-	w.m(`<input type="hidden" name="csrf" value="`)
-	w.text(token)
+	w.mt(`<input type="hidden" name="csrf" value="`, token)
 	w.m(`">`)
 }
 
@@ -107,16 +118,14 @@ func (w *htmlWriter) queries(n int) {
 
 // head is the start of every page but the signed-in one.
 func (p pageBase) head(w *htmlWriter) {
-	w.m(`<!doctype html>
+	w.mt(`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="csrf-token" content="`)
-	w.text(p.CSRF)
-	w.m(`">
-<title>`)
-	w.text(p.Title)
+<meta name="csrf-token" content="`, p.CSRF)
+	w.mt(`">
+<title>`, p.Title)
 	w.m(` · claude-agent-mcp</title>
 <link rel="stylesheet" href="/ui/static/app.css">
 <script src="/ui/static/app.js" defer></script>
@@ -126,8 +135,7 @@ func (p pageBase) head(w *htmlWriter) {
   <a class="brand" href="/ui/">claude-agent-mcp</a>
   <span class="who">`)
 	if p.HTTP {
-		w.m("signed in as <b>")
-		w.text(p.User)
+		w.mt("signed in as <b>", p.User)
 		w.m("</b>")
 		if p.Admin {
 			w.m(" (admin: every session)")
@@ -149,10 +157,8 @@ func foot(w *htmlWriter) { w.m("\n</main>\n</body>\n</html>\n") }
 
 func (p errorPage) write(w *htmlWriter) {
 	p.head(w)
-	w.m("\n<h1>")
-	w.text(p.Title)
-	w.m("</h1>\n<p class=\"message\">")
-	w.text(p.Message)
+	w.mt("\n<h1>", p.Title)
+	w.mt("</h1>\n<p class=\"message\">", p.Message)
 	w.m("</p>\n<p><a href=\"/ui/\">The sessions</a></p>\n")
 	foot(w)
 }
@@ -208,42 +214,27 @@ func (p listPage) write(w *htmlWriter) {
 }
 
 func (c spendChart) write(w *htmlWriter) {
-	w.m("<figure class=\"chart\">\n  <figcaption>")
-	w.text(c.Title)
-	w.m(" <small>cumulative, over the last ")
-	w.text(c.Span)
-	w.m("; top ")
-	w.text(c.Max)
-	w.m("</small></figcaption>\n  <svg viewBox=\"0 0 ")
-	w.int(c.Width)
-	w.m(" ")
-	w.int(c.Height)
-	w.m(`" width="`)
-	w.int(c.Width)
-	w.m(`" height="`)
-	w.int(c.Height)
-	w.m(`" role="img" aria-label="`)
-	w.text(c.Title)
-	w.m("\">\n    <rect class=\"frame\" x=\"0\" y=\"0\" width=\"")
-	w.int(c.Width)
-	w.m(`" height="`)
-	w.int(c.Height)
+	w.mt("<figure class=\"chart\">\n  <figcaption>", c.Title)
+	w.mt(" <small>cumulative, over the last ", c.Span)
+	w.mt("; top ", c.Max)
+	w.mi("</small></figcaption>\n  <svg viewBox=\"0 0 ", c.Width)
+	w.mi(" ", c.Height)
+	w.mi(`" width="`, c.Width)
+	w.mi(`" height="`, c.Height)
+	w.mt(`" role="img" aria-label="`, c.Title)
+	w.mi("\">\n    <rect class=\"frame\" x=\"0\" y=\"0\" width=\"", c.Width)
+	w.mi(`" height="`, c.Height)
 	w.m("\"></rect>\n    ")
 	for _, l := range c.Lines {
-		w.m(`<polyline fill="none" stroke="`)
-		w.text(l.Color)
-		w.m(`" stroke-width="2" points="`)
-		w.text(l.Points)
+		w.mt(`<polyline fill="none" stroke="`, l.Color)
+		w.mt(`" stroke-width="2" points="`, l.Points)
 		w.m(`"></polyline>`)
 	}
 	w.m("\n  </svg>\n  <ul class=\"legend\">")
 	for _, l := range c.Lines {
-		w.m(`<li><svg width="10" height="10"><rect width="10" height="10" fill="`)
-		w.text(l.Color)
-		w.m(`"></rect></svg> `)
-		w.text(l.Label)
-		w.m(" ")
-		w.text(usd(l.Total))
+		w.mt(`<li><svg width="10" height="10"><rect width="10" height="10" fill="`, l.Color)
+		w.mt(`"></rect></svg> `, l.Label)
+		w.mt(" ", usd(l.Total))
 		w.m("</li>")
 	}
 	w.m("</ul>\n</figure>")
@@ -286,15 +277,13 @@ func (w *htmlWriter) nameOrID(name, id string) {
 	}
 }
 
-// owner writes the div naming a session's owner.
+// owner writes a session's owner ("(stdio)": none).
 func (w *htmlWriter) owner(owner string) {
-	w.m(`<div class="owner">`)
 	if owner == "" {
 		w.m("(stdio)")
 	} else {
 		w.text(owner)
 	}
-	w.m("</div>")
 }
 
 // cost writes a session's cost, and its budget with a meter; space goes
@@ -302,8 +291,7 @@ func (w *htmlWriter) owner(owner string) {
 func (w *htmlWriter) cost(cost, budget float64, space markup) {
 	w.text(usd(cost))
 	if budget > 0 {
-		w.m(" of ")
-		w.text(usd(budget))
+		w.mt(" of ", usd(budget))
 		w.m(space + `<meter min="0" max="1" low="0.7" high="0.9" optimum="0" value="`)
 		w.text(frac(cost, budget))
 		w.m(`"></meter>`)
@@ -314,42 +302,37 @@ func (w *htmlWriter) cost(cost, budget float64, space markup) {
 func (w *htmlWriter) running(r sessionRow) {
 	w.m(`<span class="elapsed" data-since="`)
 	w.int64(r.Since)
-	w.m(`">`)
-	w.text(r.Elapsed)
-	w.m("</span> · ")
-	w.int(r.Turns)
-	w.m(" API turn(s) · ")
-	w.int(r.Tools)
+	w.mt(`">`, r.Elapsed)
+	w.mi("</span> · ", r.Turns)
+	w.mi(" API turn(s) · ", r.Tools)
 	w.m(" tool call(s)")
 }
 
 // write is a session's row in the list.
 func (r sessionRow) write(w *htmlWriter, admin bool) {
-	w.m(`<tr class="session" data-session="`)
-	w.text(r.ID)
+	w.mt(`<tr class="session" data-session="`, r.ID)
 	w.m("\">\n  <td><a href=\"")
 	w.sessionURL(r.ID)
 	w.m(`">`)
 	w.nameOrID(r.Name, r.ID)
 	w.m("</a>")
 	if r.Name != "" {
-		w.m(` <small class="id">`)
-		w.text(short(r.ID))
+		w.mt(` <small class="id">`, short(r.ID))
 		w.m("</small>")
 	}
 	if admin {
+		w.m(`<div class="owner">`)
 		w.owner(r.Owner)
+		w.m("</div>")
 	}
 	w.m("</td>\n  <td>")
 	w.state(r.State)
 	if r.Questions != 0 {
-		w.m(` <span class="ask">`)
-		w.int(r.Questions)
+		w.mi(` <span class="ask">`, r.Questions)
 		w.m(" question(s)</span>")
 	}
 	if r.Task != "" {
-		w.m(`<div class="task">task `)
-		w.text(short(r.Task))
+		w.mt(`<div class="task">task `, short(r.Task))
 		w.m("</div>")
 	}
 	w.m("</td>\n  <td>")
@@ -363,8 +346,7 @@ func (r sessionRow) write(w *htmlWriter, admin bool) {
 	w.m("</td>\n  <td class=\"turn\">")
 	if r.Running {
 		w.running(r)
-		w.m(`<div class="step">`)
-		w.text(r.LastStep)
+		w.mt(`<div class="step">`, r.LastStep)
 		w.m("</div>")
 	} else {
 		w.m(`<span class="dim">`)
@@ -378,10 +360,8 @@ func (r sessionRow) write(w *htmlWriter, admin bool) {
 
 // state writes a session's state.
 func (w *htmlWriter) state(state string) {
-	w.m(`<span class="state state-`)
-	w.text(state)
-	w.m(`">`)
-	w.text(state)
+	w.mt(`<span class="state state-`, state)
+	w.mt(`">`, state)
 	w.m("</span>")
 }
 
@@ -392,12 +372,9 @@ func (r sessionRow) where(w *htmlWriter) {
 		w.text(r.Cwd)
 		return
 	}
-	w.m("<div>")
-	w.text(wt.Path)
-	w.m(`</div><div class="dim">branch `)
-	w.text(wt.Branch)
-	w.m(", ")
-	w.int(len(wt.ChangedFiles))
+	w.mt("<div>", wt.Path)
+	w.mt(`</div><div class="dim">branch `, wt.Branch)
+	w.mi(", ", len(wt.ChangedFiles))
 	w.m(" changed</div>")
 	for _, f := range wt.ChangedFiles[:min(len(wt.ChangedFiles), 5)] {
 		w.file(f)
@@ -406,8 +383,7 @@ func (r sessionRow) where(w *htmlWriter) {
 
 // file writes a changed file of a worktree.
 func (w *htmlWriter) file(f string) {
-	w.m(`<div class="file">`)
-	w.text(f)
+	w.mt(`<div class="file">`, f)
 	w.m("</div>")
 }
 
@@ -416,19 +392,13 @@ func (o otherRow) write(w *htmlWriter, admin bool) {
 	w.m("<tr><td>")
 	w.nameOrID(o.Name, o.ID)
 	if admin {
-		w.m(`<div class="owner">`)
-		w.text(o.Owner)
+		w.mt(`<div class="owner">`, o.Owner)
 		w.m("</div>")
 	}
-	w.m("</td><td>")
-	w.text(o.Model)
-	w.m(`</td><td class="where">`)
-	w.text(o.Cwd)
-	w.m("</td><td>")
-	w.text(o.LastUsed)
-	w.m(" · ")
-	w.int(o.Queries)
-	w.m(` queries</td><td class="cost">`)
-	w.text(usd(o.Cost))
+	w.mt("</td><td>", o.Model)
+	w.mt(`</td><td class="where">`, o.Cwd)
+	w.mt("</td><td>", o.LastUsed)
+	w.mi(" · ", o.Queries)
+	w.mt(` queries</td><td class="cost">`, usd(o.Cost))
 	w.m("</td></tr>")
 }

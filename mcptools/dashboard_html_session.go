@@ -12,20 +12,15 @@ import (
 // write is a session's page: its panel, its live turn, its history.
 func (p sessionPage) write(w *htmlWriter) {
 	p.head(w)
-	w.m("\n<p class=\"back\"><a href=\"/ui/\">← all sessions</a></p>\n<div id=\"panel\" data-session=\"")
-	w.text(p.Row.ID)
+	w.mt("\n<p class=\"back\"><a href=\"/ui/\">← all sessions</a></p>\n<div id=\"panel\" data-session=\"", p.Row.ID)
 	w.m(`">`)
 	p.writePanel(w)
-	w.m("</div>\n<section class=\"live\">\n  <h2>Latest turn <small id=\"live-status\"></small></h2>\n  <div id=\"steps\" data-session=\"")
-	w.text(p.Row.ID)
+	w.mt("</div>\n<section class=\"live\">\n  <h2>Latest turn <small id=\"live-status\"></small></h2>\n  <div id=\"steps\" data-session=\"", p.Row.ID)
 	w.m("\"></div>\n</section>\n<section class=\"history\">\n  <h2>History <small>")
 	if p.Total != 0 {
-		w.m("entries ")
-		w.int(p.From + 1)
-		w.m("–")
-		w.int(p.From + len(p.History))
-		w.m(" of ")
-		w.int(p.Total)
+		w.mi("entries ", p.From+1)
+		w.mi("–", p.From+len(p.History))
+		w.mi(" of ", p.Total)
 	} else {
 		w.m("none yet")
 	}
@@ -49,45 +44,37 @@ func (p sessionPage) pageLink(w *htmlWriter, cursor int, label markup) {
 	}
 	w.m(`<a href="`)
 	w.sessionURL(p.Row.ID)
-	w.m("?before=")
-	w.int(cursor)
+	w.mi("?before=", cursor)
 	w.m(`">` + label + "</a>")
 }
 
 // historyEntry writes an entry of the history: a prompt, a tool call, or
 // Claude's text.
 func historyEntry(w *htmlWriter, e sessions.HistoryEntry) {
-	w.m(`<div class="entry entry-`)
-	w.text(e.Kind)
+	w.mt(`<div class="entry entry-`, e.Kind)
 	w.m("\">\n    ")
 	switch e.Kind {
 	case "prompt":
 		w.m(`<div class="who">prompt`)
 		if !e.Time.IsZero() {
-			w.m(" · ")
-			w.text(e.Time.Local().Format(time.TimeOnly))
+			w.mt(" · ", e.Time.Local().Format(time.TimeOnly))
 		}
-		w.m("</div><pre>")
-		w.text(e.Text)
+		w.mt("</div><pre>", e.Text)
 		w.m("</pre>\n    ")
 	case "tool":
-		w.m("<details><summary>tool ")
-		w.text(e.Tool)
+		w.mt("<details><summary>tool ", e.Tool)
 		if e.IsError {
 			w.m(` <span class="error">(error)</span>`)
 		}
-		w.m(`</summary><pre class="input">`)
-		w.text(indentJSON(e.Input))
+		w.mt(`</summary><pre class="input">`, indentJSON(e.Input))
 		w.m("</pre>")
 		if e.Result != "" {
-			w.m(`<pre class="output">`)
-			w.text(e.Result)
+			w.mt(`<pre class="output">`, e.Result)
 			w.m("</pre>")
 		}
 		w.m("</details>\n    ")
 	default:
-		w.m(`<div class="who">Claude</div><pre>`)
-		w.text(e.Text)
+		w.mt(`<div class="who">Claude</div><pre>`, e.Text)
 		w.m("</pre>")
 	}
 	w.m("\n  </div>")
@@ -101,13 +88,11 @@ func (p sessionPage) writePanel(w *htmlWriter) {
 	if r.Name != "" {
 		w.text(r.Name)
 	} else {
-		w.m("Session ")
-		w.text(short(r.ID))
+		w.mt("Session ", short(r.ID))
 	}
 	w.m(" ")
 	w.state(r.State)
-	w.m("</h1>\n<dl class=\"facts\">\n  <dt>id</dt><dd class=\"id\">")
-	w.text(r.ID)
+	w.mt("</h1>\n<dl class=\"facts\">\n  <dt>id</dt><dd class=\"id\">", r.ID)
 	w.m("</dd>\n  <dt>model</dt><dd>")
 	if r.Model != "" {
 		w.text(r.Model)
@@ -116,28 +101,21 @@ func (p sessionPage) writePanel(w *htmlWriter) {
 	}
 	w.m("</dd>\n  ")
 	if wt := r.Worktree; wt != nil {
-		w.m("<dt>worktree</dt><dd>")
-		w.text(wt.Path)
-		w.m(" (branch ")
-		w.text(wt.Branch)
+		w.mt("<dt>worktree</dt><dd>", wt.Path)
+		w.mt(" (branch ", wt.Branch)
 		w.m(")")
 		for _, f := range wt.ChangedFiles {
 			w.file(f)
 		}
 		w.m("</dd>")
 	} else {
-		w.m("<dt>cwd</dt><dd>")
-		w.text(r.Cwd)
+		w.mt("<dt>cwd</dt><dd>", r.Cwd)
 		w.m("</dd>")
 	}
 	w.m("\n  ")
 	if p.Admin {
 		w.m("<dt>owner</dt><dd>")
-		if r.Owner == "" {
-			w.m("(stdio)")
-		} else {
-			w.text(r.Owner)
-		}
+		w.owner(r.Owner)
 		w.m("</dd>")
 	}
 	w.m("\n  <dt>cost</dt><dd>")
@@ -149,8 +127,7 @@ func (p sessionPage) writePanel(w *htmlWriter) {
 		w.m("<dt>running</dt><dd>")
 		w.running(r)
 		if r.LastStep != "" {
-			w.m(`<div class="step">`)
-			w.text(r.LastStep)
+			w.mt(`<div class="step">`, r.LastStep)
 			w.m("</div>")
 		}
 		w.m("</dd>")
@@ -187,12 +164,9 @@ func (p sessionPage) actionForm(w *htmlWriter, action markup) {
 // question writes a permission question, with the form that answers it
 // when the page's user may.
 func (p sessionPage) question(w *htmlWriter, q shownQuestion) {
-	w.m(`<div class="question" data-question="`)
-	w.text(q.ID)
-	w.m("\">\n  <h2>Permission asked: ")
-	w.text(q.Tool)
-	w.m("</h2>\n  <pre>")
-	w.text(q.Message)
+	w.mt(`<div class="question" data-question="`, q.ID)
+	w.mt("\">\n  <h2>Permission asked: ", q.Tool)
+	w.mt("</h2>\n  <pre>", q.Message)
 	w.m("</pre>\n  ")
 	if !p.CanAnswer {
 		w.m(`<p class="dim">Only the session's owner answers it.</p>`)
@@ -202,8 +176,7 @@ func (p sessionPage) question(w *htmlWriter, q shownQuestion) {
 	p.actionForm(w, "answer")
 	w.m("\n    ")
 	w.csrfInput(p.CSRF)
-	w.m(`<input type="hidden" name="question" value="`)
-	w.text(q.ID)
+	w.mt(`<input type="hidden" name="question" value="`, q.ID)
 	w.m(`">
     <button name="decision" value="` + decisionAllowOnce + `" class="allow-once">Allow once</button>
     <button name="decision" value="` + decisionAllowSession + `" class="allow-session">Allow for this session</button>
