@@ -42,7 +42,7 @@ func printSetup(w, errw io.Writer) error {
 		" $(go env GOPATH)/bin on its PATH.")
 	if strings.Contains(exe, string(filepath.Separator)+"go-build") {
 		fmt.Fprintf(errw, "claude-agent-mcp: %s is a temporary build (go run) that is gone once it exits; "+
-			"install the server first (go install ./cmd/claude-agent-mcp) and run its --print-setup\n", exe)
+			"install the server first (CGO_ENABLED=0 go install ./cmd/claude-agent-mcp) and run its --print-setup\n", exe)
 	}
 	return nil
 }

@@ -43,6 +43,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -62,20 +63,23 @@ import (
 
 // Settle times: the only sleeps in the driver, documented in BENCHMARKS.md.
 const (
-	rssSettle  = 2 * time.Second  // before reading VmRSS
-	callLimit  = 2 * time.Minute  // bound for any one call or turn
-	spareLimit = 60 * time.Second // bound for a warm spare to become ready
+	rssSettle    = 2 * time.Second  // before reading VmRSS
+	callLimit    = 2 * time.Minute  // bound for any one call or turn
+	spareLimit   = 60 * time.Second // bound for a warm spare to become ready
+	peerBigLimit = 30 * time.Second // bound for the TypeScript peer's 2 MB answer
 )
 
 type config struct {
 	rounds       int
 	claude       string
 	serverBin    string
+	pages        int
 	fakeCLI      string
 	manySessions int
 	maxResult    int
 	skipRSS      bool
 	only         string
+	peer         string
 }
 
 func main() {
@@ -87,8 +91,25 @@ func main() {
 	flag.IntVar(&c.manySessions, "sessions", 200, "open sessions for the second RSS figure (fake CLI)")
 	flag.IntVar(&c.maxResult, "max-result-chars", 60000, "--max-result-chars of the servers (the product's default)")
 	flag.BoolVar(&c.skipRSS, "skip-rss", false, "skip the RSS figures")
+	flag.IntVar(&c.pages, "pages", 0, "with each RSS figure, print the N packages with the most bytes in the server binary's resident pages (Linux)")
 	flag.StringVar(&c.only, "only", "", "run only these timed figures (comma-separated keys such as chat_server,chat_cli)")
+	flag.StringVar(&c.peer, "peer", "", "the TypeScript peer's dist/cli.js (npm claude-agent-mcp, run with node; default: "+peerPath+" when it exists; none: without the peer)")
+	pagesOf := flag.Int("pages-of", 0, "only print where the resident pages of the running server with this pid come from (-server names its binary; -pages how many packages) and exit")
 	flag.Parse()
+	if *pagesOf > 0 {
+		out, err := residentByPackage(*pagesOf, c.serverBin, cmp.Or(c.pages, 40))
+		if err == nil {
+			var maps string
+			maps, err = biggestMappings(*pagesOf, 12)
+			out += maps
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		fmt.Print(out)
+		return
+	}
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -111,6 +132,14 @@ func run(c config) (err error) {
 	}
 	if _, err := os.Stat(c.claude); err != nil {
 		return fmt.Errorf("no claude CLI at %s (run scripts/test once to install the pinned CLIs into .tools, or set CLAUDE_BIN): %w", c.claude, err)
+	}
+	switch c.peer {
+	case "none":
+		c.peer = ""
+	case "":
+		if _, err := os.Stat(filepath.Join(root, peerPath)); err == nil {
+			c.peer = filepath.Join(root, peerPath)
+		}
 	}
 	tmp, err := os.MkdirTemp("", "claude-agent-mcp-bench-")
 	if err != nil {
@@ -166,9 +195,15 @@ func run(c config) (err error) {
 	return nil
 }
 
+// peerPath is where scripts/bench installs the TypeScript peer.
+const peerPath = ".tools/peer/node_modules/claude-agent-mcp/dist/cli.js"
+
+// goCmd runs the go command in dir, with CGO_ENABLED=0: the server is
+// built as the README installs it.
 func goCmd(ctx context.Context, dir string, args ...string) error {
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)

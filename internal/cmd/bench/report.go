@@ -25,6 +25,8 @@ var figures = []struct{ key, what string }{
 	{"create_nospare", "`claude_session_create` without a spare (`--warm-spares 0`)"},
 	{"bigtext_server", "2 MB answer (BIGTEXT) through the server, warm session"},
 	{"bigtext_cli", "the same 2 MB turn through claudeagent.Process"},
+	{"chat_peer", "warm `claude_chat_query` \"hi\" through the TypeScript peer"},
+	{"direct_peer", "`claude_direct_query` \"hi\" through the TypeScript peer (a CLI started per query)"},
 }
 
 func pct(ds []time.Duration, p float64) time.Duration {
@@ -83,14 +85,18 @@ func (b *bench) reportRatios(w io.Writer) {
 		}
 		fmt.Fprintf(w, "| %s | %.3f | %s | %s |\n", what, r, t, ok)
 	}
-	ratio("warm chat query: server / CLI direct", "chat_server", "chat_cli", 1.05)
+	ratio("warm chat query: server / CLI direct", "chat_server", "chat_cli", 1.1)
 	ratio("direct query with a spare / cold `claude -p`", "direct_spare", "cold_p", 0.1)
 	ratio("direct query without a spare / cold `claude -p`", "direct_nospare", "cold_p", 0)
 	ratio("first turn: session from a spare / fresh CLI", "first_turn_server", "first_turn_cli", 0)
 	ratio("direct query with a spare / first turn of a fresh CLI", "direct_spare", "first_turn_cli", 0)
 	ratio("direct query with a spare: refill starting meanwhile / not", "direct_spare", "direct_spare_norefill", 0)
 	ratio("create with a spare / create without", "create_spare", "create_nospare", 0)
-	ratio("2 MB answer: server / CLI direct", "bigtext_server", "bigtext_cli", 0)
+	ratio("2 MB answer: server / CLI direct", "bigtext_server", "bigtext_cli", 1.2)
+	ratio("warm chat query: TypeScript peer / CLI direct", "chat_peer", "chat_cli", 0)
+	ratio("warm chat query: server / TypeScript peer", "chat_server", "chat_peer", 0)
+	ratio("direct query: TypeScript peer / cold `claude -p`", "direct_peer", "cold_p", 0)
+	ratio("direct query with a spare: server / TypeScript peer", "direct_spare", "direct_peer", 0)
 }
 
 // reportTargets is the absolute targets, the RSS table and the notes.

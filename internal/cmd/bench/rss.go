@@ -72,6 +72,17 @@ func (b *bench) measureRSS(ctx context.Context, s *server, what string) (int64, 
 	if err != nil {
 		return 0, err
 	}
+	if b.c.pages > 0 {
+		out, err := residentByPackage(s.pid(), b.c.serverBin, b.c.pages)
+		if err != nil {
+			return 0, err
+		}
+		maps, err := biggestMappings(s.pid(), 12)
+		if err != nil {
+			return 0, err
+		}
+		logf("%s (%s): %s%s", s.name, what, out, maps)
+	}
 	var list struct {
 		Sessions []json.RawMessage `json:"sessions"`
 		Live     int               `json:"liveProcesses"`
@@ -114,6 +125,9 @@ func (b *bench) rss(ctx context.Context) error {
 		}
 	}
 	rs.stop()
+	if err := b.peerRSS(ctx); err != nil {
+		return err
+	}
 
 	logf("RSS with 10 and %d sessions on the fake CLI", b.c.manySessions)
 	streams, err := fakecli.StreamsDir()
@@ -151,6 +165,42 @@ func (b *bench) rss(ctx context.Context) error {
 	// The server stops the rest at shutdown (fake.stop); closing 200
 	// sessions one by one adds nothing to the figures.
 	_ = ids
+	return nil
+}
+
+// peerRSS measures the TypeScript peer (its node process, not its CLIs)
+// with 10 sessions, each of which answered one "hi" (all 10 CLIs live: it
+// has no --max-live).
+func (b *bench) peerRSS(ctx context.Context) error {
+	if b.c.peer == "" {
+		return nil
+	}
+	logf("RSS of the TypeScript peer with 10 sessions")
+	peer, err := b.startPeer(ctx)
+	if err != nil {
+		return err
+	}
+	defer peer.stop()
+	ids, err := openSessions(ctx, peer, nil, 10)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-time.After(rssSettle):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	st, err := readStatus(peer.pid())
+	if err != nil {
+		return err
+	}
+	b.rssRows = append(b.rssRows, [5]string{"TypeScript peer (node): 10 open sessions, 10 live processes",
+		mib(st["VmRSS"]), mib(st["RssAnon"]), mib(st["RssFile"]), mib(st["VmHWM"])})
+	for _, id := range ids {
+		if err := peer.closeSession(ctx, id); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

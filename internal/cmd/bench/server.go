@@ -24,6 +24,7 @@ type server struct {
 	cmd  *exec.Cmd
 	cs   *mcp.ClientSession
 	log  *logWatch
+	peer bool // the TypeScript peer: its results carry no status
 }
 
 // logWatch keeps the server's stderr (debug level) and counts the
@@ -97,10 +98,37 @@ func (w *logWatch) lastLines() string {
 // startServer starts the built server in b.proj with the CLI at claude,
 // the offline environment plus extra, and args after the common flags.
 func (b *bench) startServer(ctx context.Context, name, claude string, extra map[string]string, args ...string) (*server, error) {
-	b.serials++
-	state := filepath.Join(b.tmp, fmt.Sprintf("state-%d-%s.json", b.serials, name))
+	state := filepath.Join(b.tmp, fmt.Sprintf("state-%d-%s.json", b.serials+1, name))
 	cmd := exec.Command(b.c.serverBin, append([]string{"--claude-path", claude, "--log-level", "debug",
 		"--state-file", state, "--max-result-chars", strconv.Itoa(b.c.maxResult)}, args...)...)
+	return b.connect(ctx, name, cmd, extra)
+}
+
+// startPeer starts the TypeScript peer (npm claude-agent-mcp, run by
+// node) in b.proj. It finds the CLI as `claude` on its PATH: a directory
+// with a link named claude to b.c.claude comes first.
+func (b *bench) startPeer(ctx context.Context) (*server, error) {
+	bin := filepath.Join(b.tmp, "peer-bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		return nil, err
+	}
+	link := filepath.Join(bin, "claude")
+	if _, err := os.Lstat(link); err != nil {
+		if err := os.Symlink(b.c.claude, link); err != nil {
+			return nil, err
+		}
+	}
+	s, err := b.connect(ctx, "peer", exec.Command("node", b.c.peer), map[string]string{"PATH": bin + string(os.PathListSeparator) + os.Getenv("PATH")})
+	if s != nil {
+		s.peer = true
+	}
+	return s, err
+}
+
+// connect starts cmd in b.proj with the offline environment plus extra,
+// its stderr kept in a log file, and connects the go-sdk client to it.
+func (b *bench) connect(ctx context.Context, name string, cmd *exec.Cmd, extra map[string]string) (*server, error) {
+	b.serials++
 	cmd.Dir = b.proj
 	env := maps.Clone(b.env)
 	maps.Copy(env, extra)
@@ -202,7 +230,7 @@ func (s *server) query(ctx context.Context, tool string, args map[string]any) (q
 	if err := s.call(ctx, tool, args, &out); err != nil {
 		return out, err
 	}
-	if out.Status != "completed" || out.Error != "" {
+	if !s.peer && (out.Status != "completed" || out.Error != "") {
 		return out, fmt.Errorf("%s on the %s server: status %q, error %q", tool, s.name, out.Status, out.Error)
 	}
 	return out, nil

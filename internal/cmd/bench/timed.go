@@ -84,7 +84,34 @@ func (b *bench) timed(ctx context.Context) error {
 		b.notes = append(b.notes, fmt.Sprintf("The spares server after the rounds (one session and the spare live; %d 2 MB answers behind it, warm-up included): VmRSS %s, VmHWM %s.",
 			bigRounds, mib(rss["VmRSS"]), mib(rss["VmHWM"])))
 	}
+	if r.peer != nil {
+		b.notes = append(b.notes, r.peerBigProbe(ctx))
+	}
 	return r.warm.closeSession(ctx, r.chat)
+}
+
+// peerBigProbe asks the peer for the 2 MB answer once, in a fresh
+// session, for at most peerBigLimit, and says what happened.
+func (r *rig) peerBigProbe(ctx context.Context) string {
+	id, err := r.peer.create(ctx)
+	if err != nil {
+		return fmt.Sprintf("The TypeScript peer's 2 MB answer: creating its session failed: %v", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, peerBigLimit)
+	defer cancel()
+	start := time.Now()
+	out, err := r.peer.query(pctx, "claude_chat_query", map[string]any{"sessionId": id, "prompt": "BIGTEXT"})
+	took := time.Since(start)
+	cctx, ccancel := context.WithTimeout(ctx, 10*time.Second) // a hung query may hold its close up too
+	defer ccancel()
+	_ = r.peer.closeSession(cctx, id)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("The TypeScript peer's 2 MB answer (one try, after the rounds): no answer within %s (%s).", peerBigLimit, cut(err.Error(), 120))
+	case len(out.FinalText) < 2_000_000:
+		return fmt.Sprintf("The TypeScript peer's 2 MB answer (one try, after the rounds): %d bytes after %s, want 2,000,000.", len(out.FinalText), ms(took))
+	}
+	return fmt.Sprintf("The TypeScript peer's 2 MB answer (one try, after the rounds): %d bytes in %s.", len(out.FinalText), ms(took))
 }
 
 // rounds runs a warm-up round and then b.c.rounds counted ones, each
@@ -162,6 +189,8 @@ type rig struct {
 	full   *server // --max-live 2, kept full
 	chat   string  // a warm session on warm
 	direct *claudeagent.Process
+	peer   *server // the TypeScript peer, when b.c.peer names it
+	peerID string  // a warm session on peer
 }
 
 // start starts the servers and the CLI, and waits for their spares.
@@ -196,7 +225,14 @@ func (r *rig) start(ctx context.Context) error {
 	if err := r.afterSpare(ctx, func() (err error) { r.chat, err = r.warm.create(ctx); return err }); err != nil {
 		return err
 	}
-	r.direct, err = b.startCLI(ctx)
+	if r.direct, err = b.startCLI(ctx); err != nil || b.c.peer == "" {
+		return err
+	}
+	logf("starting the TypeScript peer (%s)", b.c.peer)
+	if r.peer, err = b.startPeer(ctx); err != nil {
+		return err
+	}
+	r.peerID, err = r.peer.create(ctx)
 	return err
 }
 
@@ -205,7 +241,7 @@ func (r *rig) close() {
 	if r.direct != nil {
 		r.direct.Close()
 	}
-	for _, s := range []*server{r.full, r.cold, r.warm} {
+	for _, s := range []*server{r.peer, r.full, r.cold, r.warm} {
 		if s != nil {
 			s.stop()
 		}
@@ -266,6 +302,28 @@ func (r *rig) freshSessionTurn(ctx context.Context, prompt string, check func(st
 }
 
 func (r *rig) variants() []variant {
+	return append(r.serverVariants(), r.peerVariants()...)
+}
+
+// peerVariants are the TypeScript peer's figures: a warm query and a
+// one-shot query (it starts a CLI for each). Its 2 MB answer is a single
+// probe after the rounds (peerBigProbe).
+func (r *rig) peerVariants() []variant {
+	if r.peer == nil {
+		return nil
+	}
+	return []variant{
+		{"chat_peer", func(ctx context.Context) (time.Duration, error) {
+			return r.serverTurn(ctx, r.peer, "claude_chat_query", map[string]any{"sessionId": r.peerID, "prompt": "hi"}, greeting("the peer's claude_chat_query"))
+		}},
+		{"direct_peer", func(ctx context.Context) (time.Duration, error) {
+			return r.serverTurn(ctx, r.peer, "claude_direct_query", map[string]any{"prompt": "hi"}, greeting("the peer's claude_direct_query"))
+		}},
+	}
+}
+
+// serverVariants are the figures of this server and of the CLI alone.
+func (r *rig) serverVariants() []variant {
 	return []variant{
 		{"chat_server", func(ctx context.Context) (time.Duration, error) {
 			return r.serverTurn(ctx, r.warm, "claude_chat_query", map[string]any{"sessionId": r.chat, "prompt": "hi"}, greeting("claude_chat_query"))
