@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
@@ -139,7 +140,7 @@ type Manager struct {
 	mu       sync.Mutex
 	sessions map[string]*Session
 	closed   bool
-	pool     *livePool
+	pool     *live.Pool
 	spares   spareState
 
 	persistMu  sync.Mutex
@@ -192,7 +193,8 @@ func NewManager(cfg Config) *Manager {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{cfg: cfg, log: logger, sessions: map[string]*Session{}, pool: newLivePool(cfg.MaxLive, cfg.MaxQueue), quiet: quiet{fn: cfg.OnIdle}}
+	m := &Manager{cfg: cfg, log: logger, sessions: map[string]*Session{}, quiet: quiet{fn: cfg.OnIdle}}
+	m.pool = live.NewPool(live.PoolConfig{Max: cfg.MaxLive, MaxQueue: cfg.MaxQueue, ErrFull: ErrTooMany, ErrClosed: ErrShuttingDown})
 	m.spares.stopped = sync.NewCond(&m.spares.mu)
 	m.policy = newPolicy(m, cfg)
 	if cfg.Registry != nil {
@@ -387,7 +389,7 @@ func (m *Manager) Shutdown() {
 	m.stopSpares()
 	m.mu.Lock()
 	m.closed = true
-	m.pool.close()
+	m.pool.Close()
 	all := make([]*Session, 0, len(m.sessions))
 	for _, s := range m.sessions {
 		all = append(all, s)
@@ -413,10 +415,10 @@ func (m *Manager) shuttingDown() bool {
 }
 
 // LiveCount returns how many sessions have a process.
-func (m *Manager) LiveCount() int { return m.pool.count() }
+func (m *Manager) LiveCount() int { return m.pool.Count() }
 
 // Queued returns how many queries wait for a live process.
-func (m *Manager) Queued() int { return m.pool.queued() }
+func (m *Manager) Queued() int { return m.pool.Queued() }
 
 // ownerEnv is the CLI environment of an owner's sessions: with
 // --per-user-config-dir, a config directory of their own (transcripts

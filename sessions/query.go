@@ -36,7 +36,7 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 	defer s.m.quiet.end()
 	defer func() {
 		s.release()
-		s.m.pool.idle() // only now can the session give its process to a waiting query
+		s.m.pool.Idle() // only now can the session give its process to a waiting query
 		s.m.refillAfterTurn()
 	}()
 

@@ -37,14 +37,14 @@ type spare struct {
 	started   chan struct{}      // closed when its start is over (ready or failed)
 }
 
-// idleSince implements holder: a spare not yet taken gives its place up
-// before any session (the zero time is the oldest).
-func (sp *spare) idleSince() (time.Time, bool) {
+// IdleSince implements live.Holder: a spare not yet taken gives its place
+// up before any session (the zero time is the oldest).
+func (sp *spare) IdleSince() (time.Time, bool) {
 	return time.Time{}, sp.owner.Load() == nil
 }
 
-// evict implements holder: a spare still starting is cancelled.
-func (sp *spare) evict(reason string) bool {
+// Evict implements live.Holder: a spare still starting is cancelled.
+func (sp *spare) Evict(reason string) bool {
 	if sp.owner.Load() != nil {
 		return false
 	}
@@ -240,7 +240,7 @@ func (m *Manager) startSpare(w spareWant) {
 	defer cancel()
 	sp := &spare{m: m, key: w.key, sessionID: uuid.NewString(), cancel: cancel, started: make(chan struct{})}
 	defer close(sp.started)
-	if !m.pool.tryAcquire(sp) {
+	if !m.pool.TryAcquire(sp) {
 		done()
 		return
 	}
@@ -248,7 +248,7 @@ func (m *Manager) startSpare(w spareWant) {
 	po.OnControlRequest = sp.onControl
 	p, resp, err := m.startProcess(ctx, po, m.log.With("spare", w.key))
 	if err != nil {
-		m.pool.release(sp)
+		m.pool.Release(sp)
 		done()
 		m.log.Debug("starting a warm spare", "err", err)
 		return
@@ -306,12 +306,12 @@ func (m *Manager) takeSpare(key string, s *Session) *spare {
 	st.mu.Unlock()
 	select {
 	case <-sp.proc.Exited(): // died just now
-		m.pool.release(sp)
+		m.pool.Release(sp)
 		return nil
 	default:
 	}
 	sp.owner.Store(s)
-	m.pool.handover(sp, s)
+	m.pool.Handover(sp, s.holder())
 	if s.opts.Temporary {
 		m.deferRefill()
 	} else {
@@ -376,7 +376,7 @@ func (m *Manager) stopSpare(sp *spare, reason string) {
 	m.log.Debug("stopping a warm spare", "reason", reason, "pid", sp.proc.PID())
 	_ = sp.proc.Close()
 	<-sp.proc.Done()
-	m.pool.release(sp)
+	m.pool.Release(sp)
 	st := &m.spares
 	st.mu.Lock()
 	st.stopping--

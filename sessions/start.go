@@ -136,7 +136,7 @@ func (s *Session) place(ctx context.Context, t *turn, spare bool) error {
 			}
 		}
 		if err = s.m.makeRoomFor(s); err == nil {
-			err = s.m.pool.acquire(ctx, s, t != nil, queued)
+			err = s.m.pool.Acquire(ctx, s.holder(), t != nil, queued)
 		}
 	}
 	s.mu.Lock()
@@ -177,7 +177,7 @@ func (s *Session) launch(ctx context.Context, opts claudeagent.Options) (*claude
 // or failed when resuming resume failed for a reason a retry does not
 // mend.
 func (s *Session) startFailed(ctx context.Context, err error, resuming bool, resume string) error {
-	s.m.pool.release(s)
+	s.m.pool.Release(s.holder())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state == StateClosed { // closed while starting
