@@ -1,17 +1,17 @@
 // Package sessions manages Claude Code sessions: the [Manager] facade the
 // MCP layer calls (ids, create, one-shot queries, limits, shutdown), each
 // [Session]'s state machine (state.go) and process lifecycle, its query
-// runs ([Run]) and the aggregation of a turn's messages into a result, the
-// live pool and its queue, warm spares, budgets and idle reaping, and the
-// manager's side of the policy gate and of the registry shared by
-// instances.
+// runs ([Run]) and the aggregation of a turn's messages into a result,
+// budgets and idle reaping, and the manager's side of the live pool with
+// its queue and warm spares (package live, live.go), of the policy gate and
+// of the registry shared by instances.
 //
 // It owns its sessions: each live Session owns one claudeagent.Process and
 // one pump goroutine that feeds the running turn. It must not know MCP
 // wire types, the registry's file format or its merge (package store,
 // reached through store.Store with plain records), the policy's classes
-// (package policy, reached through Manager.gate), or git (package
-// worktree).
+// (package policy, reached through Manager.gate), git (package worktree),
+// or how live places are counted and spares kept (package live).
 package sessions
 
 import (
@@ -141,7 +141,7 @@ type Manager struct {
 	sessions map[string]*Session
 	closed   bool
 	pool     *live.Pool
-	spares   spareState
+	spares   *live.Spares[CreateOptions]
 
 	persistMu  sync.Mutex
 	persistErr error              // of the last registry write
@@ -194,8 +194,7 @@ func NewManager(cfg Config) *Manager {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	m := &Manager{cfg: cfg, log: logger, sessions: map[string]*Session{}, quiet: quiet{fn: cfg.OnIdle}}
-	m.pool = live.NewPool(live.PoolConfig{Max: cfg.MaxLive, MaxQueue: cfg.MaxQueue, ErrFull: ErrTooMany, ErrClosed: ErrShuttingDown})
-	m.spares.stopped = sync.NewCond(&m.spares.mu)
+	newLive(m)
 	m.policy = newPolicy(m, cfg)
 	if cfg.Registry != nil {
 		m.store = cfg.Registry
@@ -386,7 +385,7 @@ func (m *Manager) Discard(s *Session) {
 // Shutdown stops every process, in parallel, and refuses new sessions.
 // Sessions stay in the registry as dormant so a restart can resume them.
 func (m *Manager) Shutdown() {
-	m.stopSpares()
+	m.spares.Close()
 	m.mu.Lock()
 	m.closed = true
 	m.pool.Close()

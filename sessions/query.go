@@ -37,7 +37,7 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 	defer func() {
 		s.release()
 		s.m.pool.Idle() // only now can the session give its process to a waiting query
-		s.m.refillAfterTurn()
+		s.m.spares.RefillAfterTurn()
 	}()
 
 	if err := s.check(qo); err != nil {
