@@ -32,7 +32,7 @@ func (s *Session) pump(p *claudeagent.Process, done chan struct{}) {
 		}
 	}
 	exitErr := p.Wait()
-	s.m.pool.release(s)
+	s.m.pool.Release(s.holder())
 	s.mu.Lock()
 	t := s.cur
 	if s.proc == p {
@@ -113,16 +113,14 @@ func (s *Session) stopProcess(p *claudeagent.Process) {
 	}
 }
 
-// idleSince implements holder: an idle live session can give its process
-// up.
+// idleSince reports whether s is idle and live, so that it can give its
+// process up, and since when (the pool sees it through sessionHolder;
+// --user-max-live through makeRoomFor).
 func (s *Session) idleSince() (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.lastUsed, s.state == StateIdle && s.cur == nil && s.proc != nil
 }
-
-// evict implements holder.
-func (s *Session) evict(reason string) bool { return s.makeDormant(reason) }
 
 // makeDormant stops an idle session's process; the next query resumes it.
 // It reports false when the session was busy (somebody owns it) or not

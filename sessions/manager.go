@@ -1,17 +1,17 @@
 // Package sessions manages Claude Code sessions: the [Manager] facade the
 // MCP layer calls (ids, create, one-shot queries, limits, shutdown), each
 // [Session]'s state machine (state.go) and process lifecycle, its query
-// runs ([Run]) and the aggregation of a turn's messages into a result, the
-// live pool and its queue, warm spares, budgets and idle reaping, and the
-// manager's side of the policy gate and of the registry shared by
-// instances.
+// runs ([Run]) and the aggregation of a turn's messages into a result,
+// budgets and idle reaping, and the manager's side of the live pool with
+// its queue and warm spares (package live, live.go), of the policy gate and
+// of the registry shared by instances.
 //
 // It owns its sessions: each live Session owns one claudeagent.Process and
 // one pump goroutine that feeds the running turn. It must not know MCP
 // wire types, the registry's file format or its merge (package store,
 // reached through store.Store with plain records), the policy's classes
-// (package policy, reached through Manager.gate), or git (package
-// worktree).
+// (package policy, reached through Manager.gate), git (package worktree),
+// or how live places are counted and spares kept (package live).
 package sessions
 
 import (
@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
@@ -139,8 +140,8 @@ type Manager struct {
 	mu       sync.Mutex
 	sessions map[string]*Session
 	closed   bool
-	pool     *livePool
-	spares   spareState
+	pool     *live.Pool
+	spares   *live.Spares[CreateOptions]
 
 	persistMu  sync.Mutex
 	persistErr error              // of the last registry write
@@ -192,8 +193,8 @@ func NewManager(cfg Config) *Manager {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{cfg: cfg, log: logger, sessions: map[string]*Session{}, pool: newLivePool(cfg.MaxLive, cfg.MaxQueue), quiet: quiet{fn: cfg.OnIdle}}
-	m.spares.stopped = sync.NewCond(&m.spares.mu)
+	m := &Manager{cfg: cfg, log: logger, sessions: map[string]*Session{}, quiet: quiet{fn: cfg.OnIdle}}
+	newLive(m)
 	m.policy = newPolicy(m, cfg)
 	if cfg.Registry != nil {
 		m.store = cfg.Registry
@@ -384,10 +385,10 @@ func (m *Manager) Discard(s *Session) {
 // Shutdown stops every process, in parallel, and refuses new sessions.
 // Sessions stay in the registry as dormant so a restart can resume them.
 func (m *Manager) Shutdown() {
-	m.stopSpares()
+	m.spares.Close()
 	m.mu.Lock()
 	m.closed = true
-	m.pool.close()
+	m.pool.Close()
 	all := make([]*Session, 0, len(m.sessions))
 	for _, s := range m.sessions {
 		all = append(all, s)
@@ -413,10 +414,10 @@ func (m *Manager) shuttingDown() bool {
 }
 
 // LiveCount returns how many sessions have a process.
-func (m *Manager) LiveCount() int { return m.pool.count() }
+func (m *Manager) LiveCount() int { return m.pool.Count() }
 
 // Queued returns how many queries wait for a live process.
-func (m *Manager) Queued() int { return m.pool.queued() }
+func (m *Manager) Queued() int { return m.pool.Queued() }
 
 // ownerEnv is the CLI environment of an owner's sessions: with
 // --per-user-config-dir, a config directory of their own (transcripts

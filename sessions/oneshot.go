@@ -15,7 +15,7 @@ import (
 // worktree (the answer reports what close did with it). The spares are
 // filled then, not while the query runs (a CLI starting costs about 300 ms
 // of CPU): the spare the session took is replaced when its turn ends (see
-// Manager.deferRefill), and its live place goes to a spare once its
+// live.Spares.DeferRefill), and its live place goes to a spare once its
 // process has stopped.
 
 // OneShot opens a temporary session with opts for one query and loads the
@@ -47,7 +47,7 @@ func (m *Manager) endUnstarted(s *Session, err error) {
 		return
 	}
 	m.Discard(s)
-	m.fillSpares()
+	m.spares.Fill()
 }
 
 // endOneShot closes a temporary session once its result is collected or
@@ -55,7 +55,7 @@ func (m *Manager) endUnstarted(s *Session, err error) {
 func (m *Manager) endOneShot(s *Session) {
 	if s.hasWorktree() {
 		m.Discard(s) // the answer says whether close kept the worktree
-		m.fillSpares()
+		m.spares.Fill()
 		return
 	}
 	m.discardLater(s)
@@ -71,6 +71,6 @@ func (m *Manager) discardLater(s *Session) {
 	m.closing.Go(func() {
 		s.close()
 		m.persist()
-		m.fillSpares() // its live place is free now
+		m.spares.Fill() // its live place is free now
 	})
 }

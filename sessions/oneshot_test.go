@@ -24,9 +24,8 @@ func TestOneShot(t *testing.T) {
 		if in := s.Info(); !in.Temporary || in.PID != 0 {
 			t.Errorf("the one-shot session before its query: %+v, want temporary and no process", in)
 		}
-		m.spares.mu.Lock()
-		wanted, filling := len(m.spares.recent), len(m.spares.starting)+len(m.spares.ready)
-		m.spares.mu.Unlock()
+		sn := m.spares.Snapshot()
+		wanted, filling := len(sn.Wanted), sn.Starting+len(sn.Ready)
 		if wanted != 1 || filling != 0 {
 			t.Errorf("after OneShot: %d option sets wanted, %d spares starting or ready; want 1 and none yet", wanted, filling)
 		}

@@ -36,8 +36,8 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 	defer s.m.quiet.end()
 	defer func() {
 		s.release()
-		s.m.pool.idle() // only now can the session give its process to a waiting query
-		s.m.refillAfterTurn()
+		s.m.pool.Idle() // only now can the session give its process to a waiting query
+		s.m.spares.RefillAfterTurn()
 	}()
 
 	if err := s.check(qo); err != nil {

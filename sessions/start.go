@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
 )
 
@@ -41,7 +42,7 @@ func (s *Session) start(ctx context.Context, t *turn) error {
 	resuming := opts.Resume != ""
 	p, resp := s.takeSpare(opts, fresh)
 	if p != nil {
-		opts.SessionID = p.sessionID
+		opts.SessionID = p.SessionID()
 	}
 	if err := s.place(ctx, t, p != nil); err != nil {
 		s.setState(StateDormant)
@@ -49,7 +50,7 @@ func (s *Session) start(ctx context.Context, t *turn) error {
 	}
 	var proc *claudeagent.Process
 	if p != nil {
-		proc = p.proc
+		proc = p.Process()
 	} else {
 		proc, resp, opts, err = s.launch(ctx, opts)
 	}
@@ -102,20 +103,29 @@ func (s *Session) admitStart() (opts claudeagent.Options, fresh bool, err error)
 }
 
 // takeSpare takes a warm spare of the same options for a fresh session:
-// its place, process and Claude session id become the session's.
-func (s *Session) takeSpare(opts claudeagent.Options, fresh bool) (*spare, *claudeagent.InitializeResponse) {
+// its place, process and Claude session id become the session's, and
+// the session answers its control requests. A new spare starts behind it:
+// for a one-shot query's session when its turn is over (see
+// live.Spares.DeferRefill), for a created one at once (its first query
+// comes later).
+func (s *Session) takeSpare(opts claudeagent.Options, fresh bool) (*live.Spare, *claudeagent.InitializeResponse) {
 	if !fresh || !s.m.sparesOn() {
 		return nil, nil
 	}
-	sp := s.m.takeSpare(spareKey(opts), s)
+	sp := s.m.spares.Take(live.SpareKey(opts), s.holder(), s.onControl)
 	if sp == nil {
 		return nil, nil
 	}
+	if s.opts.Temporary {
+		s.m.spares.DeferRefill()
+	} else {
+		go s.m.spares.Fill()
+	}
 	s.mu.Lock()
-	s.claudeSessionID = sp.sessionID
+	s.claudeSessionID = sp.SessionID()
 	s.mu.Unlock()
-	s.log.Debug("took a warm spare", "pid", sp.proc.PID())
-	return sp, sp.resp
+	s.log.Debug("took a warm spare", "pid", sp.Process().PID())
+	return sp, sp.Initialized()
 }
 
 // place gets the session a live place (unless a spare's place became its
@@ -136,7 +146,7 @@ func (s *Session) place(ctx context.Context, t *turn, spare bool) error {
 			}
 		}
 		if err = s.m.makeRoomFor(s); err == nil {
-			err = s.m.pool.acquire(ctx, s, t != nil, queued)
+			err = s.m.pool.Acquire(ctx, s.holder(), t != nil, queued)
 		}
 	}
 	s.mu.Lock()
@@ -177,7 +187,7 @@ func (s *Session) launch(ctx context.Context, opts claudeagent.Options) (*claude
 // or failed when resuming resume failed for a reason a retry does not
 // mend.
 func (s *Session) startFailed(ctx context.Context, err error, resuming bool, resume string) error {
-	s.m.pool.release(s)
+	s.m.pool.Release(s.holder())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state == StateClosed { // closed while starting

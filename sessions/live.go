@@ -1,0 +1,86 @@
+package sessions
+
+import (
+	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
+)
+
+// The manager's side of package live (the live-process pool and the warm
+// spares): a session as a holder of a live place, and what the spares need
+// from the manager — whether it keeps any, which option sets a spare can
+// serve and with what process options, starting a process, the quiet
+// spell. Taking a spare is Session.takeSpare (start.go).
+
+// newLive gives m its pool and spares.
+func newLive(m *Manager) {
+	cfg := m.cfg
+	m.pool = live.NewPool(live.PoolConfig{Max: cfg.MaxLive, MaxQueue: cfg.MaxQueue, ErrFull: ErrTooMany, ErrClosed: ErrShuttingDown})
+	m.spares = live.NewSpares(live.SparesConfig[CreateOptions]{
+		Sets:         cfg.WarmSpares,
+		Pool:         m.pool,
+		IdleTimeout:  cfg.IdleTimeout,
+		StartTimeout: cfg.StartTimeout,
+		Log:          m.log,
+		Options:      m.freshOptions,
+		Start:        m.startProcess,
+		Begin:        m.quiet.begin,
+		End:          m.quiet.end,
+	})
+}
+
+// sessionHolder is a session as the pool sees it (live.Holder); the
+// session's own methods stay unexported.
+type sessionHolder struct{ s *Session }
+
+// IdleSince implements live.Holder: an idle live session can give its
+// process up.
+func (h sessionHolder) IdleSince() (time.Time, bool) { return h.s.idleSince() }
+
+// Evict implements live.Holder: the session goes dormant.
+func (h sessionHolder) Evict(reason string) bool { return h.s.makeDormant(reason) }
+
+// holder is s in the pool.
+func (s *Session) holder() live.Holder { return sessionHolder{s} }
+
+// sparesOn reports whether the manager keeps spares.
+func (m *Manager) sparesOn() bool { return m.cfg.WarmSpares > 0 && m.cfg.MaxLive > 1 }
+
+// freshOptions returns the process options of a new session with opts,
+// when a spare could serve it: no conversation to resume or fork, no
+// worktree of its own.
+func (m *Manager) freshOptions(opts CreateOptions) (claudeagent.Options, bool) {
+	if opts.ResumeSessionID != "" || opts.Worktree.On {
+		return claudeagent.Options{}, false
+	}
+	env, err := m.admit(&opts)
+	if err != nil {
+		return claudeagent.Options{}, false
+	}
+	s := newSession(m, opts)
+	s.profileEnv = env
+	return s.processOptions(), true
+}
+
+// WantSpares keeps spares for the option set of opts (after a create or a
+// one-shot query; at start, the default options): it becomes the newest of
+// the WarmSpares option sets spares are kept for, and a spare is started
+// for every one that lacks it, as far as there are free live places.
+func (m *Manager) WantSpares(opts CreateOptions) { m.wantSpares(opts, true) }
+
+// wantSpares is WantSpares; without fill it only records the option set
+// (and stops the spares of those no longer wanted, in the background): a
+// one-shot query's spares are filled when its session ends.
+func (m *Manager) wantSpares(opts CreateOptions, fill bool) {
+	if !m.sparesOn() {
+		return
+	}
+	if err := m.Validate(&opts); err != nil {
+		return
+	}
+	m.spares.Want(opts, fill)
+}
+
+// Spares reports how many warm spares are ready.
+func (m *Manager) Spares() int { return len(m.spares.Snapshot().Ready) }

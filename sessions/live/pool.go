@@ -1,0 +1,241 @@
+// Package live owns the live claude processes of a server: the pool that
+// keeps at most --max-live of them (the least recently used idle holder
+// gives its process up, a query beyond that waits in a FIFO queue) and the
+// warm spares, processes started ahead for the option sets most likely
+// next (spares.go).
+//
+// It knows nothing about sessions, MCP or the registry: the pool sees its
+// holders through [Holder] (a session or a spare), and the spares are
+// given what they need from their manager — which option sets a spare can
+// serve and the process options they start, how to start a process — in
+// [SparesConfig]. Package sessions builds on it; it never imports
+// sessions.
+package live
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Holder is what holds a live claude process: a session or a warm spare.
+// The pool knows holders only through these methods, and keeps them as
+// map keys: a holder must be comparable, the same value for the same
+// holder (a pointer, or a struct of one).
+type Holder interface {
+	// IdleSince reports whether the holder could give its process up now,
+	// and since when it is idle (the least recently used goes first).
+	IdleSince() (time.Time, bool)
+	// Evict gives the process up; false when the holder became busy
+	// meanwhile. It returns once the process is gone, and must not be
+	// called with the pool's lock held (the holder releases its place).
+	Evict(reason string) bool
+}
+
+// PoolConfig sets a pool's limits and the errors it refuses with.
+type PoolConfig struct {
+	// Max is how many processes may be live at a time (--max-live).
+	Max int
+	// MaxQueue is how many holders may wait for a place (--max-queue).
+	MaxQueue int
+	// ErrFull is wrapped by the refusals when every place is busy (and,
+	// for a waiting acquire, the queue is full).
+	ErrFull error
+	// ErrClosed is what an acquire returns once the pool is closed.
+	ErrClosed error
+}
+
+// Pool accounts for live processes: at most Max at a time. A holder that
+// needs a process beyond that makes the least recently used idle holder
+// give its process up, or waits in a FIFO queue (at most MaxQueue long)
+// for one to become free.
+type Pool struct {
+	cfg PoolConfig
+
+	mu      sync.Mutex
+	live    map[Holder]bool
+	queue   []Holder
+	changed chan struct{} // closed and replaced when a place may have come free
+	closed  bool
+}
+
+// NewPool returns an empty pool.
+func NewPool(cfg PoolConfig) *Pool {
+	return &Pool{cfg: cfg, live: map[Holder]bool{}, changed: make(chan struct{})}
+}
+
+// Acquire gives h a place. With wait false it fails at once when every
+// live process is busy; otherwise it queues, calling queued with h's
+// position (1 is next) whenever that changes, until a place is free, ctx
+// ends or the pool closes.
+func (p *Pool) Acquire(ctx context.Context, h Holder, wait bool, queued func(pos int)) error {
+	defer p.dequeue(h)
+	lastPos, failed := 0, 0
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return p.cfg.ErrClosed
+		}
+		if p.live[h] {
+			p.mu.Unlock()
+			return nil
+		}
+		pos := p.positionLocked(h)
+		if len(p.live) < p.cfg.Max && pos <= 1 {
+			p.live[h] = true
+			p.mu.Unlock()
+			return nil
+		}
+		var victim Holder
+		if pos <= 1 && failed < 3 {
+			victim = p.victimLocked()
+		}
+		changed := p.changed
+		p.mu.Unlock()
+		if victim != nil {
+			if !victim.Evict("max-live reached") {
+				failed++ // it became busy meanwhile: look again, a few times
+			}
+			continue
+		}
+		failed = 0
+		if !wait {
+			return fmt.Errorf("%w: all %d live claude processes (--max-live) are busy; retry when one is free, or close a session", p.cfg.ErrFull, p.cfg.Max)
+		}
+		if pos == 0 {
+			if pos = p.enqueue(h); pos == 0 {
+				return fmt.Errorf("%w: all %d live claude processes (--max-live) are busy and %d queries already wait for one (--max-queue); retry later", p.cfg.ErrFull, p.cfg.Max, p.cfg.MaxQueue)
+			}
+			continue
+		}
+		if pos != lastPos && queued != nil {
+			queued(pos)
+		}
+		lastPos = pos
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// positionLocked is h's place in the queue (1 is next), 0 when it is not
+// queued.
+func (p *Pool) positionLocked(h Holder) int {
+	for i, q := range p.queue {
+		if q == h {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// victimLocked is the holder to give its process up: idle, and the least
+// recently used.
+func (p *Pool) victimLocked() Holder {
+	var victim Holder
+	var oldest time.Time
+	for v := range p.live {
+		since, idle := v.IdleSince()
+		if idle && (victim == nil || since.Before(oldest)) {
+			victim, oldest = v, since
+		}
+	}
+	return victim
+}
+
+// enqueue adds h at the end of the queue and returns its position, or 0
+// when the queue is full.
+func (p *Pool) enqueue(h Holder) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.queue) >= p.cfg.MaxQueue {
+		return 0
+	}
+	p.queue = append(p.queue, h)
+	return len(p.queue)
+}
+
+func (p *Pool) dequeue(h Holder) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, q := range p.queue {
+		if q == h {
+			p.queue = append(p.queue[:i], p.queue[i+1:]...)
+			p.signalLocked() // the positions behind changed
+			return
+		}
+	}
+}
+
+// TryAcquire gives h a free place, if there is one and nobody waits for
+// it; it never makes another holder give its place up.
+func (p *Pool) TryAcquire(h Holder) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || len(p.queue) > 0 || len(p.live) >= p.cfg.Max {
+		return false
+	}
+	p.live[h] = true
+	return true
+}
+
+// Handover gives from's place to to.
+func (p *Pool) Handover(from, to Holder) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.live[from] {
+		delete(p.live, from)
+		p.live[to] = true
+	}
+}
+
+// Release frees h's place.
+func (p *Pool) Release(h Holder) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.live[h] {
+		delete(p.live, h)
+		p.signalLocked()
+	}
+}
+
+// Idle tells waiters that a holder went idle: they may make it give its
+// process up.
+func (p *Pool) Idle() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.queue) > 0 {
+		p.signalLocked()
+	}
+}
+
+func (p *Pool) signalLocked() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// Close refuses every later acquire and wakes the waiters.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	p.signalLocked()
+}
+
+// Count is how many processes are live.
+func (p *Pool) Count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.live)
+}
+
+// Queued is how many holders wait.
+func (p *Pool) Queued() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.queue)
+}
