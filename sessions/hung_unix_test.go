@@ -4,6 +4,10 @@ package sessions
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,6 +26,10 @@ func TestHungChild(t *testing.T) {
 			t.Fatalf("SIGSTOP: %v", err)
 		}
 		t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+		// The stop takes hold asynchronously: until it has, the child may
+		// still answer (an interrupt acknowledged 0.6 ms after the kill
+		// made this test fail under load).
+		waitUntil(t, waitLimit, "the child stopped", func() bool { return stopped(pid) })
 	}
 	resumes := func(t *testing.T, s *Session, old int) {
 		t.Helper()
@@ -99,4 +107,18 @@ func TestHungChild(t *testing.T) {
 		}
 		resumes(t, s, pid)
 	})
+}
+
+// stopped reports whether process pid is stopped by a signal: its state
+// in /proc (Linux), or as ps(1) shows it elsewhere.
+func stopped(pid int) bool {
+	if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		// pid (comm) state ...: comm may hold spaces and parentheses.
+		if i := strings.LastIndexByte(string(data), ')'); i >= 0 && i+2 < len(data) {
+			return data[i+2] == 'T'
+		}
+		return false
+	}
+	out, err := exec.Command("ps", "-o", "state=", "-p", strconv.Itoa(pid)).Output()
+	return err == nil && strings.HasPrefix(strings.TrimSpace(string(out)), "T")
 }
