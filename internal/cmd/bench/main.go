@@ -251,8 +251,9 @@ type bench struct {
 	extra   map[string][]time.Duration // untimed diagnostics, by name (warm-up round dropped)
 	apiLog  apiRecorder
 	notes   []string
-	rssRows [][5]string
+	rssRows [][6]string
 	bigInfo string
 	rss10   int64
+	rss10At int64 // the same, read at once after the tenth session's query
 	serials int
 }

@@ -113,14 +113,15 @@ func (b *bench) reportTargets(w io.Writer) {
 		fmt.Fprintf(w, "\n2 MB answer through the server: %s.\n", b.bigInfo)
 	}
 	if len(b.rssRows) > 0 {
-		fmt.Fprintln(w, "\n### Server RSS (VmRSS after a 2 s settle; --max-live 4)")
+		fmt.Fprintln(w, "\n### Server RSS (--max-live 4; VmRSS at once after the last query, and after a 2 s settle)")
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "| setting | VmRSS | RssAnon | RssFile | VmHWM |")
-		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: |")
+		fmt.Fprintln(w, "| setting | VmRSS at once | VmRSS settled | RssAnon | RssFile | VmHWM |")
+		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: |")
 		for _, r := range b.rssRows {
 			fmt.Fprintf(w, "| %s |\n", strings.Join(r[:], " | "))
 		}
-		fmt.Fprintf(w, "\nRSS with 10 sessions on the real CLI: %s, target ≤ 15 MiB: %s.\n", mib(b.rss10), met(b.rss10 <= 15<<20))
+		fmt.Fprintf(w, "\nRSS with 10 sessions on the real CLI: %s at once, %s settled, target ≤ 15 MiB: %s.\n",
+			mib(b.rss10At), mib(b.rss10), met(max(b.rss10, b.rss10At) <= 15<<20))
 	}
 	if len(b.notes) > 0 {
 		fmt.Fprintln(w)

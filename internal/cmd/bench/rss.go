@@ -60,9 +60,21 @@ func openSessions(ctx context.Context, s *server, ids []string, n int) ([]string
 	return ids, nil
 }
 
-// measureRSS settles, then reads the server's VmRSS and VmHWM and lists
-// its sessions to record how many are live.
+// measureRSS reads the server's VmRSS at once (before its idle release
+// could run), settles, reads VmRSS and VmHWM again and lists its sessions
+// to record how many are live.
 func (b *bench) measureRSS(ctx context.Context, s *server, what string) (int64, error) {
+	now, err := readStatus(s.pid())
+	if err != nil {
+		return 0, err
+	}
+	if b.c.pages > 0 {
+		maps, err := biggestMappings(s.pid(), 12)
+		if err != nil {
+			return 0, err
+		}
+		logf("%s (%s), at once: %s", s.name, what, maps)
+	}
 	select {
 	case <-time.After(rssSettle): // documented settle time
 	case <-ctx.Done():
@@ -90,10 +102,13 @@ func (b *bench) measureRSS(ctx context.Context, s *server, what string) (int64, 
 	if err := s.call(ctx, "claude_session_list", map[string]any{}, &list); err != nil {
 		return 0, err
 	}
-	b.rssRows = append(b.rssRows, [5]string{
+	b.rssRows = append(b.rssRows, [6]string{
 		fmt.Sprintf("%s: %d open sessions, %d live processes", what, len(list.Sessions), list.Live),
-		mib(st["VmRSS"]), mib(st["RssAnon"]), mib(st["RssFile"]), mib(st["VmHWM"]),
+		mib(now["VmRSS"]), mib(st["VmRSS"]), mib(st["RssAnon"]), mib(st["RssFile"]), mib(st["VmHWM"]),
 	})
+	if len(list.Sessions) == 10 && b.rss10At == 0 {
+		b.rss10At = now["VmRSS"]
+	}
 	return st["VmRSS"], nil
 }
 
@@ -185,6 +200,10 @@ func (b *bench) peerRSS(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	now, err := readStatus(peer.pid())
+	if err != nil {
+		return err
+	}
 	select {
 	case <-time.After(rssSettle):
 	case <-ctx.Done():
@@ -194,8 +213,8 @@ func (b *bench) peerRSS(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.rssRows = append(b.rssRows, [5]string{"TypeScript peer (node): 10 open sessions, 10 live processes",
-		mib(st["VmRSS"]), mib(st["RssAnon"]), mib(st["RssFile"]), mib(st["VmHWM"])})
+	b.rssRows = append(b.rssRows, [6]string{"TypeScript peer (node): 10 open sessions, 10 live processes",
+		mib(now["VmRSS"]), mib(st["VmRSS"]), mib(st["RssAnon"]), mib(st["RssFile"]), mib(st["VmHWM"])})
 	for _, id := range ids {
 		if err := peer.closeSession(ctx, id); err != nil {
 			return err
