@@ -2,7 +2,7 @@ package claudeagent
 
 import (
 	"bytes"
-	"encoding/json"
+	json "github.com/segmentio/encoding/json"
 	"errors"
 	"fmt"
 	"slices"

@@ -3,6 +3,7 @@ package mcptools
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -180,6 +181,25 @@ func BenchmarkWarmQuery(b *testing.B) {
 	}
 }
 
+// BenchmarkBigQuery is BenchmarkWarmQuery with a 2 MB answer (the BIGTEXT
+// capture: a 2 MB assistant line and a 2 MB result line): the server's own
+// cost of a big turn, from the CLI's stdout to the tool's result (capped at
+// --max-result-chars).
+func BenchmarkBigQuery(b *testing.B) {
+	b.Setenv("FAKE_CLAUDE_SPEED", "1000000")
+	f := newFakeServer(b, "2025-11-25", sessions.Config{}, Options{})
+	_, out := f.call(b, "claude_session_create", map[string]any{"cwd": b.TempDir()}, nil)
+	sid := out["sessionId"].(string)
+	f.call(b, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "hi"}, nil)
+	b.ResetTimer()
+	for b.Loop() {
+		res, out := f.call(b, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "BIGTEXT"}, nil)
+		if res.IsError || !strings.Contains(fmt.Sprint(out["finalText"]), "truncated: showing") {
+			b.Fatalf("the 2 MB answer: %.300s", resText(res))
+		}
+	}
+}
+
 // TestFailedTurnSaysItOnce: a CLI that is not logged in answers every turn
 // with the synthetic text "Not logged in · Please run /login" and an error
 // result carrying the same text; the result's text says it once, as the
@@ -214,5 +234,33 @@ func TestFailedTurnSaysItOnce(t *testing.T) {
 				t.Errorf("structured error %q, finalText %q; want both %q", out["error"], out["finalText"], notLoggedIn)
 			}
 		})
+	}
+}
+
+// TestLogTextCut: a 2 MB answer's text goes out in its log notification
+// cut as finalText is (--max-result-chars), with a marker that gives the
+// whole length; a short text goes out whole.
+func TestLogTextCut(t *testing.T) {
+	t.Setenv("FAKE_CLAUDE_SPEED", "1000000")
+	f := newFakeServer(t, "2025-11-25", sessions.Config{}, Options{MaxResultChars: 1000})
+	_, out := f.call(t, "claude_session_create", map[string]any{"cwd": t.TempDir()}, nil)
+	sid := out["sessionId"].(string)
+	f.call(t, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "hi"}, nil)
+	f.call(t, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "BIGTEXT"}, nil)
+	var texts []string
+	for _, l := range f.rec.Logs() {
+		if m, ok := l.Data.(map[string]any); ok && m["type"] == "text" {
+			texts = append(texts, fmt.Sprint(m["text"]))
+		}
+	}
+	if len(texts) != 2 {
+		t.Fatalf("%d text log messages, want 2 (one a query)", len(texts))
+	}
+	if !strings.HasPrefix(texts[0], "Hello from fake API") || strings.Contains(texts[0], "cut:") {
+		t.Errorf("the short text's log message = %q, want it whole", texts[0])
+	}
+	big := texts[1]
+	if !strings.Contains(big, "[… cut: showing 1000 of 2000000 characters; the transcript has the whole text]") || len(big) > 1200 {
+		t.Errorf("the 2 MB text's log message: %d bytes, ends %q", len(big), big[max(0, len(big)-120):])
 	}
 }

@@ -25,6 +25,7 @@ type notifier struct {
 	logger   string
 	session  string
 	thinking bool
+	textCap  int // cuts a text or thinking block in a log message (--max-result-chars; < 0: uncut)
 	log      *slog.Logger
 
 	mu       sync.Mutex
@@ -33,8 +34,8 @@ type notifier struct {
 	last     sessions.Event
 }
 
-func newNotifier(ctx context.Context, req *mcp.CallToolRequest, sessionID string, thinking bool, log *slog.Logger) *notifier {
-	n := &notifier{ctx: ctx, logger: "claude/" + sessionID, session: sessionID, thinking: thinking, log: log}
+func (h *handlers) newNotifier(ctx context.Context, req *mcp.CallToolRequest, sessionID string, thinking bool) *notifier {
+	n := &notifier{ctx: ctx, logger: "claude/" + sessionID, session: sessionID, thinking: thinking, textCap: h.opts.MaxResultChars, log: h.log}
 	if req != nil {
 		n.ss = req.Session
 		if req.Params != nil {
@@ -56,10 +57,10 @@ func (n *notifier) OnEvent(e sessions.Event) {
 		if e.IsError {
 			level = "error"
 		}
-		n.send(level, map[string]any{"type": "text", "text": e.Text}, "text: "+textcut.Cut(e.Text, 200))
+		n.send(level, map[string]any{"type": "text", "text": n.cut(e.Text)}, "text: "+textcut.Cut(e.Text, 200))
 	case sessions.EventThinking:
 		if n.thinking {
-			n.send("info", map[string]any{"type": "thinking", "text": e.Text}, "thinking: "+textcut.Cut(e.Text, 200))
+			n.send("info", map[string]any{"type": "thinking", "text": n.cut(e.Text)}, "thinking: "+textcut.Cut(e.Text, 200))
 		}
 	case sessions.EventToolStarted:
 		n.send("debug", map[string]any{"type": "tool_use", "tool": e.Tool, "id": e.ToolID, "input": e.Text},
@@ -90,6 +91,17 @@ func (n *notifier) OnEvent(e sessions.Event) {
 	n.mu.Lock()
 	n.last = e
 	n.mu.Unlock()
+}
+
+// cut caps a block's text in a log message as finalText is capped: a 2 MB
+// answer would otherwise go out whole in a notification (and be encoded,
+// sent and decoded once more) while its result says it was cut.
+func (n *notifier) cut(text string) string {
+	if n.textCap < 0 || len(text) <= n.textCap {
+		return text
+	}
+	return fmt.Sprintf("%s\n\n[… cut: showing %d of %d characters; the transcript has the whole text]",
+		textcut.Prefix(text, n.textCap), n.textCap, len(text))
 }
 
 // send emits a log message (when level is set) and a progress notification

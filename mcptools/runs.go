@@ -20,7 +20,7 @@ import (
 func (h *handlers) launch(ctx context.Context, req *mcp.CallToolRequest, s *sessions.Session, prompt string,
 	ro sessions.RunOptions, wait time.Duration) (*mcp.CallToolResult, QueryOutput, error) {
 	callStart := time.Now()
-	n := newNotifier(ctx, req, s.ID, ro.IncludeThinking, h.log)
+	n := h.newNotifier(ctx, req, s.ID, ro.IncludeThinking)
 	t := h.newTap(s, n)
 	ro.Listener = t
 	if slot := taskSlotFrom(ctx); slot != nil {
@@ -202,7 +202,7 @@ func (h *handlers) wait(ctx context.Context, req *mcp.CallToolRequest, in WaitIn
 	if owner := r.Owner(); owner != "" {
 		return nil, QueryOutput{}, fmt.Errorf("the query of session %s runs as %s: its result comes with tasks/get, not claude_chat_wait", s.ID, owner)
 	}
-	return h.await(ctx, req, newNotifier(ctx, req, s.ID, r.Thinking(), h.log), r, wait, false)
+	return h.await(ctx, req, h.newNotifier(ctx, req, s.ID, r.Thinking()), r, wait, false)
 }
 
 func (h *handlers) waitDuration(seconds int) (time.Duration, error) {
