@@ -2,9 +2,9 @@ package claudeagent
 
 import (
 	"bytes"
-	json "github.com/segmentio/encoding/json"
 	"errors"
 	"fmt"
+	json "github.com/segmentio/encoding/json"
 	"slices"
 	"strings"
 )
