@@ -167,18 +167,7 @@ func TestFakeCancellationInterrupts(t *testing.T) {
 // server (in-memory MCP client → tools → sessions → claudeagent → fake CLI
 // replaying the plain capture with no pauses).
 func BenchmarkWarmQuery(b *testing.B) {
-	b.Setenv("FAKE_CLAUDE_SPEED", "1000000")
-	f := newFakeServer(b, "2025-11-25", sessions.Config{}, Options{})
-	_, out := f.call(b, "claude_session_create", map[string]any{"cwd": b.TempDir()}, nil)
-	sid := out["sessionId"].(string)
-	f.call(b, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "hi"}, nil)
-	b.ResetTimer()
-	for b.Loop() {
-		res, _ := f.call(b, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "hi"}, nil)
-		if res.IsError {
-			b.Fatal(resText(res))
-		}
-	}
+	benchQuery(b, "hi", func(map[string]any) bool { return true })
 }
 
 // BenchmarkBigQuery is BenchmarkWarmQuery with a 2 MB answer (the BIGTEXT
@@ -186,6 +175,14 @@ func BenchmarkWarmQuery(b *testing.B) {
 // cost of a big turn, from the CLI's stdout to the tool's result (capped at
 // --max-result-chars).
 func BenchmarkBigQuery(b *testing.B) {
+	benchQuery(b, "BIGTEXT", func(out map[string]any) bool {
+		return strings.Contains(fmt.Sprint(out["finalText"]), "truncated: showing")
+	})
+}
+
+// benchQuery times claude_chat_query with prompt in a session that has
+// answered "hi" once; ok checks each structured result.
+func benchQuery(b *testing.B, prompt string, ok func(map[string]any) bool) {
 	b.Setenv("FAKE_CLAUDE_SPEED", "1000000")
 	f := newFakeServer(b, "2025-11-25", sessions.Config{}, Options{})
 	_, out := f.call(b, "claude_session_create", map[string]any{"cwd": b.TempDir()}, nil)
@@ -193,9 +190,9 @@ func BenchmarkBigQuery(b *testing.B) {
 	f.call(b, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "hi"}, nil)
 	b.ResetTimer()
 	for b.Loop() {
-		res, out := f.call(b, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "BIGTEXT"}, nil)
-		if res.IsError || !strings.Contains(fmt.Sprint(out["finalText"]), "truncated: showing") {
-			b.Fatalf("the 2 MB answer: %.300s", resText(res))
+		res, out := f.call(b, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": prompt}, nil)
+		if res.IsError || !ok(out) {
+			b.Fatalf("the answer to %q: %.300s", prompt, resText(res))
 		}
 	}
 }
