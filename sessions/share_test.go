@@ -57,9 +57,7 @@ func sortedIDs(ss ...*Session) []string {
 // overwritten with a stale copy.
 func TestShareSavesMerge(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "sessions.json")
-	a := newManager(t, Config{Registry: NewRegistry(path, nil)})
-	b := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	path, a, b := sharedPair(t)
 	s1 := create(t, a, CreateOptions{})
 	s2 := create(t, b, CreateOptions{})
 	query(t, s1, "hi", QueryOptions{})
@@ -101,9 +99,7 @@ func TestShareSavesMerge(t *testing.T) {
 // back.
 func TestShareClosedStaysClosed(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "sessions.json")
-	a := newManager(t, Config{Registry: NewRegistry(path, nil)})
-	b := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	path, a, b := sharedPair(t)
 	s := create(t, a, CreateOptions{})
 	query(t, s, "hi", QueryOptions{})
 	if !s.makeDormant("test") {
@@ -150,9 +146,7 @@ func TestShareClosedStaysClosed(t *testing.T) {
 // often each writes.
 func TestShareCosts(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "sessions.json")
-	a := newManager(t, Config{Registry: NewRegistry(path, nil)})
-	b := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	path, a, b := sharedPair(t)
 	sa := create(t, a, CreateOptions{Owner: "alice"})
 	sb := create(t, b, CreateOptions{Owner: "bob"})
 	var alice, bob float64
@@ -190,9 +184,7 @@ func TestShareCosts(t *testing.T) {
 // the other refuses to.
 func TestShareAdoptResume(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "sessions.json")
-	a := newManager(t, Config{Registry: NewRegistry(path, nil)})
-	b := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	path, a, b := sharedPair(t)
 	s := create(t, a, CreateOptions{})
 	query(t, s, "hi", QueryOptions{})
 	csid := s.Info().ClaudeSessionID
@@ -364,9 +356,7 @@ func TestShareConcurrentSaves(t *testing.T) {
 // other's list and lookups at once, without the other writing anything.
 func TestShareCloseSeen(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "sessions.json")
-	a := newManager(t, Config{Registry: NewRegistry(path, nil)})
-	b := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	_, a, b := sharedPair(t)
 	s := create(t, a, CreateOptions{Owner: "alice"})
 	bs, err := b.Get(s.ID)
 	if err != nil {
@@ -546,4 +536,12 @@ func TestConversationOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(m, "no registry", id, "bob", true)
+}
+
+// sharedPair is two managers, as two instances, sharing one registry at
+// path.
+func sharedPair(t *testing.T) (path string, a, b *Manager) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "sessions.json")
+	return path, newManager(t, Config{Registry: NewRegistry(path, nil)}), newManager(t, Config{Registry: NewRegistry(path, nil)})
 }
