@@ -188,16 +188,7 @@ func scenarioCloseRunning(t *testing.T) []*Session {
 }
 
 func scenarioCloseInterrupting(t *testing.T) []*Session {
-	m := newManager(t, Config{InterruptAck: 5 * time.Second}, "FAKE_CLAUDE_IGNORE_CONTROL", "interrupt")
-	s := create(t, m, CreateOptions{})
-	p := startQuery(ctxFor(t), s, "SLOW", QueryOptions{})
-	p.waitStarted(t)
-	interrupted := make(chan struct{})
-	go func() {
-		defer close(interrupted)
-		s.Interrupt(ctxFor(t))
-	}()
-	waitUntil(t, waitLimit, "the interrupt under way", func() bool { return stateOf(s) == StateInterrupting })
+	m, s, p, interrupted := interrupting(t, 5*time.Second)
 	if _, err := m.Close(s.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -317,16 +308,7 @@ func TestStateAdmission(t *testing.T) {
 	})
 	t.Run("waits_for_interrupt", func(t *testing.T) {
 		t.Parallel()
-		m := newManager(t, Config{InterruptAck: 500 * time.Millisecond}, "FAKE_CLAUDE_IGNORE_CONTROL", "interrupt")
-		s := create(t, m, CreateOptions{})
-		p := startQuery(ctxFor(t), s, "SLOW", QueryOptions{})
-		p.waitStarted(t)
-		interrupted := make(chan struct{})
-		go func() {
-			defer close(interrupted)
-			s.Interrupt(ctxFor(t))
-		}()
-		waitUntil(t, waitLimit, "the interrupt under way", func() bool { return stateOf(s) == StateInterrupting })
+		_, s, p, interrupted := interrupting(t, 500*time.Millisecond)
 		r, err := s.Query(ctxFor(t), "hi", QueryOptions{})
 		if err != nil || r.FinalText != hello {
 			t.Errorf("a query during the interrupt: %+v, %v; want it to wait, then run", r, err)
@@ -361,4 +343,22 @@ func TestStateAdmission(t *testing.T) {
 			}
 		})
 	}
+}
+
+// interrupting starts a SLOW query on a CLI that ignores interrupts and
+// interrupts it, returning once the session is interrupting; interrupted
+// is closed when Interrupt returns (after ack, at the latest).
+func interrupting(t *testing.T, ack time.Duration) (m *Manager, s *Session, p *pending, interrupted chan struct{}) {
+	t.Helper()
+	m = newManager(t, Config{InterruptAck: ack}, "FAKE_CLAUDE_IGNORE_CONTROL", "interrupt")
+	s = create(t, m, CreateOptions{})
+	p = startQuery(ctxFor(t), s, "SLOW", QueryOptions{})
+	p.waitStarted(t)
+	interrupted = make(chan struct{})
+	go func() {
+		defer close(interrupted)
+		s.Interrupt(ctxFor(t))
+	}()
+	waitUntil(t, waitLimit, "the interrupt under way", func() bool { return stateOf(s) == StateInterrupting })
+	return m, s, p, interrupted
 }
