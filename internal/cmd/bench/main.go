@@ -97,12 +97,7 @@ func main() {
 	pagesOf := flag.Int("pages-of", 0, "only print where the resident pages of the running server with this pid come from (-server names its binary; -pages how many packages) and exit")
 	flag.Parse()
 	if *pagesOf > 0 {
-		out, err := residentByPackage(*pagesOf, c.serverBin, cmp.Or(c.pages, 40))
-		if err == nil {
-			var maps string
-			maps, err = biggestMappings(*pagesOf, 12)
-			out += maps
-		}
+		out, err := memoryMap(*pagesOf, c.serverBin, cmp.Or(c.pages, 40))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)

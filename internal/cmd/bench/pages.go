@@ -134,6 +134,17 @@ func symbolPackage(name string) string {
 	return name
 }
 
+// memoryMap is residentByPackage followed by biggestMappings: what -pages
+// and -pages-of print.
+func memoryMap(pid int, binPath string, top int) (string, error) {
+	out, err := residentByPackage(pid, binPath, top)
+	if err != nil {
+		return "", err
+	}
+	maps, err := biggestMappings(pid, 12)
+	return out + maps, err
+}
+
 // biggestMappings lists pid's mappings with the most resident memory, from
 // /proc/<pid>/smaps: where RssAnon and RssFile lie (-pages).
 func biggestMappings(pid, top int) (string, error) {

@@ -85,15 +85,11 @@ func (b *bench) measureRSS(ctx context.Context, s *server, what string) (int64, 
 		return 0, err
 	}
 	if b.c.pages > 0 {
-		out, err := residentByPackage(s.pid(), b.c.serverBin, b.c.pages)
+		out, err := memoryMap(s.pid(), b.c.serverBin, b.c.pages)
 		if err != nil {
 			return 0, err
 		}
-		maps, err := biggestMappings(s.pid(), 12)
-		if err != nil {
-			return 0, err
-		}
-		logf("%s (%s): %s%s", s.name, what, out, maps)
+		logf("%s (%s): %s", s.name, what, out)
 	}
 	var list struct {
 		Sessions []json.RawMessage `json:"sessions"`
