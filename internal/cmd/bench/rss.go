@@ -60,52 +60,63 @@ func openSessions(ctx context.Context, s *server, ids []string, n int) ([]string
 	return ids, nil
 }
 
-// measureRSS reads the server's VmRSS at once (before its idle release
-// could run), settles, reads VmRSS and VmHWM again and lists its sessions
-// to record how many are live.
-func (b *bench) measureRSS(ctx context.Context, s *server, what string) (int64, error) {
-	now, err := readStatus(s.pid())
+// measureRSS reads the server's memory at once and settled (statusTwice)
+// and lists its sessions to record how many are live; it returns VmRSS
+// settled and at once.
+func (b *bench) measureRSS(ctx context.Context, s *server, what string) (settled, atOnce int64, err error) {
+	now, st, err := b.statusTwice(ctx, s, what)
 	if err != nil {
-		return 0, err
-	}
-	if b.c.pages > 0 {
-		maps, err := biggestMappings(s.pid(), 12)
-		if err != nil {
-			return 0, err
-		}
-		logf("%s (%s), at once: %s", s.name, what, maps)
-	}
-	select {
-	case <-time.After(rssSettle): // documented settle time
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	}
-	st, err := readStatus(s.pid())
-	if err != nil {
-		return 0, err
-	}
-	if b.c.pages > 0 {
-		out, err := memoryMap(s.pid(), b.c.serverBin, b.c.pages)
-		if err != nil {
-			return 0, err
-		}
-		logf("%s (%s): %s", s.name, what, out)
+		return 0, 0, err
 	}
 	var list struct {
 		Sessions []json.RawMessage `json:"sessions"`
 		Live     int               `json:"liveProcesses"`
 	}
 	if err := s.call(ctx, "claude_session_list", map[string]any{}, &list); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	b.rssRows = append(b.rssRows, [6]string{
-		fmt.Sprintf("%s: %d open sessions, %d live processes", what, len(list.Sessions), list.Live),
-		mib(now["VmRSS"]), mib(st["VmRSS"]), mib(st["RssAnon"]), mib(st["RssFile"]), mib(st["VmHWM"]),
-	})
-	if len(list.Sessions) == 10 && b.rss10At == 0 {
-		b.rss10At = now["VmRSS"]
+	b.rssRow(fmt.Sprintf("%s: %d open sessions, %d live processes", what, len(list.Sessions), list.Live), now, st)
+	return st["VmRSS"], now["VmRSS"], nil
+}
+
+// statusTwice reads s's /proc status at once (before the server's idle
+// release could run), settles, and reads it again. With -pages it logs
+// where this server's memory lies, both times (not the peer's: another
+// binary).
+func (b *bench) statusTwice(ctx context.Context, s *server, what string) (now, settled map[string]int64, err error) {
+	if now, err = readStatus(s.pid()); err != nil {
+		return nil, nil, err
 	}
-	return st["VmRSS"], nil
+	pages := b.c.pages > 0 && !s.peer
+	if pages {
+		maps, err := biggestMappings(s.pid(), 12)
+		if err != nil {
+			return nil, nil, err
+		}
+		logf("%s (%s), at once: %s", s.name, what, maps)
+	}
+	select {
+	case <-time.After(rssSettle): // documented settle time
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+	if settled, err = readStatus(s.pid()); err != nil {
+		return nil, nil, err
+	}
+	if pages {
+		out, err := memoryMap(s.pid(), b.c.serverBin, b.c.pages)
+		if err != nil {
+			return nil, nil, err
+		}
+		logf("%s (%s): %s", s.name, what, out)
+	}
+	return now, settled, nil
+}
+
+// rssRow adds a row to the RSS table.
+func (b *bench) rssRow(what string, now, settled map[string]int64) {
+	b.rssRows = append(b.rssRows, [6]string{what, mib(now["VmRSS"]), mib(settled["VmRSS"]),
+		mib(settled["RssAnon"]), mib(settled["RssFile"]), mib(settled["VmHWM"])})
 }
 
 func (b *bench) rss(ctx context.Context) error {
@@ -118,18 +129,17 @@ func (b *bench) rss(ctx context.Context) error {
 	if err := rs.log.waitSpares(ctx, 1); err != nil {
 		return err
 	}
-	if _, err := b.measureRSS(ctx, rs, "real CLI, just started (the one live process is the warm spare)"); err != nil {
+	if _, _, err := b.measureRSS(ctx, rs, "real CLI, just started (the one live process is the warm spare)"); err != nil {
 		return err
 	}
 	ids, err := openSessions(ctx, rs, nil, 10)
 	if err != nil {
 		return err
 	}
-	rss10, err := b.measureRSS(ctx, rs, "real CLI")
+	b.rss10, b.rss10At, err = b.measureRSS(ctx, rs, "real CLI")
 	if err != nil {
 		return err
 	}
-	b.rss10 = rss10
 	for _, id := range ids {
 		if err := rs.closeSession(ctx, id); err != nil {
 			return err
@@ -156,7 +166,7 @@ func (b *bench) rss(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fake10, err := b.measureRSS(ctx, fake, "fake CLI")
+	fake10, _, err := b.measureRSS(ctx, fake, "fake CLI")
 	if err != nil {
 		return err
 	}
@@ -166,7 +176,7 @@ func (b *bench) rss(ctx context.Context) error {
 		return err
 	}
 	took := time.Since(start)
-	fakeMany, err := b.measureRSS(ctx, fake, "fake CLI")
+	fakeMany, _, err := b.measureRSS(ctx, fake, "fake CLI")
 	if err != nil {
 		return err
 	}
@@ -196,21 +206,11 @@ func (b *bench) peerRSS(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	now, err := readStatus(peer.pid())
+	now, st, err := b.statusTwice(ctx, peer, "TypeScript peer")
 	if err != nil {
 		return err
 	}
-	select {
-	case <-time.After(rssSettle):
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	st, err := readStatus(peer.pid())
-	if err != nil {
-		return err
-	}
-	b.rssRows = append(b.rssRows, [6]string{"TypeScript peer (node): 10 open sessions, 10 live processes",
-		mib(now["VmRSS"]), mib(st["VmRSS"]), mib(st["RssAnon"]), mib(st["RssFile"]), mib(st["VmHWM"])})
+	b.rssRow("TypeScript peer (node): 10 open sessions, 10 live processes", now, st)
 	for _, id := range ids {
 		if err := peer.closeSession(ctx, id); err != nil {
 			return err
