@@ -79,13 +79,8 @@ func (d *Dashboard) render(rw http.ResponseWriter, code int, page func(*htmlWrit
 // usd is an amount in dollars.
 func usd(v float64) string { return "$" + strconv.FormatFloat(v, 'f', 4, 64) }
 
-// short is the start of an id.
-func short(id string) string {
-	if len(id) > 8 {
-		return id[:8]
-	}
-	return id
-}
+// short is the start of an id: its first 8 bytes, never half a character.
+func short(id string) string { return textcut.Prefix(id, 8) }
 
 // indentJSON is a tool's input as indented JSON (as it came when it is not
 // JSON), cut at 4000 bytes.
