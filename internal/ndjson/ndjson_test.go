@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -128,5 +129,27 @@ func TestReadLineHead(t *testing.T) {
 	}
 	if line, err := ReadLine(br, 100); string(line) != "ok\n" || err != nil {
 		t.Errorf("next line %q, %v", line, err)
+	}
+}
+
+// TestReadLineOneAllocation: a line longer than the reader's buffer comes
+// back in a slice of exactly its size (gathered once, not grown), and the
+// bytes of the pieces are all there, in order.
+func TestReadLineOneAllocation(t *testing.T) {
+	var want bytes.Buffer
+	for i := range 10_000 {
+		fmt.Fprintf(&want, "%d,", i)
+	}
+	want.WriteByte('\n')
+	br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(want.Bytes()), strings.NewReader("next\n")), 64)
+	line, err := ReadLine(br, 1<<20)
+	if err != nil || !bytes.Equal(line, want.Bytes()) {
+		t.Fatalf("ReadLine = %d bytes, %v; want the %d-byte line", len(line), err, want.Len())
+	}
+	if cap(line) != len(line) {
+		t.Errorf("cap %d for a %d-byte line: grown rather than allocated at its size", cap(line), len(line))
+	}
+	if line, err := ReadLine(br, 1<<20); string(line) != "next\n" || err != nil {
+		t.Errorf("the next line: %q, %v", line, err)
 	}
 }

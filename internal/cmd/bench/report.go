@@ -24,7 +24,7 @@ var figures = []struct{ key, what string }{
 	{"create_spare", "`claude_session_create` with a spare"},
 	{"create_nospare", "`claude_session_create` without a spare (`--warm-spares 0`)"},
 	{"bigtext_server", "2 MB answer (BIGTEXT) through the server: the second turn of a session from the spare"},
-	{"bigtext_cli", "the same 2 MB turn through claudeagent.Process: the second turn of a fresh CLI"},
+	{"bigtext_cli", "the same 2 MB turn through claudeagent.Process: the second turn of a CLI started a round earlier, a new one started behind it"},
 	{"chat_peer", "warm `claude_chat_query` \"hi\" through the TypeScript peer"},
 	{"direct_peer", "`claude_direct_query` \"hi\" through the TypeScript peer (a CLI started per query)"},
 }

@@ -189,6 +189,9 @@ type rig struct {
 	full   *server // --max-live 2, kept full
 	chat   string  // a warm session on warm
 	direct *claudeagent.Process
+	// spare is bigCLI's counterpart of the spares server's spare: a CLI
+	// started and initialized one round before it serves a turn.
+	spare  *claudeagent.Process
 	peer   *server // the TypeScript peer, when b.c.peer names it
 	peerID string  // a warm session on peer
 }
@@ -238,8 +241,10 @@ func (r *rig) start(ctx context.Context) error {
 
 // close stops what start started, in the reverse order.
 func (r *rig) close() {
-	if r.direct != nil {
-		r.direct.Close()
+	for _, p := range []*claudeagent.Process{r.direct, r.spare} {
+		if p != nil {
+			p.Close()
+		}
 	}
 	for _, s := range []*server{r.peer, r.full, r.cold, r.warm} {
 		if s != nil {
@@ -394,14 +399,29 @@ func (r *rig) bigServer(ctx context.Context) (time.Duration, error) {
 	return r.serverTurn(ctx, r.warm, "claude_chat_query", map[string]any{"sessionId": id, "prompt": "BIGTEXT"}, r.b.checkCapped)
 }
 
-// bigCLI is bigServer's turn sent to a fresh CLI through
-// claudeagent.Process, after an untimed "hi".
+// bigCLI is bigServer's turn sent through claudeagent.Process, after an
+// untimed "hi", to a CLI whose life matches the server session's: it was
+// started one round earlier, like the spare that session took, and the
+// next one is started behind it (untimed, awaited, like afterSpare's
+// refill). Both CLIs have then idled as long and have a CLI that just
+// started beside them: the CLI's own turn grows by tens of milliseconds
+// when it has idled for a few seconds (its timers and heap settle), so a
+// fresh CLI against a spare would compare CLIs, not the server.
 func (r *rig) bigCLI(ctx context.Context) (time.Duration, error) {
-	p, err := r.b.startCLI(ctx)
+	p := r.spare
+	r.spare = nil
+	if p == nil {
+		var err error
+		if p, err = r.b.startCLI(ctx); err != nil {
+			return 0, err
+		}
+	}
+	defer p.Close()
+	next, err := r.b.startCLI(ctx)
 	if err != nil {
 		return 0, err
 	}
-	defer p.Close()
+	r.spare = next
 	if _, err := cliTurn(ctx, p, "hi"); err != nil {
 		return 0, err
 	}
