@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
@@ -21,6 +23,9 @@ type fakeServer struct {
 	mgr *sessions.Manager
 	cs  *mcp.ClientSession
 	rec *mcptest.Recorder // the client's notifications
+
+	schemaMu sync.Mutex
+	outputs  map[string]*jsonschema.Resolved // the tools' output schemas, from tools/list
 }
 
 func newFakeServer(tb testing.TB, protocol string, cfg sessions.Config, opts Options) *fakeServer {
@@ -66,7 +71,47 @@ func (f *fakeServer) call(tb testing.TB, name string, args any, meta mcp.Meta) (
 	var out map[string]any
 	b, _ := json.Marshal(res.StructuredContent)
 	_ = json.Unmarshal(b, &out)
+	if res.StructuredContent != nil {
+		if schema := f.outputSchema(tb, name); schema != nil {
+			if err := schema.Validate(out); err != nil {
+				tb.Errorf("%s: the structured result does not match the tool's output schema: %v\n%.500s", name, err, b)
+			}
+		}
+	}
 	return res, out
+}
+
+// outputSchema is the output schema tools/list gives for the tool name,
+// resolved (nil for a tool without one): the server encodes its results
+// itself (see encodedOnce), so every result a test gets is checked here.
+func (f *fakeServer) outputSchema(tb testing.TB, name string) *jsonschema.Resolved {
+	tb.Helper()
+	f.schemaMu.Lock()
+	defer f.schemaMu.Unlock()
+	if f.outputs == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		f.outputs = map[string]*jsonschema.Resolved{}
+		for tool, err := range f.cs.Tools(ctx, nil) {
+			if err != nil {
+				tb.Fatalf("tools/list: %v", err)
+			}
+			if tool.OutputSchema == nil {
+				continue
+			}
+			var schema jsonschema.Schema
+			b, _ := json.Marshal(tool.OutputSchema)
+			if err := json.Unmarshal(b, &schema); err != nil {
+				tb.Fatalf("%s's output schema: %v", tool.Name, err)
+			}
+			r, err := schema.Resolve(nil)
+			if err != nil {
+				tb.Fatalf("%s's output schema: %v", tool.Name, err)
+			}
+			f.outputs[tool.Name] = r
+		}
+	}
+	return f.outputs[name]
 }
 
 // waitEvents waits until an event contains each of want (see

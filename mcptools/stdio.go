@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -238,11 +239,46 @@ func (c *frameConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // Write implements [mcp.Connection].
 func (c *frameConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	fixErrorCode(msg)
-	data, err := jsonrpc.EncodeMessage(msg)
-	if err != nil {
-		return fmt.Errorf("encoding a JSON-RPC message: %w", err)
+	data, ok := encodeResult(msg)
+	if !ok {
+		var err error
+		if data, err = jsonrpc.EncodeMessage(msg); err != nil {
+			return fmt.Errorf("encoding a JSON-RPC message: %w", err)
+		}
 	}
 	return c.writeRaw(data)
+}
+
+// encodeResult frames a successful response around its result as it is:
+// the SDK encoded the result already (compact, valid JSON), and
+// jsonrpc.EncodeMessage would pass over it once more to compact it again,
+// a millisecond for a query's 120 KB answer. The bytes are
+// EncodeMessage's (TestEncodeResult). Anything else, and a result with a
+// newline (not the SDK's), is EncodeMessage's business: false.
+func encodeResult(msg jsonrpc.Message) ([]byte, bool) {
+	resp, ok := msg.(*jsonrpc.Response)
+	if !ok || resp.Error != nil || len(resp.Result) == 0 || bytes.IndexByte(resp.Result, '\n') >= 0 {
+		return nil, false
+	}
+	var id []byte
+	switch v := resp.ID.Raw().(type) {
+	case int64:
+		id = strconv.AppendInt(nil, v, 10)
+	case string:
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if enc.Encode(v) != nil {
+			return nil, false
+		}
+		id = bytes.TrimRight(b.Bytes(), "\n")
+	default:
+		return nil, false
+	}
+	const head, mid = `{"jsonrpc":"2.0","id":`, `,"result":`
+	out := make([]byte, 0, len(head)+len(id)+len(mid)+len(resp.Result)+2) // and '}', and writeRaw's newline
+	out = append(append(append(append(out, head...), id...), mid...), resp.Result...)
+	return append(out, '}'), true
 }
 
 // fixErrorCode gives a JSON-RPC error that the SDK sends with code 0 (a
