@@ -44,6 +44,7 @@ var (
 const DepthEnv = "CLAUDE_AGENT_MCP_DEPTH"
 
 func main() {
+	tuneHeap()
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
