@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/procwait"
 )
 
 // Errors a [Process] returns.
@@ -431,6 +433,7 @@ func (p *Process) waitExited(d time.Duration) bool {
 // CLI started may still hold the pipes, so the group is killed and, after a
 // short grace, the read ends are closed.
 func (p *Process) wait(outR, errR *os.File, stderrDone <-chan struct{}) {
+	procwait.AwaitExit(p.cmd.Process.Pid) // then Wait returns at once
 	err := p.cmd.Wait()
 	_ = kill(p.cmd.Process) // orphans in the CLI's group
 	if n := KillMarked(p.marker); n > 0 {

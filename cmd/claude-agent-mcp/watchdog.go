@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/procwait"
 )
 
 // watchdogArg, as the first argument, runs the binary as the watchdog.
@@ -51,6 +52,7 @@ func startWatchdog(marker string, logger *slog.Logger) (stop func()) {
 	pr.Close()
 	done := make(chan struct{})
 	go func() {
+		procwait.AwaitExit(cmd.Process.Pid) // no thread held for the server's life
 		_ = cmd.Wait()
 		close(done)
 	}()
