@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sync/atomic"
+	"time"
 )
 
 // The heap between turns: the server's live heap is a megabyte or two, and
@@ -13,25 +14,21 @@ import (
 // collection, which is most of the server's anonymous memory right after
 // a burst of work (BENCHMARKS.md). A small heap is therefore collected at
 // GOGC=50 (a 2 MiB floor: collections twice as often, each of a small
-// heap); from smallHeap of live data on, the default 100 again, so that a
-// turn with megabytes of text in flight is not collected more often than
-// Go would. The live heap is read after every collection. GOGC or
-// GOMEMLIMIT set in the environment leave the runtime as they say.
+// heap). From smallHeap of live data on, and for bigHeapHold after the
+// last collection that found that much, it is the default 100 again: a
+// turn with megabytes of text in flight, and the next one of a burst of
+// them, is not collected more often than Go would. The live heap is read
+// after every collection (the idle release forces one after a second
+// without work). GOGC or GOMEMLIMIT set in the environment leave the
+// runtime as they say.
 
 const (
 	smallHeap      = 4 << 20
 	smallHeapGOGC  = 50
 	defaultGOGC    = 100
+	bigHeapHold    = time.Second
 	liveHeapMetric = "/gc/heap/live:bytes"
 )
-
-// gcPercentFor is the GOGC for a live heap of live bytes.
-func gcPercentFor(live uint64) int {
-	if live < smallHeap {
-		return smallHeapGOGC
-	}
-	return defaultGOGC
-}
 
 // tuneHeap starts the tuning unless the environment sets GOGC or
 // GOMEMLIMIT. It runs for the life of the process.
@@ -39,17 +36,33 @@ func tuneHeap() {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
-	t := &heapTuner{percent: defaultGOGC, sample: []metrics.Sample{liveSample()}}
+	t := newHeapTuner(time.Now)
 	t.tune()
 	t.arm()
 }
 
-func liveSample() metrics.Sample { return metrics.Sample{Name: liveHeapMetric} }
-
 type heapTuner struct {
+	now     func() time.Time
 	percent int
+	lastBig time.Time // the last collection that left smallHeap or more live
 	sample  []metrics.Sample
 	stopped atomic.Bool // ends the tuning (tests)
+}
+
+func newHeapTuner(now func() time.Time) *heapTuner {
+	return &heapTuner{now: now, percent: defaultGOGC, sample: []metrics.Sample{{Name: liveHeapMetric}}}
+}
+
+// percentFor is the GOGC after a collection that left live bytes.
+func (t *heapTuner) percentFor(live uint64) int {
+	now := t.now()
+	if live >= smallHeap {
+		t.lastBig = now
+	}
+	if !t.lastBig.IsZero() && now.Sub(t.lastBig) < bigHeapHold {
+		return defaultGOGC
+	}
+	return smallHeapGOGC
 }
 
 // tune sets GOGC for the live heap as the last collection left it.
@@ -58,7 +71,7 @@ func (t *heapTuner) tune() {
 	if t.sample[0].Value.Kind() != metrics.KindUint64 {
 		return
 	}
-	if p := gcPercentFor(t.sample[0].Value.Uint64()); p != t.percent {
+	if p := t.percentFor(t.sample[0].Value.Uint64()); p != t.percent {
 		t.percent = p
 		debug.SetGCPercent(p)
 	}

@@ -3,34 +3,45 @@ package main
 import (
 	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
-func TestGCPercentFor(t *testing.T) {
-	for _, tc := range []struct {
-		live uint64
-		want int
+// TestHeapPercentFor: 50 for a small live heap, 100 for a big one and for
+// bigHeapHold after the last big one.
+func TestHeapPercentFor(t *testing.T) {
+	clock := time.Unix(1000, 0)
+	tuner := newHeapTuner(func() time.Time { return clock })
+	for _, step := range []struct {
+		advance time.Duration
+		live    uint64
+		want    int
 	}{
-		{0, smallHeapGOGC},
-		{1 << 20, smallHeapGOGC},
-		{smallHeap - 1, smallHeapGOGC},
-		{smallHeap, defaultGOGC},
-		{64 << 20, defaultGOGC},
+		{0, 0, smallHeapGOGC},
+		{0, 1 << 20, smallHeapGOGC},
+		{0, smallHeap - 1, smallHeapGOGC},
+		{0, smallHeap, defaultGOGC},
+		{0, 64 << 20, defaultGOGC},
+		{bigHeapHold / 2, 1 << 20, defaultGOGC},                  // within the hold
+		{bigHeapHold/2 - time.Millisecond, 1 << 20, defaultGOGC}, // just before it ends
+		{time.Millisecond, 1 << 20, smallHeapGOGC},               // bigHeapHold after the last big one
 	} {
-		if got := gcPercentFor(tc.live); got != tc.want {
-			t.Errorf("gcPercentFor(%d) = %d, want %d", tc.live, got, tc.want)
+		clock = clock.Add(step.advance)
+		if got := tuner.percentFor(step.live); got != step.want {
+			t.Fatalf("+%v, live %d: GOGC %d, want %d", step.advance, step.live, got, step.want)
 		}
 	}
 }
 
 // TestHeapTunerFollowsCollections: the tuner sets GOGC after a collection
 // from the live heap it left: 50 for the test binary's small heap, 100
-// while a large allocation is live, 50 again once it is gone.
+// while a large allocation is live, 50 again once it is gone and
+// bigHeapHold has passed.
 func TestHeapTunerFollowsCollections(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(defaultGOGC))
-	tuner := &heapTuner{percent: defaultGOGC, sample: []metrics.Sample{liveSample()}}
+	var offset atomic.Int64 // added to the clock: skips the hold
+	tuner := newHeapTuner(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
 	tuner.arm()
 	defer tuner.stopped.Store(true)
 	waitPercent := func(want int) {
@@ -55,5 +66,6 @@ func TestHeapTunerFollowsCollections(t *testing.T) {
 		waitPercent(defaultGOGC)
 		runtime.KeepAlive(big)
 	}()
+	offset.Add(int64(bigHeapHold))
 	waitPercent(smallHeapGOGC)
 }
