@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/jsonenc"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/ndjson"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 )
@@ -265,13 +266,10 @@ func encodeResult(msg jsonrpc.Message) ([]byte, bool) {
 	case int64:
 		id = strconv.AppendInt(nil, v, 10)
 	case string:
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false)
-		if enc.Encode(v) != nil {
+		var err error
+		if id, err = jsonenc.Marshal(v); err != nil {
 			return nil, false
 		}
-		id = bytes.TrimRight(b.Bytes(), "\n")
 	default:
 		return nil, false
 	}

@@ -1,12 +1,12 @@
 package agentfile
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/jsonenc"
 )
 
 // An Agent is one agent definition. Agents handed out by [Load] and a
@@ -116,13 +116,11 @@ type Worktree struct {
 func (a *Agent) AgentsJSON() (json.RawMessage, error) {
 	// Without HTML escaping: the CLI reads the same, and a human the
 	// prompt ("<example>") in the process's arguments.
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(map[string]Definition{a.Name: a.Definition}); err != nil {
+	data, err := jsonenc.Marshal(map[string]Definition{a.Name: a.Definition})
+	if err != nil {
 		return nil, fmt.Errorf("encoding agent %q: %w", a.Name, err)
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return data, nil
 }
 
 // SessionOptions returns the CLI options that run a session as this agent:

@@ -1,7 +1,6 @@
 package agentfile
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -10,6 +9,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/jsonenc"
 )
 
 // The YAML layer: parsing with the lines of the file, the CLI's lenient
@@ -231,13 +232,11 @@ func toJSON(n *yaml.Node) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	data, err := jsonenc.Marshal(v)
+	if err != nil {
 		return nil, fmt.Errorf("not JSON: %v", err)
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return data, nil
 }
 
 // jsonable turns what yaml.v3 decodes into what encoding/json encodes: maps

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/jsonenc"
 )
 
 // object is a JSON object that keeps its key order, so that edited lines
@@ -89,11 +91,8 @@ func (o *object) bytes() []byte {
 
 // marshal encodes v without HTML escaping.
 func marshal(v any) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
-	return bytes.TrimRight(buf.Bytes(), "\n")
+	b, _ := jsonenc.Marshal(v)
+	return b
 }
 
 // editBlocks calls edit on every content block of line's message.content
