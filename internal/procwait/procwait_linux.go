@@ -30,13 +30,17 @@ func AwaitExit(pid int) bool {
 	if err != nil {
 		return false
 	}
-	first := true
-	err = rc.Read(func(uintptr) bool {
-		// The first call is before any wait; the poller calls again once
-		// the pidfd is readable, that is, once the process has exited.
-		done := !first
-		first = false
-		return done
-	})
+	// Read calls the function, and again each time the poller finds the
+	// pidfd readable, until it returns true.
+	err = rc.Read(func(uintptr) bool { return exited(pid) })
 	return err == nil
+}
+
+// exited reports whether the child pid has exited, leaving it to be reaped
+// (WNOWAIT). While it runs, Linux answers WNOHANG with a zeroed siginfo. An
+// error ends the wait too: the caller's Wait then says what it is.
+func exited(pid int) bool {
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	return err != nil || info.Signo != 0
 }
