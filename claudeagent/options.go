@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/ceiling"
 )
 
 // Entrypoint is the CLAUDE_CODE_ENTRYPOINT value a [Process] gets unless
@@ -110,6 +112,11 @@ type Options struct {
 	AllowDangerouslySkipPermissions bool
 	// ExtraArgs are appended verbatim.
 	ExtraArgs []string
+	// Ceiling, when it restricts anything, is what the kernel lets the
+	// process and everything it starts do (Landlock on Linux); [Start]
+	// adds what the CLI itself needs (see [CLINeeds]) and refuses to start
+	// where the kernel cannot enforce it.
+	Ceiling *ceiling.Ceiling
 
 	// OnControlRequest answers the CLI's control requests; nil answers every
 	// one with an "unsupported" error.

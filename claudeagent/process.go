@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/ceiling"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/procwait"
 )
 
@@ -115,7 +116,13 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 	cmd.Dir = cwd
 	cmd.Env = opts.environ(cwd, marker)
 	setProcAttr(cmd)
-	pp, err := startPiped(cmd, path)
+	limit := opts.Ceiling
+	if limit.Restricts() {
+		full := limit.With(CLINeeds(path, cmd.Env))
+		limit = &full
+		logger.Debug("starting claude under the kernel's ceiling", "ceiling", limit.String())
+	}
+	pp, err := startPiped(cmd, path, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -159,10 +166,10 @@ type pipes struct {
 	outR, errR *os.File
 }
 
-// startPiped starts cmd (the CLI at path) with its output on pipes of our own (read by the
+// startPiped starts cmd (the CLI at path, under limit when it restricts) with its output on pipes of our own (read by the
 // Process's readers, closed by [Process.wait]); on failure nothing is left
 // open.
-func startPiped(cmd *exec.Cmd, path string) (pipes, error) {
+func startPiped(cmd *exec.Cmd, path string, limit *ceiling.Ceiling) (pipes, error) {
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return pipes{}, fmt.Errorf("creating stdin pipe: %w", err)
@@ -178,7 +185,7 @@ func startPiped(cmd *exec.Cmd, path string) (pipes, error) {
 		return pipes{}, fmt.Errorf("creating stderr pipe: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
-	startErr := cmd.Start()
+	startErr := limit.Start(cmd)
 	outW.Close()
 	errW.Close()
 	if startErr != nil {

@@ -84,6 +84,13 @@ type Config struct {
 	// ToolsCeiling, when non-nil, is every built-in tool a session may
 	// have (--allowed-tools-ceiling); a session that names none gets these.
 	ToolsCeiling []string
+	// SettingSources are the CLI's own sources sessions load
+	// (--setting-sources: user, project, local; empty none; nil the CLI's
+	// default, all): a session may narrow them, never widen them.
+	SettingSources []string
+	// Kernel makes the kernel enforce the ceilings too (Landlock; see
+	// policy.Gate.Ceiling).
+	Kernel bool
 	// Env is added to every CLI's environment.
 	Env map[string]string
 	// UserMaxSessions, UserMaxLive and UserMaxBudgetUSD are per-user

@@ -25,6 +25,7 @@ func newPolicy(m *Manager, cfg Config) *policy.Gate {
 		NoSessionMCPServers: cfg.NoSessionMCPServers, Remote: cfg.Remote, RemoteAllow: cfg.RemoteAllow,
 		MaxSessionBudgetUSD: cfg.MaxSessionBudgetUSD, PerUserConfigDir: cfg.PerUserConfigDir, Env: cfg.Env,
 		ProfileEnv: cfg.ProfileEnv, ConversationOwner: m.ConversationOwner,
+		SettingSources: cfg.SettingSources, Kernel: cfg.Kernel,
 	})
 }
 

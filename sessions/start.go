@@ -243,7 +243,9 @@ func (s *Session) processOptions() claudeagent.Options {
 		Env:                   mergeEnv(subAgentEnv, s.profileEnv, s.m.ownerEnv(o.Owner), o.Env),
 		PermissionPromptStdio: true,
 		OnControlRequest:      s.onControl,
+		Ceiling:               s.m.policy.Ceiling(&o, s.cwdLocked()),
 	}
+	opts.SettingSources = s.m.policy.SettingSources(&o)
 	if opts.Tools == nil && s.m.cfg.ToolsCeiling != nil {
 		opts.Tools = s.m.cfg.ToolsCeiling
 	}

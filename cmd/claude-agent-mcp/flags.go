@@ -37,6 +37,8 @@ type config struct {
 	allowedModes      string
 	allowedRoots      string
 	sessionMCP        bool
+	settingSources    string
+	acceptNoLandlock  bool
 	toolsCeiling      string
 	maxDepth          int
 	profiles          string
@@ -91,6 +93,8 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.allowedModes, "allowed-permission-modes", "", "comma-separated permission modes sessions may use (default: all)")
 	fs.StringVar(&c.allowedRoots, "allowed-roots", "", "directories (separated by "+string(os.PathListSeparator)+") that must contain every cwd and addDir (default: anywhere)")
 	fs.BoolVar(&c.sessionMCP, "allow-session-mcp-servers", true, "let sessions start the MCP servers their mcpServers entries name (commands the server runs)")
+	fs.StringVar(&c.settingSources, "setting-sources", "", "which of the CLI's own sources sessions load — its user, project and local settings with their hooks, agents, .mcp.json servers and CLAUDE.md files: a comma-separated list of user, project, local, or none; a caller may narrow it (default: user,project,local on stdio, none over --http)")
+	fs.BoolVar(&c.acceptNoLandlock, "accept-no-landlock", false, "serve --http beyond loopback even where the kernel has no Landlock, so that sessions run without the kernel's ceilings")
 	fs.StringVar(&c.toolsCeiling, "allowed-tools-ceiling", "", "comma-separated built-in tools sessions may have, e.g. Read,Grep,Glob,Edit (default: no ceiling); sessions that name none get these")
 	fs.IntVar(&c.maxDepth, "max-depth", 2, "refuse to create sessions when nested this deep in claude-agent-mcp sessions")
 	fs.Float64Var(&c.sessionBudget, "max-session-budget-usd", 0, "the most a session may spend, in USD (caps maxBudgetUsd, and is the budget of sessions that give none); 0 no cap")

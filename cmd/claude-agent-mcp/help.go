@@ -20,7 +20,7 @@ var flagGroups = []flagGroup{
 	{"Sessions", []string{"claude-path", "max-sessions", "query-timeout", "default-wait", "max-result-chars",
 		"heartbeat-interval", "profiles", "state-file", "persist"}},
 	{"Policy", []string{"permission-policy", "permission-timeout", "allowed-permission-modes", "allowed-roots",
-		"allowed-tools-ceiling", "allow-session-mcp-servers", "max-depth", "max-session-budget-usd", "max-total-budget-usd"}},
+		"allowed-tools-ceiling", "allow-session-mcp-servers", "setting-sources", "accept-no-landlock", "max-depth", "max-session-budget-usd", "max-total-budget-usd"}},
 	{"Tasks (MCP tasks, for clients that take them)", []string{"tasks", "task-after", "task-ttl"}},
 	{"HTTP and teams", []string{"http", "public-url", "tokens-file", "http-allow", "user-max-sessions", "user-max-live",
 		"user-max-budget-usd", "per-user-config-dir", "http-max-sessions", "http-session-idle"}},

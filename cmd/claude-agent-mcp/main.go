@@ -29,6 +29,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/ceiling"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
@@ -44,6 +45,7 @@ var (
 const DepthEnv = "CLAUDE_AGENT_MCP_DEPTH"
 
 func main() {
+	ceiling.Init() // as the wrapper that starts a CLI under its ceiling, never returns
 	tuneHeap()
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
@@ -136,6 +138,11 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 	mcfg.Depth = depth
 	mcfg.Env = map[string]string{DepthEnv: strconv.Itoa(depth + 1), ServerMarkerEnv: marker}
 	mcfg.Logger = logger
+	if st.noKernel != nil {
+		logger.Warn("the kernel cannot enforce the sessions' ceilings: sessions run with the policy gate alone", "reason", st.noKernel)
+	} else {
+		logger.Debug("the kernel enforces the sessions' ceilings", "landlock_abi", st.kernel)
+	}
 	path, err := c.statePath()
 	if err != nil {
 		return err

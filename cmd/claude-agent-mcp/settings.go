@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/agentfile"
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/ceiling"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
@@ -23,6 +25,10 @@ type settings struct {
 	tools    mcptools.Options
 	profiles map[string]map[string]string
 	agents   agentfile.Config // Sources 0: no agent tools
+	// kernel is the Landlock ABI that enforces the sessions' ceilings, or
+	// why there is none (noKernel).
+	kernel   int
+	noKernel error
 }
 
 // check validates every flag and builds the settings, before anything is
@@ -34,6 +40,7 @@ func (c *config) check() (*settings, error) {
 	c.checkSizes(k)
 	st := c.baseSettings(userMaxLive, allow)
 	c.checkPolicy(k, &st.sessions)
+	c.checkKernel(k, st)
 	c.loadFiles(k, st)
 	if len(k.errs) > 0 {
 		return nil, c.envNote(k.errs[0]) // one line: the first problem
@@ -195,6 +202,53 @@ func (c *config) checkPolicy(k *checks, cfg *sessions.Config) {
 	if c.toolsCeiling != "" {
 		cfg.ToolsCeiling = append([]string{}, splitList(c.toolsCeiling, ",")...)
 		k.add(sessions.ValidateToolNames("--allowed-tools-ceiling", cfg.ToolsCeiling))
+	}
+	cfg.SettingSources = c.checkSettingSources(k)
+}
+
+// checkSettingSources checks --setting-sources into the sources sessions
+// load (empty loads none; nil all, the CLI's default). Its default is every source on
+// stdio, where the caller is the user whose files they are, and none over
+// HTTP, where a caller would run the hooks and servers of the server
+// user's and a project's files.
+func (c *config) checkSettingSources(k *checks) []string {
+	v := c.settingSources
+	switch {
+	case v == "" && c.http != "":
+		v = "none"
+	case v == "":
+		v = strings.Join(sessions.SettingSources, ",")
+	}
+	sources := []string{}
+	if v == "none" {
+		return sources
+	}
+	for _, src := range splitList(v, ",") {
+		if !slices.Contains(sessions.SettingSources, src) {
+			k.bad("setting-sources", src, "use a comma-separated list of "+strings.Join(sessions.SettingSources, ", ")+", or none")
+			continue
+		}
+		if !slices.Contains(sources, src) {
+			sources = append(sources, src)
+		}
+	}
+	if len(sources) == len(sessions.SettingSources) {
+		return nil // the CLI's own default: no flag
+	}
+	return sources
+}
+
+// checkKernel finds out whether the kernel can enforce the sessions'
+// ceilings (Landlock). Without it, --http beyond loopback is refused
+// unless the operator accepts that with --accept-no-landlock.
+func (c *config) checkKernel(k *checks, st *settings) {
+	st.kernel, st.noKernel = ceiling.Available()
+	st.sessions.Kernel = st.noKernel == nil
+	if st.noKernel == nil || c.http == "" || c.acceptNoLandlock {
+		return
+	}
+	if host, _, err := net.SplitHostPort(c.http); err == nil && !loopback(host) {
+		k.add(fmt.Errorf("--http %s serves beyond this machine, but %v, so sessions would run without the kernel's ceilings: run on Linux 5.13 or later with Landlock enabled (lsm=landlock), or accept it with --accept-no-landlock", c.http, st.noKernel))
 	}
 }
 

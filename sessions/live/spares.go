@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/ceiling"
 )
 
 // Warm spares: started and initialized claude processes kept ready for the
@@ -167,10 +168,11 @@ func SpareKey(o claudeagent.Options) string {
 		}
 	}
 	b, _ := json.Marshal(struct {
-		Args []string
-		Cwd  string
-		Env  map[string]string
-	}{args, o.Cwd, o.Env})
+		Args    []string
+		Cwd     string
+		Env     map[string]string
+		Ceiling *ceiling.Ceiling
+	}{args, o.Cwd, o.Env, o.Ceiling})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
 }

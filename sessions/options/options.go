@@ -7,6 +7,8 @@ package options
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/worktree"
@@ -42,4 +44,21 @@ type CreateOptions struct {
 	// other tools: only that tool continues it. Never a tool parameter;
 	// persisted with the registry entry.
 	AgentTool string `json:"-"`
+}
+
+// AgentNames are the names of the agents o defines (agents), sorted.
+func (o *CreateOptions) AgentNames() ([]string, error) {
+	if len(o.Agents) == 0 {
+		return nil, nil
+	}
+	var agents map[string]json.RawMessage
+	if err := json.Unmarshal(o.Agents, &agents); err != nil {
+		return nil, fmt.Errorf("invalid agents: %v", err)
+	}
+	names := make([]string, 0, len(agents))
+	for name := range agents {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names, nil
 }

@@ -66,6 +66,14 @@ type Config struct {
 	// ConversationOwner reports who made a Claude conversation, as far as
 	// the server knows ("" is a session made over stdio).
 	ConversationOwner func(claudeSessionID string) (owner string, known bool)
+	// SettingSources are the CLI's own sources (user, project, local
+	// settings with their agents, .mcp.json and CLAUDE.md) sessions may
+	// load: a session's settingSources must lie within them; nil leaves
+	// the CLI's default.
+	SettingSources []string
+	// Kernel makes the kernel enforce the ceilings too ([Gate.Ceiling]):
+	// set where Landlock is available.
+	Kernel bool
 }
 
 // Gate is the one policy check. It is safe for concurrent use.
@@ -190,6 +198,13 @@ func (g *Gate) Check(o *options.CreateOptions, ch Change) (map[string]string, er
 	if g.cfg.MaxDepth > 0 && g.cfg.Depth >= g.cfg.MaxDepth {
 		return nil, fmt.Errorf("%w: this server runs inside %d nested claude-agent-mcp session(s) and --max-depth is %d, so it runs no sessions (this stops unbounded fan-out); do the work directly instead", ErrDepthExceeded, g.cfg.Depth, g.cfg.MaxDepth)
 	}
+	if o.SettingsFile != "" {
+		// Before the file is read: whether a file outside the roots
+		// exists is none of the caller's business.
+		if err := g.CheckPath("settings file", o.SettingsFile); err != nil {
+			return nil, err
+		}
+	}
 	uses, err := optionUses(o)
 	if err != nil {
 		return nil, err
@@ -205,6 +220,9 @@ func (g *Gate) Check(o *options.CreateOptions, ch Change) (map[string]string, er
 		if err := g.checkUse(u, effective, slices.Contains(o.Operator, u.option)); err != nil {
 			return nil, err
 		}
+	}
+	if err := g.checkSources(o); err != nil {
+		return nil, err
 	}
 	if ch.Creating && o.ResumeSessionID != "" {
 		if err := g.checkConversation(o); err != nil {
@@ -229,13 +247,14 @@ func (g *Gate) Check(o *options.CreateOptions, ch Change) (map[string]string, er
 func (g *Gate) checkUse(u Use, effective []string, operator bool) error {
 	cfg := &g.cfg
 	for _, p := range u.paths {
+		// The roots first: what lies outside them is not described.
+		if err := g.CheckPath(u.what, p); err != nil {
+			return err
+		}
 		if u.dirs {
 			if _, err := options.ValidateDir(u.what, p); err != nil {
 				return err
 			}
-		}
-		if err := g.CheckPath(u.what, p); err != nil {
-			return err
 		}
 	}
 	for _, mode := range u.modes {
@@ -480,10 +499,11 @@ func (g *Gate) modeAllowed(mode string) bool {
 // CheckDir checks a directory: it exists, and lies within the allowed
 // roots (see CheckPath).
 func (g *Gate) CheckDir(what, dir string) error {
-	if _, err := options.ValidateDir(what, dir); err != nil {
+	if err := g.CheckPath(what, dir); err != nil {
 		return err
 	}
-	return g.CheckPath(what, dir)
+	_, err := options.ValidateDir(what, dir)
+	return err
 }
 
 // CheckPath checks that path lies within the allowed roots, resolving
@@ -493,9 +513,12 @@ func (g *Gate) CheckPath(what, path string) error {
 	if len(g.cfg.AllowedRoots) == 0 {
 		return nil
 	}
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return fmt.Errorf("resolving %s %q: %v", what, path, err)
+	real, resolveErr := filepath.EvalSymlinks(path)
+	if resolveErr != nil {
+		// A path that does not resolve is judged as written: outside
+		// the roots it gets the same error as one that exists, so that
+		// the answer says nothing of what lies outside.
+		real = filepath.Clean(path)
 	}
 	for _, root := range g.cfg.AllowedRoots {
 		r, err := filepath.EvalSymlinks(root)
@@ -503,7 +526,7 @@ func (g *Gate) CheckPath(what, path string) error {
 			continue
 		}
 		if rel, err := filepath.Rel(r, real); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return nil
+			return nil // what does not exist is said by the use's own check
 		}
 	}
 	return fmt.Errorf("%s %q is outside the directories this server allows (--allowed-roots %s): pass a path inside one of them", what, path, strings.Join(g.cfg.AllowedRoots, string(filepath.ListSeparator)))

@@ -98,6 +98,8 @@ type counter interface{ Add(int64) int64 }
 //     the text contains ALWAYS.
 //   - TOOL_BASH[cmd]: text "Running a command." + Bash tool_use.
 //   - TOOL_WRITE[path|content]: text "Writing a file." + Write tool_use.
+//   - TOOL_GREP[pattern]: a Grep tool_use (output_mode content) in the cwd.
+//   - TOOL_READ[path]: a Read tool_use.
 //   - STRUCTURED[json]: a StructuredOutput tool_use with that JSON object
 //     as input: the answer the CLI asks for with --json-schema, which ends
 //     the turn (invalid JSON gets the text "STRUCTURED: not JSON").
@@ -144,8 +146,8 @@ func keywordReply(r *Request, fail func(string, bool) bool, ids counter) *Reply 
 	return reply
 }
 
-// toolReply adds to reply the blocks of TOOL_BASH[…], TOOL_WRITE[…] or
-// STRUCTURED[…] in text and returns it (or, for STRUCTURED without JSON,
+// toolReply adds to reply the blocks of TOOL_BASH[…], TOOL_WRITE[…],
+// TOOL_GREP[…], TOOL_READ[…] or STRUCTURED[…] in text and returns it (or, for STRUCTURED without JSON,
 // a text reply instead); nil when text has none of them.
 func toolReply(text string, reply *Reply, toolID func() string) *Reply {
 	if arg, ok := bracketArg(text, "TOOL_BASH["); ok {
@@ -165,6 +167,18 @@ func toolReply(text string, reply *Reply, toolID func() string) *Reply {
 				"file_path": path,
 				"content":   content,
 			}})
+		return reply
+	}
+	if arg, ok := bracketArg(text, "TOOL_GREP["); ok {
+		reply.Blocks = append(reply.Blocks, Block{Type: "tool_use", ID: toolID(), Name: "Grep", Input: map[string]any{
+			"pattern": arg, "output_mode": "content",
+		}})
+		return reply
+	}
+	if arg, ok := bracketArg(text, "TOOL_READ["); ok {
+		reply.Blocks = append(reply.Blocks, Block{Type: "tool_use", ID: toolID(), Name: "Read", Input: map[string]any{
+			"file_path": arg,
+		}})
 		return reply
 	}
 	if arg, ok := bracketArg(text, "STRUCTURED["); ok {

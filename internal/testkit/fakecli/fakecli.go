@@ -92,6 +92,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	// Not the protocol it fakes: the wrapper that starts a program under
+	// the kernel's ceiling, which a fake CLI must pass through as the
+	// real one does.
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/ceiling"
 )
 
 // EnvVar set to "1" makes a test binary act as the fake CLI (see [Main]).
@@ -183,6 +188,7 @@ func Main() {
 // test binary runs as the fake CLI when [EnvVar] is "1" (see [Command]),
 // and runs the tests otherwise.
 func TestMain(m *testing.M) {
+	ceiling.Init() // a fake CLI started under a ceiling
 	if os.Getenv(EnvVar) == "1" {
 		Main()
 	}

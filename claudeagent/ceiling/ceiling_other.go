@@ -1,0 +1,24 @@
+//go:build !linux
+
+package ceiling
+
+import (
+	"fmt"
+	"os/exec"
+	"runtime"
+)
+
+// Available returns an error wrapping ErrUnavailable: Landlock is Linux's.
+func Available() (int, error) {
+	return 0, fmt.Errorf("%w: Landlock is a Linux facility and this is %s", ErrUnavailable, runtime.GOOS)
+}
+
+func (c *Ceiling) start(*exec.Cmd) error {
+	_, err := Available()
+	return err
+}
+
+func wrap(string, string, []string) error {
+	_, err := Available()
+	return err
+}
