@@ -87,9 +87,16 @@ func TestParseAgentFile(t *testing.T) {
 		},
 		{
 			// Invalid YAML, read as the CLI reads it: the value quoted.
-			name: "plain value opening a flow list",
-			file: "---\nname: r\ndescription: d\ntools: [Read, Grep\n---\np",
-			want: `{"description":"d","prompt":"p","tools":["[Read","Grep"]}`,
+			name: "plain value opening and closing a bracket",
+			file: "---\nname: r\ndescription: [WIP] Reviews: code\n---\np",
+			want: `{"description":"[WIP] Reviews: code","prompt":"p"}`,
+		},
+		{
+			// A flow list over lines, valid YAML, while another value
+			// needs the second try.
+			name: "flow list over lines",
+			file: "---\nname: r\ndescription: Use it when: x\ntools: [Read,\n  Grep]\n---\np",
+			want: `{"description":"Use it when: x","prompt":"p","tools":["Read","Grep"]}`,
 		},
 		{
 			// Invalid YAML, read as the CLI reads it: tabs made spaces.
@@ -225,6 +232,12 @@ func TestParseAgentFileSkipped(t *testing.T) {
 		{"unclosed flow list", "---\nname: x\ndescription: y\ntools:\n  - [Read, Grep\nmodel: z\n---\nbody", "dir/f.md:5: skipped: invalid YAML front matter", "did not find expected ',' or ']'"},
 		{"unclosed quote", "---\nname: x\ndescription: 'abc\nmodel: y\n---\nbody", "dir/f.md:3: skipped: invalid YAML front matter", "found unexpected end of stream"},
 		{"bad indentation", "---\nname: x\ndescription: y\n  model: z\n---\nbody", "dir/f.md:4: skipped: invalid YAML front matter", "mapping values are not allowed"},
+		// The CLI's second try would read "[oops" as a name (served as the
+		// tool _oops) and "[Read" as a tool: a flow list not closed is a
+		// syntax error, named at its line.
+		{"name opening a flow list", "---\nname: [oops\ndescription: y\n---\nbody", "dir/f.md:2: skipped: invalid YAML front matter", `"[oops" opens a flow list or mapping that is not closed on its line`},
+		{"tools opening a flow list", "---\nname: x\ndescription: Use it when: y\ntools: [Read, Grep\n---\nbody", "dir/f.md:4: skipped: invalid YAML front matter", `"[Read, Grep" opens a flow list`},
+		{"field opening a flow mapping", "---\nname: x\ndescription: y\nhooks: {Stop: []\n---\nbody", "dir/f.md:4: skipped: invalid YAML front matter", `"{Stop: []" opens a flow list or mapping`},
 		{"bad list indentation", "---\nname: x\ntools:\n  - Read\n - Grep\n---\nbody", "dir/f.md:5: skipped: invalid YAML front matter", "did not find expected key"},
 		{"not a mapping", "---\n- a\n- b\n---\nbody", "dir/f.md:2: skipped: the front matter is not a mapping", ""},
 		{"empty front matter", "---\n---\nbody", "dir/f.md:1: skipped: missing required field \"name\"", ""},
