@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -486,6 +487,57 @@ func TestEffortJSON(t *testing.T) {
 		b, err := json.Marshal(e)
 		if err != nil || string(b) != want {
 			t.Errorf("Marshal(%q) = %s, %v; want %s", e, b, err, want)
+		}
+	}
+}
+
+// TestInvisibleCharacters: control characters other than a line break and
+// a tab (C0, DEL, C1) and invisible formatting characters (a right-to-left
+// override, isolates, a zero-width space, a tag character) are removed
+// from a description, with a warning naming the line; a description of
+// nothing else is skipped, and a name holding one is refused (it is the
+// key the CLI gets).
+func TestInvisibleCharacters(t *testing.T) {
+	// YAML's and JSON's escapes: most of these may not be written raw.
+	file := "---\nname: r\ndescription: \"Reviews\\u202E code\\e[2J.\\u009b\\u200b Use\\tit\\nnow\\U000E0041\\x7f\"\n---\np"
+	a, warns := ParseAgentFile("f.md", []byte(file))
+	if a == nil {
+		t.Fatalf("skipped: %q", warningTexts(warns))
+	}
+	if want := "Reviews code[2J. Use\tit\nnow"; a.Description != want {
+		t.Errorf("agent file's description %q, want %q", a.Description, want)
+	}
+	if got, want := warningTexts(warns), []string{"f.md:3: field description: 6 control or invisible formatting characters removed"}; !slices.Equal(got, want) {
+		t.Errorf("warnings %q, want %q", got, want)
+	}
+
+	agents, warns, err := ParseOperatorFile("ops.json", []byte(`{
+  "o": {"description": "Plans\u001b[0m \u2066hidden\u2069 \u0085x", "prompt": "p"},
+  "a\u200bb": {"description": "d", "prompt": "p"},
+  "e": {"description": "\u200b\u202e ", "prompt": "p"}
+}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(agents) != 1 || agents[0].Description != "Plans[0m hidden x" {
+		t.Errorf("operator file's agents %+v, want o with the description %q", agents, "Plans[0m hidden x")
+	}
+	wantWarns := []string{
+		`ops.json:2: field description: 4 control or invisible formatting characters removed`,
+		`ops.json:3: entry "a\u200bb" skipped: invalid name "a\u200bb": it holds a control or invisible formatting character`,
+		`ops.json:4: entry "e" skipped: field "description" has no visible text`,
+	}
+	if got := warningTexts(warns); !slices.Equal(got, wantWarns) {
+		t.Errorf("operator file's warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantWarns, "\n"))
+	}
+
+	for _, tc := range []struct{ file, want string }{
+		{"---\nname: \"r\\u202Eevil\"\ndescription: d\n---\np", `f.md:2: skipped: invalid name "r\u202eevil": it holds a control or invisible formatting character`},
+		{"---\nname: \"r\\u0085\"\ndescription: d\n---\np", `f.md:2: skipped: invalid name "r\u0085": it holds a control or invisible formatting character`},
+		{"---\nname: r\ndescription: \"\\u200B\\u00AD\"\n---\np", `f.md:3: skipped: field "description" has no visible text`},
+	} {
+		if a, warns := ParseAgentFile("f.md", []byte(tc.file)); a != nil || !slices.Equal(warningTexts(warns), []string{tc.want}) {
+			t.Errorf("%q: agent %+v, warnings %q; want it skipped with %q", tc.file, a, warningTexts(warns), tc.want)
 		}
 	}
 }
