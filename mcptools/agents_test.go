@@ -264,6 +264,33 @@ func TestAgentToolsListed(t *testing.T) {
 	}
 }
 
+// TestAgentToolsHiddenText: an agent's description reaches tools/list
+// without control or invisible formatting characters (a right-to-left
+// override, an escape sequence, a zero-width space, a tag character), and
+// a file whose front matter does not parse ("name: [oops") is no tool.
+func TestAgentToolsHiddenText(t *testing.T) {
+	e := newAgentEnv(t)
+	writeAgent(t, e.dir, "hidden.md", "P.", "name: hidden", `description: "Reviews code\u202E.sdrawkcab\e[8m\u200b\U000E0041"`)
+	writeAgent(t, e.dir, "oops.md", "P.", "name: [oops", "description: d")
+	e.serve(t, "2025-11-25", sessions.Config{}, 0)
+	tools := e.tools(t)
+	if got := agentToolNames(tools); !slices.Equal(got, []string{"hidden"}) {
+		t.Errorf("agent tools = %v, want [hidden]", got)
+	}
+	if tools["hidden"] == nil {
+		t.Fatal("no tool hidden")
+	}
+	if got, want := tools["hidden"].Description, "Reviews code.sdrawkcab[8m"; got != want {
+		t.Errorf("description %q, want %q", got, want)
+	}
+	logs := e.logs.String()
+	for _, w := range []string{"hidden.md:3: field description: 4 control or invisible formatting characters removed", "oops.md:2: skipped: invalid YAML front matter"} {
+		if !strings.Contains(strings.ReplaceAll(logs, `\"`, `"`), w) {
+			t.Errorf("no warning %q in the log:\n%s", w, logs)
+		}
+	}
+}
+
 // TestAgentToolsCap: beyond the cap the agents of the lowest-precedence
 // sources are left out, named in one warning.
 func TestAgentToolsCap(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -76,9 +77,13 @@ func Load(cfg Config) *Set {
 // scanner reads the sources, keeping what it parsed of each file to read
 // it again only when it may have changed.
 type scanner struct {
-	files    map[string]*cachedFile // by kind and path
-	readFile func(string) ([]byte, error)
-	now      func() time.Time
+	files map[string]*cachedFile // by kind, path and real path
+	read  func(io.Reader) ([]byte, error)
+	now   func() time.Time
+	// listed, when set, is called with each directory once its files are
+	// listed and before they are read: tests change the files there, as
+	// another process could.
+	listed func(dir string)
 }
 
 type cachedFile struct {
@@ -97,7 +102,8 @@ type fileResult struct {
 }
 
 func newScanner() *scanner {
-	return &scanner{files: map[string]*cachedFile{}, readFile: os.ReadFile, now: time.Now}
+	read := func(r io.Reader) ([]byte, error) { return readCapped(r, MaxFileBytes) }
+	return &scanner{files: map[string]*cachedFile{}, read: read, now: time.Now}
 }
 
 // layer is one source's agents, in the order they override each other.
@@ -161,14 +167,17 @@ func (r *scanRun) readSources(cfg Config) {
 // readDir reads the agent files under dir as one layer of source src.
 func (r *scanRun) readDir(src Source, dir string, mustExist bool) {
 	l := layer{src: src}
-	for _, path := range listAgentFiles(dir, mustExist, r.warn) {
-		if real, err := filepath.EvalSymlinks(path); err == nil {
-			if r.realSeen[real] {
-				continue
-			}
-			r.realSeen[real] = true
+	files := listAgentFiles(dir, mustExist, r.warn)
+	if r.sc.listed != nil {
+		r.sc.listed(dir)
+	}
+	for _, lf := range files {
+		if r.realSeen[lf.real] {
+			continue
 		}
-		res := r.sc.file("agent", path, r.seen, func(data []byte) fileResult {
+		r.realSeen[lf.real] = true
+		path := lf.path
+		res := r.sc.file("agent", path, lf.real, r.seen, func(data []byte) fileResult {
 			a, ws := ParseAgentFile(path, data)
 			if a == nil {
 				return fileResult{warns: ws}
@@ -185,9 +194,17 @@ func (r *scanRun) readDir(src Source, dir string, mustExist bool) {
 	r.layers = append(r.layers, l)
 }
 
-// readOperatorFile reads the operator file as the last layer.
+// readOperatorFile reads the operator file as the last layer. The
+// operator chose its path, so a symbolic link there is followed (a
+// Kubernetes ConfigMap's files are links), resolved just before the open.
 func (r *scanRun) readOperatorFile(path string) {
-	res := r.sc.file("operator", path, r.seen, func(data []byte) fileResult {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		r.warn(Warning{Path: path, Text: "not read: " + errText(err)})
+		r.layers = append(r.layers, layer{src: SourceFile})
+		return
+	}
+	res := r.sc.file("operator", path, real, r.seen, func(data []byte) fileResult {
 		agents, ws, err := ParseOperatorFile(path, data)
 		if err != nil {
 			var w Warning
@@ -255,29 +272,34 @@ func applyCap(agents []*Agent, limit int, warn func(Warning)) []*Agent {
 // file returns what a file gives, from the cache when its size and
 // modification time say it has not changed (and it was not modified
 // within racyWindow of its last read) or when its content hash is the
-// same; else it parses it again. seen collects the cache of this scan.
-func (sc *scanner) file(kind, path string, seen map[string]*cachedFile, parse func([]byte) fileResult) fileResult {
-	key := kind + "\x00" + path
-	fi, err := os.Stat(path)
+// same; else it parses it again. path names the file in warnings and
+// agents; real, the path with its links resolved, is what is opened (see
+// openRegular: never through a link, never a named pipe or a device, at
+// most MaxFileBytes read). seen collects the cache of this scan.
+func (sc *scanner) file(kind, path, real string, seen map[string]*cachedFile, parse func([]byte) fileResult) fileResult {
+	key := kind + "\x00" + path + "\x00" + real
+	f, fi, err := openRegular(real)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) && kind == "agent" {
 			return fileResult{} // gone since the directory was listed
 		}
 		return fileResult{warns: []Warning{{Path: path, Text: "not read: " + errText(err)}}}
 	}
-	if fi.IsDir() {
-		return fileResult{warns: []Warning{{Path: path, Text: "not read: a directory"}}}
-	}
+	defer f.Close()
 	c := sc.files[key]
 	if c != nil && c.size == fi.Size() && c.mtime.Equal(fi.ModTime()) && fi.ModTime().Before(c.read.Add(-racyWindow)) {
 		seen[key] = c
 		return c.res
 	}
+	tooLarge := fileResult{warns: []Warning{{Path: path, Text: "skipped: " + errTooLarge.Error()}}}
 	if fi.Size() > MaxFileBytes {
-		return fileResult{warns: []Warning{{Path: path, Text: fmt.Sprintf("skipped: larger than %d bytes", MaxFileBytes)}}}
+		return tooLarge
 	}
 	now := sc.now()
-	data, err := sc.readFile(path)
+	data, err := sc.read(f)
+	if errors.Is(err, errTooLarge) {
+		return tooLarge
+	}
 	if err != nil {
 		return fileResult{warns: []Warning{{Path: path, Text: "not read: " + errText(err)}}}
 	}
@@ -290,10 +312,18 @@ func (sc *scanner) file(kind, path string, seen map[string]*cachedFile, parse fu
 	return c.res
 }
 
+// A listedFile is an agent file found in a directory.
+type listedFile struct {
+	path string // as listed, under the directory given
+	real string // with every symbolic link resolved when listed: what is opened
+}
+
 // listAgentFiles returns the .md files under dir, in path order, following
 // symbolic links (each directory once) and including hidden ones, as the
-// CLI does. A missing dir is a warning only when mustExist.
-func listAgentFiles(dir string, mustExist bool, warn func(Warning)) []string {
+// CLI does. A link is resolved here, when listed: the file is then opened
+// at its real path, not through a link. A missing dir is a warning only
+// when mustExist.
+func listAgentFiles(dir string, mustExist bool, warn func(Warning)) []listedFile {
 	dir = absPath(dir)
 	fi, err := os.Stat(dir)
 	switch {
@@ -306,18 +336,16 @@ func listAgentFiles(dir string, mustExist bool, warn func(Warning)) []string {
 		warn(Warning{Path: dir, Text: "agents directory not read: not a directory"})
 		return nil
 	}
-	var files []string
+	var files []listedFile
 	visited := map[string]bool{}
 	full := false
-	var walk func(d string)
-	walk = func(d string) {
-		if real, err := filepath.EvalSymlinks(d); err == nil {
-			if visited[real] {
-				return
-			}
-			visited[real] = true
+	var walk func(d, realD string)
+	walk = func(d, realD string) {
+		if visited[realD] {
+			return
 		}
-		entries, err := os.ReadDir(d)
+		visited[realD] = true
+		entries, err := readDirNoBlock(realD)
 		if err != nil {
 			warn(Warning{Path: d, Text: "agents directory not read: " + errText(err)})
 			return
@@ -326,32 +354,49 @@ func listAgentFiles(dir string, mustExist bool, warn func(Warning)) []string {
 			if full {
 				return
 			}
-			path := filepath.Join(d, e.Name())
+			lf := listedFile{filepath.Join(d, e.Name()), filepath.Join(realD, e.Name())}
 			mode := e.Type()
 			if mode&fs.ModeSymlink != 0 {
-				fi, err := os.Stat(path)
-				if err != nil {
-					warn(Warning{Path: path, Text: "not read: a symbolic link that cannot be followed: " + errText(err)})
+				var err error
+				if lf.real, mode, err = resolveLink(lf.real); err != nil {
+					warn(Warning{Path: lf.path, Text: "not read: a symbolic link that cannot be followed: " + errText(err)})
 					continue
 				}
-				mode = fi.Mode().Type()
 			}
 			switch {
 			case mode.IsDir():
-				walk(path)
+				walk(lf.path, lf.real)
 			case mode.IsRegular() && strings.HasSuffix(e.Name(), ".md"):
 				if len(files) == maxDirFiles {
 					warn(Warning{Path: dir, Text: fmt.Sprintf("more than %d agent files: the rest not read", maxDirFiles)})
 					full = true
 					return
 				}
-				files = append(files, path)
+				files = append(files, lf)
 			}
 		}
 	}
-	walk(dir)
-	slices.Sort(files)
+	realDir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		realDir = dir
+	}
+	walk(dir, realDir)
+	slices.SortFunc(files, func(a, b listedFile) int { return strings.Compare(a.path, b.path) })
 	return files
+}
+
+// resolveLink returns the path a symbolic link leads to, every link
+// resolved, and the type of what is there.
+func resolveLink(path string) (string, fs.FileMode, error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", 0, err
+	}
+	fi, err := os.Lstat(real)
+	if err != nil {
+		return "", 0, err
+	}
+	return real, fi.Mode().Type(), nil
 }
 
 // errText is an error's text without the path it repeats.

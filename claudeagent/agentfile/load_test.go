@@ -2,6 +2,7 @@ package agentfile
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -317,9 +318,10 @@ func TestScannerCache(t *testing.T) {
 	}
 	sc := newScanner()
 	reads := 0
-	sc.readFile = func(p string) ([]byte, error) {
+	read := sc.read
+	sc.read = func(r io.Reader) ([]byte, error) {
 		reads++
-		return os.ReadFile(p)
+		return read(r)
 	}
 	cfg := Config{Sources: Sources(SourceDirs), Dirs: []string{dir}}
 	scan := func(wantReads int, wantDesc string) *Set {

@@ -119,7 +119,9 @@ func (p *parser) operatorEntry(key string, line int, m *yaml.Node, keyed bool) *
 	if msg != "" {
 		return skip(at, "%s", msg)
 	}
-	a.Description = desc
+	if a.Description = p.visibleDescription(desc, at, a.Name); a.Description == "" {
+		return skip(at, "field \"description\" has no visible text")
+	}
 	prompt, at, msg := requiredString(fields, "prompt", line)
 	if msg != "" {
 		return skip(at, "%s", msg)

@@ -3,6 +3,7 @@ package agentfile
 import (
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -83,7 +84,9 @@ func (p *parser) agentFile(data []byte) *Agent {
 		return skip(line, "%s", msg)
 	}
 	// The CLI reads a written "\n" in a description as a line break.
-	a.Description = strings.ReplaceAll(desc, `\n`, "\n")
+	if a.Description = p.visibleDescription(strings.ReplaceAll(desc, `\n`, "\n"), line, name); a.Description == "" {
+		return skip(line, "field \"description\" has no visible text")
+	}
 	if line, msg := unloadable(fields); msg != "" {
 		return skip(line, "%s", msg)
 	}
@@ -161,6 +164,35 @@ func agentName(fs fieldList, missing int) (string, int, string) {
 	return name, line, checkName(name)
 }
 
+// visibleDescription returns a description without its invisible
+// characters (see invisible), with a warning at line when it had any; ""
+// when nothing visible is left.
+func (p *parser) visibleDescription(desc string, line int, agent string) string {
+	clean := strings.Map(func(r rune) rune {
+		if invisible(r) {
+			return -1
+		}
+		return r
+	}, desc)
+	if strings.TrimSpace(clean) == "" {
+		return ""
+	}
+	if n := utf8.RuneCountInString(desc) - utf8.RuneCountInString(clean); n > 0 {
+		p.warn(line, agent, "field description: %d control or invisible formatting characters removed", n)
+	}
+	return clean
+}
+
+// invisible reports whether r is a control character other than a line
+// break or a tab (Unicode category Cc: C0, DEL, C1) or an invisible
+// formatting character (Cf: the bidirectional embeddings, overrides and
+// isolates such as U+202E, zero-width spaces and joiners, U+FEFF, the tag
+// characters U+E0000–U+E007F): in a tool's description they would hide or
+// reorder text that the host's model reads and a person does not see.
+func invisible(r rune) bool {
+	return r != '\n' && r != '\t' && (unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r))
+}
+
 func checkName(name string) string {
 	switch {
 	case strings.HasPrefix(name, "-"):
@@ -169,8 +201,8 @@ func checkName(name string) string {
 		return fmt.Sprintf("invalid name: longer than %d characters", maxNameLen)
 	case strings.ContainsAny(name, ":\uFF1A\uFE55\uFE13"):
 		return fmt.Sprintf("invalid name %q: \":\" is reserved for plugins' agents", name)
-	case strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }):
-		return fmt.Sprintf("invalid name %q: it holds a control character", name)
+	case strings.ContainsFunc(name, func(r rune) bool { return r == '\n' || r == '\t' || invisible(r) }):
+		return fmt.Sprintf("invalid name %q: it holds a control or invisible formatting character", name)
 	}
 	return ""
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -87,9 +88,16 @@ func TestParseAgentFile(t *testing.T) {
 		},
 		{
 			// Invalid YAML, read as the CLI reads it: the value quoted.
-			name: "plain value opening a flow list",
-			file: "---\nname: r\ndescription: d\ntools: [Read, Grep\n---\np",
-			want: `{"description":"d","prompt":"p","tools":["[Read","Grep"]}`,
+			name: "plain value opening and closing a bracket",
+			file: "---\nname: r\ndescription: [WIP] Reviews: code\n---\np",
+			want: `{"description":"[WIP] Reviews: code","prompt":"p"}`,
+		},
+		{
+			// A flow list over lines, valid YAML, while another value
+			// needs the second try.
+			name: "flow list over lines",
+			file: "---\nname: r\ndescription: Use it when: x\ntools: [Read,\n  Grep]\n---\np",
+			want: `{"description":"Use it when: x","prompt":"p","tools":["Read","Grep"]}`,
 		},
 		{
 			// Invalid YAML, read as the CLI reads it: tabs made spaces.
@@ -225,6 +233,12 @@ func TestParseAgentFileSkipped(t *testing.T) {
 		{"unclosed flow list", "---\nname: x\ndescription: y\ntools:\n  - [Read, Grep\nmodel: z\n---\nbody", "dir/f.md:5: skipped: invalid YAML front matter", "did not find expected ',' or ']'"},
 		{"unclosed quote", "---\nname: x\ndescription: 'abc\nmodel: y\n---\nbody", "dir/f.md:3: skipped: invalid YAML front matter", "found unexpected end of stream"},
 		{"bad indentation", "---\nname: x\ndescription: y\n  model: z\n---\nbody", "dir/f.md:4: skipped: invalid YAML front matter", "mapping values are not allowed"},
+		// The CLI's second try would read "[oops" as a name (served as the
+		// tool _oops) and "[Read" as a tool: a flow list not closed is a
+		// syntax error, named at its line.
+		{"name opening a flow list", "---\nname: [oops\ndescription: y\n---\nbody", "dir/f.md:2: skipped: invalid YAML front matter", `"[oops" opens a flow list or mapping that is not closed on its line`},
+		{"tools opening a flow list", "---\nname: x\ndescription: Use it when: y\ntools: [Read, Grep\n---\nbody", "dir/f.md:4: skipped: invalid YAML front matter", `"[Read, Grep" opens a flow list`},
+		{"field opening a flow mapping", "---\nname: x\ndescription: y\nhooks: {Stop: []\n---\nbody", "dir/f.md:4: skipped: invalid YAML front matter", `"{Stop: []" opens a flow list or mapping`},
 		{"bad list indentation", "---\nname: x\ntools:\n  - Read\n - Grep\n---\nbody", "dir/f.md:5: skipped: invalid YAML front matter", "did not find expected key"},
 		{"not a mapping", "---\n- a\n- b\n---\nbody", "dir/f.md:2: skipped: the front matter is not a mapping", ""},
 		{"empty front matter", "---\n---\nbody", "dir/f.md:1: skipped: missing required field \"name\"", ""},
@@ -473,6 +487,57 @@ func TestEffortJSON(t *testing.T) {
 		b, err := json.Marshal(e)
 		if err != nil || string(b) != want {
 			t.Errorf("Marshal(%q) = %s, %v; want %s", e, b, err, want)
+		}
+	}
+}
+
+// TestInvisibleCharacters: control characters other than a line break and
+// a tab (C0, DEL, C1) and invisible formatting characters (a right-to-left
+// override, isolates, a zero-width space, a tag character) are removed
+// from a description, with a warning naming the line; a description of
+// nothing else is skipped, and a name holding one is refused (it is the
+// key the CLI gets).
+func TestInvisibleCharacters(t *testing.T) {
+	// YAML's and JSON's escapes: most of these may not be written raw.
+	file := "---\nname: r\ndescription: \"Reviews\\u202E code\\e[2J.\\u009b\\u200b Use\\tit\\nnow\\U000E0041\\x7f\"\n---\np"
+	a, warns := ParseAgentFile("f.md", []byte(file))
+	if a == nil {
+		t.Fatalf("skipped: %q", warningTexts(warns))
+	}
+	if want := "Reviews code[2J. Use\tit\nnow"; a.Description != want {
+		t.Errorf("agent file's description %q, want %q", a.Description, want)
+	}
+	if got, want := warningTexts(warns), []string{"f.md:3: field description: 6 control or invisible formatting characters removed"}; !slices.Equal(got, want) {
+		t.Errorf("warnings %q, want %q", got, want)
+	}
+
+	agents, warns, err := ParseOperatorFile("ops.json", []byte(`{
+  "o": {"description": "Plans\u001b[0m \u2066hidden\u2069 \u0085x", "prompt": "p"},
+  "a\u200bb": {"description": "d", "prompt": "p"},
+  "e": {"description": "\u200b\u202e ", "prompt": "p"}
+}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(agents) != 1 || agents[0].Description != "Plans[0m hidden x" {
+		t.Errorf("operator file's agents %+v, want o with the description %q", agents, "Plans[0m hidden x")
+	}
+	wantWarns := []string{
+		`ops.json:2: field description: 4 control or invisible formatting characters removed`,
+		`ops.json:3: entry "a\u200bb" skipped: invalid name "a\u200bb": it holds a control or invisible formatting character`,
+		`ops.json:4: entry "e" skipped: field "description" has no visible text`,
+	}
+	if got := warningTexts(warns); !slices.Equal(got, wantWarns) {
+		t.Errorf("operator file's warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantWarns, "\n"))
+	}
+
+	for _, tc := range []struct{ file, want string }{
+		{"---\nname: \"r\\u202Eevil\"\ndescription: d\n---\np", `f.md:2: skipped: invalid name "r\u202eevil": it holds a control or invisible formatting character`},
+		{"---\nname: \"r\\u0085\"\ndescription: d\n---\np", `f.md:2: skipped: invalid name "r\u0085": it holds a control or invisible formatting character`},
+		{"---\nname: r\ndescription: \"\\u200B\\u00AD\"\n---\np", `f.md:3: skipped: field "description" has no visible text`},
+	} {
+		if a, warns := ParseAgentFile("f.md", []byte(tc.file)); a != nil || !slices.Equal(warningTexts(warns), []string{tc.want}) {
+			t.Errorf("%q: agent %+v, warnings %q; want it skipped with %q", tc.file, a, warningTexts(warns), tc.want)
 		}
 	}
 }

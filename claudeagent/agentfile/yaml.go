@@ -50,14 +50,18 @@ func yamlErrorLine(err error) (int, string) {
 // with the lines of the file. When lenient, like the CLI with front matter,
 // a text that does not parse is tried again with the values that YAML
 // misreads quoted ("description: Use it when: …") and leading tabs made
-// spaces; the error reported is the first one.
+// spaces; the error reported is the first one, or, when only a value that
+// opens a flow collection without closing it kept the text from parsing,
+// that value's.
 func parseYAML(text string, first int, lenient bool) (*yaml.Node, *yamlError) {
 	var doc yaml.Node
 	err := yaml.Unmarshal([]byte(text), &doc)
 	if err != nil && lenient {
 		var retry yaml.Node
-		if yaml.Unmarshal([]byte(quoteLossyValues(text)), &retry) == nil {
+		if yaml.Unmarshal([]byte(quoteLossyValues(text, false)), &retry) == nil {
 			doc, err = retry, nil
+		} else if line, v := unclosedFlow(text); line > 0 && yaml.Unmarshal([]byte(quoteLossyValues(text, true)), &retry) == nil {
+			return nil, &yamlError{first + line - 1, fmt.Sprintf("%q opens a flow list or mapping that is not closed on its line: close it, or quote the value if it is text", v)}
 		}
 	}
 	if err != nil {
@@ -89,7 +93,12 @@ var (
 // quoteLossyValues is the CLI's second try at a front matter that did not
 // parse: a top-level "key: value" whose value holds a character YAML
 // reads specially is double-quoted, line for line (so line numbers stay).
-func quoteLossyValues(text string) string {
+// Unlike the CLI, a value that opens a flow list or mapping it does not
+// close on its line ("name: [oops", "tools: [Read, Grep") is left as
+// written unless all: it is a syntax error, not prose, and the file is
+// skipped with it rather than served with a name or tools made of its
+// pieces.
+func quoteLossyValues(text string, all bool) string {
 	lines := strings.Split(text, "\n")
 	for i, l := range lines {
 		m := plainFieldRE.FindStringSubmatch(l)
@@ -98,6 +107,9 @@ func quoteLossyValues(text string) string {
 		}
 		v := m[2]
 		if len(v) >= 2 && (v[0] == '"' && v[len(v)-1] == '"' || v[0] == '\'' && v[len(v)-1] == '\'') {
+			continue
+		}
+		if !all && opensFlow(v) {
 			continue
 		}
 		if v[0] == '[' && v[len(v)-1] == ']' {
@@ -115,6 +127,24 @@ func quoteLossyValues(text string) string {
 	return leadingTabRE.ReplaceAllStringFunc(strings.Join(lines, "\n"), func(t string) string {
 		return strings.Repeat("  ", len(t))
 	})
+}
+
+// opensFlow reports whether a value opens a flow list or mapping that it
+// does not close.
+func opensFlow(v string) bool {
+	return v[0] == '[' && !strings.Contains(v, "]") || v[0] == '{' && !strings.Contains(v, "}")
+}
+
+// unclosedFlow returns the 1-based line of the first top-level field whose
+// value opens a flow list or mapping it does not close, and that value;
+// 0 when there is none.
+func unclosedFlow(text string) (int, string) {
+	for i, l := range strings.Split(text, "\n") {
+		if m := plainFieldRE.FindStringSubmatch(l); m != nil && opensFlow(m[2]) {
+			return i + 1, m[2]
+		}
+	}
+	return 0, ""
 }
 
 // resolve follows aliases.
