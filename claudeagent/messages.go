@@ -88,6 +88,12 @@ type SystemMessage struct {
 	// compact_boundary
 	CompactMetadata json.RawMessage `json:"compact_metadata"`
 
+	// hook_response: a hook ran (outcome success, error, cancelled); its
+	// output holds the error when it could not run.
+	HookName string `json:"hook_name"`
+	Outcome  string `json:"outcome"`
+	Output   string `json:"output"`
+
 	// task_*
 	TaskID      string          `json:"task_id"`
 	ToolUseID   string          `json:"tool_use_id"`

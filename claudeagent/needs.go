@@ -1,7 +1,9 @@
 package claudeagent
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -78,8 +80,34 @@ func CLINeeds(path string, env []string) (execs, read, write []string) {
 		tmp = os.TempDir()
 	}
 	write = append(write, tmp)
-	if v := get("CLAUDE_CODE_TMPDIR"); v != "" {
+	if v := get("CLAUDE_CODE_TMPDIR"); v != "" && v != tmp {
 		write = append(write, v)
 	}
 	return execs, read, append(write, deviceWrites...)
+}
+
+// ceilingFor is the ceiling a CLI at path starts under: c with what the
+// CLI needs (nil when c restricts nothing). Under a file ceiling the
+// process gets a temporary directory of its own (TMPDIR and
+// CLAUDE_CODE_TMPDIR in cmd's environment), not the shared one where
+// other processes' files lie; tmp names it, for the caller to remove.
+func ceilingFor(c *ceiling.Ceiling, path string, cmd *exec.Cmd) (limit *ceiling.Ceiling, tmp string, err error) {
+	if !c.Restricts() {
+		return nil, "", nil
+	}
+	if c.Files {
+		if tmp, err = os.MkdirTemp("", "claude-agent-mcp-tmp-"); err != nil {
+			return nil, "", fmt.Errorf("making the CLI's temporary directory: %w", err)
+		}
+		cmd.Env = append(cmd.Env, "TMPDIR="+tmp, "CLAUDE_CODE_TMPDIR="+tmp)
+	}
+	full := c.With(CLINeeds(path, cmd.Env))
+	return &full, tmp, nil
+}
+
+// removeTemp removes a process's temporary directory ("" none).
+func removeTemp(dir string) {
+	if dir != "" {
+		_ = os.RemoveAll(dir)
+	}
 }

@@ -77,6 +77,7 @@ type Process struct {
 	seq      uint64
 	idSalt   string
 	marker   string // MarkerEnv=value, in the CLI's environment and so its tools'
+	tmp      string // the process's own temporary directory (under a file ceiling), removed at its end
 
 	stderr tailBuffer
 
@@ -116,14 +117,16 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 	cmd.Dir = cwd
 	cmd.Env = opts.environ(cwd, marker)
 	setProcAttr(cmd)
-	limit := opts.Ceiling
+	limit, tmp, err := ceilingFor(opts.Ceiling, path, cmd)
+	if err != nil {
+		return nil, err
+	}
 	if limit.Restricts() {
-		full := limit.With(CLINeeds(path, cmd.Env))
-		limit = &full
 		logger.Debug("starting claude under the kernel's ceiling", "ceiling", limit.String())
 	}
 	pp, err := startPiped(cmd, path, limit)
 	if err != nil {
+		removeTemp(tmp)
 		return nil, err
 	}
 
@@ -139,6 +142,7 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 		incoming:   map[string]context.CancelFunc{},
 		idSalt:     randomHex(4),
 		marker:     MarkerEnv + "=" + marker,
+		tmp:        tmp,
 		life:       life,
 		endLife:    endLife,
 		exited:     make(chan struct{}),
@@ -446,6 +450,7 @@ func (p *Process) wait(outR, errR *os.File, stderrDone <-chan struct{}) {
 	if n := KillMarked(p.marker); n > 0 {
 		p.log.Debug("killed tool processes the CLI left behind", "count", n)
 	}
+	removeTemp(p.tmp)
 	waitOrClose(stderrDone, errR)
 	p.exitErr = p.exitError(err)
 	close(p.exited)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 )
 
 // A session's process after its start: the pump that feeds the running
@@ -19,6 +20,9 @@ func (s *Session) pump(p *claudeagent.Process, done chan struct{}) {
 		m, err := p.Next(context.Background())
 		if err != nil {
 			break
+		}
+		if sm, ok := m.(*claudeagent.SystemMessage); ok {
+			s.noteSystem(sm)
 		}
 		s.mu.Lock()
 		t := s.cur
@@ -51,6 +55,23 @@ func (s *Session) pump(p *claudeagent.Process, done chan struct{}) {
 	}
 	s.log.Debug("claude process ended", "err", exitErr)
 	s.m.released(s) // another instance sharing the registry may run it now
+}
+
+// noteSystem logs what the operator should see of the CLI's system
+// messages, in a turn or not: a hook that failed (a program the kernel's
+// ceiling refused says so here: "EACCES: permission denied"), an MCP
+// server that did not start.
+func (s *Session) noteSystem(m *claudeagent.SystemMessage) {
+	switch {
+	case m.Subtype == "hook_response" && m.Outcome != "" && m.Outcome != "success":
+		s.log.Warn("a hook of the session failed", "hook", m.HookName, "outcome", m.Outcome, "output", textcut.Cut(m.Output, 500))
+	case m.Subtype == "init":
+		for _, srv := range m.MCPServers {
+			if srv.Status == "failed" {
+				s.log.Warn("an MCP server of the session did not start", "server", srv.Name)
+			}
+		}
+	}
 }
 
 // close marks the session closed, interrupts a running query and stops the

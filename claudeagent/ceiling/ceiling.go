@@ -26,6 +26,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync/atomic"
 )
 
 // Ceiling is what the kernel lets a process and its descendants do. The
@@ -60,6 +61,7 @@ const wrapperArg = "__ceiling"
 // ceiling). It returns at once otherwise; as the wrapper it never returns:
 // the program runs in its place, or the wrapper exits 126 saying why.
 func Init() {
+	initCalled.Store(true)
 	if len(os.Args) < 5 || os.Args[1] != wrapperArg {
 		return
 	}
@@ -67,6 +69,10 @@ func Init() {
 	fmt.Fprintf(os.Stderr, "claude-agent-mcp: the kernel's ceiling: %v\n", err)
 	os.Exit(126)
 }
+
+// initCalled records that this binary calls Init: without it the wrapper
+// would run the binary's main again, which would start the wrapper again.
+var initCalled atomic.Bool
 
 // ErrUnavailable is returned when a restrictive Ceiling cannot be enforced
 // here (no Landlock, or another system).

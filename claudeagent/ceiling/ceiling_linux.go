@@ -90,6 +90,9 @@ func (c *Ceiling) start(cmd *exec.Cmd) error {
 	if _, err := Available(); err != nil {
 		return err
 	}
+	if !initCalled.Load() {
+		return errors.New("starting a process under the kernel's ceiling needs ceiling.Init at the start of this binary's main")
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("finding this binary to apply the kernel's ceiling: %w", err)

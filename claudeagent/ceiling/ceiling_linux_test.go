@@ -102,7 +102,7 @@ func TestNoPrograms(t *testing.T) {
 	if try(t, c, "exec "+sh) {
 		t.Errorf("sh ran under %s", c)
 	}
-	allowed := c.With([]string{sh}, nil, nil)
+	allowed := c.With(append([]string{sh}, Interpreters(sh, "")...), nil, nil)
 	if !try(t, &allowed, "exec "+sh) {
 		t.Errorf("sh refused under %s", &allowed)
 	}
@@ -172,5 +172,17 @@ func TestServerUnrestricted(t *testing.T) {
 	}
 	if _, err := os.ReadFile("/etc/hostname"); err != nil {
 		t.Fatalf("this process can no longer read: %v", err)
+	}
+}
+
+// TestNeedsInit: a binary that does not call Init is refused instead of
+// being run again as its own wrapper (which would start itself for ever).
+func TestNeedsInit(t *testing.T) {
+	requireLandlock(t)
+	initCalled.Store(false)
+	defer initCalled.Store(true)
+	err := (&Ceiling{NoPrograms: true}).Start(exec.Command("/bin/true"))
+	if err == nil || !strings.Contains(err.Error(), "ceiling.Init") {
+		t.Fatalf("a start without Init = %v", err)
 	}
 }

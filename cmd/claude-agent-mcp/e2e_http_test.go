@@ -62,6 +62,10 @@ type httpE2EOptions struct {
 	audit bool     // --audit-log <home>/audit.log
 	args  []string
 	noCLI bool // serve without a claude CLI (nor fake API): the protocol alone
+	// setup, when set, runs before the server starts, with its home and
+	// cwd (files the CLI would find by itself).
+	setup func(home, cwd string)
+	bin   string // the server binary; "" the one serverBinary builds
 }
 
 // randomHex returns n random bytes in hex.
@@ -84,7 +88,10 @@ var servingRE = regexp.MustCompile(`serving over HTTP url=(http://\S+)/mcp`)
 
 func startHTTPE2E(t *testing.T, o httpE2EOptions) *httpE2E {
 	t.Helper()
-	bin := serverBinary(t)
+	bin := o.bin
+	if bin == "" {
+		bin = serverBinary(t)
+	}
 	e := &httpE2E{tokens: map[string]string{}, hashes: map[string]string{}}
 	if o.noCLI {
 		e.home = t.TempDir()
@@ -104,6 +111,9 @@ func startHTTPE2E(t *testing.T, o httpE2EOptions) *httpE2E {
 	e.cwd = filepath.Join(e.home, "proj")
 	if err := os.MkdirAll(e.cwd, 0o755); err != nil {
 		t.Fatal(err)
+	}
+	if o.setup != nil {
+		o.setup(e.home, e.cwd)
 	}
 	args := []string{"--http", "127.0.0.1:0", "--claude-path", e.claude, "--log-level", "debug",
 		"--state-file", filepath.Join(e.home, "state", "sessions.json")}

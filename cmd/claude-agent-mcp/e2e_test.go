@@ -19,32 +19,45 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/mcptest"
 )
 
+// build is one build of the server binary, made once per test run.
+type build struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
 var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
+	server        build
+	harmlessBuild build // -tags harmlessgate: see sessions/policy/harmless_gate.go
 )
 
 // serverBinary builds the server once per test run.
-func serverBinary(t *testing.T) string {
+func serverBinary(t *testing.T) string { return server.get(t) }
+
+// harmlessGateBinary builds the test server whose policy gate checks
+// nothing, once per test run.
+func harmlessGateBinary(t *testing.T) string { return harmlessBuild.get(t, "-tags", "harmlessgate") }
+
+func (b *build) get(t *testing.T, flags ...string) string {
 	t.Helper()
-	buildOnce.Do(func() {
+	b.once.Do(func() {
 		dir, err := os.MkdirTemp("", "claude-agent-mcp-bin-")
 		if err != nil {
-			buildErr = err
+			b.err = err
 			return
 		}
-		builtBin = filepath.Join(dir, "claude-agent-mcp")
-		out, err := exec.Command("go", "build", "-race", "-o", builtBin, ".").CombinedOutput()
+		b.bin = filepath.Join(dir, "claude-agent-mcp")
+		args := append(append([]string{"build", "-race"}, flags...), "-o", b.bin, ".")
+		out, err := exec.Command("go", args...).CombinedOutput()
 		if err != nil {
-			buildErr = err
-			builtBin = string(out)
+			b.err = err
+			b.bin = string(out)
 		}
 	})
-	if buildErr != nil {
-		t.Fatalf("building the server: %v\n%s", buildErr, builtBin)
+	if b.err != nil {
+		t.Fatalf("building the server: %v\n%s", b.err, b.bin)
 	}
-	return builtBin
+	return b.bin
 }
 
 // e2e is one server process, driven over stdio by the go-sdk client, with

@@ -32,6 +32,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/ceiling"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
 )
 
 // Stamped by goreleaser.
@@ -138,6 +139,9 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 	mcfg.Depth = depth
 	mcfg.Env = map[string]string{DepthEnv: strconv.Itoa(depth + 1), ServerMarkerEnv: marker}
 	mcfg.Logger = logger
+	if policy.HarmlessGate() {
+		logger.Error("this is a test build whose policy gate checks nothing (-tags harmlessgate): never serve it")
+	}
 	if st.noKernel != nil {
 		logger.Warn("the kernel cannot enforce the sessions' ceilings: sessions run with the policy gate alone", "reason", st.noKernel)
 	} else {

@@ -198,6 +198,9 @@ func (g *Gate) Check(o *options.CreateOptions, ch Change) (map[string]string, er
 	if g.cfg.MaxDepth > 0 && g.cfg.Depth >= g.cfg.MaxDepth {
 		return nil, fmt.Errorf("%w: this server runs inside %d nested claude-agent-mcp session(s) and --max-depth is %d, so it runs no sessions (this stops unbounded fan-out); do the work directly instead", ErrDepthExceeded, g.cfg.Depth, g.cfg.MaxDepth)
 	}
+	if harmlessGate {
+		return nil, nil // a test build: see harmless_gate.go
+	}
 	if o.SettingsFile != "" {
 		// Before the file is read: whether a file outside the roots
 		// exists is none of the caller's business.
