@@ -171,3 +171,28 @@ func TestDashboardSigninThrottle(t *testing.T) {
 		t.Errorf("a second later: %d, want one more checked", rec.Code)
 	}
 }
+
+// TestDashboardSecretThrottle: on stdio, wrong secrets beyond the burst
+// are answered 429 with Retry-After, the right one too (not checked);
+// after Retry-After the link signs in.
+func TestDashboardSecretThrottle(t *testing.T) {
+	e := newDashEnv(t, "2025-11-25", nil)
+	clock := &fakeClock{now: time.Unix(1_000_000, 0)}
+	e.d.throttle = newSigninThrottle(clock.Now)
+	c := browser(t)
+	for i := range int(perAddressRate.burst) {
+		if code, _, _ := get(t, c, e.ui+"/?secret=wrong"); code != http.StatusForbidden {
+			t.Fatalf("wrong secret %d: %d, want 403", i, code)
+		}
+	}
+	var wait int
+	for _, secret := range []string{"wrong", e.d.secret} {
+		code, hdr, _ := get(t, c, e.ui+"/?secret="+secret)
+		wait, _ = strconv.Atoi(hdr.Get("Retry-After"))
+		if code != http.StatusTooManyRequests || wait < 1 || hdr.Get("Set-Cookie") != "" {
+			t.Errorf("after the burst: %d, Retry-After %q, cookie %q", code, hdr.Get("Retry-After"), hdr.Get("Set-Cookie"))
+		}
+	}
+	clock.Add(time.Duration(wait) * time.Second)
+	e.signIn(t, c)
+}
