@@ -123,11 +123,11 @@ func TestDashboardListWakesOwnSessions(t *testing.T) {
 	}
 }
 
-// TestCountsPerUser: the counts a user reads cover their own sessions:
+// TestDashboardCountsPerUser: the counts a user reads cover their own sessions:
 // bob, with none, reads no live process while alice's runs; closing his
 // session leaves "0 open" for him, in claude_session_close and on the
 // dashboard, while alice's stays open.
-func TestCountsPerUser(t *testing.T) {
+func TestDashboardCountsPerUser(t *testing.T) {
 	e := newDashHTTP(t, sessions.Config{})
 	alice := e.hs.connect(t, "alice-secret", "2025-11-25")
 	bob := e.hs.connect(t, "bob-secret", "2025-11-25")
