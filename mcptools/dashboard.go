@@ -4,10 +4,8 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/subtle"
 	"embed"
 	"encoding/base64"
-	"encoding/hex"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -30,12 +28,15 @@ import (
 // Who may look: on stdio the dashboard has a listener of its own on
 // loopback, and a secret made at each start guards it: the link carrying it
 // (logged at start, and claude_session_list's dashboardUrl) signs the
-// browser in with a cookie. Over --http it is /ui on the same listener, and
-// a person signs in with their bearer token: they see their own sessions,
-// the users of DashboardOptions.Admins every session. A sign-in is an
-// HttpOnly, SameSite=Strict cookie naming an entry of the dashboard's
-// memory (gone at restart; over HTTP bound to the token, so that revoking
-// the token ends it).
+// browser in with a cookie. Its pages are under a root path made at start
+// too, /ui/<random>, the cookie's path, so that no other server on
+// 127.0.0.1 gets the cookie (dashboard_signin.go). Over --http it is /ui on
+// the same listener, and a person signs in with their bearer token: they
+// see their own sessions, the users of DashboardOptions.Admins every
+// session. A sign-in is an HttpOnly, SameSite=Strict cookie naming an entry
+// of the dashboard's memory (gone at restart; over HTTP bound to the token,
+// so that revoking the token ends it; each user's own table); failed
+// sign-ins are throttled.
 //
 // Safe by construction: model and tool output only ever reaches a page as
 // text (every value escaped as the page is written; the script sets
@@ -67,9 +68,10 @@ type Dashboard struct {
 	mgr    *sessions.Manager
 	o      DashboardOptions
 	log    *slog.Logger
-	static http.Handler
-	key    []byte // signs page tokens
-	secret string // stdio: what the link carries
+	static http.Handler // the embedded files, at /
+	key    []byte       // signs page tokens
+	secret string       // stdio: what the link carries
+	root   string       // the path of the pages: /ui/<random> on stdio, /ui over HTTP
 	h      *handlers
 	http   *HTTPHandler // over --http: the handler the dashboard is mounted on
 	start  time.Time
@@ -79,9 +81,12 @@ type Dashboard struct {
 	maxSteps     int
 	maxStepBytes int
 	writeTimeout time.Duration
+	maxSignins   int // a user's sign-ins at most
+
+	throttle *signinThrottle
 
 	mu       sync.Mutex
-	signins  map[string]*signin // cookie value → sign-in
+	signins  signinTable
 	feeds    map[string]*runFeed
 	subs     map[*subscriber]struct{}
 	pending  map[string]*pendingQuestion // the dashboard's own questions, by id
@@ -90,17 +95,8 @@ type Dashboard struct {
 	othersAt time.Time
 }
 
-// signin is a browser signed in.
-type signin struct {
-	user      string
-	tokenHash string // over HTTP: the SHA-256 of the token it signed in with
-	expires   time.Time
-}
-
 const (
 	cookieName    = "cam_ui"
-	signinTTL     = 12 * time.Hour
-	maxSignins    = 4096
 	uiPrefix      = "/ui"
 	defaultWindow = 2000
 )
@@ -111,17 +107,21 @@ func NewDashboard(mgr *sessions.Manager, o DashboardOptions) *Dashboard {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	d := &Dashboard{mgr: mgr, o: o, log: o.Logger, key: newStateKey(), start: time.Now(),
-		maxSteps: defaultWindow, maxStepBytes: 2 << 20, writeTimeout: 10 * time.Second,
-		signins: map[string]*signin{}, feeds: map[string]*runFeed{}, subs: map[*subscriber]struct{}{},
-		pending: map[string]*pendingQuestion{}}
+		maxSteps: defaultWindow, maxStepBytes: 2 << 20, writeTimeout: 10 * time.Second, maxSignins: maxSigninsPerUser,
+		throttle: newSigninThrottle(time.Now), signins: newSigninTable(), feeds: map[string]*runFeed{},
+		subs: map[*subscriber]struct{}{}, pending: map[string]*pendingQuestion{}}
 	d.secret = randomToken()
+	d.root = uiPrefix + "/" + randomString(16) // 128 bits: see dashboard_signin.go
 	static, _ := fs.Sub(dashboardFiles, "dashboard/static")
-	d.static = http.StripPrefix(uiPrefix+"/static/", http.FileServer(http.FS(static)))
+	d.static = http.FileServer(http.FS(static))
 	return d
 }
 
-func randomToken() string {
-	b := make([]byte, 32)
+func randomToken() string { return randomString(32) }
+
+// randomString is n random bytes, base64url.
+func randomString(n int) string {
+	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
@@ -131,16 +131,18 @@ func randomToken() string {
 func (d *Dashboard) URL() string {
 	base := strings.TrimRight(d.o.BaseURL, "/")
 	if d.http != nil {
-		return base + uiPrefix + "/"
+		return base + d.root + "/"
 	}
-	return base + uiPrefix + "/?secret=" + d.secret
+	return base + d.root + "/?secret=" + d.secret
 }
 
 // mount is called by the HTTP handler that serves the dashboard at /ui:
-// sign-ins then use its bearer tokens.
+// sign-ins then use its bearer tokens, and the pages are at /ui (a
+// person types it, and signs in there).
 func (d *Dashboard) mount(h *HTTPHandler) {
 	d.http = h
 	d.o.BaseURL = h.o.BaseURL
+	d.root = uiPrefix
 }
 
 func (d *Dashboard) admin(user string) bool {
@@ -154,18 +156,22 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Forbidden: this dashboard answers only at "+d.o.BaseURL, http.StatusForbidden)
 		return
 	}
-	path := strings.TrimPrefix(r.URL.Path, uiPrefix)
+	path, ok := strings.CutPrefix(r.URL.Path, d.root)
+	if !ok || path != "" && path[0] != '/' {
+		d.refuse(w, r) // on stdio: outside the root, which only the link names
+		return
+	}
 	switch {
 	case path == "" || path == "/" && r.URL.Query().Has("secret"):
 		if path == "" {
-			http.Redirect(w, r, uiPrefix+"/", http.StatusSeeOther)
+			http.Redirect(w, r, d.root+"/", http.StatusSeeOther)
 			return
 		}
 		d.secretSignin(w, r)
 		return
 	case strings.HasPrefix(path, "/static/"):
 		w.Header().Set("Cache-Control", "no-cache")
-		d.static.ServeHTTP(w, r)
+		http.StripPrefix(d.root+"/static", d.static).ServeHTTP(w, r)
 		return
 	case path == "/signin":
 		d.serveSignin(w, r)
@@ -242,7 +248,8 @@ func (d *Dashboard) hostAllowed(r *http.Request) bool {
 }
 
 // refuse answers a request without a sign-in: over HTTP the sign-in page
-// (for a page) or 401; on stdio 403 naming the link.
+// (for a page) or 401; on stdio 403 naming the link. The page does not
+// name the stdio root (renderPublic).
 func (d *Dashboard) refuse(w http.ResponseWriter, r *http.Request) {
 	if d.http != nil && r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, uiPrefix+"/events") {
 		http.Redirect(w, r, uiPrefix+"/signin", http.StatusSeeOther)
@@ -253,137 +260,7 @@ func (d *Dashboard) refuse(w http.ResponseWriter, r *http.Request) {
 	if d.http != nil {
 		msg, code = "Unauthorized: sign in at "+uiPrefix+"/signin with your bearer token.", http.StatusUnauthorized
 	}
-	d.render(w, code, errorPage{pageBase: pageBase{Title: "Not signed in"}, Message: msg}.write)
-}
-
-// secretSignin signs in a browser that opened the stdio link, then leaves
-// the secret out of the address bar. The way on is a page of its own
-// (meta refresh), not a redirect: a link followed from another site is a
-// cross-site navigation, on which the browser holds back a SameSite=Strict
-// cookie, redirects included.
-func (d *Dashboard) secretSignin(w http.ResponseWriter, r *http.Request) {
-	got := r.URL.Query().Get("secret")
-	if d.http != nil || subtle.ConstantTimeCompare([]byte(got), []byte(d.secret)) != 1 {
-		d.refuse(w, r)
-		return
-	}
-	d.newSignin(w, r, "", "")
-	w.Header().Set("Referrer-Policy", "no-referrer") // its address holds the secret
-	d.render(w, http.StatusOK, signedIn)
-}
-
-// newSignin records a sign-in and sets its cookie.
-func (d *Dashboard) newSignin(w http.ResponseWriter, r *http.Request, user, tokenHash string) {
-	id := randomToken()
-	now := time.Now()
-	d.mu.Lock()
-	for k, si := range d.signins {
-		if now.After(si.expires) {
-			delete(d.signins, k)
-		}
-	}
-	for len(d.signins) >= maxSignins { // the oldest go first
-		oldest := ""
-		for k, si := range d.signins {
-			if oldest == "" || si.expires.Before(d.signins[oldest].expires) {
-				oldest = k
-			}
-		}
-		delete(d.signins, oldest)
-	}
-	d.signins[id] = &signin{user: user, tokenHash: tokenHash, expires: now.Add(signinTTL)}
-	d.mu.Unlock()
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: id, Path: uiPrefix, HttpOnly: true, SameSite: http.SameSiteStrictMode,
-		Secure: strings.HasPrefix(d.o.BaseURL, "https://"), MaxAge: int(signinTTL / time.Second)})
-}
-
-// signedIn returns the request's sign-in, or nil. Over HTTP the token it
-// was made with must still be in the tokens file.
-func (d *Dashboard) signedIn(r *http.Request) *signin {
-	c, err := r.Cookie(cookieName)
-	if err != nil {
-		return nil
-	}
-	d.mu.Lock()
-	si := d.signins[c.Value]
-	d.mu.Unlock()
-	if si == nil || time.Now().After(si.expires) {
-		return nil
-	}
-	if d.http != nil && (d.http.o.Tokens == nil || !d.http.o.Tokens.hasHash(si.tokenHash, si.user)) {
-		return nil
-	}
-	return si
-}
-
-// valid reports whether si still stands (for a long event stream).
-func (d *Dashboard) valid(si *signin) bool {
-	if time.Now().After(si.expires) {
-		return false
-	}
-	return d.http == nil || (d.http.o.Tokens != nil && d.http.o.Tokens.hasHash(si.tokenHash, si.user))
-}
-
-// revoke ends the sign-ins of users (removed from the tokens file).
-func (d *Dashboard) revoke(users []string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for k, si := range d.signins {
-		if slices.Contains(users, si.user) {
-			delete(d.signins, k)
-		}
-	}
-	for sub := range d.subs {
-		if slices.Contains(users, sub.user) {
-			sub.cancel()
-		}
-	}
-}
-
-// serveSignin: over HTTP, the form that takes a bearer token, and its
-// post.
-func (d *Dashboard) serveSignin(w http.ResponseWriter, r *http.Request) {
-	if d.http == nil || d.http.o.Tokens == nil {
-		d.refuse(w, r)
-		return
-	}
-	page := signinPage{pageBase: pageBase{Title: "Sign in"}}
-	if r.Method == http.MethodPost {
-		if !d.sameOrigin(r) {
-			http.Error(w, "Forbidden: cross-origin sign-in", http.StatusForbidden)
-			return
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
-		token := strings.TrimSpace(r.PostFormValue("token"))
-		info, err := d.http.o.Tokens.verify(r.Context(), token, r)
-		if err == nil {
-			sum := sha256.Sum256([]byte(token))
-			d.newSignin(w, r, info.UserID, hex.EncodeToString(sum[:]))
-			http.Redirect(w, r, uiPrefix+"/", http.StatusSeeOther)
-			return
-		}
-		d.http.authFailed(r, "unknown token (dashboard sign-in)")
-		page.Failed = true
-		d.render(w, http.StatusUnauthorized, page.write)
-		return
-	}
-	d.render(w, http.StatusOK, page.write)
-}
-
-func (d *Dashboard) signout(w http.ResponseWriter, r *http.Request, si *signin) {
-	if !d.sameOrigin(r) || !d.checkPageToken(r, si) {
-		http.Error(w, "Forbidden", http.StatusForbidden)
-		return
-	}
-	d.mu.Lock()
-	for k, v := range d.signins {
-		if v == si {
-			delete(d.signins, k)
-		}
-	}
-	d.mu.Unlock()
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: uiPrefix, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
-	http.Redirect(w, r, uiPrefix+"/signin", http.StatusSeeOther)
+	d.renderPublic(w, code, errorPage{pageBase: pageBase{Title: "Not signed in"}, Message: msg}.write)
 }
 
 // sameOrigin: an action's Origin header must be present and the

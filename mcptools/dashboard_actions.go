@@ -68,7 +68,8 @@ func (d *Dashboard) serveAction(w http.ResponseWriter, r *http.Request, si *sign
 		http.Error(w, "refused: "+err.Error()+"; nothing was done", http.StatusInternalServerError)
 		return
 	}
-	msg, code := d.act(r, s, action)
+	msg, code := d.act(r, si, s, action)
+	d.poke(id, owner)
 	outcome, errText := "ok", ""
 	if code >= 400 {
 		outcome, errText = "error", msg
@@ -85,15 +86,15 @@ func (d *Dashboard) serveAction(w http.ResponseWriter, r *http.Request, si *sign
 		d.render(w, code, errorPage{pageBase: d.base(si, "Refused"), Message: msg}.write)
 		return
 	}
-	to := uiPrefix + "/s/" + id
+	to := d.root + "/s/" + id
 	if action == "close" {
-		to = uiPrefix + "/"
+		to = d.root + "/"
 	}
 	http.Redirect(w, r, to, http.StatusSeeOther)
 }
 
 // act carries out an action and says what happened, with an HTTP status.
-func (d *Dashboard) act(r *http.Request, s *sessions.Session, action string) (string, int) {
+func (d *Dashboard) act(r *http.Request, si *signin, s *sessions.Session, action string) (string, int) {
 	switch action {
 	case "interrupt":
 		ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
@@ -107,11 +108,11 @@ func (d *Dashboard) act(r *http.Request, s *sessions.Session, action string) (st
 		}
 		return "No turn was running.", http.StatusConflict
 	case "close":
-		n, err := d.mgr.Close(s.ID)
-		if err != nil {
+		if _, err := d.mgr.Close(s.ID); err != nil {
 			return err.Error(), http.StatusConflict
 		}
-		msg := fmt.Sprintf("Closed; %d session(s) remain open.", n)
+		// Counted among those the user sees (an admin: all), never others'.
+		msg := fmt.Sprintf("Closed; %d session(s) remain open.", len(d.mine(si)))
 		if w := s.WorktreeInfo(r.Context()); w != nil && !w.Removed {
 			msg += fmt.Sprintf(" Its worktree is kept: %s (branch %s).", w.Path, w.Branch)
 		}

@@ -74,7 +74,7 @@ func (d *Dashboard) newFeed(s *sessions.Session) *runFeed {
 			other.abandon()
 		}
 	}
-	d.poke(s.ID)
+	d.poke(s.ID, f.owner)
 	return f
 }
 
@@ -91,7 +91,7 @@ func (f *runFeed) abandon() {
 		delete(f.d.feeds, f.session.ID)
 	}
 	f.d.mu.Unlock()
-	f.d.poke(f.session.ID)
+	f.d.poke(f.session.ID, f.owner)
 }
 
 // feedOf is the session's current feed (its latest run), or nil.
@@ -117,7 +117,7 @@ func (f *runFeed) add(e sessions.Event) {
 	st := uiStep{Kind: string(e.Kind), Text: textcut.Cut(text, stepTextBytes), Tool: e.Tool, ToolID: e.ToolID, IsError: e.IsError,
 		Turns: e.Turns, Tools: e.ToolsUsed, Ms: time.Since(f.start).Milliseconds()}
 	f.addStep(st)
-	f.d.poke(f.session.ID)
+	f.d.poke(f.session.ID, f.owner)
 }
 
 // addStep numbers st and appends it to the window, dropping the oldest
@@ -187,12 +187,16 @@ func (d *Dashboard) unsubscribe(sub *subscriber) {
 	d.mu.Unlock()
 }
 
-// poke wakes the pages that show session id: its own and the lists.
-func (d *Dashboard) poke(id string) {
+// poke wakes the pages that show session id of owner: its own page and
+// the lists that show owner's sessions (the owner's and the admins'); id
+// "" wakes only those lists. Another user's list is not woken: when a
+// session changes is not theirs to know.
+func (d *Dashboard) poke(id, owner string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for sub := range d.subs {
-		if sub.session == id || sub.session == "" {
+		list := sub.session == "" && (sub.user == owner || sub.admin)
+		if list || id != "" && sub.session == id {
 			select {
 			case sub.wake <- struct{}{}:
 			default:
@@ -201,13 +205,14 @@ func (d *Dashboard) poke(id string) {
 	}
 }
 
-// watched reports whether a page that may answer for a session of owner
-// is open (its list, or its own page).
+// watched reports whether a page of the one who may answer a question of
+// session id is open: its owner's (an admin may not answer for them, see
+// serveAction), the list or the session's own page.
 func (d *Dashboard) watched(id, owner string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for sub := range d.subs {
-		if (sub.user == owner || sub.admin) && (sub.session == "" || sub.session == id) {
+		if sub.user == owner && (sub.session == "" || sub.session == id) {
 			return true
 		}
 	}
@@ -248,14 +253,17 @@ type pendingQuestion struct {
 	won     atomic.Bool                        // an answer was taken: the first wins
 }
 
-// errNoPage: the client cannot be asked and no dashboard page is open.
-var errNoPage = errors.New("its MCP client did not declare elicitation and no dashboard page was open")
+// errNoPage: the client cannot be asked and no dashboard page of the
+// session's owner is open.
+var errNoPage = errors.New("its MCP client did not declare elicitation and no dashboard page of the session's owner was open")
 
 // asker is the AskPermission of a run in s: it asks the client (elicit,
 // when it can be asked) and offers the question on the dashboard; the
 // first answer wins, the other side's question is withdrawn. A client that
-// cannot be asked leaves the question to a dashboard page, if one is open;
-// else the server's policy answers at once.
+// cannot be asked leaves the question to a dashboard page of the one who
+// may answer it, the session's owner, if one is open; else the server's
+// policy answers at once (another user's page, an admin's too, does not
+// hold the question: they could not answer it).
 func (d *Dashboard) asker(s *sessions.Session, elicit func(context.Context, *sessions.PermissionRequest) (*claudeagent.PermissionResult, error)) func(context.Context, *sessions.PermissionRequest) (*claudeagent.PermissionResult, error) {
 	owner := s.Info().Owner
 	return func(ctx context.Context, pr *sessions.PermissionRequest) (*claudeagent.PermissionResult, error) {
@@ -267,12 +275,12 @@ func (d *Dashboard) asker(s *sessions.Session, elicit func(context.Context, *ses
 		d.mu.Lock()
 		d.pending[q.id] = q
 		d.mu.Unlock()
-		d.poke(pr.SessionID)
+		d.poke(pr.SessionID, owner)
 		defer func() {
 			d.mu.Lock()
 			delete(d.pending, q.id)
 			d.mu.Unlock()
-			d.poke(pr.SessionID)
+			d.poke(pr.SessionID, owner)
 		}()
 		type result struct {
 			res *claudeagent.PermissionResult

@@ -30,7 +30,8 @@ type markup string
 
 // htmlWriter builds a page.
 type htmlWriter struct {
-	b bytes.Buffer
+	b    bytes.Buffer
+	root string // the path the pages are under (Dashboard.root)
 }
 
 // m writes markup.
@@ -55,9 +56,15 @@ func (w *htmlWriter) mi(m markup, n int) {
 	w.int(n)
 }
 
+// url writes the address of a path under the pages' root.
+func (w *htmlWriter) url(path markup) {
+	w.text(w.root)
+	w.m(path)
+}
+
 // sessionURL writes the address of session id's page.
 func (w *htmlWriter) sessionURL(id string) {
-	w.m(uiPrefix + "/s/")
+	w.url("/s/")
 	w.text(url.PathEscape(id))
 }
 
@@ -69,7 +76,17 @@ func (w *htmlWriter) csrfInput(token string) {
 
 // render writes a page.
 func (d *Dashboard) render(rw http.ResponseWriter, code int, page func(*htmlWriter)) {
-	var w htmlWriter
+	writePage(rw, code, page, d.root)
+}
+
+// renderPublic writes a page for a request without a sign-in: its links
+// go to /ui, never to the stdio root.
+func (d *Dashboard) renderPublic(rw http.ResponseWriter, code int, page func(*htmlWriter)) {
+	writePage(rw, code, page, uiPrefix)
+}
+
+func writePage(rw http.ResponseWriter, code int, page func(*htmlWriter), root string) {
+	w := htmlWriter{root: root}
 	page(&w)
 	rw.Header().Set("Content-Type", "text/html; charset=utf-8")
 	rw.WriteHeader(code)
@@ -120,14 +137,19 @@ func (p pageBase) head(w *htmlWriter) {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="csrf-token" content="`, p.CSRF)
 	w.mt(`">
+<meta name="ui-root" content="`, w.root)
+	w.mt(`">
 <title>`, p.Title)
 	w.m(` · claude-agent-mcp</title>
-<link rel="stylesheet" href="/ui/static/app.css">
-<script src="/ui/static/app.js" defer></script>
+<link rel="stylesheet" href="`)
+	w.url(`/static/app.css">
+<script src="`)
+	w.url(`/static/app.js" defer></script>
 </head>
 <body>
 <header class="top">
-  <a class="brand" href="/ui/">claude-agent-mcp</a>
+  <a class="brand" href="`)
+	w.url(`/">claude-agent-mcp</a>
   <span class="who">`)
 	if p.HTTP {
 		w.mt("signed in as <b>", p.User)
@@ -140,7 +162,8 @@ func (p pageBase) head(w *htmlWriter) {
 	}
 	w.m("</span>\n  ")
 	if p.HTTP && p.CSRF != "" {
-		w.m(`<form class="signout" method="post" action="/ui/signout">`)
+		w.m(`<form class="signout" method="post" action="`)
+		w.url(`/signout">`)
 		w.csrfInput(p.CSRF)
 		w.m(`<button>Sign out</button></form>`)
 	}
@@ -154,7 +177,8 @@ func (p errorPage) write(w *htmlWriter) {
 	p.head(w)
 	w.mt("\n<h1>", p.Title)
 	w.mt("</h1>\n<p class=\"message\">", p.Message)
-	w.m("</p>\n<p><a href=\"/ui/\">The sessions</a></p>\n")
+	w.m("</p>\n<p><a href=\"")
+	w.url("/\">The sessions</a></p>\n")
 	foot(w)
 }
 
@@ -167,8 +191,13 @@ func (p signinPage) write(w *htmlWriter) {
 	if p.Failed {
 		w.m(`<p class="message error">That token is not known to this server.</p>`)
 	}
+	if p.RetryAfter > 0 {
+		w.mi(`<p class="message error">Too many failed sign-ins from your address: try again in `, p.RetryAfter)
+		w.m(` s.</p>`)
+	}
 	w.m(`
-<form method="post" action="/ui/signin" class="signin">
+<form method="post" action="`)
+	w.url(`/signin" class="signin">
   <label>Token <input type="password" name="token" autocomplete="current-password" required autofocus></label>
   <button>Sign in</button>
 </form>
@@ -182,11 +211,14 @@ func signedIn(w *htmlWriter) {
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<meta http-equiv="refresh" content="0;url=/ui/">
+<meta http-equiv="refresh" content="0;url=`)
+	w.url(`/">
 <title>Signed in · claude-agent-mcp</title>
-<link rel="stylesheet" href="/ui/static/app.css">
+<link rel="stylesheet" href="`)
+	w.url(`/static/app.css">
 </head>
-<body><main><p>Signed in. <a href="/ui/">Go to the sessions</a>.</p></main></body>
+<body><main><p>Signed in. <a href="`)
+	w.url(`/">Go to the sessions</a>.</p></main></body>
 </html>
 `)
 }

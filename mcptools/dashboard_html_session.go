@@ -12,7 +12,9 @@ import (
 // write is a session's page: its panel, its live turn, its history.
 func (p sessionPage) write(w *htmlWriter) {
 	p.head(w)
-	w.mt("\n<p class=\"back\"><a href=\"/ui/\">← all sessions</a></p>\n<div id=\"panel\" data-session=\"", p.Row.ID)
+	w.m("\n<p class=\"back\"><a href=\"")
+	w.url("/\">← all sessions</a></p>\n<div id=\"panel\" data-session=\"")
+	w.text(p.Row.ID)
 	w.m(`">`)
 	p.writePanel(w)
 	w.mt("</div>\n<section class=\"live\">\n  <h2>Latest turn <small id=\"live-status\"></small></h2>\n  <div id=\"steps\" data-session=\"", p.Row.ID)

@@ -44,6 +44,9 @@ func fillHostile(v reflect.Value, field string) {
 	}
 }
 
+// testRoot is the root the pages are rendered under, as on stdio.
+const testRoot = uiPrefix + "/c3RkaW8tcm9vdC0xMjM0"
+
 // hostilePages renders every page and fragment from data whose every
 // string is hostile: sessions with all their parts (a worktree, a running
 // turn, questions, an owner), the history's kinds, the charts.
@@ -70,14 +73,15 @@ func hostilePages() map[string]string {
 	out := map[string]string{}
 	for name, write := range map[string]func(*htmlWriter){
 		"error":              errorPage{pageBase: base, Message: hostile + "Message"}.write,
-		"signin":             signinPage{pageBase: base, Failed: true}.write,
+		"signin":             signinPage{pageBase: base, Failed: true, RetryAfter: 7}.write,
+		"signed in":          signedIn,
 		"list":               list.write,
 		"rows":               list.writeRows,
 		"session":            session.write,
 		"panel":              session.writePanel,
 		"session, read-only": readOnly.write,
 	} {
-		var w htmlWriter
+		w := htmlWriter{root: testRoot}
 		write(&w)
 		out[name] = w.b.String()
 	}
@@ -125,7 +129,7 @@ var (
 	pageTags = strings.Fields(`html head meta title link script body header a span b form input button main
 		h1 h2 p div table thead tbody tr th td small section figure figcaption svg rect polyline ul li
 		meter dl dt dd pre details summary nav label`)
-	pageAttrs = strings.Fields(`lang charset name content rel href src defer class method action type value
+	pageAttrs = strings.Fields(`lang charset name content http-equiv rel href src defer class method action type value
 		id data-live data-session data-question data-since colspan viewBox width height role aria-label
 		x y fill stroke stroke-width points min max low high optimum autocomplete required autofocus
 		placeholder maxlength`)
@@ -134,7 +138,7 @@ var (
 // checkTags reads page's tags strictly and says what is not one of the
 // pages' own tags or attributes, what is not double-quoted, and a value
 // holding a quote or an angle bracket; links and actions must stay within
-// /ui/, and a script must be the dashboard's own.
+// the root, and a script must be the dashboard's own.
 func checkTags(page string) error {
 	rest, _ := strings.CutPrefix(page, "<!doctype html>")
 	for {
@@ -167,11 +171,11 @@ func checkTags(page string) error {
 		}
 		rest = rest[1:]
 		for _, k := range []string{"href", "action", "src"} {
-			if v, ok := attrs[k]; ok && !strings.HasPrefix(v, "/ui/") {
+			if v, ok := attrs[k]; ok && !strings.HasPrefix(v, testRoot+"/") {
 				return fmt.Errorf("<%s %s=%q> leaves the dashboard", m[1], k, v)
 			}
 		}
-		if m[0] == "script" && attrs["src"] != "/ui/static/app.js" {
+		if m[0] == "script" && attrs["src"] != testRoot+"/static/app.js" {
 			return fmt.Errorf("a script that is not the dashboard's: %v", attrs)
 		}
 	}

@@ -35,7 +35,8 @@ type errorPage struct {
 
 type signinPage struct {
 	pageBase
-	Failed bool
+	Failed     bool
+	RetryAfter int // seconds, when the throttle held the attempt back
 }
 
 // sessionRow is a session in the list.

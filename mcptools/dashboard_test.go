@@ -10,7 +10,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -40,7 +39,8 @@ type dashEnv struct {
 	d     *Dashboard
 	cs    *mcp.ClientSession
 	rec   *mcptest.Recorder
-	url   string // the dashboard's base URL
+	url   string // the dashboard's base URL (its origin)
+	ui    string // where its pages are: url and the root path
 	audit *syncBuf
 }
 
@@ -68,7 +68,7 @@ func newDashEnv(t testing.TB, protocol string, elicit func(context.Context, *mcp
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close() })
-	return &dashEnv{mgr: mgr, d: d, cs: cs, rec: rec, url: ts.URL, audit: audit}
+	return &dashEnv{mgr: mgr, d: d, cs: cs, rec: rec, url: ts.URL, ui: ts.URL + d.root, audit: audit}
 }
 
 // browser is an HTTP client with a cookie jar that follows no redirects.
@@ -98,7 +98,7 @@ func (e *dashEnv) signIn(t testing.TB, c *http.Client) {
 		t.Fatalf("the link: %d %s", code, body)
 	}
 	ck := hdr.Get("Set-Cookie")
-	for _, want := range []string{cookieName + "=", "Path=/ui", "HttpOnly", "SameSite=Strict"} {
+	for _, want := range []string{cookieName + "=", "Path=" + e.d.root + ";", "HttpOnly", "SameSite=Strict"} {
 		if !strings.Contains(ck, want) {
 			t.Errorf("the sign-in cookie %q lacks %s", ck, want)
 		}
@@ -158,14 +158,15 @@ func TestDashboardStdioSignIn(t *testing.T) {
 	e := newDashEnv(t, "2025-11-25", nil)
 	sid := e.create(t, map[string]any{"name": "alpha"})
 	c := browser(t)
-	for _, path := range []string{"/ui/", "/ui/rows", "/ui/s/" + sid, "/ui/s/" + sid + "/panel", "/ui/events", "/ui/?secret=wrong"} {
-		code, _, body := get(t, c, e.url+path)
-		if code != http.StatusForbidden || strings.Contains(body, sid) {
-			t.Errorf("GET %s without a sign-in: %d, shows the session: %v", path, code, strings.Contains(body, sid))
+	for _, u := range []string{e.url + "/ui/", e.url + "/ui/?secret=" + e.d.secret, e.ui + "/", e.ui + "/rows", e.ui + "/s/" + sid, e.ui + "/s/" + sid + "/panel",
+		e.ui + "/events", e.ui + "/?secret=wrong"} {
+		code, _, body := get(t, c, u)
+		if code != http.StatusForbidden || strings.Contains(body, sid) || strings.Contains(body, e.d.root) {
+			t.Errorf("GET %s without a sign-in: %d, shows the session: %v, the root: %v", u, code, strings.Contains(body, sid), strings.Contains(body, e.d.root))
 		}
 	}
 	e.signIn(t, c)
-	code, hdr, body := get(t, c, e.url+"/ui/")
+	code, hdr, body := get(t, c, e.ui+"/")
 	if code != http.StatusOK || !strings.Contains(body, "alpha") || !strings.Contains(body, sid) {
 		t.Fatalf("the list after sign-in: %d\n%s", code, body)
 	}
@@ -173,7 +174,7 @@ func TestDashboardStdioSignIn(t *testing.T) {
 		t.Errorf("CSP = %q", csp)
 	}
 	// A page of another name that resolves here is refused, cookie or not.
-	req, _ := http.NewRequest(http.MethodGet, e.url+"/ui/", nil)
+	req, _ := http.NewRequest(http.MethodGet, e.ui+"/", nil)
 	req.Host = "rebound.example:" + strings.Split(strings.TrimPrefix(e.url, "http://"), ":")[1]
 	resp, err := c.Do(req)
 	if err != nil {
@@ -203,8 +204,8 @@ func TestDashboardNoInlineScript(t *testing.T) {
 	e.signIn(t, c)
 	scriptTag := regexp.MustCompile(`(?i)<script[^>]*>[^<]*`)
 	handler := regexp.MustCompile(`(?i)\son[a-z]+\s*=|\sstyle\s*=|javascript:`)
-	for _, path := range []string{"/ui/", "/ui/rows", "/ui/s/" + sid, "/ui/s/" + sid + "/panel"} {
-		code, hdr, body := get(t, c, e.url+path)
+	for _, path := range []string{"/", "/rows", "/s/" + sid, "/s/" + sid + "/panel"} {
+		code, hdr, body := get(t, c, e.ui+path)
 		if code != http.StatusOK {
 			t.Errorf("GET %s: %d", path, code)
 		}
@@ -212,7 +213,7 @@ func TestDashboardNoInlineScript(t *testing.T) {
 			t.Errorf("GET %s: headers %v", path, hdr)
 		}
 		for _, tag := range scriptTag.FindAllString(body, -1) {
-			if !strings.Contains(tag, ` src="/ui/static/`) || !strings.HasSuffix(tag, ">") {
+			if !strings.Contains(tag, ` src="`+e.d.root+`/static/`) || !strings.HasSuffix(tag, ">") {
 				t.Errorf("GET %s has an inline script: %q", path, tag)
 			}
 		}
@@ -231,7 +232,7 @@ func TestDashboardEscapes(t *testing.T) {
 	callJSON(t, e.cs, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": evil})
 	c := browser(t)
 	e.signIn(t, c)
-	_, _, body := get(t, c, e.url+"/ui/s/"+sid)
+	_, _, body := get(t, c, e.ui+"/s/"+sid)
 	if strings.Contains(body, "<script>alert") || strings.Contains(body, "<img src=x") {
 		t.Errorf("the markup reached the page unescaped:\n%s", body)
 	}
@@ -250,12 +251,12 @@ func TestDashboardActionRefusals(t *testing.T) {
 	sid := e.create(t, nil)
 	c := browser(t)
 	e.signIn(t, c)
-	_, _, page := get(t, c, e.url+"/ui/s/"+sid)
+	_, _, page := get(t, c, e.ui+"/s/"+sid)
 	token := pageTokenOf(t, page)
 	other := browser(t)
 	e.signIn(t, other)
-	_, _, otherPage := get(t, other, e.url+"/ui/s/"+sid)
-	closeURL := e.url + "/ui/s/" + sid + "/close"
+	_, _, otherPage := get(t, other, e.ui+"/s/"+sid)
+	closeURL := e.ui + "/s/" + sid + "/close"
 	for _, tc := range []struct {
 		name   string
 		client *http.Client
@@ -275,7 +276,7 @@ func TestDashboardActionRefusals(t *testing.T) {
 			t.Errorf("%s: %d, want 403", tc.name, code)
 		}
 	}
-	if code, body := post(t, c, e.url+"/ui/s/"+sid+"/frobnicate", url.Values{"csrf": {token}}, map[string]string{"Origin": e.url}); code != http.StatusForbidden || !strings.Contains(body, "not classified") {
+	if code, body := post(t, c, e.ui+"/s/"+sid+"/frobnicate", url.Values{"csrf": {token}}, map[string]string{"Origin": e.url}); code != http.StatusForbidden || !strings.Contains(body, "not classified") {
 		t.Errorf("an unclassified action: %d %s", code, body)
 	}
 	if _, err := e.mgr.Get(sid); err != nil {
@@ -368,8 +369,8 @@ func TestDashboardStream(t *testing.T) {
 	sid := e.create(t, nil)
 	c := browser(t)
 	e.signIn(t, c)
-	page := openSSE(t, c, e.url+"/ui/events?session="+sid)
-	list := openSSE(t, c, e.url+"/ui/events")
+	page := openSSE(t, c, e.ui+"/events?session="+sid)
+	list := openSSE(t, c, e.ui+"/events")
 	callJSON(t, e.cs, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "TOOL_BASH[echo hi]"})
 	page.next(t, "turn")
 	var kinds []string
@@ -437,11 +438,11 @@ func TestDashboardStalledReader(t *testing.T) {
 	sid := e.create(t, nil)
 	c := browser(t)
 	e.signIn(t, c)
-	req := httptest.NewRequest(http.MethodGet, e.url+"/ui/events?session="+sid, nil)
+	req := httptest.NewRequest(http.MethodGet, e.ui+"/events?session="+sid, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	req = req.WithContext(ctx)
-	u, _ := url.Parse(e.url + "/ui/events")
+	u, _ := url.Parse(e.ui + "/events")
 	for _, ck := range c.Jar.Cookies(u) {
 		req.AddCookie(ck)
 	}
@@ -525,7 +526,7 @@ func TestDashboardInterrupt(t *testing.T) {
 	sid := e.create(t, nil)
 	c := browser(t)
 	e.signIn(t, c)
-	page := openSSE(t, c, e.url+"/ui/events?session="+sid)
+	page := openSSE(t, c, e.ui+"/events?session="+sid)
 	done := make(chan map[string]any, 1)
 	go func() {
 		res, err := e.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "claude_chat_query", Arguments: map[string]any{"sessionId": sid, "prompt": "TOOL_BASH[echo hi]"}})
@@ -539,12 +540,12 @@ func TestDashboardInterrupt(t *testing.T) {
 	body := ""
 	for !strings.Contains(body, `name="question"`) {
 		page.next(t, "panel")
-		_, _, body = get(t, c, e.url+"/ui/s/"+sid)
+		_, _, body = get(t, c, e.ui+"/s/"+sid)
 	}
 	if !strings.Contains(body, `id="interrupt"`) {
 		t.Fatalf("no interrupt button while the turn runs:\n%s", body)
 	}
-	code, _ := post(t, c, e.url+"/ui/s/"+sid+"/interrupt", url.Values{"csrf": {pageTokenOf(t, body)}}, map[string]string{"Origin": e.url})
+	code, _ := post(t, c, e.ui+"/s/"+sid+"/interrupt", url.Values{"csrf": {pageTokenOf(t, body)}}, map[string]string{"Origin": e.url})
 	if code != http.StatusSeeOther {
 		t.Fatalf("interrupt: %d", code)
 	}
@@ -571,10 +572,10 @@ func answerOnPage(t *testing.T, e *dashEnv, c *http.Client, page *sse, sid, deci
 	for {
 		body := ""
 		if len(e.d.questions(sid)) > 0 {
-			_, _, body = get(t, c, e.url+"/ui/s/"+sid)
+			_, _, body = get(t, c, e.ui+"/s/"+sid)
 		}
 		if m := regexp.MustCompile(`name="question" value="([^"]+)"`).FindStringSubmatch(body); m != nil {
-			code, text := post(t, c, e.url+"/ui/s/"+sid+"/answer", url.Values{"csrf": {pageTokenOf(t, body)}, "question": {m[1]}, "decision": {decision}, "reason": {"from the page"}},
+			code, text := post(t, c, e.ui+"/s/"+sid+"/answer", url.Values{"csrf": {pageTokenOf(t, body)}, "question": {m[1]}, "decision": {decision}, "reason": {"from the page"}},
 				map[string]string{"Origin": e.url})
 			if code != http.StatusSeeOther {
 				t.Fatalf("answer: %d %s", code, text)
@@ -609,7 +610,7 @@ func TestDashboardPermission(t *testing.T) {
 			sid := e.create(t, nil)
 			c := browser(t)
 			e.signIn(t, c)
-			page := openSSE(t, c, e.url+"/ui/events?session="+sid)
+			page := openSSE(t, c, e.ui+"/events?session="+sid)
 			// openSSE returned with the stream's headers: the page watches.
 			done := make(chan *mcp.CallToolResult, 1)
 			go func() {
@@ -646,7 +647,7 @@ func TestDashboardPermission(t *testing.T) {
 		sid := e.create(t, nil)
 		c := browser(t)
 		e.signIn(t, c)
-		page := openSSE(t, c, e.url+"/ui/events?session="+sid)
+		page := openSSE(t, c, e.ui+"/events?session="+sid)
 		done := make(chan *mcp.CallToolResult, 1)
 		go func() {
 			res, err := e.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "claude_chat_query", Arguments: map[string]any{"sessionId": sid, "prompt": "TOOL_BASH[echo hi]"}})
@@ -681,35 +682,12 @@ func TestDashboardPermission(t *testing.T) {
 // user's page is not found), an admin sees all, a wrong token is refused
 // and audited, and removing the token ends the sign-in.
 func TestDashboardHTTP(t *testing.T) {
-	path, env := fakecli.Command(t)
-	wd, _ := os.Getwd()
-	mgr := sessions.NewManager(sessions.Config{CLIPath: path, Env: env, Remote: true, AllowedRoots: []string{os.TempDir(), wd}})
-	t.Cleanup(mgr.Shutdown)
-	audit := &syncBuf{}
-	al := NewAuditLog(audit, "audit.log", false, nil)
-	d := NewDashboard(mgr, DashboardOptions{Admins: []string{"root"}, Audit: al})
-	srv := NewServer(mgr, Options{Dashboard: d, Audit: al})
-	file := filepath.Join(t.TempDir(), "tokens")
-	writeTokens(t, file, "alice", "bob", "root")
-	tokens, err := LoadTokens(file, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewUnstartedServer(nil)
-	base := "http://" + ts.Listener.Addr().String()
-	h := NewHTTPHandler(srv, HTTPOptions{Tokens: tokens, BaseURL: base, Manager: mgr, Dashboard: d, OnAuthEvent: al.Auth})
-	ts.Config = h.Server()
-	ts.Start()
-	t.Cleanup(ts.Close)
-	hs := &httpServer{url: base, mgr: mgr, srv: srv, h: h}
+	e := newDashHTTP(t, sessions.Config{})
+	base, audit, hs, h := e.base, e.audit, e.hs, e.hs.h
 	aliceSID := createSession(t, hs.connect(t, "alice-secret", "2025-11-25"))
 	bobSID := createSession(t, hs.connect(t, "bob-secret", "2025-11-25"))
-
-	signIn := func(token string) (*http.Client, int) {
-		c := browser(t)
-		code, _ := post(t, c, base+"/ui/signin", url.Values{"token": {token}}, map[string]string{"Origin": base})
-		return c, code
-	}
+	signIn := func(token string) (*http.Client, int) { return e.signIn(t, token) }
+	file := hs.tokens
 	if code, _, _ := get(t, browser(t), base+"/ui/"); code != http.StatusSeeOther {
 		t.Errorf("the list without a sign-in: %d, want the sign-in page", code)
 	}
@@ -796,7 +774,7 @@ func BenchmarkWarmQueryDashboard(b *testing.B) {
 			if mode == "page_open" {
 				c := browser(b)
 				e.signIn(b, c)
-				page := openSSE(b, c, e.url+"/ui/events?session="+sid)
+				page := openSSE(b, c, e.ui+"/events?session="+sid)
 				go func() {
 					for range page.events { // the page reads everything
 					}
@@ -826,7 +804,7 @@ func TestEveryDashboardActionClassified(t *testing.T) {
 		"list":    listPage{pageBase: base, Rows: []sessionRow{row}}.write,
 		"error":   errorPage{pageBase: base}.write,
 	} {
-		var w htmlWriter
+		w := htmlWriter{root: uiPrefix}
 		write(&w)
 		for _, m := range re.FindAllStringSubmatch(w.b.String(), -1) {
 			found[m[1]] = true
@@ -862,15 +840,15 @@ func TestDashboardOtherInstances(t *testing.T) {
 	ts := httptest.NewServer(d)
 	t.Cleanup(ts.Close)
 	d.o.BaseURL = ts.URL
-	e := &dashEnv{mgr: mgr, d: d, url: ts.URL}
+	e := &dashEnv{mgr: mgr, d: d, url: ts.URL, ui: ts.URL + d.root}
 	c := browser(t)
 	e.signIn(t, c)
-	_, _, body := get(t, c, ts.URL+"/ui/")
+	_, _, body := get(t, c, e.ui+"/")
 	i := strings.Index(body, "On other instances")
 	if i < 0 || !strings.Contains(body[i:], "elsewhere") {
 		t.Fatalf("the other instance's session is not listed apart:\n%s", body)
 	}
-	if code, _, _ := get(t, c, ts.URL+"/ui/s/"+s.ID); code != http.StatusNotFound {
+	if code, _, _ := get(t, c, e.ui+"/s/"+s.ID); code != http.StatusNotFound {
 		t.Errorf("the other instance's session page: %d, want 404", code)
 	}
 	if n := mgr.Count(); n != 0 {

@@ -322,3 +322,30 @@ func userOf(ctx context.Context) string {
 	u, _ := ctx.Value(userKey{}).(string)
 	return u
 }
+
+// counts is what claude_session_list and claude_session_close count for
+// the caller: the open sessions, the live processes and the queries
+// waiting for one. A user (over --http with tokens) counts their own
+// sessions only: another user's are not theirs to know. The one user of
+// stdio (or of --http without tokens, where every caller is that user)
+// gets the server's counts, warm spares among the live processes.
+func (h *handlers) counts(ctx context.Context) (open, live, queued int) {
+	user := userOf(ctx)
+	if user == "" {
+		return h.mgr.Count(), h.mgr.LiveCount(), h.mgr.Queued()
+	}
+	for _, s := range h.mgr.List() {
+		i := s.Info()
+		if i.Owner != user {
+			continue
+		}
+		open++
+		if i.PID != 0 {
+			live++
+		}
+		if i.State == sessions.StateQueued {
+			queued++
+		}
+	}
+	return open, live, queued
+}

@@ -286,10 +286,10 @@ func (h *handlers) close(ctx context.Context, req *mcp.CallToolRequest, in Sessi
 	if err != nil {
 		return nil, CloseOutput{}, toolError(err)
 	}
-	n, err := h.mgr.Close(in.SessionID)
-	if err != nil {
+	if _, err := h.mgr.Close(in.SessionID); err != nil {
 		return nil, CloseOutput{}, toolError(err)
 	}
+	n, _, _ := h.counts(ctx)
 	out := CloseOutput{SessionID: in.SessionID, Closed: true, ActiveSessions: n, Worktree: s.WorktreeInfo(ctx)}
 	text := fmt.Sprintf("Closed session %s; %d session(s) remain open.", in.SessionID, n)
 	if w := out.Worktree; w != nil && w.Removed {
@@ -537,7 +537,8 @@ func (h *handlers) list(ctx context.Context, req *mcp.CallToolRequest, in ListIn
 		}
 	}
 	cfg := h.mgr.Config()
-	out := ListOutput{Sessions: []SessionInfo{}, LiveCount: h.mgr.LiveCount(), Queued: h.mgr.Queued(), MaxSessions: cfg.MaxSessions, MaxLive: cfg.MaxLive}
+	_, live, queued := h.counts(ctx)
+	out := ListOutput{Sessions: []SessionInfo{}, LiveCount: live, Queued: queued, MaxSessions: cfg.MaxSessions, MaxLive: cfg.MaxLive}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d open session(s), %d live process(es).\n", len(list), out.LiveCount)
 	if h.dash != nil {

@@ -142,15 +142,20 @@ func TestE2EDashboard(t *testing.T) {
 
 	_, out := e.call(t, ctx, "claude_session_list", map[string]any{}, nil)
 	link, _ := out["dashboardUrl"].(string)
-	if !strings.Contains(link, "/ui/?secret=") {
+	// The link is <origin>/ui/<random root>/?secret=…: the pages are under
+	// the root, the sign-in cookie's path.
+	pages, _, ok := strings.Cut(link, "/?secret=")
+	if !ok || !strings.Contains(pages, "/ui/") {
 		t.Fatalf("dashboardUrl = %q", link)
 	}
-	base := link[:strings.Index(link, "/ui/")]
+	origin := link[:strings.Index(link, "/ui/")]
 	// Without the secret the page is refused.
-	if resp, err := http.Get(base + "/ui/"); err != nil || resp.StatusCode != http.StatusForbidden {
-		t.Fatalf("the list without the secret: %v %v", resp, err)
-	} else {
-		resp.Body.Close()
+	for _, u := range []string{origin + "/ui/", pages + "/"} {
+		if resp, err := http.Get(u); err != nil || resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("%s without the secret: %v %v", u, resp, err)
+		} else {
+			resp.Body.Close()
+		}
 	}
 
 	// The list is open; a session made by the MCP client appears on it.
@@ -160,7 +165,7 @@ func TestE2EDashboard(t *testing.T) {
 	browse(t, b, time.Minute, "the new session on the list", chromedp.WaitVisible(css(`tr[data-session="`+sid+`"]`)))
 
 	// A turn's text streams into the open session page.
-	page := base + "/ui/s/" + sid
+	page := pages + "/s/" + sid
 	browse(t, b, time.Minute, "the session page", chromedp.Navigate(page), chromedp.WaitVisible(css(`#steps`)))
 	res, _ := e.call(t, ctx, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "ECHO streamed into the page"}, nil)
 	if res.IsError {
@@ -242,7 +247,7 @@ func TestE2EDashboard(t *testing.T) {
 	browse(t, b, time.Minute, "the session page after the turns", chromedp.Navigate(page),
 		pollJS(`document.querySelector('.history').textContent.includes('Tool said: hi')`))
 	screenshot(t, b, "dashboard-session.png")
-	browse(t, b, time.Minute, "the list", chromedp.Navigate(base+"/ui/"), chromedp.WaitVisible(css(`tr[data-session="`+sid+`"]`)))
+	browse(t, b, time.Minute, "the list", chromedp.Navigate(pages+"/"), chromedp.WaitVisible(css(`tr[data-session="`+sid+`"]`)))
 	screenshot(t, b, "dashboard-list.png")
 
 	// A cross-site page's form post is refused: another site (localhost,
@@ -253,13 +258,13 @@ func TestE2EDashboard(t *testing.T) {
 	}
 	evilSite := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprintf(w, `<!doctype html><form id="f" method="post" action="%s/ui/s/%s/close"><input name="csrf" value="guess"></form><script>document.getElementById('f').submit()</script>`, base, sid)
+		fmt.Fprintf(w, `<!doctype html><form id="f" method="post" action="%s/s/%s/close"><input name="csrf" value="guess"></form><script>document.getElementById('f').submit()</script>`, pages, sid)
 	})}
 	go func() { _ = evilSite.Serve(ln) }()
 	defer evilSite.Close()
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	browse(t, b, time.Minute, "the cross-site post", chromedp.Navigate("http://localhost:"+port+"/"),
-		pollJS(`location.href.startsWith(`+jsString(base)+`) && document.body.innerText.includes('Forbidden')`))
+		pollJS(`location.href.startsWith(`+jsString(origin)+`) && document.body.innerText.includes('Forbidden')`))
 	body := value(t, b, "the refusal", chromedp.Evaluate[string](`document.body.innerText`))
 	_, out = e.call(t, ctx, "claude_session_list", map[string]any{"sessionId": sid}, nil)
 	if ss, _ := out["sessions"].([]any); len(ss) != 1 {

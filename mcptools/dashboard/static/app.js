@@ -5,6 +5,11 @@
 (function () {
   'use strict';
 
+  // The path the pages are under: /ui over HTTP, /ui/<random> on stdio
+  // (the sign-in cookie's path), given by the page.
+  var rootMeta = document.querySelector('meta[name="ui-root"]');
+  var root = rootMeta ? rootMeta.content : '/ui';
+
   function fmt(s) {
     var h = Math.floor(s / 3600), m = Math.floor(s / 60) % 60, r = s % 60;
     return (h ? h + 'h' : '') + (h || m ? m + 'm' : '') + r + 's';
@@ -31,13 +36,13 @@
     var refreshRows = function () {
       if (busy) return;
       busy = true;
-      fetch('/ui/rows', { credentials: 'same-origin' }).then(function (r) {
+      fetch(root + '/rows', { credentials: 'same-origin' }).then(function (r) {
         return r.ok ? r.text() : null;
       }).then(function (html) {
         if (html !== null) { rows.innerHTML = html; tick(); }
       }).finally(function () { busy = false; });
     };
-    var les = new EventSource('/ui/events');
+    var les = new EventSource(root + '/events');
     les.addEventListener('changed', refreshRows);
   }
 
@@ -49,7 +54,7 @@
     var status = document.getElementById('live-status');
     var tools = new Map();
     var refreshPanel = function () {
-      fetch('/ui/s/' + encodeURIComponent(id) + '/panel', { credentials: 'same-origin' }).then(function (r) {
+      fetch(root + '/s/' + encodeURIComponent(id) + '/panel', { credentials: 'same-origin' }).then(function (r) {
         return r.ok ? r.text() : null;
       }).then(function (html) {
         if (html !== null) { panel.innerHTML = html; tick(); }
@@ -118,7 +123,7 @@
           steps.appendChild(el('div', 'step note', s.text));
       }
     };
-    var es = new EventSource('/ui/events?session=' + encodeURIComponent(id));
+    var es = new EventSource(root + '/events?session=' + encodeURIComponent(id));
     es.addEventListener('turn', function (e) {
       var t = JSON.parse(e.data);
       clear();
