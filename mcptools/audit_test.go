@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
@@ -240,7 +241,7 @@ func TestEveryToolClassified(t *testing.T) {
 			t.Errorf("tool %s has no policy class: add it to toolActions (mcptools/actions.go)", tool.Name)
 		}
 	}
-	h = &handlers{params: map[string][]string{"claude_session_list": {"sessionId"}}, actions: map[string]string{}}
+	h = &handlers{inputs: map[string]*jsonschema.Schema{"claude_session_list": {Type: "object", Properties: map[string]*jsonschema.Schema{"sessionId": {Type: "string"}}}}, actions: map[string]string{}}
 	ran := false
 	next := func(context.Context, string, mcp.Request) (mcp.Result, error) {
 		ran = true
