@@ -13,7 +13,6 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/nearest"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -117,7 +116,11 @@ func (c *argCheck) value(path string, s *jsonschema.Schema, raw json.RawMessage,
 		case kind == "null" && optional:
 			msg += " (leave it out for the default)"
 		case kind != "array" && kind != "object" && kind != "null" && slices.Contains(types(s), "array"):
-			msg += fmt.Sprintf(" (put it in a list: [%s])", textcut.Cut(string(raw), 60))
+			if v, ok := quotable(raw); ok {
+				msg += fmt.Sprintf(" (put it in a list: [%s])", v)
+			} else {
+				msg += " (put it in a list)"
+			}
 		}
 		c.add(msg)
 		return
@@ -127,7 +130,11 @@ func (c *argCheck) value(path string, s *jsonschema.Schema, raw json.RawMessage,
 		var v string
 		_ = json.Unmarshal(raw, &v)
 		if len(s.Enum) > 0 && !slices.Contains(s.Enum, any(v)) {
-			c.add(fmt.Sprintf("%s: %q is not %s%s", path, textcut.Cut(v, 60), wanted(s), didYouMean(v, enumStrings(s.Enum))))
+			what := fmt.Sprintf("a string of %d bytes", len(v))
+			if q, ok := quotable(raw); ok {
+				what = q
+			}
+			c.add(fmt.Sprintf("%s: %s is not %s%s", path, what, wanted(s), didYouMean(v, enumStrings(s.Enum))))
 		}
 	case "array":
 		var items []json.RawMessage
@@ -276,22 +283,50 @@ func plural(t string) string {
 	return t + "s"
 }
 
-// got says what a value is, with a short view of a scalar.
+// got says what a value is, quoting a short scalar.
 func got(raw json.RawMessage) string {
-	switch kind := jsonKind(raw); kind {
-	case "null":
+	v, ok := quotable(raw)
+	switch kind := jsonKind(raw); {
+	case kind == "null":
 		return "null"
-	case "boolean":
+	case kind == "boolean":
 		return string(raw)
-	case "string":
-		return "the string " + textcut.Cut(string(raw), 60)
-	case "number":
-		return "the number " + textcut.Cut(string(raw), 30)
-	case "array":
+	case kind == "string" && ok:
+		return "the string " + v
+	case kind == "string":
+		var s string
+		_ = json.Unmarshal(raw, &s)
+		return fmt.Sprintf("a string of %d bytes", len(s))
+	case kind == "number" && ok:
+		return "the number " + v
+	case kind == "number":
+		return "a number"
+	case kind == "array":
 		return "an array"
 	default:
 		return "an object"
 	}
+}
+
+// maxQuoted is the longest scalar an argument error quotes: a value the
+// caller mistyped, not a prompt that went to the wrong parameter.
+const maxQuoted = 40
+
+// quotable is a scalar of at most maxQuoted bytes as an error quotes it: a
+// string in Go's quotes (which the audit log's redaction recognises), a
+// number as written.
+func quotable(raw json.RawMessage) (string, bool) {
+	switch jsonKind(raw) {
+	case "string":
+		var v string
+		if json.Unmarshal(raw, &v) != nil || len(v) > maxQuoted {
+			return "", false
+		}
+		return strconv.Quote(v), true
+	case "number":
+		return string(raw), len(raw) <= maxQuoted
+	}
+	return "", false
 }
 
 func enumStrings(vals []any) []string {

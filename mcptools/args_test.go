@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -48,6 +49,8 @@ var argCases = []struct {
 	{"claude_chat_mode", map[string]any{"sessionId": "x", "permissionMode": "plna"},
 		`permissionMode: "plna" is not one of default, acceptEdits, plan, bypassPermissions, dontAsk, auto (did you mean "plan"?)`},
 	{"claude_direct_query", map[string]any{"prompt": "hi", "maxTurns": "3"}, `maxTurns: expected a whole number, got the string "3"`},
+	{"claude_direct_query", map[string]any{"prompt": "hi", "maxTurns": strings.Repeat("é", 25), "tools": strings.Repeat("x", 41)},
+		`maxTurns: expected a whole number, got a string of 50 bytes; tools: expected an array of strings, got a string of 41 bytes (put it in a list)`},
 	{"claude_direct_query", map[string]any{"prompt": "hi", "permisionMode": "plan"}, `unknown parameter "permisionMode" for claude_direct_query (did you mean "permissionMode"?)`},
 	{"claude_session_list", map[string]any{"sessionId": false}, `sessionId: expected a string, got false`},
 	{"claude_session_list", []any{1}, `the arguments of claude_session_list must be an object of its parameters, got an array`},

@@ -134,17 +134,24 @@ func TestAuditCancelledAndRedacted(t *testing.T) {
 	waitFor(t, "the cancelled call's audit line", func() bool { return strings.Contains(buf.String(), `"outcome":"cancelled"`) })
 
 	secret := "the secret plan for the merger"
-	for _, args := range []map[string]any{
-		{"prompt": secret, "waitSeconds": "soon", "systemPrompt": secret + " too"},
-		{"prompt": map[string]any{"text": secret}},            // quoted by the schema validation
-		{"prompt": secret, "mcpServers": "secret plan again"}, // quoted, escaped, by encoding/json
-		{"prompt": secret, "permissionMode": secret},
+	long := secret + strings.Repeat(", and more of the secret plan", 4) // over what an argument error quotes
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"claude_direct_query", map[string]any{"prompt": secret, "waitSeconds": "soon", "systemPrompt": secret + " too"}},
+		{"claude_direct_query", map[string]any{"prompt": map[string]any{"text": secret}}},            // an object where a string goes
+		{"claude_direct_query", map[string]any{"prompt": secret, "mcpServers": "secret plan again"}}, // a string where an object goes
+		{"claude_direct_query", map[string]any{"prompt": secret, "permissionMode": secret}},
+		{"claude_direct_query", map[string]any{"prompt": secret, "tools": long, "maxTurns": long}}, // quoted by checkArgs, cut
+		{"claude_direct_query", map[string]any{"prompt": secret, "maxTurns": `a secret\ "quote`}},
+		{"claude_session_create", map[string]any{"permissionMode": long, "effort": "secret"}}, // an enumeration's value
 	} {
 		ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
-		res, err := f.cs.CallTool(ctx2, &mcp.CallToolParams{Name: "claude_direct_query", Arguments: args})
+		res, err := f.cs.CallTool(ctx2, &mcp.CallToolParams{Name: c.tool, Arguments: c.args})
 		cancel2()
 		if err == nil && !res.IsError {
-			t.Errorf("%v was accepted", args)
+			t.Errorf("%v was accepted", c.args)
 		}
 	}
 	if strings.Contains(buf.String(), "secret plan") || strings.Contains(buf.String(), "secret") {
