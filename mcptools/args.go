@@ -45,14 +45,15 @@ func checkArgs(schema *jsonschema.Schema, tool string, args json.RawMessage) err
 	c := argCheck{}
 	for _, name := range slices.Sorted(maps.Keys(m)) {
 		prop := schema.Properties[name]
-		switch {
-		case prop == nil:
+		if prop == nil {
 			c.add(unknownName("parameter", name, " for "+tool, schema))
-		case legacyForm(name, m[name]) != nil:
-			c.add(legacyForm(name, m[name]).Error())
-		default:
-			c.value(name, prop, m[name], !slices.Contains(schema.Required, name))
+			continue
 		}
+		if err := legacyForm(name, m[name]); err != nil {
+			c.add(err.Error())
+			continue
+		}
+		c.value(name, prop, m[name], !slices.Contains(schema.Required, name))
 	}
 	for _, name := range schema.Required {
 		if _, ok := m[name]; !ok {
