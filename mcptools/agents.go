@@ -209,12 +209,12 @@ type AgentInput struct {
 	PermissionMode  string                `json:"permissionMode,omitempty"`
 }
 
-// agentParams are the argument names of every agent tool.
-var agentParams = func() []string {
-	names := slices.Collect(maps.Keys(agentInputSchema().Properties))
-	slices.Sort(names)
-	return names
-}()
+// agentInput is the input schema of every agent tool, which checkArgs
+// checks each call against; agentParams are its argument names.
+var (
+	agentInput  = agentInputSchema()
+	agentParams = slices.Sorted(maps.Keys(agentInput.Properties))
+)
 
 // agentInputSchema is the input schema of every agent tool: as lean as it
 // gets (427 bytes), since the description has what is left of

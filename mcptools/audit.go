@@ -172,11 +172,14 @@ func (a *AuditLog) call(ctx context.Context, req *mcp.CallToolRequest, e auditEn
 }
 
 // Argument-decoding errors quote the values they could not take: the SDK's
-// schema validation ("type: map[text:…] has type") and encoding/json's
-// ("cannot unmarshal \"…\" into").
+// schema validation ("type: map[text:…] has type"), encoding/json's
+// ("cannot unmarshal \"…\" into") and checkArgs' (`got the string "…"`,
+// `"…" is not one of`, `put it in a list: […]`, strings in Go's quotes).
 var (
 	quotedValueRE  = regexp.MustCompile(`(type: ).*?( has type)`)
 	unmarshalRE    = regexp.MustCompile(`(cannot unmarshal ).*?( into )`)
+	argStringRE    = regexp.MustCompile(`(got the string |put it in a list: \[)"(?:[^"\\]|\\.)*"()`)
+	argEnumRE      = regexp.MustCompile(`(: )"(?:[^"\\]|\\.)*"( is not one of)`)
 	valueRedaction = "${1}[redacted]${2}"
 )
 
@@ -189,6 +192,8 @@ func redact(text string, args json.RawMessage) string {
 	}
 	text = quotedValueRE.ReplaceAllString(text, valueRedaction)
 	text = unmarshalRE.ReplaceAllString(text, valueRedaction)
+	text = argStringRE.ReplaceAllString(text, valueRedaction)
+	text = argEnumRE.ReplaceAllString(text, valueRedaction)
 	var v any
 	_ = json.Unmarshal(args, &v)
 	var strs []string

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
@@ -133,17 +134,24 @@ func TestAuditCancelledAndRedacted(t *testing.T) {
 	waitFor(t, "the cancelled call's audit line", func() bool { return strings.Contains(buf.String(), `"outcome":"cancelled"`) })
 
 	secret := "the secret plan for the merger"
-	for _, args := range []map[string]any{
-		{"prompt": secret, "waitSeconds": "soon", "systemPrompt": secret + " too"},
-		{"prompt": map[string]any{"text": secret}},            // quoted by the schema validation
-		{"prompt": secret, "mcpServers": "secret plan again"}, // quoted, escaped, by encoding/json
-		{"prompt": secret, "permissionMode": secret},
+	long := secret + strings.Repeat(", and more of the secret plan", 4) // over what an argument error quotes
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"claude_direct_query", map[string]any{"prompt": secret, "waitSeconds": "soon", "systemPrompt": secret + " too"}},
+		{"claude_direct_query", map[string]any{"prompt": map[string]any{"text": secret}}},            // an object where a string goes
+		{"claude_direct_query", map[string]any{"prompt": secret, "mcpServers": "secret plan again"}}, // a string where an object goes
+		{"claude_direct_query", map[string]any{"prompt": secret, "permissionMode": secret}},
+		{"claude_direct_query", map[string]any{"prompt": secret, "tools": long, "maxTurns": long}}, // quoted by checkArgs, cut
+		{"claude_direct_query", map[string]any{"prompt": secret, "maxTurns": `a secret\ "quote`}},
+		{"claude_session_create", map[string]any{"permissionMode": long, "effort": "secret"}}, // an enumeration's value
 	} {
 		ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
-		res, err := f.cs.CallTool(ctx2, &mcp.CallToolParams{Name: "claude_direct_query", Arguments: args})
+		res, err := f.cs.CallTool(ctx2, &mcp.CallToolParams{Name: c.tool, Arguments: c.args})
 		cancel2()
 		if err == nil && !res.IsError {
-			t.Errorf("%v was accepted", args)
+			t.Errorf("%v was accepted", c.args)
 		}
 	}
 	if strings.Contains(buf.String(), "secret plan") || strings.Contains(buf.String(), "secret") {
@@ -240,7 +248,7 @@ func TestEveryToolClassified(t *testing.T) {
 			t.Errorf("tool %s has no policy class: add it to toolActions (mcptools/actions.go)", tool.Name)
 		}
 	}
-	h = &handlers{params: map[string][]string{"claude_session_list": {"sessionId"}}, actions: map[string]string{}}
+	h = &handlers{inputs: map[string]*jsonschema.Schema{"claude_session_list": {Type: "object", Properties: map[string]*jsonschema.Schema{"sessionId": {Type: "string"}}}}, actions: map[string]string{}}
 	ran := false
 	next := func(context.Context, string, mcp.Request) (mcp.Result, error) {
 		ran = true

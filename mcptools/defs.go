@@ -1,14 +1,10 @@
 package mcptools
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"reflect"
-	"slices"
-	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -95,16 +91,15 @@ func (h *handlers) tools() []tool {
 
 // tool is one registration; add binds the typed handler.
 type tool struct {
-	def    *mcp.Tool
-	add    func(*mcp.Server)
-	params []string // every argument name it takes
+	def   *mcp.Tool
+	add   func(*mcp.Server)
+	input *jsonschema.Schema // def.InputSchema: checkArgs checks every call against it
 }
 
 func newTool[In, Out any](def *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) tool {
 	in := mustSchema[In]()
 	lean(in)
 	in.AdditionalProperties = nil // unknown arguments are refused by checkArgs
-	params := slices.Sorted(maps.Keys(in.Properties))
 	for name, prop := range in.Properties {
 		if patch := inputProperties[name]; patch != nil {
 			patch(prop)
@@ -117,7 +112,7 @@ func newTool[In, Out any](def *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) tool {
 	out := mustSchema[Out]()
 	shape(out, outputKeys[reflect.TypeFor[Out]()])
 	def.OutputSchema = out
-	return tool{def: def, add: func(s *mcp.Server) { mcp.AddTool(s, def, encodedOnce(h)) }, params: params}
+	return tool{def: def, add: func(s *mcp.Server) { mcp.AddTool(s, def, encodedOnce(h)) }, input: in}
 }
 
 // encodedOnce is h with its output encoded once, by the handler: the SDK,
@@ -148,30 +143,6 @@ func encodedOnce[In, Out any](h mcp.ToolHandlerFor[In, Out]) mcp.ToolHandlerFor[
 		}
 		return res, nil, nil
 	}
-}
-
-// checkArgs refuses arguments a tool does not take (the lean schemas do not
-// say additionalProperties: false), naming the ones it does: a misspelt
-// option must not be dropped silently. The forms worktree and settings took
-// before each had one type are refused with the form they take now.
-func checkArgs(params []string, tool string, args json.RawMessage) error {
-	var m map[string]json.RawMessage
-	if len(args) == 0 || json.Unmarshal(args, &m) != nil {
-		return nil // the SDK reports arguments that are not an object
-	}
-	for k := range m {
-		if !slices.Contains(params, k) {
-			return fmt.Errorf("unknown parameter %q for %s: it takes %s", k, tool, strings.Join(params, ", "))
-		}
-	}
-	if w := string(bytes.TrimSpace(m["worktree"])); w == "true" || w == "false" {
-		return fmt.Errorf("worktree %s: worktree is a string: a name, or %q for one the server picks (leave it out for none)", w, sessions.WorktreeAuto)
-	}
-	var path string
-	if bytes.HasPrefix(bytes.TrimSpace(m["settings"]), []byte(`"`)) && json.Unmarshal(m["settings"], &path) == nil {
-		return fmt.Errorf("settings %q: settings is an object; pass the path of a settings file as settingsFile", path)
-	}
-	return nil
 }
 
 // Tools returns the tool definitions, for documentation and tests.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +15,9 @@ import (
 
 // FuzzToolArguments sends arbitrary arguments to every tool. Each call must
 // be answered (a result or a JSON-RPC error), quickly, and the server must
-// keep serving. The CLI path points nowhere, so no process is started.
+// keep serving; no argument gets past checkArgs to be refused by the SDK's
+// own schema validation (whose errors name no parameter plainly). The CLI
+// path points nowhere, so no process is started.
 func FuzzToolArguments(f *testing.F) {
 	seeds := []string{
 		`{}`, `null`, `[]`, `{"sessionId":""}`, `{"sessionId":"x","prompt":"hi"}`,
@@ -23,6 +26,8 @@ func FuzzToolArguments(f *testing.F) {
 		`{"prompt":"hi","waitSeconds":-1}`, `{"sessionId":"x","cursor":"-5","limit":1000}`,
 		`{"allowedTools":["Bash(git:*)"],"maxTurns":3,"addDirs":["/tmp"]}`, `{"resumeSessionId":"00000000-0000-0000-0000-000000000000","forkSession":true}`,
 		`{"model":"claude-sonnet-4-5[1m]"}`, `{"profile":"../../etc"}`, `{"prompt":"\u0000"}`,
+		`{"sessionId":null}`, `{"sessionId":"x","limit":3.0}`, `{"prompt":"x","waitSeconds":1e3}`, `{"images":[{"path":1}]}`,
+		`{"settingSources":["user",null]}`, `{"mcpServers":{"a":{"command":"x"},"b":[]}}`, `{"permissionMode":"plan","effort":"max"}`,
 	}
 	for i, s := range seeds {
 		f.Add(uint8(i), s)
@@ -55,6 +60,9 @@ func FuzzToolArguments(f *testing.F) {
 		}
 		if err == nil && res == nil {
 			t.Fatalf("%s(%s): no result and no error", tool.Name, args)
+		}
+		if err == nil && res.IsError && strings.Contains(resText(res), `validating "arguments"`) {
+			t.Fatalf("%s(%s): refused by the SDK's validation, not checkArgs: %s", tool.Name, args, resText(res))
 		}
 	})
 }

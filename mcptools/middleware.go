@@ -191,20 +191,21 @@ func (h *handlers) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// callTool runs a tools/call: unknown arguments are refused; a query from
-// a client that takes tasks may be answered with one.
+// callTool runs a tools/call: arguments that do not fit the tool's input
+// schema are refused (checkArgs); a query from a client that takes tasks
+// may be answered with one.
 func (h *handlers) callTool(ctx context.Context, req *mcp.CallToolRequest, next mcp.MethodHandler) (mcp.Result, error) {
 	name := req.Params.Name
 	agent := h.agents.has(name)
-	params := h.params[name]
+	input := h.inputs[name]
 	if agent {
-		params = agentParams
+		input = agentInput
 	}
-	if params != nil {
+	if input != nil {
 		if _, ok := h.toolAction(name); !ok {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: unclassifiedTool(name).Error()}}, IsError: true}, nil
 		}
-		if err := checkArgs(params, name, req.Params.Arguments); err != nil {
+		if err := checkArgs(input, name, req.Params.Arguments); err != nil {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}, IsError: true}, nil
 		}
 	}

@@ -30,6 +30,14 @@ const DefaultMaxFrameBytes = 64 << 20
 // the server: a line that is not JSON is answered -32700, one that is not a
 // JSON-RPC 2.0 message (or an empty batch, or a line over the frame limit)
 // -32600 with its id when one can be read, and serving goes on.
+//
+// At the end of input every request already read is answered before the
+// SDK hears of the end: once it has, it writes nothing more, so a request
+// written just before stdin closed went unanswered. The calls the server
+// made to the client (elicitation) get an error answer here at the end, as
+// the client can no longer answer them, and a subscriptions/listen stream,
+// which lasts as long as the connection, is cancelled (it then answers with
+// its closing result).
 type StdioTransport struct {
 	// Reader and Writer are stdin and stdout.
 	Reader io.Reader
@@ -60,7 +68,8 @@ func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
 	if limit <= 0 {
 		limit = DefaultMaxFrameBytes
 	}
-	c := &frameConn{w: t.Writer, log: log, incoming: make(chan jsonrpc.Message), readErr: make(chan error, 1), closed: make(chan struct{})}
+	c := &frameConn{w: t.Writer, log: log, incoming: make(chan jsonrpc.Message), closed: make(chan struct{}),
+		inbound: map[jsonrpc.ID]string{}, outbound: map[jsonrpc.ID]bool{}, wake: make(chan struct{}, 1)}
 	go c.readLoop(bufio.NewReaderSize(t.Reader, 64<<10), limit, t.eof)
 	return c, nil
 }
@@ -74,9 +83,16 @@ type frameConn struct {
 	wmu sync.Mutex
 
 	incoming  chan jsonrpc.Message
-	readErr   chan error
 	closed    chan struct{}
 	closeOnce sync.Once
+
+	// What is owed when the input ends (see StdioTransport).
+	mu       sync.Mutex
+	inbound  map[jsonrpc.ID]string // requests handed to the SDK and not answered yet: their methods
+	outbound map[jsonrpc.ID]bool   // the server's calls to the client not answered yet
+	late     []jsonrpc.Message     // made here after the end: answers to the server's calls, cancellations
+	end      error                 // the input's end (io.EOF, a read or write error); nil before
+	wake     chan struct{}         // a Read waiting is woken: the state above changed
 }
 
 func (c *frameConn) readLoop(br *bufio.Reader, limit int, eof chan struct{}) {
@@ -87,11 +103,12 @@ func (c *frameConn) readLoop(br *bufio.Reader, limit int, eof chan struct{}) {
 		if reply != nil {
 			c.log.Warn("refused an inbound frame", "bytes", len(line), "reply", textcut.Cut(string(reply), 300))
 			if werr := c.writeRaw(reply); werr != nil {
-				c.readErr <- werr
+				c.ended(werr)
 				return
 			}
 		}
 		if msg != nil {
+			c.handed(msg) // before the end can be recorded, in this goroutine
 			select {
 			case c.incoming <- msg:
 			case <-c.closed:
@@ -102,9 +119,75 @@ func (c *frameConn) readLoop(br *bufio.Reader, limit int, eof chan struct{}) {
 			if errors.Is(err, io.EOF) {
 				err = io.EOF
 			}
-			c.readErr <- err
+			c.ended(err)
 			return
 		}
+	}
+}
+
+// errInputEnded answers the server's calls to the client once the client's
+// input has ended.
+var errInputEnded = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the client closed its input (stdin), so it cannot answer"}
+
+// ended records the end of input: the server's calls to the client are
+// answered with an error, listen streams cancelled, and Read reports err
+// once every request is answered.
+func (c *frameConn) ended(err error) {
+	c.mu.Lock()
+	if c.end == nil {
+		c.end = err
+		for id := range c.outbound {
+			c.late = append(c.late, &jsonrpc.Response{ID: id, Error: errInputEnded})
+		}
+		clear(c.outbound)
+		for id, method := range c.inbound {
+			if method == "subscriptions/listen" {
+				params, _ := json.Marshal(mcp.CancelledParams{RequestID: id.Raw(), Reason: "the client closed its input (stdin)"})
+				c.late = append(c.late, &jsonrpc.Request{Method: "notifications/cancelled", Params: params})
+			}
+		}
+	}
+	c.mu.Unlock()
+	c.poke()
+}
+
+// poke wakes a Read waiting for the state to change.
+func (c *frameConn) poke() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// owed returns what Read returns before anything from the input: an answer
+// made here to a call of the server, or, once the input has ended and
+// every request has been answered, the end.
+func (c *frameConn) owed() (jsonrpc.Message, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.late) > 0 {
+		m := c.late[0]
+		c.late = c.late[1:]
+		return m, true, nil
+	}
+	if c.end != nil && len(c.inbound) == 0 {
+		return nil, true, c.end
+	}
+	return nil, false, nil
+}
+
+// handed notes a message about to be handed to the SDK: a request it owes
+// an answer to, or the client's answer to a call of the server.
+func (c *frameConn) handed(m jsonrpc.Message) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch m := m.(type) {
+	case *jsonrpc.Request:
+		if _, dup := c.inbound[m.ID]; m.ID.IsValid() && !dup {
+			c.inbound[m.ID] = m.Method // a second request with the id is answered with no id: the first's answer clears it
+		}
+	case *jsonrpc.Response:
+		delete(c.outbound, m.ID)
 	}
 }
 
@@ -222,32 +305,72 @@ func (c *frameConn) writeRaw(data []byte) error {
 	return err
 }
 
-// Read implements [mcp.Connection].
+// Read implements [mcp.Connection]. The end of input comes only after
+// every request read before it has been answered (see StdioTransport);
+// every later Read returns it too.
 func (c *frameConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	select {
-	case m := <-c.incoming:
-		return m, nil
-	case err := <-c.readErr:
-		c.readErr <- err // every later Read sees it too
-		return nil, err
-	case <-c.closed:
-		return nil, mcp.ErrConnectionClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	for {
+		if m, ok, err := c.owed(); ok {
+			return m, err
+		}
+		select {
+		case m := <-c.incoming:
+			return m, nil
+		case <-c.wake:
+		case <-c.closed:
+			return nil, mcp.ErrConnectionClosed
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 }
 
 // Write implements [mcp.Connection].
 func (c *frameConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.ID.IsValid() && !c.calling(req.ID) {
+		return nil // the input has ended: calling answered it
+	}
 	fixErrorCode(msg)
 	data, ok := encodeResult(msg)
+	var err error
 	if !ok {
-		var err error
-		if data, err = jsonrpc.EncodeMessage(msg); err != nil {
-			return fmt.Errorf("encoding a JSON-RPC message: %w", err)
+		data, err = jsonrpc.EncodeMessage(msg)
+		if err != nil {
+			err = fmt.Errorf("encoding a JSON-RPC message: %w", err)
 		}
 	}
-	return c.writeRaw(data)
+	if err == nil {
+		err = c.writeRaw(data)
+	}
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		c.answered(resp.ID) // or failed trying: it is owed no more
+	}
+	return err
+}
+
+// calling notes a call of the server to the client. Once the input has
+// ended it is answered here with an error instead, and calling is false.
+func (c *frameConn) calling(id jsonrpc.ID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.end == nil {
+		c.outbound[id] = true
+		return true
+	}
+	c.late = append(c.late, &jsonrpc.Response{ID: id, Error: errInputEnded})
+	c.poke()
+	return false
+}
+
+// answered notes the answer to request id.
+func (c *frameConn) answered(id jsonrpc.ID) {
+	c.mu.Lock()
+	delete(c.inbound, id)
+	done := c.end != nil && len(c.inbound) == 0
+	c.mu.Unlock()
+	if done {
+		c.poke()
+	}
 }
 
 // encodeResult frames a successful response around its result as it is:

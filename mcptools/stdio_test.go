@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -373,5 +374,189 @@ func TestEncodeResult(t *testing.T) {
 				t.Errorf("encodeResult:\n%s\nEncodeMessage:\n%s", got, want)
 			}
 		})
+	}
+}
+
+// eofRequests are requests written all at once and followed at once by the
+// end of input: each must be answered (issue 27: `initialize` then EOF got
+// no answer in 23 of 30 runs), a tools/call among them.
+var eofRequests = []string{
+	`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`,
+	`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+	`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+	`{"jsonrpc":"2.0","id":3,"method":"ping"}`,
+	`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"claude_session_list","arguments":{}}}`,
+}
+
+// TestAnsweredBeforeEOF: every request received before stdin closes is
+// answered before Run returns, run after run.
+func TestAnsweredBeforeEOF(t *testing.T) {
+	mgr := sessions.NewManager(sessions.Config{CLIPath: filepath.Join(t.TempDir(), "no-claude")})
+	t.Cleanup(mgr.Shutdown)
+	input := strings.Join(eofRequests, "\n") + "\n"
+	for run := range 30 {
+		var out syncBuf
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		err := NewServer(mgr, Options{Version: "test"}).Run(ctx, &StdioTransport{Reader: strings.NewReader(input), Writer: &out})
+		cancel()
+		if err != nil && err != io.EOF {
+			t.Fatalf("run %d: Run = %v", run, err)
+		}
+		answered := map[string]bool{}
+		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			var r struct {
+				ID     json.RawMessage `json:"id"`
+				Result json.RawMessage `json:"result"`
+			}
+			if json.Unmarshal([]byte(line), &r) == nil && r.Result != nil {
+				answered[string(r.ID)] = true
+			}
+		}
+		for _, id := range []string{"1", "2", "3", "4"} {
+			if !answered[id] {
+				t.Fatalf("run %d: request %s was not answered before the end; output:\n%s", run, id, out.String())
+			}
+		}
+	}
+}
+
+// TestEOFWaitsForAnswers: the transport tells the SDK of the end of input
+// only once it has written an answer to every request it handed over; the
+// server's calls to the client (elicitation), pending at the end or made
+// after it, are answered with an error, as the client can no longer
+// answer them, and those made after it are not written.
+func TestEOFWaitsForAnswers(t *testing.T) {
+	inR, inW := io.Pipe()
+	var out syncBuf
+	tr := &StdioTransport{Reader: inR, Writer: &out}
+	conn, err := tr.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	call := func(id any) *jsonrpc.Request {
+		jid, err := jsonrpc.MakeID(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &jsonrpc.Request{ID: jid, Method: "elicitation/create", Params: json.RawMessage(`{}`)}
+	}
+	if err := conn.Write(ctx, call("before")); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`+"\n")
+		inW.Close()
+	}()
+	m, err := conn.Read(ctx)
+	req, ok := m.(*jsonrpc.Request)
+	if err != nil || !ok || req.ID.Raw() != int64(1) {
+		t.Fatalf("Read = %v, %v; want request 1", m, err)
+	}
+	<-tr.InputClosed()
+	// The call pending at the end is answered with an error.
+	m, err = conn.Read(ctx)
+	if resp, ok := m.(*jsonrpc.Response); err != nil || !ok || resp.ID.Raw() != "before" || resp.Error == nil || !strings.Contains(resp.Error.Error(), "closed its input") {
+		t.Fatalf("Read after the end = %v, %v; want the error answer to the pending call", m, err)
+	}
+	// A call made after the end is answered alike and not written.
+	if err := conn.Write(ctx, call("after")); err != nil {
+		t.Fatal(err)
+	}
+	m, err = conn.Read(ctx)
+	if resp, ok := m.(*jsonrpc.Response); err != nil || !ok || resp.ID.Raw() != "after" || resp.Error == nil {
+		t.Fatalf("Read = %v, %v; want the error answer to the call made after the end", m, err)
+	}
+	if strings.Contains(out.String(), `"after"`) {
+		t.Errorf("the call made after the end was written: %s", out.String())
+	}
+	// Request 1 is not answered yet: no end for the SDK.
+	done, stop := context.WithCancel(ctx)
+	stop()
+	if m, err := conn.Read(done); err != context.Canceled {
+		t.Fatalf("Read with request 1 unanswered = %v, %v; want nothing until it is answered", m, err)
+	}
+	if err := conn.Write(ctx, &jsonrpc.Response{ID: req.ID, Result: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // and every later Read
+		if _, err := conn.Read(ctx); err != io.EOF {
+			t.Fatalf("Read after the last answer = %v, want io.EOF", err)
+		}
+	}
+	if !strings.Contains(out.String(), `{"jsonrpc":"2.0","id":1,"result":{}}`) {
+		t.Errorf("the answer to request 1 was not written: %s", out.String())
+	}
+}
+
+// TestListenStreamEndsAtEOF: a subscriptions/listen stream, which lasts as
+// long as the connection, is cancelled at the end of input and answered
+// with its closing result; Run returns (it would otherwise wait for the
+// stream's answer for ever).
+func TestListenStreamEndsAtEOF(t *testing.T) {
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+	input := `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + meta + `}}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + meta + `}}` + "\n"
+	mgr := sessions.NewManager(sessions.Config{CLIPath: filepath.Join(t.TempDir(), "no-claude")})
+	t.Cleanup(mgr.Shutdown)
+	var out syncBuf
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err := NewServer(mgr, Options{Version: "test"}).Run(ctx, &StdioTransport{Reader: strings.NewReader(input), Writer: &out})
+	if err != nil && err != io.EOF {
+		t.Fatalf("Run = %v; output:\n%s", err, out.String())
+	}
+	// Its closing result, or an error when the cancellation came before
+	// its handler started.
+	if !strings.Contains(out.String(), `"id":2,"result"`) && !strings.Contains(out.String(), `"id":2,"error"`) {
+		t.Errorf("the listen stream got no closing answer:\n%s", out.String())
+	}
+}
+
+// TestRunningQueryAnsweredAtEOF: a query running when stdin closes is
+// answered before Run returns: interrupted by the stop of the sessions
+// that the end of input starts (as main's awaitStop does).
+func TestRunningQueryAnsweredAtEOF(t *testing.T) {
+	path, env := fakecli.Command(t)
+	mgr := sessions.NewManager(sessions.Config{CLIPath: path, Env: env})
+	t.Cleanup(mgr.Shutdown)
+	inR, inW := io.Pipe()
+	var out syncBuf
+	tr := &StdioTransport{Reader: inR, Writer: &out}
+	done := make(chan error, 1)
+	go func() { done <- NewServer(mgr, Options{}).Run(context.Background(), tr) }()
+	go func() { <-tr.InputClosed(); mgr.Shutdown() }()
+	write := func(line string) {
+		t.Helper()
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(eofRequests[0])
+	write(eofRequests[1])
+	write(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"claude_session_create","arguments":{"cwd":"` + t.TempDir() + `"}}}`)
+	waitFor(t, "the session", func() bool { return strings.Contains(out.String(), `{"jsonrpc":"2.0","id":2,"result"`) })
+	sid := mgr.List()[0].ID
+	write(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"claude_chat_query","arguments":{"sessionId":"` + sid + `","prompt":"SLOW5"}}}`)
+	waitFor(t, "the query to run", func() bool { return runningQuery(mgr, sid) || strings.Contains(out.String(), `"id":3,`) })
+	inW.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run = %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not return after the end of input")
+	}
+	var answer string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(line, `{"jsonrpc":"2.0","id":3,`) {
+			answer = line
+		}
+	}
+	if !strings.Contains(answer, `"result"`) || !strings.Contains(answer, "The query was interrupted.") {
+		t.Errorf("the running query's answer: %.500s\noutput:\n%.2000s", answer, out.String())
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -117,11 +118,11 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 			// lists) whatever it declares: declare what it answers.
 			//lint:ignore SA1019 the logging capability serves clients of protocols before 2026-07-28
 			Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Prompts: &mcp.PromptCapabilities{}, Resources: &mcp.ResourceCapabilities{}}})
-	h := &handlers{mgr: mgr, log: logger, opts: opts, stateKey: newStateKey(), tasks: newTaskStore(opts.TaskTTL), params: map[string][]string{},
+	h := &handlers{mgr: mgr, log: logger, opts: opts, stateKey: newStateKey(), tasks: newTaskStore(opts.TaskTTL), inputs: map[string]*jsonschema.Schema{},
 		audit: opts.Audit}
 	for _, t := range h.tools() {
 		t.add(srv)
-		h.params[t.def.Name] = t.params
+		h.inputs[t.def.Name] = t.input
 	}
 	if h.dash = opts.Dashboard; h.dash != nil {
 		h.dash.h = h
@@ -197,7 +198,7 @@ type handlers struct {
 
 	stateKey []byte // signs RequestState of input-required results
 	tasks    *taskStore
-	params   map[string][]string // argument names, by tool
+	inputs   map[string]*jsonschema.Schema // input schemas, by tool (checkArgs)
 	audit    *AuditLog
 	actions  map[string]string // the tools' classes (toolActions; tests change it)
 	bursts   bursts            // the fan-out rule (middleware.go)

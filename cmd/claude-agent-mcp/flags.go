@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/nearest"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
 )
 
@@ -276,45 +277,12 @@ func isBool(f *flag.Flag) bool {
 	return ok && b.IsBoolFlag()
 }
 
-// closestFlag is the flag whose name is nearest to name — within an edit
-// distance of a third of its length (at least 1, at most 3), or the one
-// flag it begins — else "".
+// closestFlag is the flag whose name is nearest to name (see
+// nearest.Name), else "".
 func closestFlag(fs *flag.FlagSet, name string) string {
-	best, bestD := "", min(max(len(name)/3, 1), 3)+1
-	var prefixed []string
-	fs.VisitAll(func(f *flag.Flag) {
-		if d := editDistance(name, f.Name); d < bestD {
-			best, bestD = f.Name, d
-		}
-		if strings.HasPrefix(f.Name, name) {
-			prefixed = append(prefixed, f.Name)
-		}
-	})
-	if best == "" && len(prefixed) == 1 {
-		return prefixed[0]
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance of a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	return nearest.Name(name, names)
 }
 
 func envName(flagName string) string {

@@ -142,14 +142,6 @@ func TestClosestFlag(t *testing.T) {
 			t.Errorf("closestFlag(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
-	for _, tc := range []struct {
-		a, b string
-		d    int
-	}{{"", "", 0}, {"a", "", 1}, {"", "abc", 3}, {"kitten", "sitting", 3}, {"idle-timout", "idle-timeout", 1}, {"flaw", "lawn", 2}} {
-		if d := editDistance(tc.a, tc.b); d != tc.d {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, d, tc.d)
-		}
-	}
 }
 
 // TestHelp: --help prints to stdout and exits 0; every flag appears once,

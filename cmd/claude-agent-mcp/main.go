@@ -182,18 +182,20 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	survivePipeClose()
 	// The CLI is checked in the background: serving starts at once. The
-	// check ends (its CLI killed) when serving does: stop comes before the
-	// sessions are shut down.
+	// check ends (its CLI killed) when serving does, before the sessions
+	// are shut down.
+	checkCtx, endCheck := context.WithCancel(ctx)
 	checked := make(chan struct{})
 	go func() {
 		defer close(checked)
 		// With --per-user-config-dir each user's sessions have credentials
 		// of their own: the server's are no guide.
-		checkCLI(ctx, mgr, mcfg.Env, mcfg.PerUserConfigDir == "", logger)
+		checkCLI(checkCtx, mgr, mcfg.Env, mcfg.PerUserConfigDir == "", logger)
 	}()
 	defer func() {
-		stop()
+		endCheck()
 		<-checked
 	}()
 	if c.http != "" {
@@ -206,23 +208,42 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 		runErr <- srv.Run(ctx, transport)
 	}()
 	err = awaitStop(ctx, runErr, transport.InputClosed(), func() {
-		stop()
+		endCheck() // not stop: Run, cancelled, would write no more answers
 		start := time.Now()
 		mgr.Shutdown()
 		logger.Info("all sessions stopped", "took", time.Since(start).Round(time.Millisecond))
 	}, 3*time.Second, logger)
-	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) && !errors.Is(err, mcp.ErrConnectionClosed) {
-		return err
+	return stdioEnd(err)
+}
+
+// survivePipeClose keeps the server alive when stdout's reader is gone (a
+// client that has gone has closed stdout too): writing an answer there
+// fails (EPIPE) rather than killing the server by SIGPIPE before it has
+// stopped its sessions. Notify makes it so (Ignore would not do: the CLI's
+// processes would inherit it).
+func survivePipeClose() {
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+}
+
+// stdioEnd is the end of serving on stdio as serve returns it: the client's
+// end of the pipes (EOF, EPIPE: it has gone) and a stop are clean.
+func stdioEnd(err error) error {
+	for _, clean := range []error{context.Canceled, io.EOF, mcp.ErrConnectionClosed, syscall.EPIPE} {
+		if errors.Is(err, clean) {
+			return nil
+		}
 	}
-	return nil
+	return err
 }
 
 // awaitStop waits for the end of serving on stdio: Run returning, stdin
-// closing or a signal (ctx). The SDK finishes in-flight calls before Run
-// returns, so shutdown (stopping the sessions: their running turns are
-// interrupted and the calls return) runs as soon as any of them happens;
-// then Run's error is awaited for at most grace — unless Run had already
-// returned, whose error is read exactly once.
+// closing or a signal (ctx). Shutdown (stopping the sessions: their running
+// turns are interrupted and the calls return) runs as soon as any of them
+// happens; then Run's error is awaited for at most grace — unless Run had
+// already returned, whose error is read exactly once. At stdin's end Run
+// is not cancelled: the transport tells the SDK of the end only once every
+// request read before it is answered (mcptools.StdioTransport), and Run
+// returns then; a signal cancels Run, which answers nothing more.
 func awaitStop(ctx context.Context, runErr <-chan error, inputClosed <-chan struct{}, shutdown func(), grace time.Duration, logger *slog.Logger) error {
 	var err error
 	ran := false

@@ -338,7 +338,8 @@ func checkSchemaTypes(where string, v any) error {
 
 // Validate checks the form of every option of o, and normalises it: its
 // cwd and addDirs cleaned (cwd must be set), a settings file passed as
-// settings moved to settingsFile.
+// settings moved to settingsFile; last, that the options fit on the CLI's
+// command line (ValidateArgSizes).
 func Validate(o *CreateOptions) error {
 	var err error
 	if o.Cwd, err = ValidateDir("cwd", o.Cwd); err != nil {
@@ -387,5 +388,5 @@ func Validate(o *CreateOptions) error {
 			return err
 		}
 	}
-	return nil
+	return ValidateArgSizes(o)
 }
