@@ -131,6 +131,7 @@ func (s *Session) onControl(ctx context.Context, req *claudeagent.ControlRequest
 	t, ask, cwd := s.cur, s.curAsk, s.cwdLocked()
 	s.mu.Unlock()
 	res := s.m.decidePermission(ctx, &PermissionRequest{SessionID: s.ID, Cwd: cwd, CanUseToolRequest: c}, ask)
+	res = s.boundApproval(c, cwd, res)
 	if t != nil {
 		if res.Behavior == "deny" {
 			t.addDenial(PermissionDenial{ToolName: c.ToolName, ToolUseID: c.ToolUseID, ToolInput: c.Input})
@@ -139,6 +140,31 @@ func (s *Session) onControl(ctx context.Context, req *claudeagent.ControlRequest
 			Text: permissionSummary(c, res)})
 	}
 	return res, nil
+}
+
+// boundApproval keeps an allow within the operator's ceilings
+// (policy.Gate.CheckApproval), whoever gave it — the caller through
+// elicitation or the dashboard, or the permission policy: a path beyond
+// them turns it into a denial, and permission updates beyond them are
+// dropped (the use is allowed once).
+func (s *Session) boundApproval(c *claudeagent.CanUseToolRequest, cwd string, res *claudeagent.PermissionResult) *claudeagent.PermissionResult {
+	if res.Behavior != "allow" {
+		return res
+	}
+	s.mu.Lock()
+	o := s.opts
+	s.mu.Unlock()
+	kept, err := s.m.policy.CheckApproval(&o, cwd, policy.ApprovalOf(c, cwd, res.UpdatedPermissions))
+	if err != nil {
+		s.log.Info("an approval reaches beyond the server's policy; denied", "tool", c.ToolName, "reason", err)
+		return claudeagent.Deny(fmt.Sprintf("Permission to use %s was denied by the server's policy, whoever allowed it: %v.", c.ToolName, err))
+	}
+	if len(kept) < len(res.UpdatedPermissions) {
+		s.log.Info("an approval's lasting permissions reach beyond the server's policy; allowed once", "tool", c.ToolName)
+	}
+	out := *res
+	out.UpdatedPermissions = kept
+	return &out
 }
 
 func permissionSummary(c *claudeagent.CanUseToolRequest, res *claudeagent.PermissionResult) string {

@@ -132,3 +132,26 @@ func TestPermissionPolicy(t *testing.T) {
 		}
 	})
 }
+
+// TestApprovalWithinCeilings: whoever allows a tool use, it stays within
+// the ceilings: a path outside --allowed-roots is denied, and lasting
+// permission updates a remote caller may not grant are dropped.
+func TestApprovalWithinCeilings(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	m := newManager(t, Config{AllowedRoots: []string{root}, Remote: true, RemoteAllow: []string{"reads-files"}})
+	s := create(t, m, CreateOptions{Cwd: root, Owner: "alice"})
+	in, _ := json.Marshal(map[string]string{"file_path": outside + "/secret"})
+	var rule claudeagent.PermissionUpdate
+	if err := json.Unmarshal([]byte(`{"type":"addRules","behavior":"allow","destination":"session","rules":[{"toolName":"Read"}]}`), &rule); err != nil {
+		t.Fatal(err)
+	}
+	res := s.boundApproval(&claudeagent.CanUseToolRequest{ToolName: "Read", Input: in}, root, claudeagent.Allow(in, rule))
+	if res.Behavior != "deny" || !strings.Contains(res.Message, "outside the directories this server allows") {
+		t.Errorf("an approval of a read outside the roots = %+v", res)
+	}
+	in, _ = json.Marshal(map[string]string{"file_path": root + "/f"})
+	res = s.boundApproval(&claudeagent.CanUseToolRequest{ToolName: "Read", Input: in}, root, claudeagent.Allow(in, rule))
+	if res.Behavior != "allow" || len(res.UpdatedPermissions) != 0 {
+		t.Errorf("an approval inside the roots with a rule the caller may not grant = %+v", res)
+	}
+}
