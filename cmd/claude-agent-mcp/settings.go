@@ -238,11 +238,14 @@ func (c *config) checkSettingSources(k *checks) []string {
 	return sources
 }
 
+// kernelAvailable is ceiling.Available; tests replace it.
+var kernelAvailable = ceiling.Available
+
 // checkKernel finds out whether the kernel can enforce the sessions'
 // ceilings (Landlock). Without it, --http beyond loopback is refused
 // unless the operator accepts that with --accept-no-landlock.
 func (c *config) checkKernel(k *checks, st *settings) {
-	st.kernel, st.noKernel = ceiling.Available()
+	st.kernel, st.noKernel = kernelAvailable()
 	st.sessions.Kernel = st.noKernel == nil
 	if st.noKernel == nil || c.http == "" || c.acceptNoLandlock {
 		return
