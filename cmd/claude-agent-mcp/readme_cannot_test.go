@@ -28,7 +28,7 @@ func TestWhatTheyCannot(t *testing.T) {
 	if !ok {
 		t.Fatal(`README.md has no "**What they cannot**" list`)
 	}
-	list, _, _ = strings.Cut(list, "\n\n")     // the sentence before the list
+	list, _, _ = strings.Cut(list, "\n\n")      // the sentence before the list
 	_, list, _ = strings.Cut(list+"\n", "\n- ") // the list itself
 	list, _, _ = strings.Cut("- "+list, "\n\n")
 	lines := strings.Split(strings.TrimSpace(list), "\n")
