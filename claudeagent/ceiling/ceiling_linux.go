@@ -22,12 +22,6 @@ const (
 	fsReadDir  uint64 = unix.LANDLOCK_ACCESS_FS_READ_DIR
 	// fsFileWrite are the rights of writing a file that exists.
 	fsFileWrite uint64 = unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE
-	// fsDirWrite are the rights of changing a directory's entries.
-	fsDirWrite uint64 = unix.LANDLOCK_ACCESS_FS_REMOVE_DIR | unix.LANDLOCK_ACCESS_FS_REMOVE_FILE |
-		unix.LANDLOCK_ACCESS_FS_MAKE_CHAR | unix.LANDLOCK_ACCESS_FS_MAKE_DIR |
-		unix.LANDLOCK_ACCESS_FS_MAKE_REG | unix.LANDLOCK_ACCESS_FS_MAKE_SOCK |
-		unix.LANDLOCK_ACCESS_FS_MAKE_FIFO | unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK |
-		unix.LANDLOCK_ACCESS_FS_MAKE_SYM | unix.LANDLOCK_ACCESS_FS_REFER
 	// fsFileRights are the rights a rule on a file (not a directory) may
 	// carry.
 	fsFileRights = fsExecute | fsReadFile | fsFileWrite | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
@@ -174,7 +168,9 @@ func (c *Ceiling) ruleset(abi int) (int, error) {
 	err := errors.Join(
 		add(c.Exec, fsExecute|read),
 		add(c.Read, read|exec),
-		add(c.Write, all),
+		// Never execute what can be written: a program the session
+		// wrote (or found in a repository) is no program of the CLI's.
+		add(c.Write, all&^fsExecute),
 	)
 	if !c.Files {
 		// Files are not restricted: everything but execution, everywhere.

@@ -106,6 +106,24 @@ func TestNoPrograms(t *testing.T) {
 	if !try(t, &allowed, "exec "+sh) {
 		t.Errorf("sh refused under %s", &allowed)
 	}
+	// Nothing written can be executed: a copy of sh in a directory the
+	// process may write is no program of its own.
+	dir := t.TempDir()
+	copied := filepath.Join(dir, "sh")
+	if b, err := os.ReadFile(sh); err != nil || os.WriteFile(copied, b, 0o755) != nil {
+		t.Fatal(err)
+	}
+	files := c.With(Interpreters(sh, ""), []string{"/usr", "/lib", "/lib64", "/etc/ld.so.cache"}, []string{dir, "/dev/null"})
+	files.Files = true
+	if try(t, &files, "exec "+copied) {
+		t.Errorf("a program in a writable directory ran under %s", &files)
+	}
+	// The control: the same ceiling with programs lets it run, so the
+	// refusal above is the execute right's.
+	files.NoPrograms = false
+	if !try(t, &files, "exec "+copied) {
+		t.Errorf("a program in a writable directory refused under %s", &files)
+	}
 	// Files are not restricted by NoPrograms alone.
 	if !try(t, c, "read /etc/hostname") {
 		t.Errorf("a read refused under %s", c)
