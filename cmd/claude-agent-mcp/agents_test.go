@@ -29,14 +29,7 @@ func TestAgentSources(t *testing.T) {
 		{[]string{"--agent-sources", "none"}, "", "", false},
 		{[]string{"--agents-dir", "/a" + string(os.PathListSeparator) + "/b", "--agents-file", "/f.yaml", "--max-agent-tools", "3"}, "user,project,dirs,file", wd, true},
 	} {
-		c, _, err := parseFlags(tc.args)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := c.check()
-		if err != nil {
-			t.Fatalf("%v: %v", tc.args, err)
-		}
+		st := mustSettings(t, tc.args...)
 		if got := st.agents.Sources.String(); got != tc.want || st.agents.Project != tc.project {
 			t.Errorf("%v: sources %q, project %q; want %q, %q", tc.args, got, st.agents.Project, tc.want, tc.project)
 		}

@@ -16,14 +16,7 @@ func TestUserMaxLiveDefault(t *testing.T) {
 		{[]string{"--http", "127.0.0.1:0", "--user-max-live", "0"}, 0},
 		{[]string{"--http", "127.0.0.1:0", "--user-max-live", "4"}, 4},
 	} {
-		c, _, err := parseFlags(tc.args)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := c.check()
-		if err != nil {
-			t.Fatalf("%v: %v", tc.args, err)
-		}
+		st := mustSettings(t, tc.args...)
 		if got := st.sessions.UserMaxLive; got != tc.want {
 			t.Errorf("%v: --user-max-live is %d, want %d", tc.args, got, tc.want)
 		}
@@ -32,4 +25,18 @@ func TestUserMaxLiveDefault(t *testing.T) {
 	if _, err := c.check(); err == nil {
 		t.Error("--user-max-live -2 was accepted")
 	}
+}
+
+// mustSettings parses and checks args as the server does at start.
+func mustSettings(t *testing.T, args ...string) *settings {
+	t.Helper()
+	c, _, err := parseFlags(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.check()
+	if err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return st
 }

@@ -59,14 +59,7 @@ func TestSettingSourcesFlag(t *testing.T) {
 		{[]string{"--setting-sources", "local,user,project"}, nil},
 		{[]string{"--http", "127.0.0.1:0", "--setting-sources", "project"}, []string{"project"}},
 	} {
-		c, _, err := parseFlags(tc.args)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := c.check()
-		if err != nil {
-			t.Fatalf("%v: %v", tc.args, err)
-		}
+		st := mustSettings(t, tc.args...)
 		if got := st.sessions.SettingSources; !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%v: sources %#v, want %#v", tc.args, got, tc.want)
 		}
