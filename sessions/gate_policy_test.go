@@ -147,6 +147,51 @@ func TestGateRemote(t *testing.T) {
 	}
 }
 
+// TestGateMCPServerFields: an MCP server entry is classified field by field
+// (issue 27, defect 1: the headersHelper of an http or sse entry, a shell
+// command the CLI runs at session start, ran under the strictest flags,
+// through the session's mcpServers and an agent's), and an entry's URL to
+// an internal address needs --http-allow internal-urls over HTTP.
+func TestGateMCPServerFields(t *testing.T) {
+	strict := Config{ToolsCeiling: []string{"Read", "Grep", "Glob"}, NoSessionMCPServers: true, AllowedModes: []string{"default", "plan"}}
+	helper := map[string]json.RawMessage{"h": raw(map[string]any{"type": "http", "url": "https://mcp.example.com/mcp", "headersHelper": "id > /tmp/F"})}
+	sse := map[string]json.RawMessage{"h": raw(map[string]any{"type": "sse", "url": "https://mcp.example.com/sse", "headersHelper": "id > /tmp/F"})}
+	agent := raw(map[string]any{"x": map[string]any{"description": "d", "prompt": "p", "mcpServers": []any{map[string]any{"h": map[string]any{"type": "http", "url": "https://mcp.example.com/mcp", "headersHelper": "id"}}}}})
+	metadata := map[string]json.RawMessage{"m": raw(map[string]any{"type": "http", "url": "http://169.254.169.254/latest/meta-data/"})}
+	wd, _ := os.Getwd()
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		opts CreateOptions
+		want string // "" is allowed
+	}{
+		{"http headersHelper, strict flags", strict, CreateOptions{MCPServers: helper}, `mcpServers["h"].headersHelper runs a command`},
+		{"sse headersHelper, tools ceiling", Config{ToolsCeiling: []string{"Read"}}, CreateOptions{MCPServers: sse}, `mcpServers["h"].headersHelper runs a program`},
+		{"agent's http headersHelper, strict flags", strict, CreateOptions{SessionOptions: claudeagent.SessionOptions{Agents: agent}}, `agents["x"].mcpServers["h"].headersHelper runs a command`},
+		{"http headersHelper over HTTP", Config{Remote: true, AllowedRoots: []string{wd}}, CreateOptions{Owner: "alice", MCPServers: helper}, `mcpServers["h"].headersHelper is off over HTTP: it runs programs`},
+		{"metadata URL over HTTP", Config{Remote: true, AllowedRoots: []string{wd}}, CreateOptions{Owner: "alice", MCPServers: metadata}, `mcpServers["m"].url 169.254.169.254 is off over HTTP: it reaches the server's own machine or internal network; the operator enables it with --http-allow internal-urls`},
+		{"metadata URL with internal-urls", Config{Remote: true, RemoteAllow: []string{"internal-urls"}, AllowedRoots: []string{wd}}, CreateOptions{Owner: "alice", MCPServers: metadata}, ""},
+		{"metadata URL on stdio", strict, CreateOptions{MCPServers: metadata}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newManager(t, tc.cfg)
+			opts := tc.opts
+			if tc.cfg.Remote {
+				opts.Cwd = wd
+			} else {
+				opts.Cwd = t.TempDir()
+			}
+			err := m.Validate(&opts)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("got %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}
+
 // TestGateModeSwitch: a mode switch passes the same gate as create: over
 // HTTP a mode that skips questions needs --http-allow, and the allowed
 // modes bind everyone (defect 2: claude_chat_mode to bypassPermissions was

@@ -11,9 +11,11 @@ import (
 
 // The policy classes: one classifier per session option (by its JSON name,
 // the tool parameter), and within the options that carry documents of the
-// CLI's (agents, settings, mcpServers) one class per field or key. A name
-// missing here is refused (see policy.go); TestEveryOptionClassified fails
-// when an option of options.CreateOptions has no classifier.
+// CLI's (agents, settings, mcpServers) one class per field or key, from
+// the tables of fields.go. A name missing here is refused (see policy.go);
+// TestEveryOptionClassified fails when an option of options.CreateOptions
+// has no classifier, TestCLISchemaClassified when a field of the CLI's
+// documents has none.
 
 // classifier breaks one option of o down into uses.
 type classifier func(o *options.CreateOptions) ([]Use, error)
@@ -73,7 +75,7 @@ var optionClasses = map[string]classifier{
 	"mcpServers": func(o *options.CreateOptions) ([]Use, error) {
 		var uses []Use
 		for _, name := range sortedKeys(o.MCPServers) {
-			uses = append(uses, mcpServerUse(fmt.Sprintf("mcpServers[%q]", name), o.MCPServers[name]))
+			uses = append(uses, mcpServerUses(fmt.Sprintf("mcpServers[%q]", name), o.MCPServers[name])...)
 		}
 		return uses, nil
 	},
@@ -145,36 +147,55 @@ func optionUsesWith(classes map[string]classifier, o *options.CreateOptions) ([]
 	return uses, nil
 }
 
-// mcpServerUse classifies one MCP server entry: a command runs a program;
-// a URL only reaches the network, as WebFetch does.
-func mcpServerUse(what string, raw json.RawMessage) Use {
-	var srv struct {
-		Command string `json:"command"`
-		Type    string `json:"type"`
+// mcpServerUses classifies one MCP server entry field by field, by the
+// table of its transport (mcpTransports): the command of a stdio entry is
+// one use (--allow-session-mcp-servers), a helper or a login runs a
+// program too, an http, sse or ws URL may reach internal addresses. A
+// transport or a field no table knows is unclassified.
+func mcpServerUses(what string, raw json.RawMessage) []Use {
+	const also = "mcp-servers"
+	var entry map[string]json.RawMessage
+	if json.Unmarshal(raw, &entry) != nil {
+		return []Use{{what: what, unclassified: true, also: also}}
 	}
-	if json.Unmarshal(raw, &srv) != nil {
-		return Use{what: what, unclassified: true, also: "mcp-servers"}
+	typ := "stdio"
+	if t, ok := entry["type"]; ok && json.Unmarshal(t, &typ) != nil {
+		return []Use{{what: what + ".type", unclassified: true, also: also}}
 	}
-	if srv.Command != "" || srv.Type == "" || srv.Type == "stdio" {
-		return Use{what: what + " (a command)", class: RunsPrograms, also: "mcp-servers", program: true, mcpCommand: true}
+	if typ == "" {
+		typ = "stdio"
 	}
-	return Use{what: what}
+	fields, known := mcpTransports[typ]
+	if !known {
+		return []Use{{what: fmt.Sprintf("%s (type %q)", what, typ), unclassified: true, also: also}}
+	}
+	var uses []Use
+	if typ == "stdio" {
+		uses = append(uses, Use{what: what + " (a command)", class: RunsPrograms, also: also, program: true, mcpCommand: true})
+	}
+	for _, field := range sortedKeys(entry) {
+		c, known := fields[field]
+		w := what + "." + field
+		switch {
+		case !known:
+			uses = append(uses, Use{what: w, unclassified: true, also: also})
+		case field == "url":
+			var u string
+			_ = json.Unmarshal(entry[field], &u)
+			uses = append(uses, Use{what: w, value: urlHost(u), class: c, also: also, url: u})
+		case typ == "stdio" && c == RunsPrograms: // the command, its args and env: the use above
+		case c == Harmless:
+		default:
+			// A helper runs a command as an MCP server's command does.
+			helper := c&RunsPrograms != 0
+			uses = append(uses, Use{what: w, class: c, also: also, program: helper, mcpCommand: helper})
+		}
+	}
+	return uses
 }
 
-// agentFields classify the fields of an agent definition (--agents), as
-// CLI 2.1.330 reads them; fields with more to check are in agentUses.
-var agentFields = map[string]Class{
-	"description": Harmless, "prompt": Harmless, "model": Harmless, "effort": Harmless,
-	"maxTurns": Harmless, "autoCompactWindow": Harmless, "initialPrompt": Harmless,
-	"omitClaudeMd": Harmless, "background": Harmless, "skills": Harmless, "color": Harmless,
-	"disallowedTools": Harmless,
-	"hooks":           RunsPrograms,
-	"memory":          ReadsFiles, // the agent's memory directory, read and written
-	"isolation":       ReadsFiles, // a worktree of its own
-}
-
-// agentUses classifies one agent's fields; the ceilings apply inside
-// agents as they do to the session.
+// agentUses classifies one agent's fields (agentFields); the ceilings
+// apply inside agents as they do to the session.
 func agentUses(what string, agent map[string]json.RawMessage) []Use {
 	var uses []Use
 	for _, field := range sortedKeys(agent) {
@@ -191,25 +212,7 @@ func agentUses(what string, agent map[string]json.RawMessage) []Use {
 			c, also := modeClass(mode)
 			uses = append(uses, Use{what: w, value: mode, class: c, also: also, modes: []string{mode}})
 		case "mcpServers":
-			var entries []json.RawMessage
-			if json.Unmarshal(raw, &entries) != nil {
-				uses = append(uses, Use{what: w, unclassified: true, also: "mcp-servers"})
-				continue
-			}
-			for i, e := range entries {
-				var name string
-				if json.Unmarshal(e, &name) == nil {
-					continue // a server configured elsewhere, by name
-				}
-				var servers map[string]json.RawMessage
-				if json.Unmarshal(e, &servers) != nil {
-					uses = append(uses, Use{what: fmt.Sprintf("%s[%d]", w, i), unclassified: true, also: "mcp-servers"})
-					continue
-				}
-				for _, name := range sortedKeys(servers) {
-					uses = append(uses, mcpServerUse(fmt.Sprintf("%s[%q]", w, name), servers[name]))
-				}
-			}
+			uses = append(uses, agentMCPServerUses(w, raw)...)
 		default:
 			c, known := agentFields[field]
 			uses = append(uses, Use{what: w, class: c, unclassified: !known, program: c&RunsPrograms != 0})
@@ -218,45 +221,32 @@ func agentUses(what string, agent map[string]json.RawMessage) []Use {
 	return uses
 }
 
-// settingsKeys classify the top-level keys of a settings document (as CLI
-// 2.1.330 reads them); permissions is classified by its own keys.
-var settingsKeys = map[string]Class{
-	// What the session looks like and which model it uses.
-	"$schema": Harmless, "model": Harmless, "fallbackModel": Harmless, "availableModels": Harmless,
-	"effortLevel": Harmless, "maxEffortLevel": Harmless, "alwaysThinkingEnabled": Harmless,
-	"outputStyle": Harmless, "language": Harmless, "includeCoAuthoredBy": Harmless,
-	"includeGitInstructions": Harmless, "attribution": Harmless, "cleanupPeriodDays": Harmless,
-	"respectGitignore": Harmless, "verbose": Harmless, "showThinkingSummaries": Harmless,
-	"todoFeatureEnabled": Harmless, "autoCompactEnabled": Harmless, "autoCompactWindow": Harmless,
-	"spinnerTipsEnabled": Harmless, "spinnerVerbs": Harmless, "theme": Harmless, "timeFormat": Harmless,
-	"timeZone": Harmless, "agent": Harmless, "prUrlTemplate": Harmless, "promptSuggestionEnabled": Harmless,
-	"showTurnDuration": Harmless, "fastMode": Harmless, "companyAnnouncements": Harmless,
-	"bashOutputMaxChars": Harmless, "taskOutputMaxChars": Harmless, "claudeMdExcludes": Harmless,
-	"autoMemoryEnabled": Harmless,
-	// What narrows.
-	"disableAllHooks": Harmless, "disableBundledSkills": Harmless, "disableSkillShellExecution": Harmless,
-	"disableWorkflows": Harmless, "disabledMcpjsonServers": Harmless, "deniedMcpServers": Harmless,
-	"disableAutoMode": Harmless,
-	// What starts programs as the server's user.
-	"hooks": RunsPrograms, "statusLine": RunsPrograms, "subagentStatusLine": RunsPrograms,
-	"apiKeyHelper": RunsPrograms, "proxyAuthHelper": RunsPrograms, "awsCredentialExport": RunsPrograms,
-	"awsAuthRefresh": RunsPrograms, "gcpAuthRefresh": RunsPrograms, "processWrapper": RunsPrograms,
-	"policyHelper": RunsPrograms, "policyHelpers": RunsPrograms, "otelHeadersHelper": RunsPrograms,
-	"fileSuggestion": RunsPrograms, "enabledPlugins": RunsPrograms, "prependPlugins": RunsPrograms,
-	"appendPlugins": RunsPrograms, "extraKnownMarketplaces": RunsPrograms, "additionalMarketplaces": RunsPrograms,
-	"enableAllProjectMcpServers": RunsPrograms, "enabledMcpjsonServers": RunsPrograms,
-	"defaultShell": RunsPrograms, "sshConfigs": RunsPrograms, "sshHostCommands": RunsPrograms,
-	"pluginConfigs": RunsPrograms,
-	"env":           RunsPrograms, // NODE_OPTIONS, LD_PRELOAD, a PATH of one's own
-	// What lets the session act without asking.
-	"skipDangerousModePermissionPrompt": WidensPermissions, "sandbox": WidensPermissions,
-	"allowedHttpHookUrls": WidensPermissions, "httpHookAllowedEnvVars": WidensPermissions,
-	// What reaches files.
-	"additionalDirectoryConfigRoots": ReadsFiles, "autoMemoryDirectory": ReadsFiles,
-	"plansDirectory": ReadsFiles, "claudeMd": ReadsFiles,
+// agentMCPServerUses classifies an agent's mcpServers: a list of names
+// (servers configured elsewhere) and objects of entries.
+func agentMCPServerUses(what string, raw json.RawMessage) []Use {
+	var entries []json.RawMessage
+	if json.Unmarshal(raw, &entries) != nil {
+		return []Use{{what: what, unclassified: true, also: "mcp-servers"}}
+	}
+	var uses []Use
+	for i, e := range entries {
+		var name string
+		if json.Unmarshal(e, &name) == nil {
+			continue // a server configured elsewhere, by name
+		}
+		var servers map[string]json.RawMessage
+		if json.Unmarshal(e, &servers) != nil {
+			uses = append(uses, Use{what: fmt.Sprintf("%s[%d]", what, i), unclassified: true, also: "mcp-servers"})
+			continue
+		}
+		for _, name := range sortedKeys(servers) {
+			uses = append(uses, mcpServerUses(fmt.Sprintf("%s[%q]", what, name), servers[name])...)
+		}
+	}
+	return uses
 }
 
-// settingsUses classifies a settings document.
+// settingsUses classifies a settings document by settingsKeys.
 func settingsUses(obj map[string]json.RawMessage) []Use {
 	var uses []Use
 	for _, key := range sortedKeys(obj) {
@@ -271,9 +261,9 @@ func settingsUses(obj map[string]json.RawMessage) []Use {
 	return uses
 }
 
-// permissionsUses classifies settings.permissions: deny and ask rules
-// narrow; allow rules and the default mode are checked like the session's
-// own; additional directories like addDirs.
+// permissionsUses classifies settings.permissions by permissionsKeys:
+// allow rules and the default mode are checked like the session's own,
+// paths like addDirs.
 func permissionsUses(what string, raw json.RawMessage) []Use {
 	var p map[string]json.RawMessage
 	if json.Unmarshal(raw, &p) != nil {
@@ -282,15 +272,15 @@ func permissionsUses(what string, raw json.RawMessage) []Use {
 	var uses []Use
 	for _, key := range sortedKeys(p) {
 		w := what + "." + key
+		c, known := permissionsKeys[key]
 		var list []string
 		switch key {
-		case "deny", "ask", "disableBypassPermissionsMode":
 		case "allow":
 			_ = json.Unmarshal(p[key], &list)
-			uses = append(uses, Use{what: w, class: WidensPermissions, also: "settings", tools: list})
-		case "additionalDirectories":
+			uses = append(uses, Use{what: w, class: c, also: "settings", tools: list})
+		case "additionalDirectories", "blockReadsExemptPaths":
 			_ = json.Unmarshal(p[key], &list)
-			uses = append(uses, Use{what: w, class: ReadsFiles, also: "settings", paths: list})
+			uses = append(uses, Use{what: w, class: c, also: "settings", paths: list})
 		case "defaultMode":
 			var mode string
 			_ = json.Unmarshal(p[key], &mode)
@@ -300,7 +290,7 @@ func permissionsUses(what string, raw json.RawMessage) []Use {
 			}
 			uses = append(uses, Use{what: w, value: mode, class: c, also: also, modes: []string{mode}})
 		default:
-			uses = append(uses, Use{what: w, unclassified: true, also: "settings"})
+			uses = append(uses, Use{what: w, class: c, also: "settings", unclassified: !known, program: c&RunsPrograms != 0})
 		}
 	}
 	return uses

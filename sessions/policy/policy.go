@@ -3,12 +3,14 @@
 // one-shot query, every start (resume, restore, adopt, wake from
 // dormancy), model, mode and effort switches, images by path — passes
 // [Gate.Check], and nothing else decides. The gate breaks the options down
-// into uses (classes.go: one classifier per option, next to the table of
-// agent fields and settings keys) and checks each use against the
-// operator's ceilings and, for a remote caller, against --http-allow. An
-// option, agent field or settings key that has no classifier is refused
-// wherever a ceiling or a remote caller is in play: a new option cannot
-// slip past the gate by being forgotten.
+// into uses (classes.go: one classifier per option; fields.go: the
+// classes of the fields of the CLI's documents — settings keys, agent
+// fields, MCP server entries by transport — read from the CLI's own
+// schemas by TestCLISchemaClassified) and checks each use against the
+// operator's ceilings and, for a remote caller, against --http-allow
+// (urls.go: whether an MCP server's URL is internal). An option or a field
+// that has no class is refused wherever a ceiling or a remote caller is
+// in play: a new option cannot slip past the gate by being forgotten.
 //
 // It knows the session options (package options) and the operator's
 // policy ([Config]); it must not know sessions, processes, the store or
@@ -17,10 +19,12 @@
 package policy
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -74,6 +78,9 @@ type Config struct {
 	// Kernel makes the kernel enforce the ceilings too ([Gate.Ceiling]):
 	// set where Landlock is available.
 	Kernel bool
+	// LookupHost resolves the host name of an MCP server's URL for a
+	// remote caller (InternalURLs); nil is the system's resolver.
+	LookupHost func(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
 // Gate is the one policy check. It is safe for concurrent use.
@@ -116,6 +123,10 @@ const (
 	// (permission modes that skip questions, allow rules, tools beyond
 	// the session's, profiles with other credentials).
 	WidensPermissions
+	// InternalURLs reaches the server's own machine or its internal
+	// network: an MCP server whose URL is loopback, private, link-local
+	// (cloud metadata), CGNAT, localhost, or a name resolving to one.
+	InternalURLs
 	// Harmless is no class: a caller may always choose it.
 	Harmless Class = 0
 )
@@ -124,7 +135,7 @@ const (
 var classNames = []struct {
 	c    Class
 	name string
-}{{ReadsFiles, "reads-files"}, {RunsPrograms, "runs-programs"}, {WidensPermissions, "widens-permissions"}}
+}{{ReadsFiles, "reads-files"}, {RunsPrograms, "runs-programs"}, {WidensPermissions, "widens-permissions"}, {InternalURLs, "internal-urls"}}
 
 // legacyAllow are the --http-allow names of earlier releases: each opens
 // some uses, not a whole class.
@@ -173,6 +184,7 @@ type Use struct {
 	beyond       []string // tools that must lie within the session's own tool set
 	program      bool     // starts a program as the server's user
 	mcpCommand   bool     // an MCP server command (--allow-session-mcp-servers)
+	url          string   // an MCP server's URL: InternalURLs when internal
 }
 
 // Change is what a caller changes in a session other than its options:
@@ -285,7 +297,7 @@ func (g *Gate) checkUse(u Use, effective []string, operator bool) error {
 		}
 	}
 	if u.mcpCommand && cfg.NoSessionMCPServers {
-		return fmt.Errorf("%s runs a command, and this server does not let sessions start MCP servers (--allow-session-mcp-servers=false): use an http server entry, or ask the operator", u.what)
+		return fmt.Errorf("%s runs a command, and this server does not let sessions start MCP servers or their helpers (--allow-session-mcp-servers=false): use an http server entry without one, or ask the operator", u.what)
 	}
 	if (u.program || u.unclassified) && cfg.ToolsCeiling != nil && !slices.Contains(cfg.ToolsCeiling, "Bash") {
 		why := "runs a program"
@@ -294,7 +306,13 @@ func (g *Gate) checkUse(u Use, effective []string, operator bool) error {
 		}
 		return fmt.Errorf("%s %s, and this server lets sessions run no programs (--allowed-tools-ceiling %s has no Bash)", u.what, why, strings.Join(cfg.ToolsCeiling, ","))
 	}
-	if !cfg.Remote || operator || (u.class == Harmless && !u.unclassified) {
+	if !cfg.Remote || operator {
+		return nil
+	}
+	if u.url != "" && g.internalURL(u.url) {
+		u.class |= InternalURLs
+	}
+	if u.class == Harmless && !u.unclassified {
 		return nil
 	}
 	if g.remoteAllowed(u) {
@@ -352,7 +370,11 @@ func refusal(u Use) error {
 	if u.class&ReadsFiles != 0 && len(u.paths) > 0 {
 		how += ", or bound the paths with --allowed-roots"
 	}
-	return fmt.Errorf("%s is off over HTTP: it %s on the server as its user; the operator enables it with %s", u.what, classVerb(u.class), how)
+	where := " on the server as its user"
+	if u.class == InternalURLs {
+		where = ""
+	}
+	return fmt.Errorf("%s is off over HTTP: it %s%s; the operator enables it with %s", u.what, classVerb(u.class), where, how)
 }
 
 // classVerb says what a class lets a caller do.
@@ -366,6 +388,9 @@ func classVerb(c Class) string {
 	}
 	if c&WidensPermissions != 0 {
 		parts = append(parts, "lets the session act without asking")
+	}
+	if c&InternalURLs != 0 {
+		parts = append(parts, "reaches the server's own machine or internal network")
 	}
 	return strings.Join(parts, " and ")
 }
