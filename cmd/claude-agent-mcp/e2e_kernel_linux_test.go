@@ -19,6 +19,13 @@ import (
 // build whose gate lets everything through, so that only the kernel
 // refuses; TestE2EGateHoles against the real build.
 
+// harmlessBuild is the test server whose policy gate checks nothing
+// (-tags harmlessgate: see sessions/policy/harmless_gate.go).
+var harmlessBuild build
+
+// harmlessGateBinary builds it once per test run.
+func harmlessGateBinary(t *testing.T) string { return harmlessBuild.get(t, "-tags", "harmlessgate") }
+
 // strictFlags are the operator's strictest flags, over --http with tokens.
 var strictFlags = []string{"--allow-session-mcp-servers=false", "--allowed-tools-ceiling", "Read,Grep,Glob",
 	"--allowed-permission-modes", "default,plan", "--warm-spares", "0"}

@@ -26,17 +26,10 @@ type build struct {
 	err  error
 }
 
-var (
-	server        build
-	harmlessBuild build // -tags harmlessgate: see sessions/policy/harmless_gate.go
-)
+var server build
 
 // serverBinary builds the server once per test run.
 func serverBinary(t *testing.T) string { return server.get(t) }
-
-// harmlessGateBinary builds the test server whose policy gate checks
-// nothing, once per test run.
-func harmlessGateBinary(t *testing.T) string { return harmlessBuild.get(t, "-tags", "harmlessgate") }
 
 func (b *build) get(t *testing.T, flags ...string) string {
 	t.Helper()
