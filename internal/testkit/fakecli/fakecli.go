@@ -32,6 +32,10 @@
 //     with --permission-prompt-tool stdio unless in bypassPermissions),
 //     THINK → thinking, SLOW/SLOW<n> → a slow stream of n (20) chunks 0.5 s
 //     apart, as in the interrupt capture, ERR400 → api_error,
+//     LIMITWARN → usage_warning (a rate_limit_event allowed_warning, then
+//     the answer), LIMIT[ → usage_limit (a rate_limit_event rejected with
+//     the recorded resetsAt, then the synthetic "You've hit your session
+//     limit" answer and an error result, api_error_status 429),
 //     BIGTEXT → big_line, else plain.
 //   - The turn's recorded output is replayed with its recorded pauses
 //     (each capped at 2 s, divided by $FAKE_CLAUDE_SPEED), with the

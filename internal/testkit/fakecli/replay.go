@@ -90,6 +90,10 @@ func (f *fake) pick(text string) (name string, slow int) {
 		return "interrupt", n
 	case strings.Contains(text, "ERR400"):
 		return "api_error", 0
+	case strings.Contains(text, "LIMITWARN"):
+		return "usage_warning", 0
+	case strings.Contains(text, "LIMIT["):
+		return "usage_limit", 0
 	case strings.Contains(text, "BIGTEXT"):
 		return "big_line", 0
 	}
