@@ -348,7 +348,7 @@ func (s *Session) park(ctx context.Context, t *turn, l Limit, qo QueryOptions, d
 		s.unpark()
 		return false
 	}
-	t.emit(Event{Kind: EventLimited, Text: l.Describe(now), Until: l.Until})
+	t.emit(Event{Kind: EventLimited, Text: l.Describe(now), Until: l.Until, Limit: l.Kind})
 	s.log.Info("usage limit reached: the query waits for the reset", "until", l.Until, "limit", l.Kind, "wait", wait)
 	tm := time.NewTimer(wait)
 	defer tm.Stop()

@@ -240,7 +240,7 @@ func TestUsageLimitRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, waitLimit, "the run to show the reset", func() bool { return !r.Progress().LimitedUntil.IsZero() })
-	if p := r.Progress(); !p.LimitedUntil.Equal(limitReset) || !strings.HasPrefix(p.LastStep, "limited until ") {
+	if p := r.Progress(); !p.LimitedUntil.Equal(limitReset) || p.LimitKind != "five_hour" || !strings.HasPrefix(p.LastStep, "limited until ") {
 		t.Errorf("progress = %+v", p)
 	}
 	r.Cancel()

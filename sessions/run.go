@@ -72,6 +72,7 @@ type Run struct {
 	lastStep  string
 	lastAt    time.Duration // when the latest event came, since start
 	limited   time.Time     // while the query waits for a usage limit to reset: the reset
+	limitKind string        // and which limit
 	owner     string
 	collected bool
 	dropTimer *time.Timer
@@ -96,8 +97,9 @@ type Progress struct {
 	LastAt    time.Duration // when it happened, since the start
 	Text      string        // the assistant text so far
 	// LimitedUntil, while the query waits for the account's usage limit to
-	// reset, is the reset; zero otherwise.
+	// reset, is the reset (zero otherwise); LimitKind which limit.
 	LimitedUntil time.Time
+	LimitKind    string
 }
 
 // Start starts a query in the background and returns once its turn has
@@ -201,7 +203,7 @@ func (r *Run) Cancel() { r.cancel() }
 func (r *Run) onEvent(e Event) {
 	r.mu.Lock()
 	if e.Kind != EventHeartbeat && e.Kind != EventLimitWarning {
-		r.limited = e.Until // set while the query waits for a reset, cleared by what comes next
+		r.limited, r.limitKind = e.Until, e.Limit // set while the query waits for a reset, cleared by what comes next
 	}
 	switch e.Kind {
 	case EventQueued:
@@ -279,7 +281,7 @@ func (r *Run) Progress() Progress {
 
 func (r *Run) progressLocked() Progress {
 	return Progress{Elapsed: time.Since(r.start), Turns: r.turns, ToolsUsed: r.tools, LastStep: r.lastStep, LastAt: r.lastAt,
-		Text: strings.Join(r.texts, "\n\n"), LimitedUntil: r.limited}
+		Text: strings.Join(r.texts, "\n\n"), LimitedUntil: r.limited, LimitKind: r.limitKind}
 }
 
 // TakeActivity returns what happened since the last call (steps for a

@@ -41,6 +41,7 @@ type Event struct {
 	ToolID  string
 	IsError bool
 	Until   time.Time // EventLimited: when the usage limit resets
+	Limit   string    // EventLimited: which (five_hour, seven_day, …)
 	// Elapsed, Turns (API round trips) and ToolsUsed describe the turn so
 	// far.
 	Elapsed   time.Duration
