@@ -241,20 +241,22 @@ type limitState struct {
 	parked       *turn  // the query waiting for a reset, until it goes on
 }
 
-// noteLimitsLocked records what t's query met of the usage limit; s.mu
-// is held.
+// noteLimitsLocked records (and logs) what t's query met of the usage
+// limit; s.mu is held.
 func (s *Session) noteLimitsLocked(t *turn) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch l := t.limitedLocked(); {
 	case l != nil:
 		s.limit = l
+		s.log.Warn("the account's usage limit ended the query", "until", l.Until, "limit", l.Kind, "why", t.limits.why)
 	case t.result != nil && !t.result.IsError:
 		s.limit = nil
 	}
 	switch {
 	case t.limits.warning != nil:
 		s.limitWarning = t.limits.warning
+		s.log.Warn("the account's usage limit is near", "note", t.limits.warning.Warning(t.now()))
 	case t.limits.allowed:
 		s.limitWarning = nil
 	}

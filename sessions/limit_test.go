@@ -218,7 +218,11 @@ func TestUsageLimitInterrupt(t *testing.T) {
 				t.Errorf("the CLI read %q, want the prompt alone", got)
 			}
 			if how == "close" {
-				<-closed // its process is gone
+				select {
+				case <-closed: // its process is gone
+				case <-time.After(waitLimit):
+					t.Fatal("the session's close did not return")
+				}
 				return
 			}
 			if st := stateOf(s); st != StateIdle {
