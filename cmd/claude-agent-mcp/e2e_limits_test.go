@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -100,5 +101,51 @@ func TestE2EUsageLimit(t *testing.T) {
 	res, list = e.call(t, ctx, "claude_session_list", map[string]any{"sessionId": sid}, nil)
 	if ss, _ := list["sessions"].([]any); len(ss) != 1 || ss[0].(map[string]any)["limitedUntil"] != nil || strings.Contains(text(res), "limited until") {
 		t.Errorf("the list after the reset: %v", list)
+	}
+}
+
+// TestE2EUsageLimitMidTurn: the usage limit refuses the request after a
+// tool call (the turn's second model call). After the reset the query goes
+// on from there: the API sees the conversation with the tool's result and
+// the continuation, and the tool is not run again.
+func TestE2EUsageLimitMidTurn(t *testing.T) {
+	t.Parallel()
+	e := startE2E(t, e2eOptions{protocol: "2025-11-25", env: oauthEnv})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var n atomic.Int64
+	reset := time.Now().Add(3 * time.Second).Truncate(time.Second).Add(time.Second)
+	e.api.SetHandler(func(r *fakeapi.Request) *fakeapi.Reply {
+		if r.IsMainConversation() && n.Add(1) == 2 {
+			return fakeapi.LimitReply(reset)
+		}
+		return nil // the keywords
+	})
+	_, out := e.call(t, ctx, "claude_session_create", map[string]any{"cwd": e.cwd, "permissionMode": "bypassPermissions"}, nil)
+	sid, _ := out["sessionId"].(string)
+	res, out := e.call(t, ctx, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "TOOL_BASH[echo hi]"}, nil)
+	tools, _ := out["toolInvocations"].([]any)
+	if res.IsError || out["finalText"] != "Tool said: hi" || len(tools) != 1 {
+		t.Fatalf("the query: %v\n%s", out, text(res))
+	}
+	var main []fakeapi.Request
+	for _, r := range e.api.MessageRequests() {
+		if r.IsMainConversation() {
+			main = append(main, r)
+		}
+	}
+	if len(main) != 3 || main[2].Received.Before(reset) {
+		t.Fatalf("the API saw %d requests of the conversation, want 3, the last after the reset %s", len(main), reset)
+	}
+	msgs := main[2].Messages
+	var users []string
+	for _, m := range msgs {
+		if m.Role == "user" {
+			users = append(users, string(m.Content))
+		}
+	}
+	if len(users) != 2 || strings.Count(users[0], "TOOL_BASH[echo hi]") != 1 || strings.Count(users[1], `"tool_result"`) != 1 ||
+		!strings.Contains(users[1], "Continue.") || main[2].LastToolResults()[0].Content != "hi" {
+		t.Errorf("the request after the reset: %d user messages %q", len(users), users)
 	}
 }
