@@ -28,6 +28,8 @@ func stdDecode(line []byte, typ string) (Message, error) {
 		v = &ResultMessage{rawLine: raw}
 	case "stream_event":
 		v = &StreamEvent{rawLine: raw}
+	case "rate_limit_event":
+		v = &RateLimitEvent{rawLine: raw}
 	default:
 		return nil, nil
 	}
@@ -57,6 +59,8 @@ func FuzzDecodeMatchesStdlib(f *testing.F) {
 		`{"type":"user","message":{"content":"plain"},"parent_tool_use_id":null}`,
 		`{"type":"system","subtype":"init","tools":["a",null],"mcp_servers":[{"name":"x","status":"ok"}]}`,
 		`{"type":"stream_event","event":{"type":"content_block_delta","delta":{"type":"text_delta","text":"x"}}}`,
+		`{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1795620428,"rateLimitType":"five_hour"}}`,
+		`{"type":"rate_limit_event","rate_limit_info":{"status":"allowed","resetsAt":null,"utilization":"x"}}`,
 		`{"type":"result","usage":{"input_tokens":12345678901234}}`,
 	} {
 		f.Add([]byte(s))

@@ -212,6 +212,10 @@ type AssistantMessage struct {
 	SessionID       string     `json:"session_id"`
 	UUID            string     `json:"uuid"`
 	Error           string     `json:"error"`
+	// APIError and APIErrorParams type the error of a synthetic message
+	// (2.1.330): usage_limit_reached with the limit, say.
+	APIError       string          `json:"api_error"`
+	APIErrorParams *APIErrorParams `json:"api_error_params"`
 }
 
 // Type implements [Message].
@@ -280,6 +284,7 @@ type ResultMessage struct {
 	Subtype           string                `json:"subtype"`
 	IsError           bool                  `json:"is_error"`
 	APIErrorStatus    *int                  `json:"api_error_status"`
+	APIError          string                `json:"api_error"` // 2.1.330: usage_limit_reached, …
 	DurationMs        int64                 `json:"duration_ms"`
 	DurationAPIMs     int64                 `json:"duration_api_ms"`
 	NumTurns          int                   `json:"num_turns"`
@@ -360,7 +365,7 @@ var ErrNotJSON = errors.New("line is not a JSON object")
 
 // knownTypes are the message types DecodeMessage decodes into a type of
 // its own (their decode validates the whole line).
-var knownTypes = map[string]bool{"system": true, "assistant": true, "user": true, "result": true, "stream_event": true}
+var knownTypes = map[string]bool{"system": true, "assistant": true, "user": true, "result": true, "stream_event": true, "rate_limit_event": true}
 
 // sniffType reads the value of a "type" key that opens line, as the CLI
 // writes it: {"type":"assistant",…; ok is false for any other form.
@@ -432,6 +437,8 @@ func decodeOwned(line []byte) (Message, error) {
 	case "result":
 		v := &ResultMessage{rawLine: raw}
 		err, m = json.Unmarshal(line, v), v
+	case "rate_limit_event":
+		m, err = decodeRateLimitEvent(line, raw)
 	case "stream_event":
 		v := &StreamEvent{rawLine: raw}
 		if err = json.Unmarshal(line, v); err == nil {

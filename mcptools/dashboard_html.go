@@ -362,6 +362,7 @@ func (r sessionRow) write(w *htmlWriter, admin bool) {
 		w.mt(`<div class="task">task `, short(r.Task))
 		w.m("</div>")
 	}
+	w.limit(r)
 	w.m("</td>\n  <td>")
 	if r.Model != "" {
 		w.text(r.Model)
@@ -383,6 +384,19 @@ func (r sessionRow) write(w *htmlWriter, admin bool) {
 	w.m("</td>\n  <td class=\"cost\">")
 	w.cost(r.Cost, r.Budget, "")
 	w.m("</td>\n</tr>")
+}
+
+// limit writes what a row says of the usage limit: when it resets, the
+// CLI's warning.
+func (w *htmlWriter) limit(r sessionRow) {
+	if r.Limited != "" {
+		w.mt(`<div class="limited">`, r.Limited)
+		w.m("</div>")
+	}
+	if r.LimitNote != "" {
+		w.mt(`<div class="limit-note">`, r.LimitNote)
+		w.m("</div>")
+	}
 }
 
 // state writes a session's state.

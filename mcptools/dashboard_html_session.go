@@ -120,6 +120,11 @@ func (p sessionPage) writePanel(w *htmlWriter) {
 		w.owner(r.Owner)
 		w.m("</dd>")
 	}
+	if r.Limited != "" || r.LimitNote != "" {
+		w.m("\n  <dt>usage limit</dt><dd>")
+		w.limit(r)
+		w.m("</dd>")
+	}
 	w.m("\n  <dt>cost</dt><dd>")
 	w.cost(r.Cost, r.Budget, " ")
 	w.m(" · ")

@@ -107,8 +107,8 @@ func TestDashboardHTMLEscapes(t *testing.T) {
 	// What a person must see, as text: a session's name, cwd, owner,
 	// prompt, tool input and result, question, and the rest.
 	want := map[string][]string{
-		"list":    {"Name", "Cwd", "Owner", "Model", "Path", "Branch", "LastStep", "Title", "Label", "Span", "Max"},
-		"session": {"Name", "Owner", "Path", "Text", "Tool", "Result", "Message", "CSRF", "User", "Title", "Input"},
+		"list":    {"Name", "Cwd", "Owner", "Model", "Path", "Branch", "LastStep", "Title", "Label", "Span", "Max", "Limited", "LimitNote"},
+		"session": {"Name", "Owner", "Path", "Text", "Tool", "Result", "Message", "CSRF", "User", "Title", "Input", "Limited", "LimitNote"},
 		"error":   {"Message", "Title", "User", "CSRF"},
 	}
 	for name, fields := range want {

@@ -51,6 +51,7 @@ type sessionRow struct {
 	Cost, Budget                             float64
 	Questions                                int
 	Queries                                  int
+	Limited, LimitNote                       string // the usage limit: when it resets, the CLI's warning
 }
 
 // otherRow is a session of another instance sharing the registry.
@@ -88,7 +89,7 @@ func (d *Dashboard) base(si *signin, title string) pageBase {
 func (d *Dashboard) row(ctx context.Context, s *sessions.Session, withWorktree bool) sessionRow {
 	i := s.Info()
 	row := sessionRow{ID: i.SessionID, Name: i.Name, State: string(i.State), Model: i.Model, Cwd: i.Cwd, Owner: i.Owner,
-		Cost: i.CostUSD, Budget: s.Budget(), Queries: i.Queries}
+		Cost: i.CostUSD, Budget: s.Budget(), Queries: i.Queries, Limited: limitedText(i.LimitedUntil, i.LimitKind), LimitNote: i.LimitNote}
 	if d.h != nil {
 		row.Task = d.h.tasks.runningTask(i.SessionID)
 	}
@@ -398,7 +399,7 @@ func (d *Dashboard) panelKey(s *sessions.Session) string {
 		r, done := f.state()
 		running = !done && r != nil
 	}
-	fmt.Fprintf(&b, "%s|%d|%g|%s|%v|", i.State, i.Queries, i.CostUSD, i.Model, running)
+	fmt.Fprintf(&b, "%s|%d|%g|%s|%v|%s|%s|", i.State, i.Queries, i.CostUSD, i.Model, running, rfc3339(i.LimitedUntil), i.LimitNote)
 	for _, q := range d.questions(s.ID) {
 		b.WriteString(q.ID + ",")
 	}

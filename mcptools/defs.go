@@ -39,8 +39,10 @@ func (h *handlers) tools() []tool {
 		newTool(&mcp.Tool{
 			Name:  "claude_chat_query",
 			Title: "Query a session",
+			// Status running leads to claude_chat_wait through that tool's
+			// description and the running result's text.
 			Description: `Send a prompt to a session; it may edit files and run commands in its cwd. ` +
-				`Status running: call claude_chat_wait. Example: {"sessionId": "4b1c…", "prompt": "Fix the failing test"}`,
+				`Example: {"sessionId": "4b1c…", "prompt": "Fix the test"}`,
 			// No annotations: the defaults (destructive, open world) are right.
 		}, h.query),
 		newTool(&mcp.Tool{
@@ -246,6 +248,7 @@ func flat(s *jsonschema.Schema) {
 var inputProperties = map[string]func(*jsonschema.Schema){
 	"permissionMode": func(s *jsonschema.Schema) { s.Enum = enumOf(sessions.PermissionModes) },
 	"effort":         func(s *jsonschema.Schema) { s.Enum = enumOf(sessions.EffortLevels) },
+	"onUsageLimit":   func(s *jsonschema.Schema) { s.Enum = enumOf(sessions.OnLimits) },
 	"settingSources": func(s *jsonschema.Schema) {
 		s.Items = &jsonschema.Schema{Type: "string", Enum: enumOf(sessions.SettingSources)}
 	},

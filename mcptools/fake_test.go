@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -39,6 +40,7 @@ func newFakeServerWith(tb testing.TB, protocol string, cfg sessions.Config, opts
 	elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)) *fakeServer {
 	tb.Helper()
 	path, env := fakecli.Command(tb)
+	maps.Copy(env, cfg.Env) // the test's own, the fake's faults say
 	cfg.CLIPath, cfg.Env = path, env
 	f := &fakeServer{mgr: sessions.NewManager(cfg)}
 	tb.Cleanup(f.mgr.Shutdown)

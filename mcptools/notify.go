@@ -80,6 +80,10 @@ func (n *notifier) OnEvent(e sessions.Event) {
 		n.send(level, map[string]any{"type": "permission", "tool": e.Tool, "id": e.ToolID, "denied": e.IsError, "message": e.Text}, "permission: "+e.Text)
 	case sessions.EventRetry:
 		n.send("warning", map[string]any{"type": "api_retry", "message": e.Text}, e.Text)
+	case sessions.EventLimited:
+		n.send("warning", map[string]any{"type": "limited", "until": rfc3339(e.Until), "message": e.Text}, e.Text)
+	case sessions.EventLimitWarning:
+		n.send("warning", map[string]any{"type": "limit_warning", "message": e.Text}, e.Text)
 	case sessions.EventHeartbeat:
 		n.send("", nil, fmt.Sprintf("running for %s: %d API turn(s), %d tool call(s) so far", e.Elapsed.Round(time.Second), e.Turns, e.ToolsUsed))
 	case sessions.EventDone:

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"strconv"
 	"sync"
 	"testing"
@@ -51,6 +52,7 @@ type rawMessage struct {
 func newRawClient(t *testing.T, protocol string, caps map[string]any, cfg sessions.Config, opts Options) *rawClient {
 	t.Helper()
 	path, env := fakecli.Command(t)
+	maps.Copy(env, cfg.Env) // the test's own, the fake's faults say
 	cfg.CLIPath, cfg.Env = path, env
 	mgr := sessions.NewManager(cfg)
 	t.Cleanup(mgr.Shutdown)

@@ -162,10 +162,13 @@ func (h *handlers) running(r *sessions.Run) (*mcp.CallToolResult, QueryOutput, e
 	out := QueryOutput{
 		Status: "running", PartialText: textcut.Cut(p.Text, 4000), Activity: activity, ElapsedMs: p.Elapsed.Milliseconds(),
 		ToolInvocations: []sessions.ToolInvocation{}, SessionID: s.ID, ClaudeSessionID: info.ClaudeSessionID,
-		Metadata: Metadata{Model: info.Model, PermissionDenials: []sessions.PermissionDenial{}},
+		Metadata: Metadata{Model: info.Model, PermissionDenials: []sessions.PermissionDenial{}}, LimitedUntil: rfc3339(p.LimitedUntil),
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Still running after %s (%d tool call(s) so far); the turn goes on in the background.\n", p.Elapsed.Round(time.Second), p.ToolsUsed)
+	if line := parkedLine(p); line != "" {
+		b.WriteString(line + "\n")
+	}
 	fmt.Fprintf(&b, "Call claude_chat_wait {\"sessionId\": %q} to get the result (it waits up to waitSeconds), or claude_chat_interrupt to stop it.\n", s.ID)
 	if len(activity) > 0 {
 		b.WriteString("\nSince the last report:\n")
@@ -180,7 +183,7 @@ func (h *handlers) running(r *sessions.Run) (*mcp.CallToolResult, QueryOutput, e
 // WaitInput is claude_chat_wait's arguments.
 type WaitInput struct {
 	SessionID   string `json:"sessionId"`
-	WaitSeconds int    `json:"waitSeconds,omitempty" jsonschema:"Return status running again after this long"`
+	WaitSeconds int    `json:"waitSeconds,omitempty" jsonschema:"Return status running after this long"`
 }
 
 func (h *handlers) wait(ctx context.Context, req *mcp.CallToolRequest, in WaitInput) (*mcp.CallToolResult, QueryOutput, error) {

@@ -230,6 +230,9 @@ func (t *task) createResult() *taskState {
 // progressMessage tells a person what a running query is doing: the same
 // facts as the progress heartbeat, and the latest step.
 func progressMessage(p sessions.Progress) string {
+	if line := parkedLine(p); line != "" {
+		return line
+	}
 	msg := fmt.Sprintf("Running for %s: %d API turn(s), %d tool call(s) so far.", p.Elapsed.Round(time.Second), p.Turns, p.ToolsUsed)
 	if p.LastStep != "" {
 		msg += " Latest: " + textcut.Cut(p.LastStep, 200)

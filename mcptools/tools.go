@@ -319,11 +319,15 @@ func (h *handlers) query(ctx context.Context, req *mcp.CallToolRequest, in Query
 	if err := sessions.ValidateEffort(in.Effort); err != nil {
 		return nil, QueryOutput{}, err
 	}
+	if err := sessions.ValidateOnLimit(in.OnUsageLimit); err != nil {
+		return nil, QueryOutput{}, err
+	}
 	images, err := s.LoadImages(in.Images)
 	if err != nil {
 		return nil, QueryOutput{}, err
 	}
-	return h.launch(ctx, req, s, in.Prompt, sessions.RunOptions{IncludeThinking: in.IncludeThinking, CloseAfter: in.CloseAfter, Effort: in.Effort, Images: images}, wait)
+	return h.launch(ctx, req, s, in.Prompt, sessions.RunOptions{IncludeThinking: in.IncludeThinking, CloseAfter: in.CloseAfter, Effort: in.Effort,
+		Images: images, OnLimit: in.OnUsageLimit}, wait)
 }
 
 // queryArgs checks what query and direct calls share and returns how long
@@ -346,6 +350,9 @@ func (h *handlers) direct(ctx context.Context, req *mcp.CallToolRequest, in Dire
 	if req.Params.RequestState != "" {
 		return h.retried(ctx, req, wait, true)
 	}
+	if err := sessions.ValidateOnLimit(in.OnUsageLimit); err != nil {
+		return nil, QueryOutput{}, err
+	}
 	opts := in.CreateOptions
 	owned(ctx, &opts)
 	spareOpts := opts
@@ -360,7 +367,7 @@ func (h *handlers) direct(ctx context.Context, req *mcp.CallToolRequest, in Dire
 		h.mgr.Discard(s)
 		return nil, QueryOutput{}, err
 	}
-	return h.launch(ctx, req, s, in.Prompt, sessions.RunOptions{IncludeThinking: in.IncludeThinking, Images: images}, wait)
+	return h.launch(ctx, req, s, in.Prompt, sessions.RunOptions{IncludeThinking: in.IncludeThinking, Images: images, OnLimit: in.OnUsageLimit}, wait)
 }
 
 // capText cuts an over-long final text, naming the transcript file that
@@ -414,6 +421,8 @@ func queryOutput(sessionID string, r *sessions.TurnResult) QueryOutput {
 		ClaudeSessionID:  r.ClaudeSessionID,
 		Interrupted:      r.Interrupted,
 		Recovered:        r.Recovered,
+		LimitedUntil:     rfc3339(r.LimitedUntil),
+		LimitNote:        r.LimitNote,
 		Metadata: Metadata{
 			Usage: r.Usage, DurationMs: r.DurationMs, DurationAPIMs: r.DurationAPIMs, NumTurns: r.NumTurns,
 			TotalCostUSD: r.CostUSD, Model: r.Model, StopReason: r.StopReason, Subtype: r.Subtype,
@@ -451,6 +460,7 @@ func resultText(sessionID string, r *sessions.TurnResult) string {
 		fmt.Fprintf(&b, "The turn failed: %s\n\n", r.ErrorText)
 		failure = strings.TrimSpace(r.ErrorText)
 	}
+	limitLines(&b, r)
 	if r.Recovered == "replayed" {
 		b.WriteString("(The conversation's record had been lost, so it was restored from notes: Claude Code's memory of earlier turns is rebuilt, not exact.)\n\n")
 	}
@@ -554,8 +564,9 @@ func (h *handlers) list(ctx context.Context, req *mcp.CallToolRequest, in ListIn
 			LastUsed: i.LastUsed.UTC().Format(time.RFC3339), Queries: i.Queries, Usage: i.Usage, TotalCostUSD: i.CostUSD,
 			PID: i.PID, Profile: i.Profile, Failure: i.Failure, QueuePosition: i.QueuePosition, RunningTask: h.tasks.runningTask(i.SessionID),
 			Name: i.Name, Effort: i.Effort, Worktree: s.WorktreeInfo(ctx), AgentTool: i.AgentTool,
+			LimitedUntil: rfc3339(i.LimitedUntil), LimitNote: i.LimitNote,
 		})
-		fmt.Fprintf(&b, "- %s (claudeSessionId %s): %s, %s, %d queries, cwd %s\n", i.SessionID, i.ClaudeSessionID, i.State, orUnknown(i.Model), i.Queries, i.Cwd)
+		fmt.Fprintf(&b, "- %s (claudeSessionId %s): %s, %s, %d queries, cwd %s%s\n", i.SessionID, i.ClaudeSessionID, i.State, orUnknown(i.Model), i.Queries, i.Cwd, sessionLimit(i))
 	}
 	return textResult(b.String()), out, nil
 }

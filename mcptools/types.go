@@ -41,10 +41,11 @@ type QueryInput struct {
 	SessionID       string                `json:"sessionId"`
 	Prompt          string                `json:"prompt"`
 	Images          []sessions.ImageInput `json:"images,omitempty" jsonschema:"A path, or base64 data and mediaType"`
-	Effort          string                `json:"effort,omitempty" jsonschema:"For this query"`
+	Effort          string                `json:"effort,omitempty"`
 	CloseAfter      bool                  `json:"closeAfter,omitempty"`
 	IncludeThinking bool                  `json:"includeThinking,omitempty"`
 	WaitSeconds     int                   `json:"waitSeconds,omitempty" jsonschema:"Return status running after this long"`
+	OnUsageLimit    string                `json:"onUsageLimit,omitempty"`
 }
 
 // DirectInput is claude_direct_query's arguments (its schema has no
@@ -54,6 +55,7 @@ type DirectInput struct {
 	Images          []sessions.ImageInput `json:"images,omitempty"`
 	IncludeThinking bool                  `json:"includeThinking,omitempty"`
 	WaitSeconds     int                   `json:"waitSeconds,omitempty"`
+	OnUsageLimit    string                `json:"onUsageLimit,omitempty"`
 	sessions.CreateOptions
 }
 
@@ -87,6 +89,8 @@ type QueryOutput struct {
 	ClaudeSessionID  string                    `json:"claudeSessionId"`
 	Interrupted      bool                      `json:"interrupted"`
 	Recovered        string                    `json:"recovered,omitempty" jsonschema:"replayed: the conversation's record was lost (claude was killed before writing it), so this turn started afresh with the earlier conversation given as notes."`
+	LimitedUntil     string                    `json:"limitedUntil,omitempty" jsonschema:"RFC 3339: when the account's usage limit resets. Completed: the limit ended the query (onUsageLimit fail, a reset too far away, or its wait was cut short). Running: the query waits for it and goes on by itself."`
+	LimitNote        string                    `json:"limitNote,omitempty" jsonschema:"The CLI's warning that the usage limit is near."`
 	Metadata         Metadata                  `json:"metadata"`
 	Worktree         *sessions.WorktreeInfo    `json:"worktree,omitempty" jsonschema:"The session's git worktree: where it is and what changed in it."`
 	Persisted        *bool                     `json:"persisted,omitempty" jsonschema:"false when the server cannot write its session registry: the session will not survive a restart."`
@@ -151,6 +155,8 @@ type SessionInfo struct {
 	Worktree        *sessions.WorktreeInfo `json:"worktree,omitempty"`
 	RunningTask     string                 `json:"runningTask,omitempty" jsonschema:"The MCP task id of its running query, when the query was answered with a task."`
 	AgentTool       string                 `json:"agentTool,omitempty" jsonschema:"The agent tool that started it: only that tool continues it."`
+	LimitedUntil    string                 `json:"limitedUntil,omitempty" jsonschema:"RFC 3339: when the usage limit its latest query met resets (its queries wait for it, or fail with onUsageLimit fail)."`
+	LimitNote       string                 `json:"limitNote,omitempty" jsonschema:"The CLI's latest warning that the usage limit is near."`
 }
 
 // ListOutput is claude_session_list's result.

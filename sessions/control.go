@@ -18,11 +18,19 @@ import (
 // Interrupt interrupts the running query, if any, and reports whether one
 // was running, and whether its process had to be stopped because it did
 // not acknowledge the interrupt (see interrupt). The query returns with
-// Interrupted set.
+// Interrupted set. A query waiting for a usage limit's reset (limit.go)
+// stops waiting; the CLI, which runs no turn then, is not asked.
 func (s *Session) Interrupt(ctx context.Context) (running, forced bool) {
 	s.mu.Lock()
-	t, p := s.cur, s.proc
+	t, p, parked := s.cur, s.proc, s.parked != nil
+	if parked {
+		// Waiting for a usage limit's reset: no turn runs in the CLI.
+		s.wakeParkedLocked()
+	}
 	s.mu.Unlock()
+	if parked {
+		return true, false
+	}
 	if t == nil || p == nil {
 		return false, false
 	}

@@ -83,6 +83,7 @@ func (s *Session) close() {
 		return
 	}
 	s.moveLocked(StateClosed)
+	s.wakeParkedLocked()
 	if s.idleTimer != nil {
 		s.idleTimer.Stop()
 	}
@@ -109,6 +110,7 @@ func (s *Session) close() {
 func (s *Session) shutdown() {
 	s.mu.Lock()
 	p, t := s.proc, s.cur
+	s.wakeParkedLocked()
 	s.mu.Unlock()
 	if p == nil {
 		return

@@ -109,6 +109,14 @@ type Config struct {
 	// from the costs the CLI reports, across restarts when persisted);
 	// past it new turns are refused. 0 means no cap.
 	MaxTotalBudgetUSD float64
+	// MaxLimitWait is the longest a query waits for the account's usage
+	// limit to reset (--max-limit-wait); a limit that resets later ends
+	// the query at once. Default 6 h; negative: queries never wait.
+	MaxLimitWait time.Duration
+	// limitMarginSet makes limitMarginD the pause after a reset before a
+	// parked query goes on (tests); default 1 s.
+	limitMarginSet bool
+	limitMarginD   time.Duration
 	// DropAfter is how long the result of a run nobody collects is kept
 	// once the turn has ended; then it is dropped and a temporary or
 	// closeAfter session is closed. Default 15 min.

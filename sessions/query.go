@@ -22,12 +22,17 @@ import (
 // for queries that could not start.
 //
 // The steps: enter (the query owns the session, see State), check
-// (budget, effort), claim the live process (starting it), send the
-// prompt, wait for the turn's end, then finish (the result and the
+// (budget, effort, onLimit), hold the prompt back while the session is
+// limited (limit.go), claim the live process (starting it), send the
+// prompt, wait for the turn's end — and, after a usage limit's reset, for
+// the turn of its continuation —, then finish (the result and the
 // session's record of it).
 func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*TurnResult, error) {
 	if prompt == "" {
 		return nil, ErrEmptyPrompt
+	}
+	if err := ValidateOnLimit(qo.OnLimit); err != nil {
+		return nil, err
 	}
 	if err := s.enter(ctx); err != nil {
 		return nil, err
@@ -45,14 +50,23 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 	}
 	s.stopIdleTimer()
 	t := newTurn(qo.OnEvent)
-	p, prevCost, err := s.claim(ctx, t, qo.AskPermission)
+	t.now = s.m.now
+	dl := &deadline{d: s.m.cfg.QueryTimeout}
+	defer dl.stop()
+	started := time.Now()
+	if !s.holdBack(ctx, t, qo, dl) {
+		return s.finish(t, "", started, 0, false, qo.IncludeThinking), nil
+	}
+	p, prevCost, err := s.claim(ctx, t, qo.AskPermission, true)
 	if err != nil {
 		return nil, err
 	}
-	started := time.Now()
+	started = time.Now()
+	dl.arm(s.m.now())
 	replay := s.send(ctx, t, p, prompt, qo)
-	s.wait(ctx, t, p)
-	if qo.Effort != "" {
+	s.wait(ctx, t, p, dl)
+	p, prevCost = s.afterLimits(ctx, t, p, qo, dl, prevCost)
+	if qo.Effort != "" && p != nil {
 		s.mu.Lock()
 		back := s.opts.Effort
 		s.mu.Unlock()
@@ -102,7 +116,7 @@ func (s *Session) send(ctx context.Context, t *turn, p *claudeagent.Process, pro
 	case qo.Effort != "" && s.setEffort(ctx, p, qo.Effort) != nil:
 		t.fail("switching the effort to " + qo.Effort + " failed; the prompt was not sent")
 	default:
-		if err := p.SendUserID(userContent(sent, qo.Images), t.uuid); err != nil {
+		if err := p.SendUserID(userContent(sent, qo.Images), t.id()); err != nil {
 			t.fail("sending the prompt to claude: " + err.Error())
 		}
 	}
@@ -110,8 +124,9 @@ func (s *Session) send(ctx context.Context, t *turn, p *claudeagent.Process, pro
 }
 
 // finish builds the query's result from its ended turn and records the
-// turn in the session: history, Claude session id, model, usage and cost
-// (the manager's totals too); the session goes idle again.
+// turn in the session: history (not for a prompt held back, prompt ""),
+// Claude session id, model, usage and cost (the manager's totals too),
+// the usage limit it met; the session goes idle again.
 func (s *Session) finish(t *turn, prompt string, started time.Time, prevCost float64, replay, thinking bool) *TurnResult {
 	s.mu.Lock()
 	s.cur, s.curAsk = nil, nil
@@ -123,7 +138,10 @@ func (s *Session) finish(t *turn, prompt string, started time.Time, prevCost flo
 	if replay {
 		r.Recovered = "replayed"
 	}
-	s.recordTurn(prompt, started, t)
+	if prompt != "" {
+		s.recordTurn(prompt, started, t)
+	}
+	s.noteLimitsLocked(t)
 	if r.ClaudeSessionID != "" {
 		s.setClaudeSessionIDLocked(r.ClaudeSessionID)
 	} else {
@@ -173,7 +191,9 @@ func (s *Session) explainLocked(r *TurnResult) {
 // claim makes t the running turn of a live process, starting the process
 // when there is none; the caller owns the session. It returns the process and
 // its cumulative cost so far.
-func (s *Session) claim(ctx context.Context, t *turn, ask func(context.Context, *PermissionRequest) (*claudeagent.PermissionResult, error)) (*claudeagent.Process, float64, error) {
+// A continuation after a usage limit claims it again, not counted as a
+// query.
+func (s *Session) claim(ctx context.Context, t *turn, ask func(context.Context, *PermissionRequest) (*claudeagent.PermissionResult, error), count bool) (*claudeagent.Process, float64, error) {
 	for attempt := 0; attempt < 2; attempt++ {
 		if err := s.start(ctx, t); err != nil {
 			return nil, 0, err
@@ -188,7 +208,9 @@ func (s *Session) claim(ctx context.Context, t *turn, ask func(context.Context, 
 			// ends from now on fails t (see pump).
 			s.cur, s.curAsk = t, ask
 			s.moveLocked(StateRunning)
-			s.queries++
+			if count {
+				s.queries++
+			}
 			s.lastUsed = time.Now()
 			s.resumable = true // from now on the CLI has (or will have) a transcript
 			prevCost := s.procCost
@@ -232,22 +254,16 @@ func (s *Session) setEffort(ctx context.Context, p *claudeagent.Process, effort 
 	return nil
 }
 
-// wait blocks until the turn ends. On cancellation or the query timeout it
-// interrupts the turn; a CLI that does not honour the interrupt within the
-// grace period is killed.
-func (s *Session) wait(ctx context.Context, t *turn, p *claudeagent.Process) {
-	var timeout <-chan time.Time
-	if d := s.m.cfg.QueryTimeout; d > 0 {
-		tm := time.NewTimer(d)
-		defer tm.Stop()
-		timeout = tm.C
-	}
+// wait blocks until the turn ends. On cancellation or the query's
+// deadline (--query-timeout) it interrupts the turn; a CLI that does not
+// honour the interrupt within the grace period is killed.
+func (s *Session) wait(ctx context.Context, t *turn, p *claudeagent.Process, dl *deadline) {
 	select {
-	case <-t.done:
+	case <-t.doneCh():
 		return
 	case <-ctx.Done():
 		s.log.Info("query cancelled; interrupting the turn")
-	case <-timeout:
+	case <-dl.c:
 		t.mu.Lock()
 		t.timedOut = true
 		t.mu.Unlock()
@@ -262,20 +278,20 @@ func (s *Session) wait(ctx context.Context, t *turn, p *claudeagent.Process) {
 // killed.
 func (s *Session) abort(t *turn, p *claudeagent.Process) {
 	if s.interrupt(context.Background(), t, p) {
-		<-t.done
+		<-t.doneCh()
 		return
 	}
 	grace := s.m.cfg.interruptGrace()
 	tm := time.NewTimer(grace)
 	defer tm.Stop()
 	select {
-	case <-t.done:
+	case <-t.doneCh():
 		return
 	case <-tm.C:
 	}
 	s.log.Warn("claude acknowledged the interrupt but did not end the turn; killing it", "grace", grace)
 	p.Kill()
-	<-t.done
+	<-t.doneCh()
 }
 
 // interrupt asks the CLI to stop t's turn. A CLI that does not acknowledge

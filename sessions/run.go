@@ -18,6 +18,7 @@ type RunOptions struct {
 	IncludeThinking bool
 	Effort          string  // this query's effort (see QueryOptions)
 	Images          []Image // sent with the prompt
+	OnLimit         string  // what the query does at the usage limit (see QueryOptions)
 	// CloseAfter closes the session once the result is collected (or
 	// dropped).
 	CloseAfter bool
@@ -70,6 +71,8 @@ type Run struct {
 	tools     int // tool calls, likewise
 	lastStep  string
 	lastAt    time.Duration // when the latest event came, since start
+	limited   time.Time     // while the query waits for a usage limit to reset: the reset
+	limitKind string        // and which limit
 	owner     string
 	collected bool
 	dropTimer *time.Timer
@@ -93,10 +96,15 @@ type Progress struct {
 	LastStep  string        // what happened last, for a person
 	LastAt    time.Duration // when it happened, since the start
 	Text      string        // the assistant text so far
+	// LimitedUntil, while the query waits for the account's usage limit to
+	// reset, is the reset (zero otherwise); LimitKind which limit.
+	LimitedUntil time.Time
+	LimitKind    string
 }
 
 // Start starts a query in the background and returns once its turn has
-// started (or after RunOptions.ReturnAfter), or with the error that kept it
+// started or it waits for a usage limit's reset (or after
+// RunOptions.ReturnAfter), or with the error that kept it
 // from starting (a busy session is refused at once). Cancelling ctx before the turn starts cancels the run;
 // afterwards only [Run.Cancel] does. A temporary session whose query cannot
 // start is discarded (see oneshot.go).
@@ -104,7 +112,7 @@ func (s *Session) Start(ctx context.Context, prompt string, o RunOptions) (*Run,
 	rctx, cancel := context.WithCancel(context.Background())
 	r := &Run{ID: uuid.NewString(), session: s, opts: o, start: time.Now(), cancel: cancel, listener: o.Listener,
 		started: make(chan struct{}), done: make(chan struct{}), asked: make(chan struct{}, 1)}
-	qo := QueryOptions{IncludeThinking: o.IncludeThinking, Effort: o.Effort, Images: o.Images, OnEvent: r.onEvent}
+	qo := QueryOptions{IncludeThinking: o.IncludeThinking, Effort: o.Effort, Images: o.Images, OnLimit: o.OnLimit, OnEvent: r.onEvent}
 	switch {
 	case o.Ask != nil:
 		qo.AskPermission = o.Ask
@@ -194,6 +202,9 @@ func (r *Run) Cancel() { r.cancel() }
 
 func (r *Run) onEvent(e Event) {
 	r.mu.Lock()
+	if e.Kind != EventHeartbeat && e.Kind != EventLimitWarning {
+		r.limited, r.limitKind = e.Until, e.Limit // set while the query waits for a reset, cleared by what comes next
+	}
 	switch e.Kind {
 	case EventQueued:
 		r.lastStep = e.Text
@@ -214,13 +225,15 @@ func (r *Run) onEvent(e Event) {
 		r.addStep("permission: " + textcut.Cut(e.Text, 300))
 	case EventRetry:
 		r.lastStep = textcut.Cut(e.Text, 300)
+	case EventLimited, EventLimitWarning:
+		r.addStep(e.Text)
 	}
 	r.turns, r.tools = e.Turns, e.ToolsUsed
 	r.lastAt = time.Since(r.start)
 	l := r.listener
 	r.mu.Unlock()
-	if e.Kind == EventTurnStarted {
-		r.onStart()
+	if e.Kind == EventTurnStarted || e.Kind == EventLimited {
+		r.onStart() // a query waiting for a usage limit's reset has started, as far as its caller is concerned
 	}
 	if l != nil {
 		l.OnEvent(e)
@@ -268,7 +281,7 @@ func (r *Run) Progress() Progress {
 
 func (r *Run) progressLocked() Progress {
 	return Progress{Elapsed: time.Since(r.start), Turns: r.turns, ToolsUsed: r.tools, LastStep: r.lastStep, LastAt: r.lastAt,
-		Text: strings.Join(r.texts, "\n\n")}
+		Text: strings.Join(r.texts, "\n\n"), LimitedUntil: r.limited, LimitKind: r.limitKind}
 }
 
 // TakeActivity returns what happened since the last call (steps for a

@@ -43,6 +43,10 @@ type QueryOptions struct {
 	// OnEvent receives the turn's events in order, from one goroutine, all
 	// before Query returns.
 	OnEvent func(Event)
+	// OnLimit is what the query does when the account's usage limit refuses
+	// it: OnLimitWait ("" too) waits for the reset and goes on, OnLimitFail
+	// ends at once (see limit.go).
+	OnLimit string
 	// AskPermission asks the caller about a tool call; nil (or an error)
 	// applies the manager's policy.
 	AskPermission func(ctx context.Context, req *PermissionRequest) (*claudeagent.PermissionResult, error)
@@ -78,6 +82,12 @@ type Info struct {
 	Worktree        *Worktree
 	Owner           string
 	AgentTool       string
+	// LimitedUntil is when the usage limit its latest query met resets,
+	// while that is ahead (zero otherwise); LimitKind names the limit.
+	LimitedUntil time.Time
+	LimitKind    string
+	// LimitNote is the CLI's latest warning that the usage limit is near.
+	LimitNote string
 }
 
 // Session is one conversation with Claude Code. Its process may come and
@@ -107,6 +117,7 @@ type Session struct {
 	sessionRecord
 	liveProcess
 	historyBuf
+	limitState
 
 	queuePos      int           // while queued: the position, 1 is next
 	run           *Run          // the latest run whose result may still be collected
@@ -210,6 +221,7 @@ func (s *Session) Info() Info {
 	if in.PermissionMode == "" {
 		in.PermissionMode = "default"
 	}
+	s.limitInfoLocked(&in)
 	if in.State == StateInterrupting {
 		in.State = StateRunning // the turn has not ended
 	}

@@ -25,6 +25,8 @@ const (
 	EventToolStarted  EventKind = "tool_started"
 	EventToolFinished EventKind = "tool_finished"
 	EventRetry        EventKind = "api_retry"
+	EventLimited      EventKind = "limited"       // the query waits for the usage limit to reset (Until)
+	EventLimitWarning EventKind = "limit_warning" // the usage limit is near: shown, not acted on
 	EventPermission   EventKind = "permission"
 	EventHeartbeat    EventKind = "heartbeat"
 	EventDone         EventKind = "done"
@@ -38,6 +40,8 @@ type Event struct {
 	Tool    string // tool name
 	ToolID  string
 	IsError bool
+	Until   time.Time // EventLimited: when the usage limit resets
+	Limit   string    // EventLimited: which (five_hour, seven_day, …)
 	// Elapsed, Turns (API round trips) and ToolsUsed describe the turn so
 	// far.
 	Elapsed   time.Duration
@@ -106,14 +110,24 @@ type TurnResult struct {
 	// (the CLI was killed before writing it) and this turn started a fresh
 	// conversation seeded with the session's recorded history.
 	Recovered string
+	// LimitedUntil is when the account's usage limit resets, when the query
+	// ended on it: it did not wait (onLimit fail, a reset beyond its
+	// timeout or --max-limit-wait) or its wait was cut short; zero
+	// otherwise. LimitKind names the limit (five_hour, seven_day, …).
+	LimitedUntil time.Time
+	LimitKind    string
+	// LimitNote is the CLI's warning that the usage limit is near, for a
+	// person; "" without one.
+	LimitNote string
 }
 
 // turn aggregates the messages of one query. The session's pump goroutine
 // feeds it; the querying goroutine waits on done.
 type turn struct {
 	start   time.Time
-	uuid    string // of the user message that started it
+	uuid    string // of the user message that started it (t.mu)
 	onEvent func(Event)
+	now     func() time.Time // the manager's clock, for the usage limit's texts
 
 	mu          sync.Mutex
 	texts       []string // assistant texts in order, for partial results
@@ -131,9 +145,12 @@ type turn struct {
 	failure     string // set when the turn ended without a result
 	forced      string // why the process was stopped to end the turn
 	denials     []PermissionDenial
+	limits      turnLimits // the usage limit as the turn met it (limit.go)
+	carry       carried    // what the turns before a continuation produced (limit.go)
 
-	done     chan struct{}
-	doneOnce sync.Once
+	done     chan struct{} // closed when the turn ended; replaced by again (limit.go)
+	finished bool          // done is closed
+	stopped  chan struct{} // closed once the query is interrupted: ends a wait for a usage limit
 
 	emitMu sync.Mutex // one onEvent call at a time
 	ended  bool       // EventDone was emitted; later events are dropped
@@ -143,7 +160,15 @@ func newTurn(onEvent func(Event)) *turn {
 	if onEvent == nil {
 		onEvent = func(Event) {}
 	}
-	return &turn{start: time.Now(), uuid: uuid.NewString(), onEvent: onEvent, toolIndex: map[string]int{}, done: make(chan struct{})}
+	return &turn{start: time.Now(), uuid: uuid.NewString(), onEvent: onEvent, now: time.Now, toolIndex: map[string]int{},
+		done: make(chan struct{}), stopped: make(chan struct{})}
+}
+
+// id is the uuid of the user message whose turn t waits for.
+func (t *turn) id() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.uuid
 }
 
 func (t *turn) emit(e Event) {
@@ -173,8 +198,10 @@ func (t *turn) handle(m claudeagent.Message) bool {
 		t.handleAssistant(m)
 	case *claudeagent.UserMessage:
 		t.handleToolResults(m)
+	case *claudeagent.RateLimitEvent:
+		t.noteLimit(&m.Info)
 	case *claudeagent.ResultMessage:
-		if !m.Answers(t.uuid) {
+		if !m.Answers(t.id()) {
 			// A turn the CLI started by itself (a background task finished):
 			// not this query's end.
 			return false
@@ -220,6 +247,9 @@ func (t *turn) handleAssistant(m *claudeagent.AssistantMessage) {
 		t.apiCalls, t.lastMsgID = t.apiCalls+1, id
 	}
 	t.mu.Unlock()
+	if m.APIErrorParams != nil && m.APIErrorParams.RateLimitInfo != nil {
+		t.noteLimit(m.APIErrorParams.RateLimitInfo)
+	}
 	for _, b := range m.Message.Content {
 		switch b.Type {
 		case "text":
@@ -281,13 +311,27 @@ func (t *turn) fail(reason string) {
 	t.finish()
 }
 
-func (t *turn) finish() { t.doneOnce.Do(func() { close(t.done) }) }
+func (t *turn) finish() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.finished {
+		t.finished = true
+		close(t.done)
+	}
+}
+
+// doneCh is closed when the turn has ended.
+func (t *turn) doneCh() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.done
+}
 
 // force records that the turn's process had to be stopped, and why.
 func (t *turn) force(why string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.interrupted = true
+	t.interruptedLocked()
 	if t.forced == "" {
 		t.forced = why
 	}
@@ -295,8 +339,23 @@ func (t *turn) force(why string) {
 
 func (t *turn) markInterrupted() {
 	t.mu.Lock()
-	t.interrupted = true
+	t.interruptedLocked()
 	t.mu.Unlock()
+}
+
+// interruptedLocked marks the query interrupted, which ends its wait for
+// a usage limit; t.mu is held.
+func (t *turn) interruptedLocked() {
+	if !t.interrupted {
+		t.interrupted = true
+		close(t.stopped)
+	}
+}
+
+func (t *turn) isInterrupted() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.interrupted
 }
 
 func (t *turn) addDenial(d PermissionDenial) {
@@ -315,6 +374,15 @@ func (t *turn) addDenial(d PermissionDenial) {
 func (t *turn) snapshot(prevCost float64, includeThinking bool) *TurnResult {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	r := t.snapshotLocked(prevCost, includeThinking)
+	t.carry.addTo(r)
+	t.limitResultLocked(r)
+	return r
+}
+
+// snapshotLocked is snapshot of the latest turn alone (a continuation
+// after a usage limit is one); t.mu is held.
+func (t *turn) snapshotLocked(prevCost float64, includeThinking bool) *TurnResult {
 	r := &TurnResult{
 		ClaudeSessionID: t.sessionID,
 		Model:           t.model,

@@ -33,6 +33,7 @@ type config struct {
 	warmSpares        int
 	idleTimeout       time.Duration
 	queryTimeout      time.Duration
+	maxLimitWait      time.Duration
 	permissionPolicy  string
 	permissionTimeout time.Duration
 	allowedModes      string
@@ -89,6 +90,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.IntVar(&c.warmSpares, "warm-spares", 1, "ready claude processes kept for the option sets of the latest creates and one-shot queries (they count toward --max-live and give way to sessions); 0 none")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", 15*time.Minute, "stop an idle session's process after this long (it resumes on the next query); 0 never")
 	fs.DurationVar(&c.queryTimeout, "query-timeout", 0, "interrupt a query that runs longer than this; 0 means no limit")
+	fs.DurationVar(&c.maxLimitWait, "max-limit-wait", 6*time.Hour, "the longest a query waits for the account's usage limit to reset before it goes on by itself; a later reset ends it at once; 0 never waits")
 	fs.StringVar(&c.permissionPolicy, "permission-policy", "deny", "answer to permission questions the caller cannot or does not answer: deny or allow")
 	fs.DurationVar(&c.permissionTimeout, "permission-timeout", 120*time.Second, "how long to wait for the caller to answer a permission question")
 	fs.StringVar(&c.allowedModes, "allowed-permission-modes", "", "comma-separated permission modes sessions may use (default: all)")

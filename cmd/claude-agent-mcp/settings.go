@@ -100,6 +100,7 @@ func (c *config) checkLimits(k *checks) (userMaxLive int) {
 	}
 	k.notNegative("idle-timeout", c.idleTimeout)
 	k.notNegative("query-timeout", c.queryTimeout)
+	k.notNegative("max-limit-wait", c.maxLimitWait)
 	k.above0("permission-timeout", c.permissionTimeout)
 	k.notNegative("default-wait", c.defaultWait)
 	k.above0("heartbeat-interval", c.heartbeat)
@@ -157,6 +158,15 @@ func (c *config) checkSizes(k *checks) {
 	}
 }
 
+// limitWait is --max-limit-wait as sessions.Config.MaxLimitWait takes it:
+// 0 (never wait) is negative there, where 0 is the default.
+func limitWait(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
 // baseSettings are the settings the flags give as they are, before the
 // checks that fill in the policy and the files.
 func (c *config) baseSettings(userMaxLive int, allow []string) *settings {
@@ -166,7 +176,7 @@ func (c *config) baseSettings(userMaxLive int, allow []string) *settings {
 			// memory back to the system (a forced GC, about a millisecond).
 			OnIdle:  debug.FreeOSMemory,
 			CLIPath: c.claudePath, MaxSessions: c.maxSessions, MaxLive: c.maxLive, MaxQueue: c.maxQueue, WarmSpares: c.warmSpares,
-			IdleTimeout: c.idleTimeout, QueryTimeout: c.queryTimeout, PermissionTimeout: c.permissionTimeout,
+			IdleTimeout: c.idleTimeout, QueryTimeout: c.queryTimeout, PermissionTimeout: c.permissionTimeout, MaxLimitWait: limitWait(c.maxLimitWait),
 			MaxDepth: c.maxDepth, NoSessionMCPServers: !c.sessionMCP,
 			MaxSessionBudgetUSD: c.sessionBudget, MaxTotalBudgetUSD: c.totalBudget,
 			UserMaxSessions: c.userMaxSessions, UserMaxLive: userMaxLive, UserMaxBudgetUSD: c.userBudget, PerUserConfigDir: c.perUserConfigDir,

@@ -52,6 +52,10 @@ type scenario struct {
 	// loggedOut runs the CLI without ANTHROPIC_API_KEY, as a CLI that is
 	// not logged in: its turns end at once, without an API request.
 	loggedOut bool
+	// oauth logs the CLI in with a (fake) OAuth token instead of the API
+	// key, as a subscription: only then does it report usage limits
+	// (rate_limit_event).
+	oauth bool
 }
 
 var scenarios = []scenario{
@@ -95,6 +99,8 @@ var scenarios = []scenario{
 		run: func(s *session) error { return s.turn("TOOL_BASH[touch made_by_tool.txt && echo hi]") }},
 	{name: "big_line", run: func(s *session) error { return s.turn("BIGTEXT") }},
 	{name: "not_logged_in", loggedOut: true, run: func(s *session) error { return s.turn("hi") }},
+	{name: "usage_limit", oauth: true, run: func(s *session) error { return s.turn("LIMIT[600] hi") }},
+	{name: "usage_warning", oauth: true, run: func(s *session) error { return s.turn("LIMITWARN hi") }},
 }
 
 func isResult(m map[string]any) bool { return m["type"] == "result" }
@@ -236,8 +242,11 @@ func command(ctx context.Context, sc scenario, bin, home, cwd, apiURL string) *e
 	opts := sc.opts
 	opts.Path, opts.Cwd = bin, cwd
 	opts.Env = e2eenv.FakeAPIEnv(home, apiURL)
-	if sc.loggedOut {
+	if sc.loggedOut || sc.oauth {
 		delete(opts.Env, "ANTHROPIC_API_KEY")
+	}
+	if sc.oauth {
+		opts.Env["CLAUDE_CODE_OAUTH_TOKEN"] = "sk-ant-oat01-fake" // read by the CLI, sent to the fake API alone
 	}
 	cmd := exec.CommandContext(ctx, bin, opts.Args()...)
 	cmd.Dir = cwd

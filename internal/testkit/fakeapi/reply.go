@@ -26,6 +26,9 @@ type Reply struct {
 	// Deltas splits each text block into this many text_delta events
 	// (at word boundaries when there are enough words). 0 means 3.
 	Deltas int
+	// Header holds extra response headers, sent with an error as with a
+	// message (the rate-limit headers, say).
+	Header map[string]string
 }
 
 // Block is one content block of a reply.
@@ -70,23 +73,36 @@ const (
 )
 
 var (
-	errRe  = regexp.MustCompile(`ERR(400|401|404|429|500|529)`)
-	slowRe = regexp.MustCompile(`SLOW(\d*)`)
+	errRe   = regexp.MustCompile(`ERR(400|401|404|429|500|529)`)
+	slowRe  = regexp.MustCompile(`SLOW(\d*)`)
+	limitRe = regexp.MustCompile(`LIMIT\[(\d+)\]`)
 )
 
 // DefaultReply returns the keyword-driven reply for r, without the
-// once-per-prompt bookkeeping of ERRnnn (it always fails). The server uses
-// the same logic but lets each ERRnnn prompt fail only once unless it
-// contains ALWAYS.
+// bookkeeping of the server: every ERRnnn prompt fails (the server fails
+// each only once unless it contains ALWAYS), and every LIMIT[n] prompt is
+// refused with a reset n seconds from now (the server's reset is fixed by
+// the first request that names it).
 func DefaultReply(r *Request) *Reply {
-	return keywordReply(r, func(string, bool) bool { return true }, nil)
+	return keywordReply(r, keywordState{
+		fail:  func(string, bool) bool { return true },
+		limit: func(_ string, d time.Duration) time.Time { return resetAfter(d) },
+	})
 }
 
 func (s *Server) defaultReply(r *Request) *Reply {
-	return keywordReply(r, s.failOnce, &s.toolSeq)
+	return keywordReply(r, keywordState{fail: s.failOnce, limit: s.limitReset, ids: &s.toolSeq})
 }
 
 type counter interface{ Add(int64) int64 }
+
+// keywordState is what the keywords remember across requests: which
+// ERRnnn prompts failed, when each LIMIT[n] resets, the tool_use ids.
+type keywordState struct {
+	fail  func(text string, always bool) bool
+	limit func(key string, d time.Duration) time.Time
+	ids   counter // nil: tool_use ids are left to the server
+}
 
 // keywordReply implements the keyword behaviour, looking at the last user
 // message of r:
@@ -96,6 +112,24 @@ type counter interface{ Add(int64) int64 }
 //     when is_error), for the first tool_result.
 //   - ERR400/401/404/429/500/529: that status; once per prompt text unless
 //     the text contains ALWAYS.
+//   - LIMIT[n]: the account's usage limit, as the API refuses a
+//     subscription's request: 429 rate_limit_error with
+//     anthropic-ratelimit-unified-status "rejected",
+//     anthropic-ratelimit-unified-reset (unix seconds, n seconds after the
+//     first request naming it, rounded up to a whole second),
+//     anthropic-ratelimit-unified-representative-claim "five_hour" and
+//     x-should-retry "false", for every request whose last user text
+//     holds it, until that reset has passed; then the reply is as without
+//     the keyword. A CLI logged in with an OAuth token
+//     (CLAUDE_CODE_OAUTH_TOKEN) reports it as a rate_limit_event with
+//     status "rejected" and resetsAt, and ends the turn with an error
+//     result (api_error_status 429); with an API key it says only
+//     "Request rejected (429)".
+//   - LIMITWARN: an answer with the headers of a usage limit nearly
+//     reached: status "allowed", 90% of the 5-hour window used
+//     (anthropic-ratelimit-unified-5h-utilization and -5h-surpassed-threshold
+//     0.9, -5h-reset in an hour): with an OAuth token the CLI reports a
+//     rate_limit_event with status "allowed_warning".
 //   - TOOL_BASH[cmd]: text "Running a command." + Bash tool_use.
 //   - TOOL_WRITE[path|content]: text "Writing a file." + Write tool_use.
 //   - TOOL_GREP[pattern]: a Grep tool_use (output_mode content) in the cwd.
@@ -109,7 +143,7 @@ type counter interface{ Add(int64) int64 }
 //   - SLOW / SLOW<n>: "chunk0 " … in 20 (or n) deltas 0.5 s apart.
 //   - otherwise "Hello from fake API (n_messages=<n>)" where n counts the
 //     user and assistant messages (Request.ConversationLen).
-func keywordReply(r *Request, fail func(string, bool) bool, ids counter) *Reply {
+func keywordReply(r *Request, st keywordState) *Reply {
 	if strings.Contains(r.Model, "nonexistent") {
 		return ErrorReply(404, fmt.Sprintf("model: %s", r.Model))
 	}
@@ -123,21 +157,30 @@ func keywordReply(r *Request, fail func(string, bool) bool, ids counter) *Reply 
 
 	text := r.LastUserText()
 	if m := errRe.FindStringSubmatch(text); m != nil {
-		if fail(text, strings.Contains(text, "ALWAYS")) {
+		if st.fail(text, strings.Contains(text, "ALWAYS")) {
 			status, _ := strconv.Atoi(m[1])
 			return ErrorReply(status, fmt.Sprintf("fake %d error", status))
 		}
 	}
+	if m := limitRe.FindStringSubmatch(text); m != nil {
+		secs, _ := strconv.Atoi(m[1])
+		if reset := st.limit(m[0], time.Duration(secs)*time.Second); time.Now().Before(reset) {
+			return LimitReply(reset)
+		}
+	}
 
 	reply := &Reply{}
+	if strings.Contains(text, "LIMITWARN") {
+		reply.Header = limitWarningHeader()
+	}
 	if strings.Contains(text, "THINK") {
 		reply.Blocks = append(reply.Blocks, Block{Type: "thinking", Thinking: ThinkingText})
 	}
 	toolID := func() string {
-		if ids == nil {
+		if st.ids == nil {
 			return ""
 		}
-		return "toolu_fake_" + strconv.FormatInt(ids.Add(1), 10)
+		return "toolu_fake_" + strconv.FormatInt(st.ids.Add(1), 10)
 	}
 	if tool := toolReply(text, reply, toolID); tool != nil {
 		return tool
@@ -219,6 +262,37 @@ func textAnswer(r *Request, text string, reply *Reply) string {
 	default:
 		return fmt.Sprintf("Hello from fake API (n_messages=%d)", r.ConversationLen())
 	}
+}
+
+// LimitReply is the API's refusal of a request over the account's usage
+// limit, which resets at reset (see LIMIT[n] in keywordReply).
+func LimitReply(reset time.Time) *Reply {
+	return &Reply{Status: 429, ErrorMessage: "fake usage limit reached", Header: map[string]string{
+		"anthropic-ratelimit-unified-status":               "rejected",
+		"anthropic-ratelimit-unified-reset":                strconv.FormatInt(reset.Unix(), 10),
+		"anthropic-ratelimit-unified-representative-claim": "five_hour",
+		"x-should-retry":                                   "false",
+	}}
+}
+
+// limitWarningHeader is what an answer near the usage limit carries (see
+// LIMITWARN in keywordReply).
+func limitWarningHeader() map[string]string {
+	reset := strconv.FormatInt(resetAfter(time.Hour).Unix(), 10)
+	return map[string]string{
+		"anthropic-ratelimit-unified-status":                 "allowed",
+		"anthropic-ratelimit-unified-reset":                  reset,
+		"anthropic-ratelimit-unified-representative-claim":   "five_hour",
+		"anthropic-ratelimit-unified-5h-utilization":         "0.9",
+		"anthropic-ratelimit-unified-5h-surpassed-threshold": "0.9",
+		"anthropic-ratelimit-unified-5h-reset":               reset,
+	}
+}
+
+// resetAfter is the whole second at least d from now: the API's resets
+// are unix seconds.
+func resetAfter(d time.Duration) time.Time {
+	return time.Now().Add(d + time.Second - 1).Truncate(time.Second)
 }
 
 // bracketArg finds prefix (ending in "[") in text and returns what follows up

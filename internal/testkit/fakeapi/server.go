@@ -71,7 +71,8 @@ type Server struct {
 	requests []Request
 	changed  chan struct{} // closed and replaced whenever requests grows
 	handler  func(*Request) *Reply
-	failed   map[string]bool // prompt texts that already failed once (ERRnnn)
+	failed   map[string]bool      // prompt texts that already failed once (ERRnnn)
+	limits   map[string]time.Time // LIMIT[n] keyword → when its limit resets
 }
 
 // Start starts a server listening on 127.0.0.1:0.
@@ -86,6 +87,7 @@ func Start() (*Server, error) {
 		done:    make(chan struct{}),
 		changed: make(chan struct{}),
 		failed:  make(map[string]bool),
+		limits:  make(map[string]time.Time),
 	}
 	s.http = &http.Server{
 		Handler:           http.HandlerFunc(s.serveHTTP),
@@ -228,6 +230,19 @@ func (s *Server) failOnce(text string, always bool) bool {
 	return true
 }
 
+// limitReset is when the usage limit of a LIMIT[n] keyword resets: n
+// seconds after the first request that named it.
+func (s *Server) limitReset(key string, d time.Duration) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	reset, ok := s.limits[key]
+	if !ok {
+		reset = resetAfter(d)
+		s.limits[key] = reset
+	}
+	return reset
+}
+
 func (s *Server) serveHTTP(w http.ResponseWriter, hr *http.Request) {
 	s.mu.Lock()
 	if s.closed {
@@ -268,6 +283,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, hr *http.Request) {
 		reply = s.defaultReply(req)
 	}
 
+	for k, v := range reply.Header {
+		w.Header().Set(k, v)
+	}
 	if reply.Status != 0 && reply.Status != http.StatusOK {
 		writeError(w, reply.Status, reply.ErrorMessage, "")
 		return

@@ -32,6 +32,10 @@
 //     with --permission-prompt-tool stdio unless in bypassPermissions),
 //     THINK → thinking, SLOW/SLOW<n> → a slow stream of n (20) chunks 0.5 s
 //     apart, as in the interrupt capture, ERR400 → api_error,
+//     LIMITWARN → usage_warning (a rate_limit_event allowed_warning, then
+//     the answer), LIMIT[ → usage_limit (a rate_limit_event rejected with
+//     the recorded resetsAt, then the synthetic "You've hit your session
+//     limit" answer and an error result, api_error_status 429),
 //     BIGTEXT → big_line, else plain.
 //   - The turn's recorded output is replayed with its recorded pauses
 //     (each capped at 2 s, divided by $FAKE_CLAUDE_SPEED), with the
@@ -73,6 +77,8 @@
 //	FAKE_CLAUDE_NOT_LOGGED_IN=1           act as a CLI that is not logged in: `auth status` says
 //	                                      so, and every turn replays not_logged_in (the synthetic
 //	                                      "Not logged in · Please run /login" answer and error result)
+//	FAKE_CLAUDE_RESETS_IN=<duration>      a replayed "resetsAt" (a usage limit's reset, unix seconds)
+//	                                      becomes the whole second at least that long from now
 package fakecli
 
 import (
@@ -119,6 +125,7 @@ const (
 	EnvArgsLog        = "FAKE_CLAUDE_ARGS_LOG"
 	EnvStructured     = "FAKE_CLAUDE_STRUCTURED_OUTPUT"
 	EnvNotLoggedIn    = "FAKE_CLAUDE_NOT_LOGGED_IN"
+	EnvResetsIn       = "FAKE_CLAUDE_RESETS_IN"
 	DefaultVersion    = "2.1.197"
 	maxPause          = 2 * time.Second
 	slowDelay         = 500 * time.Millisecond
@@ -209,6 +216,7 @@ type fake struct {
 	noise      bool
 	loggedOut  bool // every turn is the not-logged-in answer
 	die        time.Duration
+	resetsIn   time.Duration // a replayed resetsAt becomes this long from now
 	errw       io.Writer
 
 	outMu sync.Mutex
@@ -340,6 +348,9 @@ func newFake(flags flagSet, dir string, stdout, stderr io.Writer) *fake {
 	f.bypass = f.mode == "bypassPermissions" || flags.has("--allow-dangerously-skip-permissions") || flags.has("--dangerously-skip-permissions")
 	if s, err := strconv.ParseFloat(os.Getenv(EnvSpeed), 64); err == nil && s > 0 {
 		f.speed = s
+	}
+	if d, err := time.ParseDuration(os.Getenv(EnvResetsIn)); err == nil && d > 0 {
+		f.resetsIn = d
 	}
 	if ms, _ := strconv.Atoi(os.Getenv(EnvDieAfterMs)); ms > 0 {
 		f.die = time.Duration(ms) * time.Millisecond

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestCaptures checks that every recorded scenario has what the fake needs.
@@ -17,7 +18,7 @@ func TestCaptures(t *testing.T) {
 	}
 	caps := &captures{dir: dir}
 	for _, name := range []string{"plain", "two_turns", "tool_use", "thinking", "interrupt", "api_error",
-		"max_turns", "set_model", "can_use_tool", "big_line", "not_logged_in"} {
+		"max_turns", "set_model", "can_use_tool", "big_line", "not_logged_in", "usage_limit", "usage_warning"} {
 		c, err := caps.get(name)
 		if err != nil {
 			t.Fatal(err)
@@ -60,6 +61,10 @@ func TestCaptures(t *testing.T) {
 			if !has("in", "control_request", "set_model") {
 				t.Error("set_model: no set_model request")
 			}
+		case "usage_limit", "usage_warning":
+			if !has("out", "rate_limit_event", "") {
+				t.Errorf("%s: no rate_limit_event", name)
+			}
 		}
 	}
 	c, _ := caps.get("two_turns")
@@ -94,11 +99,30 @@ func TestPick(t *testing.T) {
 		{&fake{}, "SLOW5 please", "interrupt", 5},
 		{&fake{}, "ERR400 ALWAYS", "api_error", 0},
 		{&fake{}, "BIGTEXT", "big_line", 0},
+		{&fake{}, "LIMIT[600] hi", "usage_limit", 0},
+		{&fake{}, "LIMITWARN hi", "usage_warning", 0},
 		{&fake{loggedOut: true}, "TOOL_BASH[x]", "not_logged_in", 0},
 	} {
 		if got, slow := tc.f.pick(tc.text); got != tc.want || slow != tc.slow {
 			t.Errorf("pick(%q) = %s, %d; want %s, %d", tc.text, got, slow, tc.want, tc.slow)
 		}
+	}
+}
+
+// TestResetsIn: with FAKE_CLAUDE_RESETS_IN a replayed resetsAt is moved
+// to that long from now, a whole second.
+func TestResetsIn(t *testing.T) {
+	f := &fake{resetsIn: time.Hour, paths: strings.NewReplacer()}
+	before := time.Now()
+	line := string(f.rewrite(&capture{}, []byte(`{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1795621502}}`)))
+	var m struct {
+		Info struct{ ResetsAt int64 } `json:"rate_limit_info"`
+	}
+	if err := json.Unmarshal([]byte(line), &m); err != nil {
+		t.Fatal(err)
+	}
+	if at := time.Unix(m.Info.ResetsAt, 0); at.Before(before.Add(time.Hour)) || at.After(time.Now().Add(time.Hour+time.Second)) {
+		t.Errorf("resetsAt %s, want an hour from %s: %s", at, before, line)
 	}
 }
 

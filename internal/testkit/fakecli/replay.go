@@ -28,8 +28,14 @@ func (f *fake) rewrite(c *capture, line []byte) []byte {
 	if bytes.Contains(line, []byte("CWD")) || bytes.Contains(line, []byte("HOME")) {
 		line = []byte(f.paths.Replace(string(line)))
 	}
+	if f.resetsIn > 0 && bytes.Contains(line, []byte(`"resetsAt":`)) {
+		reset := time.Now().Add(f.resetsIn + time.Second - 1).Unix()
+		line = resetsAtRe.ReplaceAll(line, []byte(`"resetsAt":`+strconv.FormatInt(reset, 10)))
+	}
 	return line
 }
+
+var resetsAtRe = regexp.MustCompile(`"resetsAt":\d+`)
 
 // emit writes a recorded line of capture c, with a fresh uuid and, for
 // assistant lines, a message id that is unique per turn (the CLI never
@@ -90,6 +96,10 @@ func (f *fake) pick(text string) (name string, slow int) {
 		return "interrupt", n
 	case strings.Contains(text, "ERR400"):
 		return "api_error", 0
+	case strings.Contains(text, "LIMITWARN"):
+		return "usage_warning", 0
+	case strings.Contains(text, "LIMIT["):
+		return "usage_limit", 0
 	case strings.Contains(text, "BIGTEXT"):
 		return "big_line", 0
 	}

@@ -119,6 +119,11 @@
         case 'turn_started':
           if (status) status.textContent = 'running';
           break;
+        case 'limited':
+        case 'limit_warning':
+          steps.appendChild(el('div', 'step limited', s.text));
+          refreshPanel();
+          break;
         default:
           steps.appendChild(el('div', 'step note', s.text));
       }
