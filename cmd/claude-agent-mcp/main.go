@@ -131,14 +131,9 @@ func newLogger(level string, w io.Writer) (*slog.Logger, error) {
 	return slog.New(tint.NewTextHandler(w, &tint.Options{Level: l, NoColor: noColor, TimeFormat: time.TimeOnly})), nil
 }
 
-func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *slog.Logger) error {
-	depth, _ := strconv.Atoi(os.Getenv(DepthEnv))
-	marker := uuid.NewString()
-	defer startWatchdog(marker, logger)()
-	mcfg := st.sessions
-	mcfg.Depth = depth
-	mcfg.Env = map[string]string{DepthEnv: strconv.Itoa(depth + 1), ServerMarkerEnv: marker}
-	mcfg.Logger = logger
+// logEnforcement says at start what enforces the policy: the gate, and
+// the kernel's ceilings or why there are none.
+func logEnforcement(st *settings, logger *slog.Logger) {
 	if policy.HarmlessGate() {
 		logger.Error("this is a test build whose policy gate checks nothing (-tags harmlessgate): never serve it")
 	}
@@ -147,6 +142,17 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 	} else {
 		logger.Debug("the kernel enforces the sessions' ceilings", "landlock_abi", st.kernel)
 	}
+}
+
+func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *slog.Logger) error {
+	depth, _ := strconv.Atoi(os.Getenv(DepthEnv))
+	marker := uuid.NewString()
+	defer startWatchdog(marker, logger)()
+	mcfg := st.sessions
+	mcfg.Depth = depth
+	mcfg.Env = map[string]string{DepthEnv: strconv.Itoa(depth + 1), ServerMarkerEnv: marker}
+	mcfg.Logger = logger
+	logEnforcement(st, logger)
 	path, err := c.statePath()
 	if err != nil {
 		return err
