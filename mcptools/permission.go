@@ -14,8 +14,8 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
-// Answers offered in a permission question.
-// The dashboard's page offers the same (dashboard.Decision*).
+// Answers offered in a permission question, by the client's form and a
+// dashboard page alike (dashboard.Decision*, the one home of the names).
 const (
 	decisionAllowOnce    = dashboard.DecisionAllowOnce
 	decisionAllowSession = dashboard.DecisionAllowSession

@@ -14,7 +14,28 @@
 // comes through Core (the running task of a session, what a permission
 // question says and how a person's answer maps to the CLI's), Tokens (the
 // HTTP transport's bearer tokens, see Mount) and Auditor (the audit log). It
-// knows nothing of tool calls, transports or the audit log's format.
+// knows nothing of MCP: no tool calls, no MCP transport, no client's
+// elicitation, no audit log's format.
+//
+// Who may look: on stdio the dashboard has a listener of its own on
+// loopback, and a secret made at each start guards it: the link carrying it
+// (logged at start, and claude_session_list's dashboardUrl) signs the
+// browser in with a cookie. Its pages are under a root path made at start
+// too, /ui/<random>, the cookie's path, so that no other server on
+// 127.0.0.1 gets the cookie (signin.go). Over --http it is /ui on
+// the same listener, and a person signs in with their bearer token: they
+// see their own sessions, the users of Options.Admins every
+// session. A sign-in is an HttpOnly, SameSite=Strict cookie naming an entry
+// of the dashboard's memory (gone at restart; over HTTP bound to the token,
+// so that revoking the token ends it; each user's own table); failed
+// sign-ins are throttled.
+//
+// Safe by construction: model and tool output only ever reaches a page as
+// text (every value escaped as the page is written; the script sets
+// textContent); the Content-Security-Policy allows no inline script or
+// style; an action needs the sign-in cookie, a same-origin Origin header
+// and the token of the page it came from; a page without a sign-in is
+// refused.
 package dashboard
 
 import (
@@ -38,32 +59,6 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/weborigin"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
-
-// The dashboard (--ui): server-rendered pages of the sessions, a small
-// script that follows them live over server-sent events, and three
-// actions — interrupt a turn, close a session, answer a permission
-// question. The pages are written by Go code (html*.go, no templates);
-// the script and style are embedded (static/).
-//
-// Who may look: on stdio the dashboard has a listener of its own on
-// loopback, and a secret made at each start guards it: the link carrying it
-// (logged at start, and claude_session_list's dashboardUrl) signs the
-// browser in with a cookie. Its pages are under a root path made at start
-// too, /ui/<random>, the cookie's path, so that no other server on
-// 127.0.0.1 gets the cookie (signin.go). Over --http it is /ui on
-// the same listener, and a person signs in with their bearer token: they
-// see their own sessions, the users of Options.Admins every
-// session. A sign-in is an HttpOnly, SameSite=Strict cookie naming an entry
-// of the dashboard's memory (gone at restart; over HTTP bound to the token,
-// so that revoking the token ends it; each user's own table); failed
-// sign-ins are throttled.
-//
-// Safe by construction: model and tool output only ever reaches a page as
-// text (every value escaped as the page is written; the script sets
-// textContent); the Content-Security-Policy allows no inline script or
-// style; an action needs the sign-in cookie, a same-origin Origin header
-// and the token of the page it came from; a page without a sign-in is
-// refused.
 
 //go:embed static
 var dashboardFiles embed.FS
