@@ -26,14 +26,6 @@ var toolActions = map[string]string{
 	"claude_session_history": actionRead,
 }
 
-// dashboardActions are the dashboard's actions (dashboard_actions.go),
-// classified like the tools: an action without a class is refused.
-var dashboardActions = map[string]string{
-	"interrupt": actionSteer,
-	"close":     actionSteer,
-	"answer":    actionSteer,
-}
-
 // toolAction is the class of a registered tool; ok is false for one that
 // has none (which is refused).
 func (h *handlers) toolAction(name string) (string, bool) {

@@ -225,10 +225,11 @@ func redact(text string, args json.RawMessage) string {
 	return textcut.Cut(text, 300)
 }
 
-// dashboardAction audits an action taken on the dashboard, as a tool
+// DashboardAction audits an action taken on the dashboard, as a tool
 // call is: outcome "started" before it runs (an error refuses it), then
-// ok or error. Its tool is "ui:" and the action.
-func (a *AuditLog) dashboardAction(user, action, session string, start time.Time, outcome, errText string) error {
+// ok or error. Its tool is "ui:" and the action. It implements
+// dashboard.Auditor.
+func (a *AuditLog) DashboardAction(user, action, session string, start time.Time, outcome, errText string) error {
 	if a == nil {
 		return nil
 	}

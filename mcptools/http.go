@@ -17,6 +17,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/weborigin"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -69,7 +71,7 @@ type HTTPOptions struct {
 	SessionIdle time.Duration
 	// Dashboard, when set, is served at /ui (--ui); its sign-ins take
 	// the bearer tokens, and revoking a user ends theirs.
-	Dashboard *Dashboard
+	Dashboard *dashboard.Dashboard
 	// ReadTimeout, WriteTimeout and IdleTimeout are those of the server
 	// that Server returns (0: the defaults; see there).
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
@@ -140,7 +142,7 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) *HTTPHandler {
 	if o.UserMaxSessions <= 0 {
 		o.UserMaxSessions = min(o.MaxSessions, max(o.MaxSessions/10, 10))
 	}
-	h := &HTTPHandler{o: o, srv: srv, log: o.Logger, mux: http.NewServeMux(), origin: originOf(o.BaseURL),
+	h := &HTTPHandler{o: o, srv: srv, log: o.Logger, mux: http.NewServeMux(), origin: weborigin.Of(o.BaseURL),
 		bodies: byteBudget{limit: o.MaxBodyBytesInFlight},
 		live:   map[string]map[*inflight]struct{}{}, mcpSess: map[string]string{}, opening: map[string]int{}}
 	get := func(*http.Request) *mcp.Server { return srv }
@@ -164,7 +166,7 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) *HTTPHandler {
 	}
 	h.mux.HandleFunc("/mcp", h.serveMCP)
 	if o.Dashboard != nil {
-		o.Dashboard.mount(h)
+		o.Dashboard.Mount(h.o.BaseURL, h.dashboardTokens())
 		h.mux.Handle("/ui", o.Dashboard)
 		h.mux.Handle("/ui/", o.Dashboard)
 	}
@@ -277,7 +279,7 @@ func (h *HTTPHandler) sameOrigin(r *http.Request) (string, bool) {
 	if len(vals) != 1 {
 		return strings.Join(vals, ", "), false
 	}
-	o := originOf(vals[0])
+	o := weborigin.Of(vals[0])
 	if u, err := url.Parse(vals[0]); o == "" || err != nil || u.Path != "" {
 		return vals[0], false
 	}
@@ -285,25 +287,7 @@ func (h *HTTPHandler) sameOrigin(r *http.Request) (string, bool) {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	return vals[0], o == h.origin || o == originOf(scheme+"://"+r.Host)
-}
-
-// originOf is the origin of an http or https URL (scheme://host[:port],
-// lowercase, without a default port), or "" when it has none (such as
-// "null").
-func originOf(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
-		u.RawQuery != "" || u.Fragment != "" {
-		return ""
-	}
-	host := strings.ToLower(u.Host)
-	if u.Scheme == "http" {
-		host = strings.TrimSuffix(host, ":80")
-	} else {
-		host = strings.TrimSuffix(host, ":443")
-	}
-	return u.Scheme + "://" + host
+	return vals[0], o == h.origin || o == weborigin.Of(scheme+"://"+r.Host)
 }
 
 // userKey carries the calling user in a request's context.

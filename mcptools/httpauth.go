@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
 )
 
 // Failed authentication and revocation over HTTP.
@@ -117,7 +119,7 @@ func (h *HTTPHandler) Revoke(ctx context.Context, users ...string) {
 	if len(users) == 0 {
 		return
 	}
-	h.o.Dashboard.revokeUsers(users)
+	h.o.Dashboard.Revoke(users)
 	type tally struct{ requests, calls, mcpSessions, turns int }
 	counts := map[string]*tally{}
 	for _, u := range users {
@@ -251,3 +253,27 @@ func (h *HTTPHandler) trackCalls(next mcp.MethodHandler) mcp.MethodHandler {
 		return res, err
 	}
 }
+
+// dashboardTokens are the handler's bearer tokens as the dashboard signs
+// in with them (dashboard.Tokens), or nil when it serves without tokens.
+func (h *HTTPHandler) dashboardTokens() dashboard.Tokens {
+	if h.o.Tokens == nil {
+		return nil
+	}
+	return dashTokens{h}
+}
+
+// dashTokens implements dashboard.Tokens.
+type dashTokens struct{ h *HTTPHandler }
+
+func (t dashTokens) Verify(ctx context.Context, token string, r *http.Request) (string, error) {
+	info, err := t.h.o.Tokens.verify(ctx, token, r)
+	if err != nil {
+		return "", err
+	}
+	return info.UserID, nil
+}
+
+func (t dashTokens) Holds(hash, user string) bool { return t.h.o.Tokens.hasHash(hash, user) }
+
+func (t dashTokens) Failed(r *http.Request, reason string) { t.h.authFailed(r, reason) }

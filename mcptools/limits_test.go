@@ -1,9 +1,7 @@
 package mcptools
 
 import (
-	"context"
 	"fmt"
-	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -135,41 +133,5 @@ func TestUsageLimitTask(t *testing.T) {
 	c.result(c.call("tasks/cancel", map[string]any{"taskId": id}))
 	if st = c.result(c.call("tasks/get", map[string]any{"taskId": id})); st["status"] != taskCancelled {
 		t.Errorf("cancelled task = %v", st)
-	}
-}
-
-// TestUsageLimitDashboard: the dashboard's list and session page show
-// until when a session is limited, and its panel changes with it.
-func TestUsageLimitDashboard(t *testing.T) {
-	t.Parallel()
-	path, env := fakecli.Command(t)
-	maps.Copy(env, limitEnv)
-	mgr := sessions.NewManager(sessions.Config{CLIPath: path, Env: env})
-	t.Cleanup(mgr.Shutdown)
-	d := NewDashboard(mgr, DashboardOptions{})
-	ctx := context.Background()
-	s, err := mgr.Create(ctx, sessions.CreateOptions{Cwd: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := d.panelKey(s)
-	if _, err := s.Query(ctx, "LIMIT[600] hi", sessions.QueryOptions{OnLimit: sessions.OnLimitFail}); err != nil {
-		t.Fatal(err)
-	}
-	if d.panelKey(s) == before {
-		t.Error("the session page's panel does not change with the limit")
-	}
-	row := d.row(ctx, s, false)
-	until := s.Info().LimitedUntil.UTC().Format(time.RFC3339)
-	if !strings.HasPrefix(row.Limited, "limited until "+until) {
-		t.Fatalf("row.Limited = %q", row.Limited)
-	}
-	list, panel := htmlWriter{root: testRoot}, htmlWriter{root: testRoot}
-	listPage{Rows: []sessionRow{row}}.write(&list)
-	sessionPage{Row: row}.writePanel(&panel)
-	for name, page := range map[string]string{"list": list.b.String(), "session page": panel.b.String()} {
-		if !strings.Contains(page, `<div class="limited">limited until `+until) {
-			t.Errorf("the %s does not show the limit:\n%s", name, page)
-		}
 	}
 }

@@ -182,7 +182,7 @@ func (h *handlers) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				res, err := h.callTool(ctx, ctr, next)
 				h.audit.call(ctx, ctr, entry, start, res, err)
 				if h.dash != nil {
-					h.dash.poke("", userOf(ctx)) // the lists of the caller's sessions show creates, closes and the rest
+					h.dash.SessionsChanged(userOf(ctx)) // the lists of the caller's sessions show creates, closes and the rest
 				}
 				return res, err
 			}

@@ -10,14 +10,16 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
-// Answers offered in a permission question.
+// Answers offered in a permission question, by the client's form and a
+// dashboard page alike (dashboard.Decision*, the one home of the names).
 const (
-	decisionAllowOnce    = "allow_once"
-	decisionAllowSession = "allow_session"
-	decisionDeny         = "deny"
+	decisionAllowOnce    = dashboard.DecisionAllowOnce
+	decisionAllowSession = dashboard.DecisionAllowSession
+	decisionDeny         = dashboard.DecisionDeny
 )
 
 // permissionSchema is the form of a permission question: flat primitives
@@ -116,6 +118,12 @@ func permissionAnswer(pr *sessions.PermissionRequest, res *mcp.ElicitResult) (*c
 		}
 		return claudeagent.Deny(msg), nil
 	}
+}
+
+// pageAnswer maps an answer given on a dashboard page to the CLI's, as
+// the same answer to the elicitation form would be (dashboard.Core.Answer).
+func pageAnswer(pr *sessions.PermissionRequest, decision, reason string) (*claudeagent.PermissionResult, error) {
+	return permissionAnswer(pr, &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": decision, "reason": reason}})
 }
 
 // sessionRules turns the CLI's permission suggestions into updates that

@@ -35,7 +35,7 @@ func (h *handlers) launch(ctx context.Context, req *mcp.CallToolRequest, s *sess
 	case ask != nil && modernEra(req):
 		ro.QueueQuestions = true // answered by the retried call (mrtr.go), or the dashboard
 	case h.dash != nil:
-		ro.Ask = h.dash.asker(s, ask) // the client (if it can be asked) or the dashboard, whoever answers first
+		ro.Ask = h.dash.Asker(s, ask) // the client (if it can be asked) or the dashboard, whoever answers first
 	default:
 		ro.Ask = ask
 	}
@@ -43,7 +43,7 @@ func (h *handlers) launch(ctx context.Context, req *mcp.CallToolRequest, s *sess
 	if err != nil {
 		n.close()
 		if t.feed != nil {
-			t.feed.abandon()
+			t.feed.Abandon()
 		}
 		return nil, QueryOutput{}, toolError(err)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -71,7 +72,7 @@ type Options struct {
 	// Dashboard, when set, is the dashboard of the sessions (--ui): it
 	// follows every run, may answer permission questions, and its link is
 	// claude_session_list's dashboardUrl.
-	Dashboard *Dashboard
+	Dashboard *dashboard.Dashboard
 }
 
 // NewServer returns an MCP server whose tools drive mgr's sessions.
@@ -124,9 +125,7 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 		t.add(srv)
 		h.inputs[t.def.Name] = t.input
 	}
-	if h.dash = opts.Dashboard; h.dash != nil {
-		h.dash.h = h
-	}
+	h.attachDashboard(opts.Dashboard)
 	if h.agents = opts.Agents; h.agents != nil {
 		h.dynamicAction = func(name string) (string, bool) {
 			if h.agents.has(name) {
@@ -205,10 +204,10 @@ type handlers struct {
 	// dynamicAction classifies tools added after NewServer (actions.go).
 	dynamicAction func(name string) (string, bool)
 	agents        *Agents // the agent tools, or nil
-	dash          *Dashboard
+	dash          *dashboard.Dashboard
 
 	tapsMu sync.Mutex
-	taps   map[*sessions.Run]*tap // the runs started here, until they end (dashboard_tap.go)
+	taps   map[*sessions.Run]*tap // the runs started here, until they end (runtap.go)
 }
 
 func (h *handlers) history(ctx context.Context, req *mcp.CallToolRequest, in HistoryInput) (*mcp.CallToolResult, HistoryOutput, error) {

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -50,7 +51,7 @@ func loopback(host string) bool {
 
 // serveHTTP serves srv over streamable HTTP until ctx ends, then stops
 // every session (interrupting running turns) and the HTTP server.
-func serveHTTP(ctx context.Context, c *config, st *settings, srv *mcp.Server, mgr *sessions.Manager, audit *mcptools.AuditLog, dash *mcptools.Dashboard, logger *slog.Logger) error {
+func serveHTTP(ctx context.Context, c *config, st *settings, srv *mcp.Server, mgr *sessions.Manager, audit *mcptools.AuditLog, dash *dashboard.Dashboard, logger *slog.Logger) error {
 	var tokens *mcptools.Tokens
 	var hup chan os.Signal
 	if c.tokensFile != "" || os.Getenv(TokenEnv) != "" {

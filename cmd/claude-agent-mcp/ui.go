@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -45,13 +46,13 @@ func (c *config) checkUI() error {
 // its loopback address and logs the link that signs a browser in; stop
 // ends its listener and its pages' streams. Over --http the HTTP handler
 // serves it (serveHTTP).
-func startUI(c *config, mgr *sessions.Manager, audit *mcptools.AuditLog, logger *slog.Logger) (dash *mcptools.Dashboard, stop func(), err error) {
+func startUI(c *config, mgr *sessions.Manager, audit *mcptools.AuditLog, logger *slog.Logger) (dash *dashboard.Dashboard, stop func(), err error) {
 	if c.ui == "" {
 		return nil, func() {}, nil
 	}
-	o := mcptools.DashboardOptions{Audit: audit, Logger: logger, Admins: splitList(c.uiAdmins, ",")}
+	o := dashboard.Options{Audit: audit, Logger: logger, Admins: splitList(c.uiAdmins, ",")}
 	if c.http != "" {
-		return mcptools.NewDashboard(mgr, o), func() {}, nil
+		return dashboard.New(mgr, o), func() {}, nil
 	}
 	addr := c.ui
 	if addr == "on" {
@@ -62,7 +63,7 @@ func startUI(c *config, mgr *sessions.Manager, audit *mcptools.AuditLog, logger 
 		return nil, nil, fmt.Errorf("listening on --ui %s: %w", c.ui, err)
 	}
 	o.BaseURL = "http://" + ln.Addr().String()
-	dash = mcptools.NewDashboard(mgr, o)
+	dash = dashboard.New(mgr, o)
 	mux := http.NewServeMux()
 	mux.Handle("/ui", dash)
 	mux.Handle("/ui/", dash)

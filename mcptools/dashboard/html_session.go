@@ -1,4 +1,4 @@
-package mcptools
+package dashboard
 
 import (
 	"time"
@@ -6,7 +6,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
-// A session's page and its panel (dashboard_html.go has the writer and the
+// A session's page and its panel (html.go has the writer and the
 // other pages).
 
 // write is a session's page: its panel, its live turn, its history.
@@ -185,10 +185,10 @@ func (p sessionPage) question(w *htmlWriter, q shownQuestion) {
 	w.csrfInput(p.CSRF)
 	w.mt(`<input type="hidden" name="question" value="`, q.ID)
 	w.m(`">
-    <button name="decision" value="` + decisionAllowOnce + `" class="allow-once">Allow once</button>
-    <button name="decision" value="` + decisionAllowSession + `" class="allow-session">Allow for this session</button>
+    <button name="decision" value="` + DecisionAllowOnce + `" class="allow-once">Allow once</button>
+    <button name="decision" value="` + DecisionAllowSession + `" class="allow-session">Allow for this session</button>
     <input name="reason" placeholder="reason, told to Claude when you deny" maxlength="2000">
-    <button name="decision" value="` + decisionDeny + `" class="deny">Deny</button>
+    <button name="decision" value="` + DecisionDeny + `" class="deny">Deny</button>
   </form>`)
 	w.m("\n</div>")
 }

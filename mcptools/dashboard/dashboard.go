@@ -1,6 +1,45 @@
-package mcptools
+// Package dashboard is the live web dashboard of the sessions (--ui):
+// server-rendered pages of the sessions, a small script that follows them
+// live over server-sent events, and three actions — interrupt a turn,
+// close a session, answer a permission question.
+//
+// It owns its pages and their HTML (html*.go, no templates), the embedded
+// script and style (static/), the sign-ins (the stdio secret link, bearer
+// tokens over --http), each run's feed of steps, the spend chart, and the
+// permission questions it offers on a page, raced with the client's
+// elicitation. It reads the sessions through package sessions directly.
+//
+// It must not know the MCP server that runs the tools (package mcptools,
+// which imports it and never the other way): what it needs of that server
+// comes through Core (the running task of a session, what a permission
+// question says and how a person's answer maps to the CLI's), Tokens (the
+// HTTP transport's bearer tokens, see Mount) and Auditor (the audit log). It
+// knows nothing of MCP: no tool calls, no MCP transport, no client's
+// elicitation, no audit log's format.
+//
+// Who may look: on stdio the dashboard has a listener of its own on
+// loopback, and a secret made at each start guards it: the link carrying it
+// (logged at start, and claude_session_list's dashboardUrl) signs the
+// browser in with a cookie. Its pages are under a root path made at start
+// too, /ui/<random>, the cookie's path, so that no other server on
+// 127.0.0.1 gets the cookie (signin.go). Over --http it is /ui on
+// the same listener, and a person signs in with their bearer token: they
+// see their own sessions, the users of Options.Admins every
+// session. A sign-in is an HttpOnly, SameSite=Strict cookie naming an entry
+// of the dashboard's memory (gone at restart; over HTTP bound to the token,
+// so that revoking the token ends it; each user's own table); failed
+// sign-ins are throttled.
+//
+// Safe by construction: model and tool output only ever reaches a page as
+// text (every value escaped as the page is written; the script sets
+// textContent); the Content-Security-Policy allows no inline script or
+// style; an action needs the sign-in cookie, a same-origin Origin header
+// and the token of the page it came from; a page without a sign-in is
+// refused.
+package dashboard
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -16,65 +55,80 @@ import (
 	"sync"
 	"time"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/weborigin"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
-// The dashboard (--ui): server-rendered pages of the sessions, a small
-// script that follows them live over server-sent events, and three
-// actions — interrupt a turn, close a session, answer a permission
-// question. The pages are written by Go code (dashboard_html*.go, no
-// templates); the script and style are embedded (dashboard/static).
-//
-// Who may look: on stdio the dashboard has a listener of its own on
-// loopback, and a secret made at each start guards it: the link carrying it
-// (logged at start, and claude_session_list's dashboardUrl) signs the
-// browser in with a cookie. Its pages are under a root path made at start
-// too, /ui/<random>, the cookie's path, so that no other server on
-// 127.0.0.1 gets the cookie (dashboard_signin.go). Over --http it is /ui on
-// the same listener, and a person signs in with their bearer token: they
-// see their own sessions, the users of DashboardOptions.Admins every
-// session. A sign-in is an HttpOnly, SameSite=Strict cookie naming an entry
-// of the dashboard's memory (gone at restart; over HTTP bound to the token,
-// so that revoking the token ends it; each user's own table); failed
-// sign-ins are throttled.
-//
-// Safe by construction: model and tool output only ever reaches a page as
-// text (every value escaped as the page is written; the script sets
-// textContent); the Content-Security-Policy allows no inline script or
-// style; an action needs the sign-in cookie, a same-origin Origin header
-// and the token of the page it came from; a page without a sign-in is
-// refused.
-
-//go:embed dashboard/static
+//go:embed static
 var dashboardFiles embed.FS
 
-// DashboardOptions configure a Dashboard.
-type DashboardOptions struct {
+// Options configure a Dashboard.
+type Options struct {
 	// BaseURL is where the dashboard's own listener is reached on stdio
 	// (http://127.0.0.1:PORT); over --http the HTTP handler sets it.
 	BaseURL string
 	// Admins are the users (over --http) who see every session.
 	Admins []string
 	// Audit, when set, audits every action like a tool call.
-	Audit  *AuditLog
+	Audit  Auditor
 	Logger *slog.Logger
 }
 
+// Auditor audits the dashboard's actions (the server's audit log).
+type Auditor interface {
+	// DashboardAction audits an action of user on a session: outcome
+	// "started" before it runs (an error refuses the action), then "ok"
+	// or "error" with errText.
+	DashboardAction(user, action, session string, start time.Time, outcome, errText string) error
+}
+
+// Core is what the dashboard needs of the server that runs the tools
+// (mcptools gives it with Attach). A field left nil goes without: no
+// task is shown, a question reads as its tool's name, and an answer from
+// a page is refused.
+type Core struct {
+	// RunningTask is the id of the MCP task running in a session, or "".
+	RunningTask func(sessionID string) string
+	// Question says what a permission question asks, for a person (as the
+	// client's elicitation says it).
+	Question func(*sessions.PermissionRequest) string
+	// Answer maps a person's answer on a page — a decision (DecisionAllowOnce,
+	// DecisionAllowSession or DecisionDeny) and a reason — to the CLI's,
+	// as the client's answer to the elicitation is mapped.
+	Answer func(pr *sessions.PermissionRequest, decision, reason string) (*claudeagent.PermissionResult, error)
+}
+
+// Tokens is the bearer tokens of the HTTP transport, with which a person
+// signs in over --http (see Mount).
+type Tokens interface {
+	// Verify returns the user a bearer token belongs to, or an error.
+	Verify(ctx context.Context, token string, r *http.Request) (user string, err error)
+	// Holds reports whether user still holds the token whose SHA-256 is
+	// hash (hex); false once it was revoked.
+	Holds(hash, user string) bool
+	// Failed records a failed sign-in from r, as a failed authentication.
+	Failed(r *http.Request, reason string)
+}
+
 // Dashboard serves the dashboard's pages (its ServeHTTP takes paths under
-// /ui/). Make it with NewDashboard and pass it to the server
-// (Options.Dashboard) and, over HTTP, to the HTTP handler
-// (HTTPOptions.Dashboard).
+// /ui/). Make it with New and pass it to the MCP server (mcptools'
+// Options.Dashboard, which calls Attach and Watch) and, over HTTP, to the
+// HTTP handler (mcptools' HTTPOptions.Dashboard, which calls Mount).
 type Dashboard struct {
 	mgr    *sessions.Manager
-	o      DashboardOptions
+	o      Options
 	log    *slog.Logger
 	static http.Handler // the embedded files, at /
 	key    []byte       // signs page tokens
 	secret string       // stdio: what the link carries
 	root   string       // the path of the pages: /ui/<random> on stdio, /ui over HTTP
-	h      *handlers
-	http   *HTTPHandler // over --http: the handler the dashboard is mounted on
-	start  time.Time
+	core   Core
+	// Over --http (Mount): overHTTP, and the transport's tokens (nil when it
+	// serves without authentication).
+	overHTTP bool
+	tokens   Tokens
+	start    time.Time
 
 	// Bounds of a run's feed, and the write timeout of an event stream
 	// (tests lower them).
@@ -87,7 +141,7 @@ type Dashboard struct {
 
 	mu       sync.Mutex
 	signins  signinTable
-	feeds    map[string]*runFeed
+	feeds    map[string]*Feed
 	subs     map[*subscriber]struct{}
 	pending  map[string]*pendingQuestion // the dashboard's own questions, by id
 	spend    []spendSample
@@ -101,18 +155,18 @@ const (
 	defaultWindow = 2000
 )
 
-// NewDashboard returns a dashboard of mgr's sessions.
-func NewDashboard(mgr *sessions.Manager, o DashboardOptions) *Dashboard {
+// New returns a dashboard of mgr's sessions.
+func New(mgr *sessions.Manager, o Options) *Dashboard {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	d := &Dashboard{mgr: mgr, o: o, log: o.Logger, key: newStateKey(), start: time.Now(),
+	d := &Dashboard{mgr: mgr, o: o, log: o.Logger, key: randomBytes(32), start: time.Now(),
 		maxSteps: defaultWindow, maxStepBytes: 2 << 20, writeTimeout: 10 * time.Second, maxSignins: maxSigninsPerUser,
-		throttle: newSigninThrottle(time.Now), signins: newSigninTable(), feeds: map[string]*runFeed{},
+		throttle: newSigninThrottle(time.Now), signins: newSigninTable(), feeds: map[string]*Feed{},
 		subs: map[*subscriber]struct{}{}, pending: map[string]*pendingQuestion{}}
 	d.secret = randomToken()
-	d.root = uiPrefix + "/" + randomString(16) // 128 bits: see dashboard_signin.go
-	static, _ := fs.Sub(dashboardFiles, "dashboard/static")
+	d.root = uiPrefix + "/" + randomString(16) // 128 bits: see signin.go
+	static, _ := fs.Sub(dashboardFiles, "static")
 	d.static = http.FileServer(http.FS(static))
 	return d
 }
@@ -121,32 +175,42 @@ func randomToken() string { return randomString(32) }
 
 // randomString is n random bytes, base64url.
 func randomString(n int) string {
+	return base64.RawURLEncoding.EncodeToString(randomBytes(n))
+}
+
+func randomBytes(n int) []byte {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
+	return b
 }
+
+// Attach gives the dashboard what it needs of the MCP server; the server
+// calls it as it is made (mcptools.NewServer).
+func (d *Dashboard) Attach(c Core) { d.core = c }
 
 // URL is the dashboard's address for a person: on stdio the link that
 // carries the secret; over HTTP the sign-in page.
 func (d *Dashboard) URL() string {
 	base := strings.TrimRight(d.o.BaseURL, "/")
-	if d.http != nil {
+	if d.overHTTP {
 		return base + d.root + "/"
 	}
 	return base + d.root + "/?secret=" + d.secret
 }
 
-// mount is called by the HTTP handler that serves the dashboard at /ui:
-// sign-ins then use its bearer tokens, and the pages are at /ui (a
+// Mount is called by the HTTP handler that serves the dashboard at /ui,
+// at baseURL: sign-ins then use its bearer tokens (nil: it serves without
+// authentication, and nobody signs in), and the pages are at /ui (a
 // person types it, and signs in there).
-func (d *Dashboard) mount(h *HTTPHandler) {
-	d.http = h
-	d.o.BaseURL = h.o.BaseURL
+func (d *Dashboard) Mount(baseURL string, tokens Tokens) {
+	d.overHTTP = true
+	d.tokens = tokens
+	d.o.BaseURL = baseURL
 	d.root = uiPrefix
 }
 
 func (d *Dashboard) admin(user string) bool {
-	return d.http != nil && slices.Contains(d.o.Admins, user)
+	return d.overHTTP && slices.Contains(d.o.Admins, user)
 }
 
 // ServeHTTP serves the pages under /ui/.
@@ -232,7 +296,7 @@ func securityHeaders(w http.ResponseWriter) {
 // hostAllowed: on stdio the request must name the loopback listener (a
 // page of another site whose name was rebound to 127.0.0.1 names its own).
 func (d *Dashboard) hostAllowed(r *http.Request) bool {
-	if d.http != nil {
+	if d.overHTTP {
 		return true // the sign-in cookie belongs to the host it was set for
 	}
 	u, err := url.Parse(d.o.BaseURL)
@@ -251,13 +315,13 @@ func (d *Dashboard) hostAllowed(r *http.Request) bool {
 // (for a page) or 401; on stdio 403 naming the link. The page does not
 // name the stdio root (renderPublic).
 func (d *Dashboard) refuse(w http.ResponseWriter, r *http.Request) {
-	if d.http != nil && r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, uiPrefix+"/events") {
+	if d.overHTTP && r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, uiPrefix+"/events") {
 		http.Redirect(w, r, uiPrefix+"/signin", http.StatusSeeOther)
 		return
 	}
 	msg := "Forbidden: open the dashboard with the link the server logged at start (claude_session_list's dashboardUrl)."
 	code := http.StatusForbidden
-	if d.http != nil {
+	if d.overHTTP {
 		msg, code = "Unauthorized: sign in at "+uiPrefix+"/signin with your bearer token.", http.StatusUnauthorized
 	}
 	d.renderPublic(w, code, errorPage{pageBase: pageBase{Title: "Not signed in"}, Message: msg}.write)
@@ -270,18 +334,18 @@ func (d *Dashboard) sameOrigin(r *http.Request) bool {
 	if len(vals) != 1 {
 		return false
 	}
-	o := originOf(vals[0])
+	o := weborigin.Of(vals[0])
 	if o == "" {
 		return false
 	}
-	if o == originOf(d.o.BaseURL) {
+	if o == weborigin.Of(d.o.BaseURL) {
 		return true
 	}
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	return o == originOf(scheme+"://"+r.Host) && d.hostAllowed(r)
+	return o == weborigin.Of(scheme+"://"+r.Host) && d.hostAllowed(r)
 }
 
 // pageToken is a new token for a page shown to si: a nonce and its MAC
@@ -317,8 +381,9 @@ func (d *Dashboard) visible(si *signin, owner string) bool {
 	return owner == si.user || d.admin(si.user)
 }
 
-// revokeUsers is revoke for a dashboard that may be nil.
-func (d *Dashboard) revokeUsers(users []string) {
+// Revoke ends the sign-ins and event streams of users (removed from the
+// tokens file); d may be nil.
+func (d *Dashboard) Revoke(users []string) {
 	if d != nil {
 		d.revoke(users)
 	}

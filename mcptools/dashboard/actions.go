@@ -1,4 +1,4 @@
-package mcptools
+package dashboard
 
 import (
 	"context"
@@ -14,11 +14,29 @@ import (
 // answer a permission question. Each is a POST to /ui/s/<id>/<action>
 // that must carry the sign-in cookie, a same-origin Origin header and the
 // token of the page it came from; the action must be classified
-// (dashboardActions in actions.go); the session must be the user's (an
+// (actions); the session must be the user's (an
 // admin may interrupt and close anyone's; a question is answered by the
 // session's owner only, since the answer acts as them); and it is
 // audited like a tool call, "started" first (an action whose line cannot
 // be written is refused).
+
+// actions are the dashboard's actions, classified like the MCP tools
+// (mcptools' actions.go: these steer a caller's sessions): an action
+// without a class is refused.
+var actions = map[string]string{
+	"interrupt": "steer",
+	"close":     "steer",
+	"answer":    "steer",
+}
+
+// The answers a page offers to a permission question: the decisions of
+// the client's elicitation form (mcptools' permission.go), which
+// Core.Answer maps to the CLI's answer.
+const (
+	DecisionAllowOnce    = "allow_once"
+	DecisionAllowSession = "allow_session"
+	DecisionDeny         = "deny"
+)
 
 // session returns the open session id of this instance that si may see
 // (another instance's session is never taken up from here), or nil.
@@ -49,7 +67,7 @@ func (d *Dashboard) serveAction(w http.ResponseWriter, r *http.Request, si *sign
 		http.NotFound(w, r)
 		return
 	}
-	if _, classified := dashboardActions[action]; !classified {
+	if _, classified := actions[action]; !classified {
 		http.Error(w, fmt.Sprintf("Forbidden: action %q is not classified by this server's policy", action), http.StatusForbidden)
 		return
 	}
@@ -64,7 +82,7 @@ func (d *Dashboard) serveAction(w http.ResponseWriter, r *http.Request, si *sign
 		return
 	}
 	start := time.Now()
-	if err := d.o.Audit.dashboardAction(si.user, action, id, start, "started", ""); err != nil {
+	if err := d.audit(si.user, action, id, start, "started", ""); err != nil {
 		http.Error(w, "refused: "+err.Error()+"; nothing was done", http.StatusInternalServerError)
 		return
 	}
@@ -74,7 +92,7 @@ func (d *Dashboard) serveAction(w http.ResponseWriter, r *http.Request, si *sign
 	if code >= 400 {
 		outcome, errText = "error", msg
 	}
-	_ = d.o.Audit.dashboardAction(si.user, action, id, start, outcome, errText)
+	_ = d.audit(si.user, action, id, start, outcome, errText)
 	d.log.Info("dashboard action", "user", si.user, "action", action, "session_id", id, "outcome", outcome)
 	if r.Header.Get("X-Requested-With") == "dashboard" {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -91,6 +109,14 @@ func (d *Dashboard) serveAction(w http.ResponseWriter, r *http.Request, si *sign
 		to = d.root + "/"
 	}
 	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+// audit audits an action (Options.Audit), if the dashboard audits.
+func (d *Dashboard) audit(user, action, session string, start time.Time, outcome, errText string) error {
+	if d.o.Audit == nil {
+		return nil
+	}
+	return d.o.Audit.DashboardAction(user, action, session, start, outcome, errText)
 }
 
 // act carries out an action and says what happened, with an HTTP status.
@@ -120,9 +146,9 @@ func (d *Dashboard) act(r *http.Request, si *signin, s *sessions.Session, action
 	case "answer":
 		qid, decision, reason := r.PostFormValue("question"), r.PostFormValue("decision"), r.PostFormValue("reason")
 		switch decision {
-		case decisionAllowOnce, decisionAllowSession, decisionDeny:
+		case DecisionAllowOnce, DecisionAllowSession, DecisionDeny:
 		default:
-			return fmt.Sprintf("invalid decision %q: use %s, %s or %s", decision, decisionAllowOnce, decisionAllowSession, decisionDeny), http.StatusBadRequest
+			return fmt.Sprintf("invalid decision %q: use %s, %s or %s", decision, DecisionAllowOnce, DecisionAllowSession, DecisionDeny), http.StatusBadRequest
 		}
 		if !d.answerQuestion(s.ID, qid, decision, strings.TrimSpace(reason)) {
 			return "That question is no longer open: it was answered already (the first answer wins) or timed out.", http.StatusConflict

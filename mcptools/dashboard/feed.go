@@ -1,4 +1,4 @@
-package mcptools
+package dashboard
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
@@ -40,7 +39,8 @@ type uiStep struct {
 // stepTextBytes bounds the text of one step (a tool's output, say).
 const stepTextBytes = 8 << 10
 
-type runFeed struct {
+// Feed is the dashboard's record of one run (see Watch).
+type Feed struct {
 	d       *Dashboard
 	session *sessions.Session
 	owner   string
@@ -56,13 +56,15 @@ type runFeed struct {
 	done  bool
 }
 
-// newFeed starts the feed of a run about to start in s; it is the
-// session's current feed from now on.
-func (d *Dashboard) newFeed(s *sessions.Session) *runFeed {
-	f := &runFeed{d: d, session: s, owner: s.Info().Owner, id: uuid.NewString(), start: time.Now(), first: 1, next: 1}
+// Watch starts the feed of a run about to start in s; it is the
+// session's current feed from now on. The run's listener hands the feed
+// the run once it started (Bind) and each of its events (OnEvent), or
+// drops it when the run did not start (Abandon).
+func (d *Dashboard) Watch(s *sessions.Session) *Feed {
+	f := &Feed{d: d, session: s, owner: s.Info().Owner, id: uuid.NewString(), start: time.Now(), first: 1, next: 1}
 	d.mu.Lock()
 	d.feeds[s.ID] = f
-	feeds := make([]*runFeed, 0, len(d.feeds))
+	feeds := make([]*Feed, 0, len(d.feeds))
 	for _, other := range d.feeds {
 		feeds = append(feeds, other)
 	}
@@ -71,21 +73,22 @@ func (d *Dashboard) newFeed(s *sessions.Session) *runFeed {
 	// takes the session's lock).
 	for _, other := range feeds {
 		if other.session.Info().State == sessions.StateClosed {
-			other.abandon()
+			other.Abandon()
 		}
 	}
 	d.poke(s.ID, f.owner)
 	return f
 }
 
-func (f *runFeed) bind(r *sessions.Run) {
+// Bind records the run, once it started.
+func (f *Feed) Bind(r *sessions.Run) {
 	f.mu.Lock()
 	f.run = r
 	f.mu.Unlock()
 }
 
-// abandon forgets a feed whose run did not start.
-func (f *runFeed) abandon() {
+// Abandon forgets a feed whose run did not start.
+func (f *Feed) Abandon() {
 	f.d.mu.Lock()
 	if f.d.feeds[f.session.ID] == f {
 		delete(f.d.feeds, f.session.ID)
@@ -95,14 +98,14 @@ func (f *runFeed) abandon() {
 }
 
 // feedOf is the session's current feed (its latest run), or nil.
-func (d *Dashboard) feedOf(sessionID string) *runFeed {
+func (d *Dashboard) feedOf(sessionID string) *Feed {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.feeds[sessionID]
 }
 
-// add records an event of the turn and wakes the pages that watch it.
-func (f *runFeed) add(e sessions.Event) {
+// OnEvent records an event of the turn and wakes the pages that watch it.
+func (f *Feed) OnEvent(e sessions.Event) {
 	switch e.Kind {
 	case sessions.EventHeartbeat:
 		return
@@ -122,7 +125,7 @@ func (f *runFeed) add(e sessions.Event) {
 
 // addStep numbers st and appends it to the window, dropping the oldest
 // steps beyond its bounds.
-func (f *runFeed) addStep(st uiStep) {
+func (f *Feed) addStep(st uiStep) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st.Seq = f.next
@@ -142,7 +145,7 @@ func (f *runFeed) addStep(st uiStep) {
 
 // since returns the steps from seq on; lost is true when some of those
 // are no longer in the window (the reader must resync).
-func (f *runFeed) since(seq uint64) (steps []uiStep, lost bool) {
+func (f *Feed) since(seq uint64) (steps []uiStep, lost bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if seq < f.first {
@@ -157,7 +160,7 @@ func (f *runFeed) since(seq uint64) (steps []uiStep, lost bool) {
 
 // state is whether the feed's turn has ended, and its run (nil until
 // bound).
-func (f *runFeed) state() (run *sessions.Run, done bool) {
+func (f *Feed) state() (run *sessions.Run, done bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.run, f.done
@@ -257,14 +260,14 @@ type pendingQuestion struct {
 // session's owner is open.
 var errNoPage = errors.New("its MCP client did not declare elicitation and no dashboard page of the session's owner was open")
 
-// asker is the AskPermission of a run in s: it asks the client (elicit,
+// Asker is the AskPermission of a run in s: it asks the client (elicit,
 // when it can be asked) and offers the question on the dashboard; the
 // first answer wins, the other side's question is withdrawn. A client that
 // cannot be asked leaves the question to a dashboard page of the one who
 // may answer it, the session's owner, if one is open; else the server's
 // policy answers at once (another user's page, an admin's too, does not
 // hold the question: they could not answer it).
-func (d *Dashboard) asker(s *sessions.Session, elicit func(context.Context, *sessions.PermissionRequest) (*claudeagent.PermissionResult, error)) func(context.Context, *sessions.PermissionRequest) (*claudeagent.PermissionResult, error) {
+func (d *Dashboard) Asker(s *sessions.Session, elicit func(context.Context, *sessions.PermissionRequest) (*claudeagent.PermissionResult, error)) func(context.Context, *sessions.PermissionRequest) (*claudeagent.PermissionResult, error) {
 	owner := s.Info().Owner
 	return func(ctx context.Context, pr *sessions.PermissionRequest) (*claudeagent.PermissionResult, error) {
 		if elicit == nil && !d.watched(pr.SessionID, owner) {
@@ -320,14 +323,14 @@ func (d *Dashboard) questions(id string) []shownQuestion {
 	d.mu.Lock()
 	for _, q := range d.pending {
 		if q.session == id {
-			out = append(out, shownQuestion{ID: q.id, Message: permissionMessage(q.req), Tool: q.req.ToolName, asked: q.asked})
+			out = append(out, shownQuestion{ID: q.id, Message: d.question(q.req), Tool: q.req.ToolName, asked: q.asked})
 		}
 	}
 	d.mu.Unlock()
 	if f := d.feedOf(id); f != nil {
 		if r, _ := f.state(); r != nil {
 			for _, q := range r.Questions() {
-				out = append(out, shownQuestion{ID: q.ID, Message: permissionMessage(q.PermissionRequest), Tool: q.ToolName})
+				out = append(out, shownQuestion{ID: q.ID, Message: d.question(q.PermissionRequest), Tool: q.ToolName})
 			}
 		}
 	}
@@ -349,12 +352,14 @@ func (d *Dashboard) answerQuestion(id, qid, decision, reason string) bool {
 		delete(d.pending, qid)
 	}
 	d.mu.Unlock()
-	page := &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": decision, "reason": reason}}
 	if q != nil && q.session == id {
 		if !q.won.CompareAndSwap(false, true) {
 			return false // the client answered first
 		}
-		res, _ := permissionAnswer(q.req, page)
+		res, err := d.answer(q.req, decision, reason)
+		if err != nil {
+			res = claudeagent.Deny(err.Error())
+		}
 		q.answer <- res
 		return true
 	}
@@ -368,9 +373,32 @@ func (d *Dashboard) answerQuestion(id, qid, decision, reason string) bool {
 	}
 	for _, rq := range r.Questions() {
 		if rq.ID == qid {
-			res, _ := permissionAnswer(rq.PermissionRequest, page)
+			res, err := d.answer(rq.PermissionRequest, decision, reason)
+			if err != nil {
+				return false
+			}
 			return r.Answer(qid, res)
 		}
 	}
 	return false
 }
+
+// question says what pr asks (Core.Question), or names its tool.
+func (d *Dashboard) question(pr *sessions.PermissionRequest) string {
+	if d.core.Question == nil {
+		return "Claude Code wants to use " + pr.ToolName
+	}
+	return d.core.Question(pr)
+}
+
+// answer maps a person's answer to the CLI's (Core.Answer).
+func (d *Dashboard) answer(pr *sessions.PermissionRequest, decision, reason string) (*claudeagent.PermissionResult, error) {
+	if d.core.Answer == nil {
+		return nil, errors.New("this dashboard cannot answer permission questions: it is not attached to a server")
+	}
+	return d.core.Answer(pr, decision, reason)
+}
+
+// SessionsChanged wakes the lists that show owner's sessions (the owner's
+// and the admins'): a tool call may have created, closed or changed one.
+func (d *Dashboard) SessionsChanged(owner string) { d.poke("", owner) }

@@ -1,4 +1,4 @@
-package mcptools
+package dashboard
 
 import (
 	"encoding/json"

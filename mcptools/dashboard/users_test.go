@@ -1,4 +1,4 @@
-package mcptools
+package dashboard_test
 
 import (
 	"net/http"
@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -23,7 +25,7 @@ import (
 // admin), and the dashboard at /ui.
 type dashHTTP struct {
 	base  string
-	d     *Dashboard
+	d     *dashboard.Dashboard
 	hs    *httpServer
 	audit *syncBuf
 }
@@ -36,18 +38,18 @@ func newDashHTTP(t *testing.T, cfg sessions.Config) *dashHTTP {
 	mgr := sessions.NewManager(cfg)
 	t.Cleanup(mgr.Shutdown)
 	audit := &syncBuf{}
-	al := NewAuditLog(audit, "audit.log", false, nil)
-	d := NewDashboard(mgr, DashboardOptions{Admins: []string{"root"}, Audit: al})
-	srv := NewServer(mgr, Options{Dashboard: d, Audit: al})
+	al := mcptools.NewAuditLog(audit, "audit.log", false, nil)
+	d := dashboard.New(mgr, dashboard.Options{Admins: []string{"root"}, Audit: al})
+	srv := mcptools.NewServer(mgr, mcptools.Options{Dashboard: d, Audit: al})
 	file := filepath.Join(t.TempDir(), "tokens")
 	writeTokens(t, file, "alice", "bob", "root")
-	tokens, err := LoadTokens(file, "")
+	tokens, err := mcptools.LoadTokens(file, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewUnstartedServer(nil)
 	base := "http://" + ts.Listener.Addr().String()
-	h := NewHTTPHandler(srv, HTTPOptions{Tokens: tokens, BaseURL: base, Manager: mgr, Dashboard: d, OnAuthEvent: al.Auth})
+	h := mcptools.NewHTTPHandler(srv, mcptools.HTTPOptions{Tokens: tokens, BaseURL: base, Manager: mgr, Dashboard: d, OnAuthEvent: al.Auth})
 	ts.Config = h.Server()
 	ts.Start()
 	t.Cleanup(ts.Close)
@@ -79,7 +81,7 @@ func TestDashboardAdminListHoldsNoQuestion(t *testing.T) {
 	}
 	openSSE(t, root, e.base+"/ui/events")
 	openSSE(t, root, e.base+"/ui/events?session="+sid)
-	if !e.d.watched(sid, "root") {
+	if !e.d.Watched(sid, "root") {
 		t.Fatal("the admin's pages are not open")
 	}
 	res, out := callJSON(t, bob, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "TOOL_BASH[echo hi]"})
@@ -95,13 +97,13 @@ func TestDashboardAdminListHoldsNoQuestion(t *testing.T) {
 // wake the admin's list and not alice's; alice's create wakes hers.
 func TestDashboardListWakesOwnSessions(t *testing.T) {
 	e := newDashHTTP(t, sessions.Config{})
-	aliceList := e.d.subscribe(&signin{user: "alice"}, "", func() {})
-	defer e.d.unsubscribe(aliceList)
-	rootList := e.d.subscribe(&signin{user: "root"}, "", func() {})
-	defer e.d.unsubscribe(rootList)
-	woken := func(sub *subscriber) bool {
+	aliceList := e.d.Subscribe("alice", "")
+	defer e.d.Unsubscribe(aliceList)
+	rootList := e.d.Subscribe("root", "")
+	defer e.d.Unsubscribe(rootList)
+	woken := func(sub *dashboard.Subscriber) bool {
 		select {
-		case <-sub.wake:
+		case <-sub.Wake():
 			return true
 		default:
 			return false
@@ -163,13 +165,13 @@ func TestDashboardCountsPerUser(t *testing.T) {
 // never alice's.
 func TestDashboardSigninsPerUser(t *testing.T) {
 	e := newDashHTTP(t, sessions.Config{})
-	e.d.maxSignins = 4
+	e.d.SetMaxSignins(4)
 	alice, code := e.signIn(t, "alice-secret")
 	if code != http.StatusSeeOther {
 		t.Fatalf("alice's sign-in: %d", code)
 	}
 	var bobs []*http.Client
-	for range e.d.maxSignins + 2 {
+	for range e.d.MaxSignins() + 2 {
 		c, code := e.signIn(t, "bob-secret")
 		if code != http.StatusSeeOther {
 			t.Fatalf("bob's sign-in: %d", code)
@@ -185,10 +187,8 @@ func TestDashboardSigninsPerUser(t *testing.T) {
 			t.Errorf("bob's sign-in %d: %d, want %d (his two oldest pushed out)", i, code, want)
 		}
 	}
-	e.d.mu.Lock()
-	n, users := len(e.d.signins.byID), len(e.d.signins.byUser)
-	e.d.mu.Unlock()
-	if n != e.d.maxSignins+1 || users != 2 {
-		t.Errorf("%d sign-ins of %d users, want %d of 2", n, users, e.d.maxSignins+1)
+	n, users := e.d.SigninCounts()
+	if n != e.d.MaxSignins()+1 || users != 2 {
+		t.Errorf("%d sign-ins of %d users, want %d of 2", n, users, e.d.MaxSignins()+1)
 	}
 }

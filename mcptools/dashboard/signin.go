@@ -1,4 +1,4 @@
-package mcptools
+package dashboard
 
 import (
 	"crypto/sha256"
@@ -108,7 +108,7 @@ func (t *signinTable) removeUsers(users []string) {
 // cross-site navigation, on which the browser holds back a SameSite=Strict
 // cookie, redirects included.
 func (d *Dashboard) secretSignin(w http.ResponseWriter, r *http.Request) {
-	if d.http != nil {
+	if d.overHTTP {
 		d.refuse(w, r)
 		return
 	}
@@ -160,7 +160,7 @@ func (d *Dashboard) valid(si *signin) bool {
 	if time.Now().After(si.expires) {
 		return false
 	}
-	return d.http == nil || (d.http.o.Tokens != nil && d.http.o.Tokens.hasHash(si.tokenHash, si.user))
+	return !d.overHTTP || (d.tokens != nil && d.tokens.Holds(si.tokenHash, si.user))
 }
 
 // revoke ends the sign-ins of users (removed from the tokens file).
@@ -179,7 +179,7 @@ func (d *Dashboard) revoke(users []string) {
 // post. A post while the throttle holds its address back is answered 429
 // without a look at the token.
 func (d *Dashboard) serveSignin(w http.ResponseWriter, r *http.Request) {
-	if d.http == nil || d.http.o.Tokens == nil {
+	if !d.overHTTP || d.tokens == nil {
 		d.refuse(w, r)
 		return
 	}
@@ -195,7 +195,7 @@ func (d *Dashboard) serveSignin(w http.ResponseWriter, r *http.Request) {
 	addr := remoteKey(r)
 	wait, ok := d.throttle.take(addr)
 	if !ok {
-		d.http.authFailed(r, "too many failed sign-ins (dashboard sign-in, not checked)")
+		d.tokens.Failed(r, "too many failed sign-ins (dashboard sign-in, not checked)")
 		tooMany(w, wait)
 		page.RetryAfter = retrySeconds(wait)
 		d.render(w, http.StatusTooManyRequests, page.write)
@@ -203,15 +203,15 @@ func (d *Dashboard) serveSignin(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 	token := strings.TrimSpace(r.PostFormValue("token"))
-	info, err := d.http.o.Tokens.verify(r.Context(), token, r)
+	user, err := d.tokens.Verify(r.Context(), token, r)
 	if err == nil {
 		d.throttle.refund(addr)
 		sum := sha256.Sum256([]byte(token))
-		d.newSignin(w, info.UserID, hex.EncodeToString(sum[:]))
+		d.newSignin(w, user, hex.EncodeToString(sum[:]))
 		http.Redirect(w, r, d.root+"/", http.StatusSeeOther)
 		return
 	}
-	d.http.authFailed(r, "unknown token (dashboard sign-in)")
+	d.tokens.Failed(r, "unknown token (dashboard sign-in)")
 	page.Failed = true
 	d.render(w, http.StatusUnauthorized, page.write)
 }

@@ -1,4 +1,4 @@
-package mcptools
+package dashboard_test
 
 import (
 	"net"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -31,7 +32,7 @@ func TestDashboardCookieStaysOnItsListener(t *testing.T) {
 			got = append(got, r.URL.Path+": "+c.Name+"="+c.Value)
 		}
 		mu.Unlock()
-		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "tossed", Path: "/"})
+		http.SetCookie(w, &http.Cookie{Name: dashboard.CookieName, Value: "tossed", Path: "/"})
 	}))
 	t.Cleanup(other.Close)
 	c := browser(t)
@@ -39,19 +40,19 @@ func TestDashboardCookieStaysOnItsListener(t *testing.T) {
 	u, _ := url.Parse(e.ui + "/")
 	var mine string
 	for _, ck := range c.Jar.Cookies(u) {
-		if ck.Name == cookieName {
+		if ck.Name == dashboard.CookieName {
 			mine = ck.Value
 		}
 	}
 	if mine == "" {
 		t.Fatal("no sign-in cookie for the pages")
 	}
-	if len(strings.TrimPrefix(e.d.root, uiPrefix+"/")) < 22 {
-		t.Errorf("root %q, want /ui/ and 128 random bits", e.d.root)
+	if len(strings.TrimPrefix(e.d.Root(), dashboard.UIPrefix+"/")) < 22 {
+		t.Errorf("root %q, want /ui/ and 128 random bits", e.d.Root())
 	}
 	// The other server's pages, the dashboard's own paths among them, and
 	// one that starts like the root.
-	for _, path := range []string{"/", "/ui", "/ui/", "/ui/s/" + sid, "/ui/static/app.js", e.d.root + "x/"} {
+	for _, path := range []string{"/", "/ui", "/ui/", "/ui/s/" + sid, "/ui/static/app.js", e.d.Root() + "x/"} {
 		if code, _, _ := get(t, c, other.URL+path); code != http.StatusOK {
 			t.Fatalf("the other server: %d", code)
 		}
@@ -67,7 +68,7 @@ func TestDashboardCookieStaysOnItsListener(t *testing.T) {
 		t.Errorf("the session page beside the other server's cookie: %d", code)
 	}
 	req, _ := http.NewRequest(http.MethodGet, e.url+"/ui/", nil)
-	req.AddCookie(&http.Cookie{Name: cookieName, Value: mine})
+	req.AddCookie(&http.Cookie{Name: dashboard.CookieName, Value: mine})
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +106,7 @@ func (c *fakeClock) Add(d time.Duration) {
 func TestDashboardSigninThrottle(t *testing.T) {
 	e := newDashHTTP(t, sessions.Config{})
 	clock := &fakeClock{now: time.Unix(1_000_000, 0)}
-	e.d.throttle = newSigninThrottle(clock.Now)
+	e.d.SetClock(clock.Now)
 	signIn := func(addr, token string) *httptest.ResponseRecorder {
 		t.Helper()
 		req := httptest.NewRequest(http.MethodPost, e.base+"/ui/signin", strings.NewReader(url.Values{"token": {token}}.Encode()))
@@ -116,7 +117,7 @@ func TestDashboardSigninThrottle(t *testing.T) {
 		e.hs.h.ServeHTTP(rec, req)
 		return rec
 	}
-	for i := range int(perAddressRate.burst) {
+	for i := range int(dashboard.PerAddressBurst) {
 		if rec := signIn("192.0.2.1", "guess"); rec.Code != http.StatusUnauthorized {
 			t.Fatalf("failure %d: %d, want 401", i, rec.Code)
 		}
@@ -143,7 +144,7 @@ func TestDashboardSigninThrottle(t *testing.T) {
 		t.Errorf("the next failure at once: %d, want 429", rec.Code)
 	}
 	// One /64 is one address.
-	for i := range int(perAddressRate.burst) {
+	for i := range int(dashboard.PerAddressBurst) {
 		signIn("2001:db8::"+strconv.Itoa(i+1), "guess")
 	}
 	if rec := signIn("2001:db8::ff", "guess"); rec.Code != http.StatusTooManyRequests {
@@ -151,14 +152,14 @@ func TestDashboardSigninThrottle(t *testing.T) {
 	}
 
 	// Good sign-ins spend nothing.
-	e.d.throttle = newSigninThrottle(clock.Now)
-	for i := range int(allAddressRate.burst) + 5 {
+	e.d.SetClock(clock.Now)
+	for i := range int(dashboard.AllAddressBurst) + 5 {
 		if rec := signIn("192.0.2.9", "bob-secret"); rec.Code != http.StatusSeeOther {
 			t.Fatalf("good sign-in %d: %d", i, rec.Code)
 		}
 	}
 	// Failures from many addresses empty the global bucket.
-	for i := range int(allAddressRate.burst) {
+	for i := range int(dashboard.AllAddressBurst) {
 		if rec := signIn("198.51.100."+strconv.Itoa(i+1), "guess"); rec.Code != http.StatusUnauthorized {
 			t.Fatalf("address %d's failure: %d", i, rec.Code)
 		}
@@ -166,7 +167,7 @@ func TestDashboardSigninThrottle(t *testing.T) {
 	if rec := signIn("203.0.113.1", "guess"); rec.Code != http.StatusTooManyRequests {
 		t.Errorf("a new address once the global bucket is empty: %d, want 429", rec.Code)
 	}
-	clock.Add(allAddressRate.every)
+	clock.Add(dashboard.AllAddressEvery)
 	if rec := signIn("203.0.113.1", "guess"); rec.Code != http.StatusUnauthorized {
 		t.Errorf("a second later: %d, want one more checked", rec.Code)
 	}
@@ -178,15 +179,15 @@ func TestDashboardSigninThrottle(t *testing.T) {
 func TestDashboardSecretThrottle(t *testing.T) {
 	e := newDashEnv(t, "2025-11-25", nil)
 	clock := &fakeClock{now: time.Unix(1_000_000, 0)}
-	e.d.throttle = newSigninThrottle(clock.Now)
+	e.d.SetClock(clock.Now)
 	c := browser(t)
-	for i := range int(perAddressRate.burst) {
+	for i := range int(dashboard.PerAddressBurst) {
 		if code, _, _ := get(t, c, e.ui+"/?secret=wrong"); code != http.StatusForbidden {
 			t.Fatalf("wrong secret %d: %d, want 403", i, code)
 		}
 	}
 	var wait int
-	for _, secret := range []string{"wrong", e.d.secret} {
+	for _, secret := range []string{"wrong", e.d.Secret()} {
 		code, hdr, _ := get(t, c, e.ui+"/?secret="+secret)
 		wait, _ = strconv.Atoi(hdr.Get("Retry-After"))
 		if code != http.StatusTooManyRequests || wait < 1 || hdr.Get("Set-Cookie") != "" {

@@ -1,4 +1,4 @@
-package mcptools
+package dashboard
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 // binary, most of them paged in.
 //
 // Safe by construction all the same: markup is only what this file and
-// dashboard_html_session.go write as constants (the markup type takes no
+// html_session.go write as constants (the markup type takes no
 // string variable without a conversion, and there is none); every value
 // from data goes through htmlWriter.text (the HTML escape of < > & ' ", for
 // text and quoted attribute values alike; mt is markup, then text), int

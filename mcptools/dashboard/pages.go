@@ -1,4 +1,4 @@
-package mcptools
+package dashboard
 
 import (
 	"bytes"
@@ -82,16 +82,19 @@ type sessionPage struct {
 }
 
 func (d *Dashboard) base(si *signin, title string) pageBase {
-	return pageBase{Title: title, CSRF: d.pageToken(si), User: si.user, HTTP: d.http != nil, Admin: d.admin(si.user)}
+	return pageBase{Title: title, CSRF: d.pageToken(si), User: si.user, HTTP: d.overHTTP, Admin: d.admin(si.user)}
 }
 
 // row describes s for si.
 func (d *Dashboard) row(ctx context.Context, s *sessions.Session, withWorktree bool) sessionRow {
 	i := s.Info()
 	row := sessionRow{ID: i.SessionID, Name: i.Name, State: string(i.State), Model: i.Model, Cwd: i.Cwd, Owner: i.Owner,
-		Cost: i.CostUSD, Budget: s.Budget(), Queries: i.Queries, Limited: limitedText(i.LimitedUntil, i.LimitKind), LimitNote: i.LimitNote}
-	if d.h != nil {
-		row.Task = d.h.tasks.runningTask(i.SessionID)
+		Cost: i.CostUSD, Budget: s.Budget(), Queries: i.Queries, LimitNote: i.LimitNote}
+	if !i.LimitedUntil.IsZero() {
+		row.Limited = sessions.Limit{Until: i.LimitedUntil, Kind: i.LimitKind}.Describe(time.Now())
+	}
+	if d.core.RunningTask != nil {
+		row.Task = d.core.RunningTask(i.SessionID)
 	}
 	if withWorktree && i.Worktree != nil {
 		wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -101,7 +104,7 @@ func (d *Dashboard) row(ctx context.Context, s *sessions.Session, withWorktree b
 	if f := d.feedOf(i.SessionID); f != nil {
 		// Running from the feed's start (before Start has returned the run)
 		// to the turn's end.
-		if r, done := f.state(); !done && (r == nil || !isClosed(r.Done())) {
+		if r, done := f.state(); !done && (r == nil || !ended(r)) {
 			row.Running, row.Since = true, f.start.UnixMilli()
 			row.Elapsed = time.Since(f.start).Round(time.Second).String()
 			if r != nil {
@@ -315,7 +318,7 @@ func (e *sseWriter) event(name string, id uint64, data any) {
 
 // sessionCursor is how far a session page's stream has got.
 type sessionCursor struct {
-	cur   *runFeed
+	cur   *Feed
 	next  uint64
 	panel string
 }
@@ -399,7 +402,7 @@ func (d *Dashboard) panelKey(s *sessions.Session) string {
 		r, done := f.state()
 		running = !done && r != nil
 	}
-	fmt.Fprintf(&b, "%s|%d|%g|%s|%v|%s|%s|", i.State, i.Queries, i.CostUSD, i.Model, running, rfc3339(i.LimitedUntil), i.LimitNote)
+	fmt.Fprintf(&b, "%s|%d|%g|%s|%v|%s|%s|", i.State, i.Queries, i.CostUSD, i.Model, running, i.LimitedUntil.UTC().Format(time.RFC3339), i.LimitNote)
 	for _, q := range d.questions(s.ID) {
 		b.WriteString(q.ID + ",")
 	}
@@ -470,7 +473,7 @@ func (d *Dashboard) charts(si *signin) []spendChart {
 	}
 	t0, t1 := d.start, time.Now()
 	out := []spendChart{drawChart("Spend per session", bySession, labels, "", t0, t1)}
-	if d.http != nil {
+	if d.overHTTP {
 		out = append(out, drawChart("Spend per user", byUser, labels, "user:", t0, t1))
 	}
 	return out
@@ -524,4 +527,14 @@ func drawChart(title string, series map[string][]spendSample, labels map[string]
 		c.Lines = append(c.Lines, chartLine{Label: labels[prefix+k], Color: chartColors[i], Points: b.String(), Total: last})
 	}
 	return c
+}
+
+// ended reports whether r has ended.
+func ended(r *sessions.Run) bool {
+	select {
+	case <-r.Done():
+		return true
+	default:
+		return false
+	}
 }

@@ -1,10 +1,9 @@
-package mcptools
+package dashboard_test
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -23,6 +22,8 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/mcptest"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -36,7 +37,7 @@ import (
 // listener, as on stdio, and an in-memory MCP client.
 type dashEnv struct {
 	mgr   *sessions.Manager
-	d     *Dashboard
+	d     *dashboard.Dashboard
 	cs    *mcp.ClientSession
 	rec   *mcptest.Recorder
 	url   string // the dashboard's base URL (its origin)
@@ -50,12 +51,12 @@ func newDashEnv(t testing.TB, protocol string, elicit func(context.Context, *mcp
 	mgr := sessions.NewManager(sessions.Config{CLIPath: path, Env: env, PermissionTimeout: 20 * time.Second})
 	t.Cleanup(mgr.Shutdown)
 	audit := &syncBuf{}
-	al := NewAuditLog(audit, "audit.log", false, nil)
-	d := NewDashboard(mgr, DashboardOptions{Audit: al})
+	al := mcptools.NewAuditLog(audit, "audit.log", false, nil)
+	d := dashboard.New(mgr, dashboard.Options{Audit: al})
 	ts := httptest.NewServer(d)
 	t.Cleanup(ts.Close)
-	d.o.BaseURL = ts.URL
-	srv := NewServer(mgr, Options{Dashboard: d, Audit: al})
+	d.SetBaseURL(ts.URL)
+	srv := mcptools.NewServer(mgr, mcptools.Options{Dashboard: d, Audit: al})
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := srv.Connect(context.Background(), st, nil)
 	if err != nil {
@@ -68,7 +69,7 @@ func newDashEnv(t testing.TB, protocol string, elicit func(context.Context, *mcp
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close() })
-	return &dashEnv{mgr: mgr, d: d, cs: cs, rec: rec, url: ts.URL, ui: ts.URL + d.root, audit: audit}
+	return &dashEnv{mgr: mgr, d: d, cs: cs, rec: rec, url: ts.URL, ui: ts.URL + d.Root(), audit: audit}
 }
 
 // browser is an HTTP client with a cookie jar that follows no redirects.
@@ -98,7 +99,7 @@ func (e *dashEnv) signIn(t testing.TB, c *http.Client) {
 		t.Fatalf("the link: %d %s", code, body)
 	}
 	ck := hdr.Get("Set-Cookie")
-	for _, want := range []string{cookieName + "=", "Path=" + e.d.root + ";", "HttpOnly", "SameSite=Strict"} {
+	for _, want := range []string{dashboard.CookieName + "=", "Path=" + e.d.Root() + ";", "HttpOnly", "SameSite=Strict"} {
 		if !strings.Contains(ck, want) {
 			t.Errorf("the sign-in cookie %q lacks %s", ck, want)
 		}
@@ -158,11 +159,11 @@ func TestDashboardStdioSignIn(t *testing.T) {
 	e := newDashEnv(t, "2025-11-25", nil)
 	sid := e.create(t, map[string]any{"name": "alpha"})
 	c := browser(t)
-	for _, u := range []string{e.url + "/ui/", e.url + "/ui/?secret=" + e.d.secret, e.ui + "/", e.ui + "/rows", e.ui + "/s/" + sid, e.ui + "/s/" + sid + "/panel",
+	for _, u := range []string{e.url + "/ui/", e.url + "/ui/?secret=" + e.d.Secret(), e.ui + "/", e.ui + "/rows", e.ui + "/s/" + sid, e.ui + "/s/" + sid + "/panel",
 		e.ui + "/events", e.ui + "/?secret=wrong"} {
 		code, _, body := get(t, c, u)
-		if code != http.StatusForbidden || strings.Contains(body, sid) || strings.Contains(body, e.d.root) {
-			t.Errorf("GET %s without a sign-in: %d, shows the session: %v, the root: %v", u, code, strings.Contains(body, sid), strings.Contains(body, e.d.root))
+		if code != http.StatusForbidden || strings.Contains(body, sid) || strings.Contains(body, e.d.Root()) {
+			t.Errorf("GET %s without a sign-in: %d, shows the session: %v, the root: %v", u, code, strings.Contains(body, sid), strings.Contains(body, e.d.Root()))
 		}
 	}
 	e.signIn(t, c)
@@ -213,7 +214,7 @@ func TestDashboardNoInlineScript(t *testing.T) {
 			t.Errorf("GET %s: headers %v", path, hdr)
 		}
 		for _, tag := range scriptTag.FindAllString(body, -1) {
-			if !strings.Contains(tag, ` src="`+e.d.root+`/static/`) || !strings.HasSuffix(tag, ">") {
+			if !strings.Contains(tag, ` src="`+e.d.Root()+`/static/`) || !strings.HasSuffix(tag, ">") {
 				t.Errorf("GET %s has an inline script: %q", path, tag)
 			}
 		}
@@ -300,7 +301,7 @@ func TestDashboardActionRefusals(t *testing.T) {
 
 // allowAll is a client that allows every tool once.
 func allowAll(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-	return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": decisionAllowOnce}}, nil
+	return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": dashboard.DecisionAllowOnce}}, nil
 }
 
 // sse reads a page's event stream.
@@ -376,7 +377,7 @@ func TestDashboardStream(t *testing.T) {
 	var kinds []string
 	for {
 		_, data := page.next(t, "step")
-		var st uiStep
+		var st dashboard.UIStep
 		if err := json.Unmarshal([]byte(data), &st); err != nil {
 			t.Fatal(err)
 		}
@@ -434,7 +435,7 @@ func (w *blockingWriter) text() string {
 // window anew.
 func TestDashboardStalledReader(t *testing.T) {
 	e := newDashEnv(t, "2025-11-25", allowAll)
-	e.d.maxSteps = 4 // a turn has more steps than that
+	e.d.SetMaxSteps(4) // a turn has more steps than that
 	sid := e.create(t, nil)
 	c := browser(t)
 	e.signIn(t, c)
@@ -492,31 +493,6 @@ func TestDashboardStalledReader(t *testing.T) {
 	}
 }
 
-// TestDashboardResync: a reader behind the window of a feed is told to
-// resync and gets the window.
-func TestDashboardResync(t *testing.T) {
-	d := NewDashboard(nil, DashboardOptions{})
-	d.maxSteps = 3
-	f := &runFeed{d: d, session: nil, first: 1, next: 1, start: time.Now()}
-	for i := 0; i < 2; i++ {
-		f.addStep(uiStep{Kind: "text", Text: fmt.Sprint(i)})
-	}
-	steps, lost := f.since(1)
-	if lost || len(steps) != 2 {
-		t.Fatalf("since(1) = %v, %v", steps, lost)
-	}
-	for i := 2; i < 10; i++ {
-		f.addStep(uiStep{Kind: "text", Text: fmt.Sprint(i)})
-	}
-	steps, lost = f.since(3)
-	if !lost || len(steps) != 3 || steps[0].Seq != 8 || steps[2].Text != "9" {
-		t.Errorf("since(3) after the window moved = %+v, lost %v; want the last 3 and lost", steps, lost)
-	}
-	if _, lost := f.since(0); lost {
-		t.Error("a new reader is told to resync")
-	}
-}
-
 // TestDashboardInterrupt: the page's interrupt stops the running turn
 // (here one waiting on a permission question, so that the fake CLI is
 // surely in its turn) and the query returns interrupted; the session
@@ -571,7 +547,7 @@ func answerOnPage(t *testing.T, e *dashEnv, c *http.Client, page *sse, sid, deci
 	t.Helper()
 	for {
 		body := ""
-		if len(e.d.questions(sid)) > 0 {
+		if len(e.d.Questions(sid)) > 0 {
 			_, _, body = get(t, c, e.ui+"/s/"+sid)
 		}
 		if m := regexp.MustCompile(`name="question" value="([^"]+)"`).FindStringSubmatch(body); m != nil {
@@ -620,9 +596,9 @@ func TestDashboardPermission(t *testing.T) {
 				}
 				done <- res
 			}()
-			answerOnPage(t, e, c, page, sid, decisionAllowOnce)
+			answerOnPage(t, e, c, page, sid, dashboard.DecisionAllowOnce)
 			res := <-done
-			var out QueryOutput
+			var out mcptools.QueryOutput
 			b, _ := json.Marshal(res.StructuredContent)
 			_ = json.Unmarshal(b, &out)
 			if res.IsError || len(out.Metadata.PermissionDenials) != 0 || len(out.ToolInvocations) != 1 || out.ToolInvocations[0].IsError {
@@ -641,7 +617,7 @@ func TestDashboardPermission(t *testing.T) {
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
-			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": decisionDeny, "reason": "too late"}}, nil
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": dashboard.DecisionDeny, "reason": "too late"}}, nil
 		}
 		e := newDashEnv(t, "", late)
 		sid := e.create(t, nil)
@@ -656,10 +632,10 @@ func TestDashboardPermission(t *testing.T) {
 			}
 			done <- res
 		}()
-		answerOnPage(t, e, c, page, sid, decisionAllowOnce)
+		answerOnPage(t, e, c, page, sid, dashboard.DecisionAllowOnce)
 		close(release)
 		res := <-done
-		var out QueryOutput
+		var out mcptools.QueryOutput
 		b, _ := json.Marshal(res.StructuredContent)
 		_ = json.Unmarshal(b, &out)
 		if res.IsError || len(out.Metadata.PermissionDenials) != 0 || len(out.ToolInvocations) != 1 || out.ToolInvocations[0].IsError {
@@ -748,7 +724,7 @@ func BenchmarkWarmQueryDashboard(b *testing.B) {
 			var cs *mcp.ClientSession
 			var e *dashEnv
 			if mode == "off" {
-				cs = newFakeServer(b, "2025-11-25", sessions.Config{}, Options{}).cs
+				cs = newPlainServer(b, "2025-11-25")
 			} else {
 				e = newDashEnv(b, "2025-11-25", nil)
 				cs = e.cs
@@ -789,37 +765,6 @@ func BenchmarkWarmQueryDashboard(b *testing.B) {
 	}
 }
 
-// TestEveryDashboardActionClassified: every action a page's form posts is
-// classified (actions.go), so none is refused for lack of a class — and
-// none is taken without one. The pages are rendered with every form
-// shown: a running turn, a question its user may answer, a sign-out.
-func TestEveryDashboardActionClassified(t *testing.T) {
-	re := regexp.MustCompile(`action="/ui/s/[^"/]+/([a-z]+)"`)
-	base := pageBase{Title: "t", CSRF: "c", User: "u", HTTP: true}
-	row := sessionRow{ID: "0123456789", State: "running", Running: true}
-	page := sessionPage{pageBase: base, Row: row, Questions: []shownQuestion{{ID: "q", Tool: "Bash"}}, Older: -1, Newer: -1, CanAnswer: true}
-	found := map[string]bool{}
-	for name, write := range map[string]func(*htmlWriter){
-		"session": page.write,
-		"list":    listPage{pageBase: base, Rows: []sessionRow{row}}.write,
-		"error":   errorPage{pageBase: base}.write,
-	} {
-		w := htmlWriter{root: uiPrefix}
-		write(&w)
-		for _, m := range re.FindAllStringSubmatch(w.b.String(), -1) {
-			found[m[1]] = true
-			if _, ok := dashboardActions[m[1]]; !ok {
-				t.Errorf("the %s page posts the unclassified action %q", name, m[1])
-			}
-		}
-	}
-	for a := range dashboardActions {
-		if !found[a] {
-			t.Errorf("action %q is classified but no page posts it", a)
-		}
-	}
-}
-
 // TestDashboardOtherInstances: the sessions another instance holds in a
 // shared registry are listed apart, read-only: no page or action of this
 // instance reaches them (and nothing takes them up).
@@ -836,11 +781,11 @@ func TestDashboardOtherInstances(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := NewDashboard(mgr, DashboardOptions{})
+	d := dashboard.New(mgr, dashboard.Options{})
 	ts := httptest.NewServer(d)
 	t.Cleanup(ts.Close)
-	d.o.BaseURL = ts.URL
-	e := &dashEnv{mgr: mgr, d: d, url: ts.URL, ui: ts.URL + d.root}
+	d.SetBaseURL(ts.URL)
+	e := &dashEnv{mgr: mgr, d: d, url: ts.URL, ui: ts.URL + d.Root()}
 	c := browser(t)
 	e.signIn(t, c)
 	_, _, body := get(t, c, e.ui+"/")

@@ -3,15 +3,18 @@ package mcptools
 import (
 	"sync"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
 // A sessions.Run has one listener at a time (Run.Attach), and its views
 // take turns: the query call, claude_chat_wait, the retried call of an
-// input-required result. The dashboard watches every run besides, whether
-// a call waits on it or not. So the run's listener is a tap: it hands each
-// event to the current view, if any, and to the dashboard's feed of the
-// run. Views attach to and detach from the tap (handlers.attach, detach).
+// input-required result. The dashboard (package dashboard), when one
+// runs, watches every run besides, whether a call waits on it or not. So
+// the run's listener is a tap: it hands each event to the current view,
+// if any, and to the dashboard's feed of the run (a dashboard.Feed; nil,
+// and nothing more to do, without a dashboard). Views attach to and detach
+// from the tap (handlers.attach, detach).
 //
 // The run drops a result nobody collects only when it has no listener as
 // it finishes (Run.finished), so the tap leaves the run as the view would
@@ -21,7 +24,7 @@ import (
 // without a view never stays. A task holds its run's tap (it collects the
 // result itself), so the dashboard sees the whole of a task's turn.
 type tap struct {
-	feed *runFeed // the dashboard's record of the run; nil without a dashboard
+	feed *dashboard.Feed // the dashboard's record of the run; nil without a dashboard
 
 	mu       sync.Mutex
 	run      *sessions.Run // nil until Start returned it
@@ -32,12 +35,20 @@ type tap struct {
 	done     bool // the turn has ended
 }
 
+// attachDashboard makes d, if any, the dashboard that watches every run
+// and gives it what it needs of the server (dashboard.Core).
+func (h *handlers) attachDashboard(d *dashboard.Dashboard) {
+	if h.dash = d; d != nil {
+		d.Attach(dashboard.Core{RunningTask: h.tasks.runningTask, Question: permissionMessage, Answer: pageAnswer})
+	}
+}
+
 // newTap is the tap of a run about to start in s, with view as its first
 // view; it is the run's listener from the start (RunOptions.Listener).
 func (h *handlers) newTap(s *sessions.Session, view sessions.Listener) *tap {
 	t := &tap{view: view, attached: true}
 	if h.dash != nil {
-		t.feed = h.dash.newFeed(s)
+		t.feed = h.dash.Watch(s)
 	}
 	return t
 }
@@ -59,7 +70,7 @@ func (h *handlers) bind(t *tap, r *sessions.Run) {
 	h.taps[r] = t
 	h.tapsMu.Unlock()
 	if t.feed != nil {
-		t.feed.bind(r)
+		t.feed.Bind(r)
 	}
 }
 
@@ -156,7 +167,7 @@ func (t *tap) OnEvent(e sessions.Event) {
 	v := t.view
 	t.mu.Unlock()
 	if t.feed != nil {
-		t.feed.add(e)
+		t.feed.OnEvent(e)
 	}
 	if v != nil {
 		v.OnEvent(e)

@@ -1,0 +1,37 @@
+package dashboard
+
+import (
+	"regexp"
+	"testing"
+)
+
+// TestEveryDashboardActionClassified: every action a page's form posts is
+// classified (actions), so none is refused for lack of a class — and
+// none is taken without one. The pages are rendered with every form
+// shown: a running turn, a question its user may answer, a sign-out.
+func TestEveryDashboardActionClassified(t *testing.T) {
+	re := regexp.MustCompile(`action="/ui/s/[^"/]+/([a-z]+)"`)
+	base := pageBase{Title: "t", CSRF: "c", User: "u", HTTP: true}
+	row := sessionRow{ID: "0123456789", State: "running", Running: true}
+	page := sessionPage{pageBase: base, Row: row, Questions: []shownQuestion{{ID: "q", Tool: "Bash"}}, Older: -1, Newer: -1, CanAnswer: true}
+	found := map[string]bool{}
+	for name, write := range map[string]func(*htmlWriter){
+		"session": page.write,
+		"list":    listPage{pageBase: base, Rows: []sessionRow{row}}.write,
+		"error":   errorPage{pageBase: base}.write,
+	} {
+		w := htmlWriter{root: uiPrefix}
+		write(&w)
+		for _, m := range re.FindAllStringSubmatch(w.b.String(), -1) {
+			found[m[1]] = true
+			if _, ok := actions[m[1]]; !ok {
+				t.Errorf("the %s page posts the unclassified action %q", name, m[1])
+			}
+		}
+	}
+	for a := range actions {
+		if !found[a] {
+			t.Errorf("action %q is classified but no page posts it", a)
+		}
+	}
+}
