@@ -160,7 +160,7 @@ func (h *handlers) session(ctx context.Context, id string) (*sessions.Session, e
 
 // owned fills in the owner of a new session: the caller (over HTTP, the
 // bearer token's user). Everything else a caller may or may not choose is
-// the policy gate's (sessions/policy.go).
+// the policy gate's (sessions/gate.go).
 func owned(ctx context.Context, o *sessions.CreateOptions) {
 	o.Owner = userOf(ctx)
 }

@@ -19,7 +19,7 @@ import (
 // process has stopped.
 
 // OneShot opens a temporary session with opts for one query and loads the
-// query's images. Start the query with [Session.Start]: the session is
+// query's images. Start the query with [Session.StartRun]: the session is
 // discarded when the query cannot start, and closed once its result is
 // collected or dropped.
 func (m *Manager) OneShot(ctx context.Context, opts CreateOptions, images []ImageInput) (*Session, []Image, error) {

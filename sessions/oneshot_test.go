@@ -63,7 +63,7 @@ func TestOneShot(t *testing.T) {
 			if tc.cancelled {
 				cancel()
 			}
-			if _, err := s.Start(ctx, tc.prompt, RunOptions{}); !errors.Is(err, tc.want) {
+			if _, err := s.StartRun(ctx, tc.prompt, RunOptions{}); !errors.Is(err, tc.want) {
 				t.Errorf("%s: Start = %v, want %v", tc.name, err, tc.want)
 			}
 			cancel()

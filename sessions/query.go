@@ -57,7 +57,7 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 	if !s.holdBack(ctx, t, qo, dl) {
 		return s.finish(t, "", started, 0, false, qo.IncludeThinking), nil
 	}
-	p, prevCost, err := s.claim(ctx, t, qo.AskPermission, true)
+	p, prevCost, err := s.claimProcess(ctx, t, qo.AskPermission, true)
 	if err != nil {
 		return nil, err
 	}
@@ -188,14 +188,14 @@ func (s *Session) explainLocked(r *TurnResult) {
 	}
 }
 
-// claim makes t the running turn of a live process, starting the process
+// claimProcess makes t the running turn of a live process, starting the process
 // when there is none; the caller owns the session. It returns the process and
 // its cumulative cost so far.
 // A continuation after a usage limit claims it again, not counted as a
 // query.
-func (s *Session) claim(ctx context.Context, t *turn, ask func(context.Context, *PermissionRequest) (*claudeagent.PermissionResult, error), count bool) (*claudeagent.Process, float64, error) {
+func (s *Session) claimProcess(ctx context.Context, t *turn, ask func(context.Context, *PermissionRequest) (*claudeagent.PermissionResult, error), count bool) (*claudeagent.Process, float64, error) {
 	for attempt := 0; attempt < 2; attempt++ {
-		if err := s.start(ctx, t); err != nil {
+		if err := s.startProcess(ctx, t); err != nil {
 			return nil, 0, err
 		}
 		if err := s.m.fence(s); err != nil { // the claim may have passed to another instance

@@ -15,23 +15,23 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
 )
 
-// Starting a session's process (Session.start and its steps) and the
+// Starting a session's process (Session.startProcess and its steps) and the
 // options and environment it runs with.
 
-// start starts the session's process and initializes it, unless it has
+// startProcess starts the session's process and initializes it, unless it has
 // one; t is the query that waits for it (nil for a create). Its caller
 // owns the session (see State). The steps:
 // startable, the registry's claim, admitStart (the policy of today),
 // a live place (a warm spare, or the pool, queueing for a query),
 // launch (with the fallback for a lost transcript), then started or
 // startFailed.
-func (s *Session) start(ctx context.Context, t *turn) error {
+func (s *Session) startProcess(ctx context.Context, t *turn) error {
 	if live, err := s.startable(); live || err != nil {
 		return err
 	}
 	// Another instance sharing the registry may run the session, or have
 	// run it since: claim it, taking over what that instance recorded.
-	if err := s.m.claim(s); err != nil {
+	if err := s.m.claimInRegistry(s); err != nil {
 		s.setState(StateDormant)
 		return err
 	}
