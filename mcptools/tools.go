@@ -316,9 +316,6 @@ func (h *handlers) query(ctx context.Context, req *mcp.CallToolRequest, in Query
 	if err := agentOnly(s, "claude_chat_query"); err != nil {
 		return nil, QueryOutput{}, err
 	}
-	if err := sessions.ValidateEffort(in.Effort); err != nil {
-		return nil, QueryOutput{}, err
-	}
 	if err := sessions.ValidateOnLimit(in.OnUsageLimit); err != nil {
 		return nil, QueryOutput{}, err
 	}
@@ -333,8 +330,8 @@ func (h *handlers) query(ctx context.Context, req *mcp.CallToolRequest, in Query
 // queryArgs checks what query and direct calls share and returns how long
 // the call waits.
 func (h *handlers) queryArgs(prompt string, waitSeconds int) (time.Duration, error) {
-	if strings.TrimSpace(prompt) == "" {
-		return 0, errors.New("prompt is empty: pass the text to send to Claude Code")
+	if err := sessions.ValidatePrompt(prompt); err != nil {
+		return 0, err
 	}
 	if len(prompt) > h.opts.MaxPromptBytes {
 		return 0, fmt.Errorf("prompt is too large: %d bytes, and this server accepts at most %d (--max-prompt-bytes); put the material in a file in the session's directory and refer to it", len(prompt), h.opts.MaxPromptBytes)

@@ -28,8 +28,8 @@ import (
 // the turn of its continuation —, then finish (the result and the
 // session's record of it).
 func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*TurnResult, error) {
-	if prompt == "" {
-		return nil, ErrEmptyPrompt
+	if err := ValidatePrompt(prompt); err != nil {
+		return nil, err
 	}
 	if err := ValidateOnLimit(qo.OnLimit); err != nil {
 		return nil, err
