@@ -101,15 +101,12 @@ func (h *handlers) agentCall(ctx context.Context, req *mcp.CallToolRequest, t *a
 		return nil, QueryOutput{}, err
 	}
 	owned(ctx, &opts)
-	s, err := h.mgr.Open(ctx, opts) // the query starts the process (or takes a warm spare)
+	// The query starts the process (or takes a warm spare); the agent is
+	// likely called again, so its options are wanted for spares, filled
+	// when the turn ends.
+	s, images, err := h.mgr.OneShot(ctx, opts, in.Images)
 	if err != nil {
 		return nil, QueryOutput{}, toolError(err)
-	}
-	defer func() { go h.mgr.WantSpares(opts) }() // the agent is likely called again
-	images, err := s.LoadImages(in.Images)
-	if err != nil {
-		h.mgr.Discard(s)
-		return nil, QueryOutput{}, err
 	}
 	res, out, err := h.launch(ctx, req, s, in.Prompt, sessions.RunOptions{Images: images}, wait)
 	if err != nil {

@@ -352,17 +352,12 @@ func (h *handlers) direct(ctx context.Context, req *mcp.CallToolRequest, in Dire
 	}
 	opts := in.CreateOptions
 	owned(ctx, &opts)
-	spareOpts := opts
 	opts.Temporary = true
-	s, err := h.mgr.Open(ctx, opts) // the query starts the process (or takes a warm spare)
+	// The query starts the process (or takes a warm spare); the session
+	// ends with its answer, and the spares are filled when its turn ends.
+	s, images, err := h.mgr.OneShot(ctx, opts, in.Images)
 	if err != nil {
 		return nil, QueryOutput{}, toolError(err)
-	}
-	defer func() { go h.mgr.WantSpares(spareOpts) }()
-	images, err := s.LoadImages(in.Images)
-	if err != nil {
-		h.mgr.Discard(s)
-		return nil, QueryOutput{}, err
 	}
 	return h.launch(ctx, req, s, in.Prompt, sessions.RunOptions{IncludeThinking: in.IncludeThinking, Images: images, OnLimit: in.OnUsageLimit}, wait)
 }

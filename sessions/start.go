@@ -105,7 +105,7 @@ func (s *Session) admitStart() (opts claudeagent.Options, fresh bool, err error)
 // takeSpare takes a warm spare of the same options for a fresh session:
 // its place, process and Claude session id become the session's, and
 // the session answers its control requests. A new spare starts behind it:
-// for a one-shot query's session when its turn is over (see
+// for a session opened by OneShot when its turn is over (see
 // live.Spares.DeferRefill), for a created one at once (its first query
 // comes later).
 func (s *Session) takeSpare(opts claudeagent.Options, fresh bool) (*live.Spare, *claudeagent.InitializeResponse) {
@@ -116,7 +116,10 @@ func (s *Session) takeSpare(opts claudeagent.Options, fresh bool) (*live.Spare, 
 	if sp == nil {
 		return nil, nil
 	}
-	if s.opts.Temporary {
+	s.mu.Lock()
+	deferRefill := s.oneShot || s.opts.Temporary
+	s.mu.Unlock()
+	if deferRefill {
 		s.m.spares.DeferRefill()
 	} else {
 		go s.m.spares.Fill()
