@@ -251,7 +251,7 @@ func (m *Manager) Create(ctx context.Context, opts CreateOptions) (*Session, err
 		return nil, err
 	}
 	if err = s.own(ctx, ownerCreate); err == nil {
-		err = s.startProcess(ctx, nil)
+		err = s.ensureProcess(ctx, nil)
 		s.release()
 	}
 	if errors.Is(err, ErrTooMany) && !errors.Is(err, ErrShuttingDown) {

@@ -15,17 +15,17 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
 )
 
-// Starting a session's process (Session.startProcess and its steps) and the
+// Starting a session's process (Session.ensureProcess and its steps) and the
 // options and environment it runs with.
 
-// startProcess starts the session's process and initializes it, unless it has
+// ensureProcess starts the session's process and initializes it, unless it has
 // one; t is the query that waits for it (nil for a create). Its caller
 // owns the session (see State). The steps:
 // startable, the registry's claim, admitStart (the policy of today),
 // a live place (a warm spare, or the pool, queueing for a query),
 // launch (with the fallback for a lost transcript), then started or
 // startFailed.
-func (s *Session) startProcess(ctx context.Context, t *turn) error {
+func (s *Session) ensureProcess(ctx context.Context, t *turn) error {
 	if live, err := s.startable(); live || err != nil {
 		return err
 	}
