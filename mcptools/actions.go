@@ -5,7 +5,7 @@ import "fmt"
 // What each tool lets a caller do, for the policy (deny by default): a
 // tools/call of a tool without a class is refused before it runs, and
 // TestEveryToolClassified fails when a tool has none. Session options and
-// changes are classified by the sessions gate (sessions/policy.go); this
+// changes are classified by the sessions gate (sessions/gate.go); this
 // table says which calls start or steer work at all.
 const (
 	actionRead  = "read"  // reads the caller's sessions and results

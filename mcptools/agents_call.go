@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/agentfile"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
@@ -34,20 +35,13 @@ import (
 //   - tools: a subset of the agent's (any tools when it lists none);
 //   - disallowedTools: added to the agent's;
 //   - permissionMode: at most as permissive as the agent's mode (its
-//     operator entry's, else its file's, else default), in modeStrictness
-//     order.
+//     operator entry's, else its file's, else default), in
+//     claudeagent.ModesByStrictness order.
 // Options from the agent's definition and operator entry are the
 // operator's (CreateOptions.Operator: a remote caller needs no --http-allow
 // for them, the ceilings still apply), except for agents of the project,
 // whose files come with whatever repository the server runs in; options
 // the caller set never are.
-
-// modeStrictness orders the permission modes from the strictest: plan
-// (plans only, runs nothing), dontAsk (runs only what the rules allow,
-// asks nothing), default (asks before risky tools), acceptEdits (edits
-// without asking), auto (a classifier approves), bypassPermissions (no
-// checks).
-var modeStrictness = []string{"plan", "dontAsk", "default", "acceptEdits", "auto", "bypassPermissions"}
 
 // agentHandler is an agent tool's handler. It decodes the arguments itself
 // rather than through a typed tool's schema validation, so that a refused
@@ -107,15 +101,12 @@ func (h *handlers) agentCall(ctx context.Context, req *mcp.CallToolRequest, t *a
 		return nil, QueryOutput{}, err
 	}
 	owned(ctx, &opts)
-	s, err := h.mgr.Open(ctx, opts) // the query starts the process (or takes a warm spare)
+	// The query starts the process (or takes a warm spare); the agent is
+	// likely called again, so its options are wanted for spares, filled
+	// when the turn ends.
+	s, images, err := h.mgr.OneShot(ctx, opts, in.Images)
 	if err != nil {
 		return nil, QueryOutput{}, toolError(err)
-	}
-	defer func() { go h.mgr.WantSpares(opts) }() // the agent is likely called again
-	images, err := s.LoadImages(in.Images)
-	if err != nil {
-		h.mgr.Discard(s)
-		return nil, QueryOutput{}, err
 	}
 	res, out, err := h.launch(ctx, req, s, in.Prompt, sessions.RunOptions{Images: images}, wait)
 	if err != nil {
@@ -271,10 +262,9 @@ func operatorOptions(o *sessions.CreateOptions, caller []string) []string {
 }
 
 // checkEffort checks that effort is no higher than ag's.
+// The effort's form is checked by the query (or the new session's
+// options), once.
 func checkEffort(ag *agentfile.Agent, effort string) error {
-	if err := sessions.ValidateEffort(effort); err != nil {
-		return err
-	}
 	limit := ag.Operator.Effort
 	if limit == "" {
 		limit = string(ag.Effort)
@@ -282,7 +272,7 @@ func checkEffort(ag *agentfile.Agent, effort string) error {
 	if limit == "" {
 		return nil
 	}
-	levels := sessions.EffortLevels
+	levels := claudeagent.EffortLevels
 	top := slices.Index(levels, limit)
 	switch {
 	case top < 0:
@@ -300,10 +290,10 @@ func checkMode(ag *agentfile.Agent, mode string) error {
 		return err
 	}
 	limit := cmp.Or(ag.Operator.PermissionMode, ag.PermissionMode, "default")
-	top := slices.Index(modeStrictness, limit)
-	if slices.Index(modeStrictness, mode) > top {
+	top := slices.Index(claudeagent.ModesByStrictness, limit)
+	if slices.Index(claudeagent.ModesByStrictness, mode) > top {
 		return fmt.Errorf("permissionMode %q is refused: it is more permissive than the agent %q's %s, and an agent tool's overrides may only tighten (use %s; strictest first)",
-			mode, ag.Name, limit, strings.Join(modeStrictness[:top+1], ", "))
+			mode, ag.Name, limit, strings.Join(claudeagent.ModesByStrictness[:top+1], ", "))
 	}
 	return nil
 }

@@ -33,13 +33,13 @@ func (h *handlers) launch(ctx context.Context, req *mcp.CallToolRequest, s *sess
 	ask := h.asker(req)
 	switch {
 	case ask != nil && modernEra(req):
-		ro.QueueQuestions = true // answered by the retried call (mrtr.go), or the dashboard
+		ro.QueueQuestions = true // answered by the retried call (inputrequired.go), or the dashboard
 	case h.dash != nil:
 		ro.Ask = h.dash.Asker(s, ask) // the client (if it can be asked) or the dashboard, whoever answers first
 	default:
 		ro.Ask = ask
 	}
-	r, err := s.Start(ctx, prompt, ro)
+	r, err := s.StartRun(ctx, prompt, ro)
 	if err != nil {
 		n.close()
 		if t.feed != nil {
@@ -58,7 +58,7 @@ func (h *handlers) launch(ctx context.Context, req *mcp.CallToolRequest, s *sess
 // call through n, for at most wait (0: until the end). Cancelling the call
 // interrupts the turn when interruptOnCancel is set. On the modern protocol
 // a permission question ends the call with an input-required result (see
-// mrtr.go).
+// inputrequired.go).
 func (h *handlers) await(ctx context.Context, req *mcp.CallToolRequest, n *notifier, r *sessions.Run, wait time.Duration, interruptOnCancel bool) (*mcp.CallToolResult, QueryOutput, error) {
 	n.seed(h.attach(r, n))
 	defer n.close()

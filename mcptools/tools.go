@@ -159,7 +159,7 @@ func (h *handlers) session(ctx context.Context, id string) (*sessions.Session, e
 
 // owned fills in the owner of a new session: the caller (over HTTP, the
 // bearer token's user). Everything else a caller may or may not choose is
-// the policy gate's (sessions/policy.go).
+// the policy gate's (sessions/gate.go).
 func owned(ctx context.Context, o *sessions.CreateOptions) {
 	o.Owner = userOf(ctx)
 }
@@ -315,9 +315,6 @@ func (h *handlers) query(ctx context.Context, req *mcp.CallToolRequest, in Query
 	if err := agentOnly(s, "claude_chat_query"); err != nil {
 		return nil, QueryOutput{}, err
 	}
-	if err := sessions.ValidateEffort(in.Effort); err != nil {
-		return nil, QueryOutput{}, err
-	}
 	if err := sessions.ValidateOnLimit(in.OnUsageLimit); err != nil {
 		return nil, QueryOutput{}, err
 	}
@@ -332,8 +329,8 @@ func (h *handlers) query(ctx context.Context, req *mcp.CallToolRequest, in Query
 // queryArgs checks what query and direct calls share and returns how long
 // the call waits.
 func (h *handlers) queryArgs(prompt string, waitSeconds int) (time.Duration, error) {
-	if strings.TrimSpace(prompt) == "" {
-		return 0, errors.New("prompt is empty: pass the text to send to Claude Code")
+	if err := sessions.ValidatePrompt(prompt); err != nil {
+		return 0, err
 	}
 	if len(prompt) > h.opts.MaxPromptBytes {
 		return 0, fmt.Errorf("prompt is too large: %d bytes, and this server accepts at most %d (--max-prompt-bytes); put the material in a file in the session's directory and refer to it", len(prompt), h.opts.MaxPromptBytes)
@@ -354,17 +351,12 @@ func (h *handlers) direct(ctx context.Context, req *mcp.CallToolRequest, in Dire
 	}
 	opts := in.CreateOptions
 	owned(ctx, &opts)
-	spareOpts := opts
 	opts.Temporary = true
-	s, err := h.mgr.Open(ctx, opts) // the query starts the process (or takes a warm spare)
+	// The query starts the process (or takes a warm spare); the session
+	// ends with its answer, and the spares are filled when its turn ends.
+	s, images, err := h.mgr.OneShot(ctx, opts, in.Images)
 	if err != nil {
 		return nil, QueryOutput{}, toolError(err)
-	}
-	defer func() { go h.mgr.WantSpares(spareOpts) }()
-	images, err := s.LoadImages(in.Images)
-	if err != nil {
-		h.mgr.Discard(s)
-		return nil, QueryOutput{}, err
 	}
 	return h.launch(ctx, req, s, in.Prompt, sessions.RunOptions{IncludeThinking: in.IncludeThinking, Images: images, OnLimit: in.OnUsageLimit}, wait)
 }

@@ -17,7 +17,7 @@ import (
 
 // Interrupt interrupts the running query, if any, and reports whether one
 // was running, and whether its process had to be stopped because it did
-// not acknowledge the interrupt (see interrupt). The query returns with
+// not acknowledge the interrupt (see interruptTurn). The query returns with
 // Interrupted set. A query waiting for a usage limit's reset (limit.go)
 // stops waiting; the CLI, which runs no turn then, is not asked.
 func (s *Session) Interrupt(ctx context.Context) (running, forced bool) {
@@ -34,7 +34,7 @@ func (s *Session) Interrupt(ctx context.Context) (running, forced bool) {
 	if t == nil || p == nil {
 		return false, false
 	}
-	return true, s.interrupt(ctx, t, p)
+	return true, s.interruptTurn(ctx, t, p)
 }
 
 // SetModel switches the model and returns the resolved id ("" when it

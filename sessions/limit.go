@@ -422,7 +422,7 @@ func (s *Session) continueAfterLimit(ctx context.Context, t *turn, qo QueryOptio
 	}
 	s.mu.Unlock()
 	t.again(prevCost)
-	p, cost, err := s.claim(ctx, t, qo.AskPermission, false)
+	p, cost, err := s.claimProcess(ctx, t, qo.AskPermission, false)
 	if err != nil {
 		s.unpark()
 		t.fail("going on after the usage limit's reset: " + err.Error())

@@ -3,7 +3,7 @@
 // [Session]'s state machine (state.go) and process lifecycle, its query
 // runs ([Run]) and the aggregation of a turn's messages into a result,
 // budgets and idle reaping, and the manager's side of the live pool with
-// its queue and warm spares (package live, live.go), of the policy gate and
+// its queue and warm spares (package live, pooling.go), of the policy gate and
 // of the registry shared by instances.
 //
 // It owns its sessions: each live Session owns one claudeagent.Process and
@@ -251,7 +251,7 @@ func (m *Manager) Create(ctx context.Context, opts CreateOptions) (*Session, err
 		return nil, err
 	}
 	if err = s.own(ctx, ownerCreate); err == nil {
-		err = s.start(ctx, nil)
+		err = s.ensureProcess(ctx, nil)
 		s.release()
 	}
 	if errors.Is(err, ErrTooMany) && !errors.Is(err, ErrShuttingDown) {

@@ -5,34 +5,48 @@ import (
 	"errors"
 )
 
-// One-shot queries (claude_direct_query) run in a temporary session, whose
-// whole life is here. OneShot opens it (no process yet: its query starts
-// one, or takes a warm spare) and loads the query's images; its options
-// become wanted for warm spares. endUnstarted discards it when its query
-// cannot start. endOneShot closes it once its result is collected (or
-// dropped): in the background, so that the answer does not wait for the
-// CLI to exit (Shutdown waits for these closes), or at once when it has a
-// worktree (the answer reports what close did with it). The spares are
-// filled then, not while the query runs (a CLI starting costs about 300 ms
-// of CPU): the spare the session took is replaced when its turn ends (see
-// live.Spares.DeferRefill), and its live place goes to a spare once its
-// process has stopped.
+// A session opened for a call's query, which starts at once: a one-shot
+// query's (claude_direct_query: a temporary session, whose whole life is
+// here) and an agent tool's (kept for its conversation). OneShot, the one
+// way to open either, opens it (no process yet: its query starts one, or
+// takes a warm spare) and loads the query's images; its options become
+// wanted for warm spares. The spares are filled when its turn ends, not
+// while the query runs, even when the call returns before (a task,
+// waitSeconds; a CLI starting costs about 300 ms of CPU): the spare the
+// session took is replaced when its turn ends (see
+// live.Spares.DeferRefill), and so are a kept session's options'; a
+// temporary session's options' once it ends. endUnstarted discards a
+// temporary session when its query cannot start. endOneShot closes it once
+// its result is collected (or dropped): in the background, so that the
+// answer does not wait for the CLI to exit (Shutdown waits for these
+// closes), or at once when it has a worktree (the answer reports what
+// close did with it); its live place goes to a spare once its process has
+// stopped.
 
-// OneShot opens a temporary session with opts for one query and loads the
-// query's images. Start the query with [Session.Start]: the session is
-// discarded when the query cannot start, and closed once its result is
-// collected or dropped.
+// OneShot opens a session with opts for a query that its caller starts at
+// once with [Session.StartRun], and loads the query's images. With
+// opts.Temporary the session is discarded when the query cannot start,
+// and closed once its result is collected or dropped; otherwise it stays
+// for further queries, and a caller whose query cannot start discards it.
+// When the images do not load, the session is discarded here.
 func (m *Manager) OneShot(ctx context.Context, opts CreateOptions, images []ImageInput) (*Session, []Image, error) {
-	want := opts
-	opts.Temporary = true
 	s, err := m.Open(ctx, opts)
 	if err != nil {
 		return nil, nil, err
 	}
-	m.wantSpares(want, false) // filled when the session ends
+	s.mu.Lock()
+	s.oneShot = true
+	s.mu.Unlock()
+	want := opts
+	want.Temporary = false
+	m.wantSpares(want, false) // filled when the turn or the session ends
+	if !opts.Temporary {
+		m.spares.DeferRefill()
+	}
 	imgs, err := s.LoadImages(images)
 	if err != nil {
-		m.endUnstarted(s, err)
+		m.Discard(s)
+		m.spares.Fill()
 		return nil, nil, err
 	}
 	return s, imgs, nil

@@ -3,49 +3,89 @@ package sessions
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
 
-// TestOneShot: a one-shot query's session lives from OneShot to the
-// collect of its result, and its options are wanted for warm spares, which
-// are filled once it ends, not while its query runs; a query that cannot
-// start (a bad image, a cancelled call, an empty prompt) leaves no session
-// and no process behind.
+// sparesAtText records the warm spares at a run's first text.
+type sparesAtText struct {
+	m    *Manager
+	seen chan string
+}
+
+func (l *sparesAtText) OnEvent(e Event) {
+	if e.Kind != EventText {
+		return
+	}
+	sn := l.m.spares.Snapshot()
+	select {
+	case l.seen <- fmt.Sprintf("%d wanted, %d starting, %d ready", len(sn.Wanted), sn.Starting, len(sn.Ready)):
+	default: // the first text only
+	}
+}
+
+// TestOneShot: a session OneShot opens for a call's query — temporary (a
+// direct query: it lives to the collect of its result) or kept (an agent
+// tool's) — has its options wanted for warm spares, which are filled when
+// its turn ends, not while the query runs, although the call that started
+// it has returned (StartRun returns at the turn's start), and so is the
+// spare it took, when one was ready; a query that
+// cannot start (a bad image, a cancelled call, an empty prompt) leaves no
+// session and no process behind.
 func TestOneShot(t *testing.T) {
 	t.Parallel()
-	t.Run("answer", func(t *testing.T) {
-		t.Parallel()
-		m := newManager(t, Config{WarmSpares: 1, MaxLive: 4})
-		s, imgs, err := m.OneShot(ctxFor(t), CreateOptions{Cwd: t.TempDir()}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if in := s.Info(); !in.Temporary || in.PID != 0 {
-			t.Errorf("the one-shot session before its query: %+v, want temporary and no process", in)
-		}
-		sn := m.spares.Snapshot()
-		wanted, filling := len(sn.Wanted), sn.Starting+len(sn.Ready)
-		if wanted != 1 || filling != 0 {
-			t.Errorf("after OneShot: %d option sets wanted, %d spares starting or ready; want 1 and none yet", wanted, filling)
-		}
-		r := startRun(t, s, "hi", RunOptions{Images: imgs})
-		waitDone(t, r)
-		if res, err, ok := r.Collect(); !ok || err != nil || res.FinalText != hello {
-			t.Fatalf("collect: %+v, %v, %v", res, err, ok)
-		}
-		if _, err := m.Get(s.ID); !errors.Is(err, ErrNotFound) {
-			t.Errorf("the one-shot session is still open after its collect: %v", err)
-		}
-		waitSpares(t, m, 1) // for its options, once it ended
-	})
+	for _, tc := range []struct{ temporary, spare bool }{{true, false}, {false, false}, {true, true}, {false, true}} {
+		temporary := tc.temporary
+		t.Run(fmt.Sprintf("temporary_%v_spare_%v", temporary, tc.spare), func(t *testing.T) {
+			t.Parallel()
+			m := newManager(t, Config{WarmSpares: 1, MaxLive: 4})
+			opts := CreateOptions{Cwd: t.TempDir()}
+			var first int
+			if tc.spare {
+				m.WantSpares(opts)
+				first = waitSpares(t, m, 1)[0]
+			}
+			opts.Temporary = temporary
+			s, imgs, err := m.OneShot(ctxFor(t), opts, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if in := s.Info(); in.Temporary != temporary || in.PID != 0 {
+				t.Errorf("the session before its query: %+v, want temporary %v and no process", in, temporary)
+			}
+			// SLOW2 streams two chunks 0.5 s apart: a spare started
+			// before the turn's end (the fake CLI starts in milliseconds)
+			// would be starting or ready at its first text.
+			l := &sparesAtText{m: m, seen: make(chan string, 1)}
+			r := startRun(t, s, "SLOW2", RunOptions{Images: imgs, Listener: l})
+			waitDone(t, r)
+			if got, want := <-l.seen, "1 wanted, 0 starting, 0 ready"; got != want {
+				t.Errorf("spares while the turn ran: %s, want %s", got, want)
+			}
+			if pid := s.Info().PID; tc.spare && !temporary && pid != first {
+				t.Errorf("the session runs pid %d, not the spare's %d", pid, first)
+			}
+			if res, err, ok := r.Collect(); !ok || err != nil || res.IsError {
+				t.Fatalf("collect: %+v, %v, %v", res, err, ok)
+			}
+			if _, err := m.Get(s.ID); temporary != errors.Is(err, ErrNotFound) {
+				t.Errorf("the session after its collect: %v, want it gone: %v", err, temporary)
+			}
+			if next := waitSpares(t, m, 1); next[0] == first { // for its options, once the turn (or the session) ended
+				t.Errorf("no new spare after the turn: %v", next)
+			}
+		})
+	}
 	t.Run("not_started", func(t *testing.T) {
 		t.Parallel()
 		m := newManager(t, Config{})
 		cwd := t.TempDir()
-		_, _, err := m.OneShot(ctxFor(t), CreateOptions{Cwd: cwd}, []ImageInput{{Data: "not base64!"}})
-		if err == nil || !strings.Contains(err.Error(), "not base64") {
-			t.Errorf("OneShot with a bad image: %v", err)
+		for _, temporary := range []bool{true, false} {
+			_, _, err := m.OneShot(ctxFor(t), CreateOptions{Cwd: cwd, Temporary: temporary}, []ImageInput{{Data: "not base64!"}})
+			if err == nil || !strings.Contains(err.Error(), "not base64") {
+				t.Errorf("OneShot (temporary %v) with a bad image: %v", temporary, err)
+			}
 		}
 		for _, tc := range []struct {
 			name, prompt string
@@ -53,9 +93,9 @@ func TestOneShot(t *testing.T) {
 			want         error
 		}{
 			{"cancelled", "hi", true, context.Canceled},
-			{"empty", "", false, ErrEmptyPrompt},
+			{"empty", " ", false, ErrEmptyPrompt},
 		} {
-			s, _, err := m.OneShot(ctxFor(t), CreateOptions{Cwd: cwd}, nil)
+			s, _, err := m.OneShot(ctxFor(t), CreateOptions{Cwd: cwd, Temporary: true}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,7 +103,7 @@ func TestOneShot(t *testing.T) {
 			if tc.cancelled {
 				cancel()
 			}
-			if _, err := s.Start(ctx, tc.prompt, RunOptions{}); !errors.Is(err, tc.want) {
+			if _, err := s.StartRun(ctx, tc.prompt, RunOptions{}); !errors.Is(err, tc.want) {
 				t.Errorf("%s: Start = %v, want %v", tc.name, err, tc.want)
 			}
 			cancel()

@@ -28,8 +28,8 @@ import (
 // the turn of its continuation —, then finish (the result and the
 // session's record of it).
 func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*TurnResult, error) {
-	if prompt == "" {
-		return nil, ErrEmptyPrompt
+	if err := ValidatePrompt(prompt); err != nil {
+		return nil, err
 	}
 	if err := ValidateOnLimit(qo.OnLimit); err != nil {
 		return nil, err
@@ -57,7 +57,7 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 	if !s.holdBack(ctx, t, qo, dl) {
 		return s.finish(t, "", started, 0, false, qo.IncludeThinking), nil
 	}
-	p, prevCost, err := s.claim(ctx, t, qo.AskPermission, true)
+	p, prevCost, err := s.claimProcess(ctx, t, qo.AskPermission, true)
 	if err != nil {
 		return nil, err
 	}
@@ -188,14 +188,14 @@ func (s *Session) explainLocked(r *TurnResult) {
 	}
 }
 
-// claim makes t the running turn of a live process, starting the process
+// claimProcess makes t the running turn of a live process, starting the process
 // when there is none; the caller owns the session. It returns the process and
 // its cumulative cost so far.
 // A continuation after a usage limit claims it again, not counted as a
 // query.
-func (s *Session) claim(ctx context.Context, t *turn, ask func(context.Context, *PermissionRequest) (*claudeagent.PermissionResult, error), count bool) (*claudeagent.Process, float64, error) {
+func (s *Session) claimProcess(ctx context.Context, t *turn, ask func(context.Context, *PermissionRequest) (*claudeagent.PermissionResult, error), count bool) (*claudeagent.Process, float64, error) {
 	for attempt := 0; attempt < 2; attempt++ {
-		if err := s.start(ctx, t); err != nil {
+		if err := s.ensureProcess(ctx, t); err != nil {
 			return nil, 0, err
 		}
 		if err := s.m.fence(s); err != nil { // the claim may have passed to another instance
@@ -273,11 +273,11 @@ func (s *Session) wait(ctx context.Context, t *turn, p *claudeagent.Process, dl 
 }
 
 // abort interrupts the turn and waits for it to end: a CLI that does not
-// acknowledge the interrupt is stopped at once (see interrupt); one that
+// acknowledge the interrupt is stopped at once (see interruptTurn); one that
 // acknowledges it but does not end the turn within the grace period is
 // killed.
 func (s *Session) abort(t *turn, p *claudeagent.Process) {
-	if s.interrupt(context.Background(), t, p) {
+	if s.interruptTurn(context.Background(), t, p) {
 		<-t.doneCh()
 		return
 	}
@@ -294,12 +294,12 @@ func (s *Session) abort(t *turn, p *claudeagent.Process) {
 	<-t.doneCh()
 }
 
-// interrupt asks the CLI to stop t's turn. A CLI that does not acknowledge
+// interruptTurn asks the CLI to stop t's turn. A CLI that does not acknowledge
 // within InterruptAck (hung, or stopped) is stopped: SIGTERM to its process
 // group, SIGKILL a moment later; the turn then ends with a note saying so,
 // and the session resumes on its next query. It reports whether it had to
 // stop the process.
-func (s *Session) interrupt(ctx context.Context, t *turn, p *claudeagent.Process) bool {
+func (s *Session) interruptTurn(ctx context.Context, t *turn, p *claudeagent.Process) bool {
 	t.markInterrupted()
 	s.mu.Lock()
 	if s.cur == t && s.state == StateRunning {

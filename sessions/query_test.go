@@ -64,8 +64,10 @@ func TestCreateInfoQuery(t *testing.T) {
 		!approx(in2.CostUSD, plainCost) || !in2.LastUsed.After(in.LastUsed) {
 		t.Errorf("Info after the query = %+v", in2)
 	}
-	if _, err := s.Query(ctxFor(t), "", QueryOptions{}); !errors.Is(err, ErrEmptyPrompt) {
-		t.Errorf("empty prompt: %v", err)
+	for _, p := range []string{"", " \n\t"} { // the rule of ValidatePrompt: blank is empty
+		if _, err := s.Query(ctxFor(t), p, QueryOptions{}); !errors.Is(err, ErrEmptyPrompt) {
+			t.Errorf("prompt %q: %v, want ErrEmptyPrompt", p, err)
+		}
 	}
 }
 

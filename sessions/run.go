@@ -32,7 +32,7 @@ type RunOptions struct {
 	// Listener receives the turn's events from the first one on, until it
 	// is detached or replaced (see [Run.Attach]).
 	Listener Listener
-	// ReturnAfter makes Start return the run after this long even when its
+	// ReturnAfter makes StartRun return the run after this long even when its
 	// turn has not started yet (the process is still starting); 0 waits for
 	// the start. Errors that keep the turn from starting then come as the
 	// run's result.
@@ -44,7 +44,7 @@ type Listener interface {
 	OnEvent(Event)
 }
 
-// Run is one query started with [Session.Start]. It runs on its own
+// Run is one query started with [Session.StartRun]. It runs on its own
 // context, so it outlives the call that started it: the calls that follow
 // it — the query call itself, claude_chat_wait, an MCP task — are views of
 // the run. It carries the turn's events (to one listener at a time), what
@@ -102,13 +102,13 @@ type Progress struct {
 	LimitKind    string
 }
 
-// Start starts a query in the background and returns once its turn has
+// StartRun starts a query run in the background and returns once its turn has
 // started or it waits for a usage limit's reset (or after
 // RunOptions.ReturnAfter), or with the error that kept it
 // from starting (a busy session is refused at once). Cancelling ctx before the turn starts cancels the run;
 // afterwards only [Run.Cancel] does. A temporary session whose query cannot
 // start is discarded (see oneshot.go).
-func (s *Session) Start(ctx context.Context, prompt string, o RunOptions) (*Run, error) {
+func (s *Session) StartRun(ctx context.Context, prompt string, o RunOptions) (*Run, error) {
 	rctx, cancel := context.WithCancel(context.Background())
 	r := &Run{ID: uuid.NewString(), session: s, opts: o, start: time.Now(), cancel: cancel, listener: o.Listener,
 		started: make(chan struct{}), done: make(chan struct{}), asked: make(chan struct{}, 1)}

@@ -35,7 +35,7 @@ func (l *eventLog) has(k EventKind) bool {
 
 func startRun(t *testing.T, s *Session, prompt string, o RunOptions) *Run {
 	t.Helper()
-	r, err := s.Start(ctxFor(t), prompt, o)
+	r, err := s.StartRun(ctxFor(t), prompt, o)
 	if err != nil {
 		t.Fatalf("Start(%q): %v", prompt, err)
 	}
@@ -95,7 +95,7 @@ func TestRunBusyAndCancel(t *testing.T) {
 	s := create(t, m, CreateOptions{})
 	var l eventLog
 	r := startRun(t, s, "SLOW", RunOptions{Listener: &l})
-	if _, err := s.Start(ctxFor(t), "hi", RunOptions{}); !errors.Is(err, ErrBusy) {
+	if _, err := s.StartRun(ctxFor(t), "hi", RunOptions{}); !errors.Is(err, ErrBusy) {
 		t.Errorf("a second run on a busy session: %v", err)
 	}
 	if p := r.Progress(); p.Elapsed <= 0 || p.LastStep != "turn started" || p.Text != "" {
@@ -232,7 +232,7 @@ func TestRunCloseAfter(t *testing.T) {
 	t.Run("temporary_start_fails", func(t *testing.T) {
 		s := create(t, m, CreateOptions{Temporary: true})
 		r := startRun(t, s, "SLOW", RunOptions{})
-		if _, err := s.Start(ctxFor(t), "hi", RunOptions{}); !errors.Is(err, ErrBusy) {
+		if _, err := s.StartRun(ctxFor(t), "hi", RunOptions{}); !errors.Is(err, ErrBusy) {
 			t.Errorf("second start: %v", err)
 		}
 		if _, err := m.Get(s.ID); err != nil {

@@ -123,6 +123,7 @@ type Session struct {
 	run           *Run          // the latest run whose result may still be collected
 	worktreeFinal *WorktreeInfo // what close did with the worktree
 	idleTimer     *time.Timer
+	oneShot       bool // opened by OneShot: its query follows at once
 }
 
 // sessionRecord is what the registry keeps of a session besides its

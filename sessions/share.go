@@ -193,13 +193,13 @@ func (m *Manager) persist() {
 	m.sync(nil)
 }
 
-// claim claims s in the registry before its process starts: it fails with
+// claimInRegistry claims s in the registry before its process starts: it fails with
 // ErrElsewhere while another live instance runs s, and with ErrClosed when
 // another instance closed it; otherwise s takes over what other instances
 // recorded of it since (their turns, a new Claude session id). A session
 // the registry never held needs no claim, and an unwritable registry does
 // not keep a session from running (it is reported as not persisted).
-func (m *Manager) claim(s *Session) error {
+func (m *Manager) claimInRegistry(s *Session) error {
 	if m.store == nil {
 		return nil
 	}

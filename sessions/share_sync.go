@@ -15,7 +15,7 @@ import (
 // (recordMerge, then takeOver for the records that won, dropGone for the
 // sessions another instance closed, fenceOff for those whose claim passed
 // to another instance). With claim set, s is claimed for a start (see
-// Manager.claim), or, when its process runs, its claim is confirmed (see
+// Manager.claimInRegistry), or, when its process runs, its claim is confirmed (see
 // fence); the error says why it may not start or go on. Write errors are
 // reported through PersistFailing.
 func (m *Manager) sync(claim *Session) error {

@@ -15,23 +15,23 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
 )
 
-// Starting a session's process (Session.start and its steps) and the
+// Starting a session's process (Session.ensureProcess and its steps) and the
 // options and environment it runs with.
 
-// start starts the session's process and initializes it, unless it has
+// ensureProcess starts the session's process and initializes it, unless it has
 // one; t is the query that waits for it (nil for a create). Its caller
 // owns the session (see State). The steps:
 // startable, the registry's claim, admitStart (the policy of today),
 // a live place (a warm spare, or the pool, queueing for a query),
 // launch (with the fallback for a lost transcript), then started or
 // startFailed.
-func (s *Session) start(ctx context.Context, t *turn) error {
+func (s *Session) ensureProcess(ctx context.Context, t *turn) error {
 	if live, err := s.startable(); live || err != nil {
 		return err
 	}
 	// Another instance sharing the registry may run the session, or have
 	// run it since: claim it, taking over what that instance recorded.
-	if err := s.m.claim(s); err != nil {
+	if err := s.m.claimInRegistry(s); err != nil {
 		s.setState(StateDormant)
 		return err
 	}
@@ -105,7 +105,7 @@ func (s *Session) admitStart() (opts claudeagent.Options, fresh bool, err error)
 // takeSpare takes a warm spare of the same options for a fresh session:
 // its place, process and Claude session id become the session's, and
 // the session answers its control requests. A new spare starts behind it:
-// for a one-shot query's session when its turn is over (see
+// for a session opened by OneShot when its turn is over (see
 // live.Spares.DeferRefill), for a created one at once (its first query
 // comes later).
 func (s *Session) takeSpare(opts claudeagent.Options, fresh bool) (*live.Spare, *claudeagent.InitializeResponse) {
@@ -116,7 +116,10 @@ func (s *Session) takeSpare(opts claudeagent.Options, fresh bool) (*live.Spare, 
 	if sp == nil {
 		return nil, nil
 	}
-	if s.opts.Temporary {
+	s.mu.Lock()
+	deferRefill := s.oneShot || s.opts.Temporary
+	s.mu.Unlock()
+	if deferRefill {
 		s.m.spares.DeferRefill()
 	} else {
 		go s.m.spares.Fill()

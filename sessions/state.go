@@ -23,7 +23,7 @@ import (
 //	                            or the start failed for a reason a retry may mend
 //	starting      refused       the policy of today (or the allowed roots) refuses it
 //	starting      failed        its resume failed for a reason a retry does not mend
-//	idle          running       a query's turn begins on the live process (Session.claim)
+//	idle          running       a query's turn begins on the live process (Session.claimProcess)
 //	running       interrupting  Interrupt, a cancelled call, the query timeout
 //	running       idle          the turn ends
 //	interrupting  idle          the interrupted turn ends, the process live

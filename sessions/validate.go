@@ -3,6 +3,7 @@ package sessions
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
@@ -54,5 +55,15 @@ func ValidateToolNames(what string, names []string) error {
 // options accept.
 func ValidAgentName(name string) bool { return options.ValidAgentName(name) }
 
-// ValidateEffort checks an effort level; "" is the CLI's default.
+// ValidateEffort checks an effort level; "" is the CLI's default. A query's
+// effort is checked by the query itself (Session.Query).
 func ValidateEffort(effort string) error { return options.ValidateEffort(effort) }
+
+// ValidatePrompt is the rule for a prompt: it holds more than white space.
+// Every query passes it (Session.Query); callers may check it earlier.
+func ValidatePrompt(prompt string) error {
+	if strings.TrimSpace(prompt) == "" {
+		return fmt.Errorf("%w: pass the text to send to Claude Code", ErrEmptyPrompt)
+	}
+	return nil
+}

@@ -8,12 +8,14 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 )
 
 // The values the CLI 2.1.330 accepts in an agent file.
 var (
-	effortLevels    = []string{"low", "medium", "high", "xhigh", "max"}
-	permissionModes = []string{"acceptEdits", "auto", "bypassPermissions", "default", "dontAsk", "plan"}
+	effortLevels    = claudeagent.EffortLevels
+	permissionModes = claudeagent.PermissionModes
 	colors          = []string{"red", "blue", "green", "yellow", "purple", "orange", "pink", "cyan"}
 	memoryScopes    = []string{"user", "project", "local"}
 	isolations      = []string{"worktree", "remote"}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/google/uuid"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 )
 
 // The form of each option: what the CLI would take, checked before any
@@ -19,8 +21,9 @@ import (
 // nothing but the options (and, for directories and files, whether they
 // exist).
 
-// PermissionModes are the CLI's permission modes, in the order documented.
-var PermissionModes = []string{"default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"}
+// PermissionModes are the CLI's permission modes, in the order documented
+// (defined in claudeagent).
+var PermissionModes = claudeagent.PermissionModes
 
 // ModelPattern is the form of a model alias or id.
 const ModelPattern = `^[A-Za-z0-9._\-\[\]]{1,100}$`
@@ -150,8 +153,8 @@ func MCPConfig(servers map[string]json.RawMessage, strict bool) string {
 	return string(doc)
 }
 
-// EffortLevels are the CLI's --effort values.
-var EffortLevels = []string{"low", "medium", "high", "xhigh", "max"}
+// EffortLevels are the CLI's --effort values (defined in claudeagent).
+var EffortLevels = claudeagent.EffortLevels
 
 // ValidateEffort checks an effort level; "" is the CLI's default.
 func ValidateEffort(effort string) error {

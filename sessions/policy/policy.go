@@ -32,6 +32,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
 )
 
@@ -416,19 +417,19 @@ func (g *Gate) checkMode(what, mode string) error {
 		}
 		return fmt.Errorf("%s %q is not allowed by this server (allowed: %s; --allowed-permission-modes)", what, mode, strings.Join(g.cfg.AllowedModes, ", "))
 	}
-	if mode == "bypassPermissions" && !g.BypassAvailable() {
+	if mode == claudeagent.ModeBypass && !g.BypassAvailable() {
 		return fmt.Errorf("permissionMode bypassPermissions is unavailable: the server runs as root and the claude CLI refuses it there unless IS_SANDBOX=1 is set in the server's environment")
 	}
 	return nil
 }
 
 // modeClass is the class of a permission mode: the modes that let the
-// session act without asking widen permissions.
+// session act without asking (looser than default) widen permissions.
 func modeClass(mode string) (Class, string) {
-	switch mode {
-	case "", "default", "plan", "dontAsk":
+	switch rank := claudeagent.ModeStrictness(mode); {
+	case mode == "" || rank >= 0 && rank <= claudeagent.ModeStrictness("default"):
 		return Harmless, ""
-	case "bypassPermissions":
+	case mode == claudeagent.ModeBypass:
 		return WidensPermissions, "bypass"
 	}
 	return WidensPermissions, ""
@@ -512,7 +513,7 @@ var errUnclassified = errors.New("no policy class")
 // mode is allowed, and the CLI will accept the flag (as root it refuses
 // without IS_SANDBOX=1).
 func (g *Gate) BypassAvailable() bool {
-	if !g.modeAllowed("bypassPermissions") {
+	if !g.modeAllowed(claudeagent.ModeBypass) {
 		return false
 	}
 	if os.Geteuid() == 0 && os.Getenv("IS_SANDBOX") == "" && g.cfg.Env["IS_SANDBOX"] == "" {

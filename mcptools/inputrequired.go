@@ -16,7 +16,8 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
-// On protocol 2026-07-28 a server cannot send elicitation/create while it
+// Input-required results of multi-round-trip tool calls (MRTR). On
+// protocol 2026-07-28 a server cannot send elicitation/create while it
 // serves a call; it returns the question in the result (InputRequests, SEP
 // 2322) and the client calls the tool again with the answer. The query
 // keeps running meanwhile, so a permission question becomes: the call
