@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -42,10 +43,11 @@ func TestReport(t *testing.T) {
 			"\n    --- FAIL: TestSubs/bad (", "\n        fail_test.go:21: the subtest's log",
 			"\n        fail_test.go:23: bad failed",
 			"\n        --- FAIL: TestSubs/bad/deeper (", "\n            fail_test.go:22: deeper failed"},
-		{"--- FAIL: TestParallel1 (", "    fail_test.go:30: TestParallel1 failed", "\nFAIL\tsample/fail\t"},
-		{"# sample/build", "undefined: undefinedFunction", "FAIL\tsample/build [build failed]"},
-		{"--- FAIL: TestHang (did not finish)", "    hang_test.go:11: before the hang", "panic: test timed out after 5s", "FAIL\tsample/hang\t"},
-		{"ok  \tsample/pass\t"},
+		// A package's line ends with its counts.
+		{"--- FAIL: TestParallel1 (", "    fail_test.go:30: TestParallel1 failed", "\nFAIL\tsample/fail\t", "s\t(3 passed; 5 failed; 2 skipped)\n"},
+		{"# sample/build", "undefined: undefinedFunction", "FAIL\tsample/build [build failed]\t(1 failed)\n"},
+		{"--- FAIL: TestHang (did not finish)", "    hang_test.go:11: before the hang", "panic: test timed out after 5s", "FAIL\tsample/hang\t", "s\t(1 passed; 1 failed)\n"},
+		{"ok  \tsample/pass\t", "s\t(1 passed; 1 skipped)\n"},
 	} {
 		rest := text
 		for _, want := range seq {
@@ -56,6 +58,11 @@ func TestReport(t *testing.T) {
 			}
 			rest = rest[i+len(want):]
 		}
+	}
+	// CI reads the closing "N passed, N failed, N skipped" line: no package's
+	// line may read like it.
+	if m := regexp.MustCompile(`\d+ passed, \d+ failed, \d+ skipped`).FindString(text); m != "" {
+		t.Errorf("the report has %q, like the closing line:\n%s", m, text)
 	}
 	for _, hidden := range []string{"not shown", "=== RUN", "=== PAUSE", "=== CONT", "--- PASS", "--- SKIP", "\nPASS\n"} {
 		if strings.Contains(text, hidden) {
