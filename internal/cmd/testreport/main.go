@@ -1,9 +1,10 @@
 // Command testreport reads `go test -json` on stdin and writes what plain
 // `go test` would, as the events arrive: the output of failed tests (their
 // subtests' nested under them), build errors, and a line per package when it
-// ends, with its counts; tests that never ended (a timeout's panic) are shown
-// as failed with their output. While a package runs and nothing has been
-// written for -progress (30s), it writes what is still running:
+// ends, with its counts ("ok  \tpkg\t1.2s\t(12 passed; 1 skipped)"); tests
+// that never ended (a timeout's panic) are shown as failed with their output.
+// While a package runs and nothing has been written for -progress (30s), it
+// writes what is still running, again after each further -progress:
 //
 //	still running: example.com/pkg (4m30s, 12 tests done, 2 running: TestA/sub, TestB)
 //
@@ -12,13 +13,13 @@
 // Usage:
 //
 //	go test -json ./... | testreport [-counts FILE] [-progress 30s]
-//	testreport -summary FILE
+//	testreport -summary FILE [FILE...]
 //
 // With -counts, the tests that passed, failed and were skipped are added to
 // FILE (created when missing), so that several runs add up. -summary prints
-// FILE's counts as one line, "N passed, N failed, N skipped". Tests and
-// subtests are counted alike; a package that fails outside any test (a build
-// error, a panic in TestMain) counts as one failure.
+// the sum of the FILEs' counts as one line, "N passed, N failed, N skipped".
+// Tests and subtests are counted alike; a package that fails outside any
+// test (a build error, a panic in TestMain) counts as one failure.
 package main
 
 import (
@@ -40,7 +41,7 @@ func main() {
 	progress := flag.Duration("progress", 30*time.Second, "after this long without output, say what is still running (0: never)")
 	flag.Parse()
 	if *summary != "" {
-		c, err := readCounts(*summary)
+		c, err := sumCounts(append([]string{*summary}, flag.Args()...))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "testreport:", err)
 			os.Exit(1)
@@ -106,14 +107,31 @@ func readCounts(file string) (counts, error) {
 	return c, nil
 }
 
+// sumCounts adds up the counts in files (a missing one counts none).
+func sumCounts(files []string) (counts, error) {
+	var sum counts
+	for _, file := range files {
+		c, err := readCounts(file)
+		if err != nil {
+			return sum, err
+		}
+		sum.add(c)
+	}
+	return sum, nil
+}
+
+func (c *counts) add(d counts) {
+	c.passed += d.passed
+	c.failed += d.failed
+	c.skipped += d.skipped
+}
+
 func addCounts(file string, c counts) error {
 	have, err := readCounts(file)
 	if err != nil {
 		return err
 	}
-	have.passed += c.passed
-	have.failed += c.failed
-	have.skipped += c.skipped
+	have.add(c)
 	return os.WriteFile(file, []byte(have.String()+"\n"), 0o644)
 }
 
@@ -272,9 +290,7 @@ func (r *reporter) pkgEvent(p *pkg, e event) {
 // ended writes the package's own output, adds its counts and forgets it.
 func (r *reporter) ended(p *pkg) {
 	p.writeOutput(r)
-	r.c.passed += p.c.passed
-	r.c.failed += p.c.failed
-	r.c.skipped += p.c.skipped
+	r.c.add(p.c)
 	delete(r.pkgs, p.name)
 	r.done++
 }

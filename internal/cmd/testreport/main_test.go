@@ -85,8 +85,8 @@ func TestReportPassesOtherLines(t *testing.T) {
 	}
 }
 
-// TestCounts: counts add up across runs in the file, and -summary's line is
-// exactly "N passed, N failed, N skipped".
+// TestCounts: counts add up across runs in the file and across files, and
+// -summary's line is exactly "N passed, N failed, N skipped".
 func TestCounts(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "counts")
 	if c, err := readCounts(file); err != nil || c != (counts{}) {
@@ -100,6 +100,14 @@ func TestCounts(t *testing.T) {
 	c, err := readCounts(file)
 	if err != nil || c.String() != "13 passed, 1 failed, 3 skipped" {
 		t.Errorf("counts %q, %v; want 13 passed, 1 failed, 3 skipped", c, err)
+	}
+	other := filepath.Join(t.TempDir(), "other")
+	if err := addCounts(other, counts{1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := sumCounts([]string{file, other, filepath.Join(t.TempDir(), "missing")})
+	if err != nil || sum != (counts{14, 3, 6}) {
+		t.Errorf("sum %v, %v; want 14 passed, 3 failed, 6 skipped", sum, err)
 	}
 	if err := os.WriteFile(file, []byte("garbage"), 0o644); err != nil {
 		t.Fatal(err)
