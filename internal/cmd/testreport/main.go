@@ -1,23 +1,30 @@
 // Command testreport reads `go test -json` on stdin and writes what plain
-// `go test` would: the output of failed tests (their subtests' nested under
-// them), build errors, and a line per package; tests that never ended (a
-// timeout's panic) are shown as failed with their output. scripts/test pipes
-// every `go test` run through it.
+// `go test` would, as the events arrive: the output of failed tests (their
+// subtests' nested under them), build errors, and a line per package when it
+// ends, with its counts ("ok  \tpkg\t1.2s\t(12 passed; 1 skipped)"); tests
+// that never ended (a timeout's panic) are shown as failed with their output.
+// While a package runs and nothing has been written for -progress (30s), it
+// writes what is still running, again after each further -progress:
+//
+//	still running: example.com/pkg (4m30s, 12 tests done, 2 running: TestA/sub, TestB)
+//
+// scripts/test pipes every `go test` run through it.
 //
 // Usage:
 //
-//	go test -json ./... | testreport [-counts FILE]
-//	testreport -summary FILE
+//	go test -json ./... | testreport [-counts FILE] [-progress 30s]
+//	testreport -summary FILE [FILE...]
 //
 // With -counts, the tests that passed, failed and were skipped are added to
 // FILE (created when missing), so that several runs add up. -summary prints
-// FILE's counts as one line, "N passed, N failed, N skipped". Tests and
-// subtests are counted alike; a package that fails outside any test (a build
-// error, a panic in TestMain) counts as one failure.
+// the sum of the FILEs' counts as one line, "N passed, N failed, N skipped".
+// Tests and subtests are counted alike; a package that fails outside any
+// test (a build error, a panic in TestMain) counts as one failure.
 package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -25,14 +32,16 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 )
 
 func main() {
 	counts := flag.String("counts", "", "add this run's counts to `file`")
 	summary := flag.String("summary", "", "print the counts in `file` and exit")
+	progress := flag.Duration("progress", 30*time.Second, "after this long without output, say what is still running (0: never)")
 	flag.Parse()
 	if *summary != "" {
-		c, err := readCounts(*summary)
+		c, err := sumCounts(append([]string{*summary}, flag.Args()...))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "testreport:", err)
 			os.Exit(1)
@@ -40,11 +49,15 @@ func main() {
 		fmt.Println(c)
 		return
 	}
-	w := bufio.NewWriter(os.Stdout)
-	c, err := report(os.Stdin, w)
-	if ferr := w.Flush(); err == nil {
-		err = ferr
+	var ticks <-chan time.Time
+	if *progress > 0 {
+		t := time.NewTicker(min(*progress, 5*time.Second))
+		defer t.Stop()
+		ticks = t.C
 	}
+	// Unbuffered: each line shows as soon as its package ends.
+	r := newReporter(os.Stdout, time.Now, *progress)
+	c, err := run(os.Stdin, r, ticks)
 	if err == nil && *counts != "" {
 		err = addCounts(*counts, c)
 	}
@@ -61,6 +74,24 @@ func (c counts) String() string {
 	return fmt.Sprintf("%d passed, %d failed, %d skipped", c.passed, c.failed, c.skipped)
 }
 
+// short is c for a package's line: the parts that are not zero, apart by
+// semicolons, so that no line but the closing one reads "N passed, N
+// failed, N skipped".
+func (c counts) short() string {
+	var parts []string
+	for _, p := range []struct {
+		n    int
+		word string
+	}{{c.passed, "passed"}, {c.failed, "failed"}, {c.skipped, "skipped"}} {
+		if p.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.word))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (c counts) total() int { return c.passed + c.failed + c.skipped }
+
 func readCounts(file string) (counts, error) {
 	var c counts
 	b, err := os.ReadFile(file)
@@ -76,14 +107,31 @@ func readCounts(file string) (counts, error) {
 	return c, nil
 }
 
+// sumCounts adds up the counts in files (a missing one counts none).
+func sumCounts(files []string) (counts, error) {
+	var sum counts
+	for _, file := range files {
+		c, err := readCounts(file)
+		if err != nil {
+			return sum, err
+		}
+		sum.add(c)
+	}
+	return sum, nil
+}
+
+func (c *counts) add(d counts) {
+	c.passed += d.passed
+	c.failed += d.failed
+	c.skipped += d.skipped
+}
+
 func addCounts(file string, c counts) error {
 	have, err := readCounts(file)
 	if err != nil {
 		return err
 	}
-	have.passed += c.passed
-	have.failed += c.failed
-	have.skipped += c.skipped
+	have.add(c)
 	return os.WriteFile(file, []byte(have.String()+"\n"), 0o644)
 }
 
@@ -103,101 +151,171 @@ type test struct {
 	output strings.Builder
 	done   bool
 	failed bool
+	paused bool // a parallel test waiting for its turn
 }
 
 // pkg is the state of one package's run.
 type pkg struct {
+	name    string
+	started time.Time
 	tests   map[string]*test
 	order   []*test         // by their start: parents before their subtests
 	output  strings.Builder // the package's own output, shown at its end
-	failing int             // tests that failed
+	c       counts          // its tests so far
 }
 
-// report renders the events on r to w and counts the tests.
-func report(r io.Reader, w io.Writer) (counts, error) {
-	var c counts
-	pkgs := map[string]*pkg{}
-	get := func(name string) *pkg {
-		p := pkgs[name]
-		if p == nil {
-			p = &pkg{tests: map[string]*test{}}
-			pkgs[name] = p
+// reporter renders the events of one `go test -json` run and counts its
+// tests. Everything it shows goes through its Write, which notes when it
+// last wrote.
+type reporter struct {
+	out      io.Writer
+	now      func() time.Time
+	progress time.Duration // the silence after which tick says what runs; 0: never
+	lastOut  time.Time
+	pkgs     map[string]*pkg
+	done     int // packages that ended
+	c        counts
+}
+
+func newReporter(out io.Writer, now func() time.Time, progress time.Duration) *reporter {
+	return &reporter{out: out, now: now, progress: progress, lastOut: now(), pkgs: map[string]*pkg{}}
+}
+
+func (r *reporter) Write(b []byte) (int, error) {
+	r.lastOut = r.now()
+	return r.out.Write(b)
+}
+
+// report renders the events on in to w and counts the tests.
+func report(in io.Reader, w io.Writer) (counts, error) {
+	return run(in, newReporter(w, time.Now, 0), nil)
+}
+
+// run feeds r the lines of in as they arrive, and ticks's times, until in
+// ends.
+func run(in io.Reader, r *reporter, ticks <-chan time.Time) (counts, error) {
+	lines := make(chan []byte)
+	errc := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 64<<10), 64<<20)
+		for sc.Scan() {
+			lines <- bytes.Clone(sc.Bytes())
 		}
-		return p
-	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	for sc.Scan() {
-		var e event
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil || e.Action == "" {
-			fmt.Fprintln(w, sc.Text()) // not an event: pass it on
-			continue
-		}
-		if e.Action == "build-output" {
-			fmt.Fprint(w, e.Output)
-			continue
-		}
-		p := get(e.Package)
-		if e.Test == "" {
-			switch e.Action {
-			case "output":
-				p.output.WriteString(e.Output)
-			case "fail":
-				unfinished := p.unfinished(w)
-				c.failed += unfinished
-				if p.failing+unfinished == 0 {
-					c.failed++ // it failed outside any test
+		errc <- sc.Err()
+		close(lines)
+	}()
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				for _, p := range r.pkgs { // the stream ended early
+					p.c.failed += p.unfinished(r)
+					r.ended(p)
 				}
-				p.writeOutput(w)
-				delete(pkgs, e.Package)
-			case "pass", "skip":
-				p.writeOutput(w)
-				delete(pkgs, e.Package)
+				return r.c, <-errc
 			}
-			continue
+			r.line(line)
+		case now := <-ticks:
+			r.tick(now)
 		}
-		t := p.tests[e.Test]
-		if t == nil {
-			t = &test{name: e.Test}
-			p.tests[e.Test] = t
-			p.order = append(p.order, t)
-		}
+	}
+}
+
+// line handles one line of the stream.
+func (r *reporter) line(line []byte) {
+	var e event
+	if err := json.Unmarshal(line, &e); err != nil || e.Action == "" {
+		fmt.Fprintf(r, "%s\n", line) // not an event: pass it on
+		return
+	}
+	if e.Action == "build-output" {
+		fmt.Fprint(r, e.Output)
+		return
+	}
+	p := r.pkgs[e.Package]
+	if p == nil {
+		p = &pkg{name: e.Package, started: r.now(), tests: map[string]*test{}}
+		r.pkgs[e.Package] = p
+	}
+	if e.Test == "" {
+		r.pkgEvent(p, e)
+		return
+	}
+	t := p.tests[e.Test]
+	if t == nil {
+		t = &test{name: e.Test}
+		p.tests[e.Test] = t
+		p.order = append(p.order, t)
+	}
+	switch e.Action {
+	case "output":
+		t.output.WriteString(e.Output)
+	case "pause":
+		t.paused = true
+	case "cont", "run":
+		t.paused = false
+	case "pass", "fail", "skip":
+		t.done, t.failed = true, e.Action == "fail"
 		switch e.Action {
-		case "output":
-			t.output.WriteString(e.Output)
-		case "pass", "fail", "skip":
-			t.done, t.failed = true, e.Action == "fail"
-			switch e.Action {
-			case "pass":
-				c.passed++
-			case "fail":
-				c.failed++
-				p.failing++
-			case "skip":
-				c.skipped++
-			}
-			if !strings.Contains(e.Test, "/") {
-				p.topEnded(w, e.Test)
-			}
+		case "pass":
+			p.c.passed++
+		case "fail":
+			p.c.failed++
+		case "skip":
+			p.c.skipped++
+		}
+		if !strings.Contains(e.Test, "/") {
+			p.topEnded(r, e.Test)
 		}
 	}
-	for _, p := range pkgs { // the stream ended early
-		c.failed += p.unfinished(w)
-		p.writeOutput(w)
+}
+
+// pkgEvent handles an event of the package itself, not of one of its tests.
+func (r *reporter) pkgEvent(p *pkg, e event) {
+	switch e.Action {
+	case "output":
+		p.output.WriteString(e.Output)
+	case "fail":
+		p.c.failed += p.unfinished(r)
+		if p.c.failed == 0 {
+			p.c.failed++ // it failed outside any test
+		}
+		r.ended(p)
+	case "pass", "skip":
+		r.ended(p)
 	}
-	return c, sc.Err()
+}
+
+// ended writes the package's own output, adds its counts and forgets it.
+func (r *reporter) ended(p *pkg) {
+	p.writeOutput(r)
+	r.c.add(p.c)
+	delete(r.pkgs, p.name)
+	r.done++
 }
 
 // writeOutput writes, at the package's end, its own output (its ok or FAIL
-// line, a panic outside tests) without the lines of -v mode that plain
-// `go test` does not show.
+// line, with its counts added, a panic outside tests) without the lines of
+// -v mode that plain `go test` does not show.
 func (p *pkg) writeOutput(w io.Writer) {
 	for _, line := range strings.Split(p.output.String(), "\n") {
-		if line != "PASS" && line != "testing: warning: no tests to run" && line != "" {
-			fmt.Fprintln(w, line)
+		if line == "PASS" || line == "testing: warning: no tests to run" || line == "" {
+			continue
 		}
+		if p.c.total() > 0 && (p.resultLine(line, "ok  \t") || p.resultLine(line, "FAIL\t")) {
+			line += "\t(" + p.c.short() + ")"
+		}
+		fmt.Fprintln(w, line)
 	}
 	p.output.Reset()
+}
+
+// resultLine reports whether line is go test's result line for the
+// package: "ok  \tpkg\t1.2s", "FAIL\tpkg [build failed]".
+func (p *pkg) resultLine(line, prefix string) bool {
+	rest, ok := strings.CutPrefix(line, prefix+p.name)
+	return ok && (rest == "" || rest[0] == '\t' || rest[0] == ' ')
 }
 
 // topEnded writes the failures under the top-level test name, which has

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -42,10 +43,11 @@ func TestReport(t *testing.T) {
 			"\n    --- FAIL: TestSubs/bad (", "\n        fail_test.go:21: the subtest's log",
 			"\n        fail_test.go:23: bad failed",
 			"\n        --- FAIL: TestSubs/bad/deeper (", "\n            fail_test.go:22: deeper failed"},
-		{"--- FAIL: TestParallel1 (", "    fail_test.go:30: TestParallel1 failed", "\nFAIL\tsample/fail\t"},
-		{"# sample/build", "undefined: undefinedFunction", "FAIL\tsample/build [build failed]"},
-		{"--- FAIL: TestHang (did not finish)", "    hang_test.go:11: before the hang", "panic: test timed out after 5s", "FAIL\tsample/hang\t"},
-		{"ok  \tsample/pass\t"},
+		// A package's line ends with its counts.
+		{"--- FAIL: TestParallel1 (", "    fail_test.go:30: TestParallel1 failed", "\nFAIL\tsample/fail\t", "s\t(3 passed; 5 failed; 2 skipped)\n"},
+		{"# sample/build", "undefined: undefinedFunction", "FAIL\tsample/build [build failed]\t(1 failed)\n"},
+		{"--- FAIL: TestHang (did not finish)", "    hang_test.go:11: before the hang", "panic: test timed out after 5s", "FAIL\tsample/hang\t", "s\t(1 passed; 1 failed)\n"},
+		{"ok  \tsample/pass\t", "s\t(1 passed; 1 skipped)\n"},
 	} {
 		rest := text
 		for _, want := range seq {
@@ -56,6 +58,11 @@ func TestReport(t *testing.T) {
 			}
 			rest = rest[i+len(want):]
 		}
+	}
+	// CI reads the closing "N passed, N failed, N skipped" line: no package's
+	// line may read like it.
+	if m := regexp.MustCompile(`\d+ passed, \d+ failed, \d+ skipped`).FindString(text); m != "" {
+		t.Errorf("the report has %q, like the closing line:\n%s", m, text)
 	}
 	for _, hidden := range []string{"not shown", "=== RUN", "=== PAUSE", "=== CONT", "--- PASS", "--- SKIP", "\nPASS\n"} {
 		if strings.Contains(text, hidden) {
@@ -78,8 +85,8 @@ func TestReportPassesOtherLines(t *testing.T) {
 	}
 }
 
-// TestCounts: counts add up across runs in the file, and -summary's line is
-// exactly "N passed, N failed, N skipped".
+// TestCounts: counts add up across runs in the file and across files, and
+// -summary's line is exactly "N passed, N failed, N skipped".
 func TestCounts(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "counts")
 	if c, err := readCounts(file); err != nil || c != (counts{}) {
@@ -93,6 +100,14 @@ func TestCounts(t *testing.T) {
 	c, err := readCounts(file)
 	if err != nil || c.String() != "13 passed, 1 failed, 3 skipped" {
 		t.Errorf("counts %q, %v; want 13 passed, 1 failed, 3 skipped", c, err)
+	}
+	other := filepath.Join(t.TempDir(), "other")
+	if err := addCounts(other, counts{1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := sumCounts([]string{file, other, filepath.Join(t.TempDir(), "missing")})
+	if err != nil || sum != (counts{14, 3, 6}) {
+		t.Errorf("sum %v, %v; want 14 passed, 3 failed, 6 skipped", sum, err)
 	}
 	if err := os.WriteFile(file, []byte("garbage"), 0o644); err != nil {
 		t.Fatal(err)
