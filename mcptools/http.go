@@ -19,6 +19,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/weborigin"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/stdio"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -55,7 +56,7 @@ type HTTPOptions struct {
 	// revoked user, say for the audit log. It must not block.
 	OnAuthEvent func(AuthEvent)
 	// MaxBodyBytes caps a request body (--max-frame-bytes; 0:
-	// DefaultMaxFrameBytes): a longer one gets 413.
+	// stdio.DefaultMaxFrameBytes): a longer one gets 413.
 	MaxBodyBytes int64
 	// MaxBodyBytesInFlight caps the bytes of request bodies held at once
 	// (0: twice MaxBodyBytes, at least 16 MiB): a body beyond it gets 503
@@ -131,7 +132,7 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) *HTTPHandler {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = DefaultMaxFrameBytes
+		o.MaxBodyBytes = stdio.DefaultMaxFrameBytes
 	}
 	if o.MaxBodyBytesInFlight <= 0 {
 		o.MaxBodyBytesInFlight = max(2*o.MaxBodyBytes, 16<<20)

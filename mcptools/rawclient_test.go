@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/stdio"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -64,7 +65,7 @@ func newRawClient(t *testing.T, protocol string, caps map[string]any, cfg sessio
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = srv.Run(ctx, &StdioTransport{Reader: inR, Writer: outW})
+		_ = srv.Run(ctx, &stdio.Transport{Reader: inR, Writer: outW})
 	}()
 	go c.readLoop(bufio.NewReaderSize(outR, 1<<20))
 	t.Cleanup(func() {

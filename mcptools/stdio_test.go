@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/stdio"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -41,7 +42,7 @@ var badFrames = []struct {
 	{"invalid_utf8", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\"}", jsonrpc.CodeParseError, `null`},
 }
 
-// stdioServer runs the server over a StdioTransport on pipes. The CLI
+// stdioServer runs the server over a stdio.Transport on pipes. The CLI
 // path points nowhere: these tests start no process.
 type stdioServer struct {
 	in   *io.PipeWriter
@@ -57,7 +58,7 @@ func newStdioServer(t *testing.T, maxFrame int) *stdioServer {
 	outR, outW := io.Pipe()
 	s := &stdioServer{in: inW, out: bufio.NewReaderSize(outR, 1<<20), done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { s.done <- srv.Run(ctx, &StdioTransport{Reader: inR, Writer: outW, MaxFrameBytes: maxFrame}) }()
+	go func() { s.done <- srv.Run(ctx, &stdio.Transport{Reader: inR, Writer: outW, MaxFrameBytes: maxFrame}) }()
 	t.Cleanup(func() {
 		cancel()
 		inW.Close()
@@ -216,7 +217,7 @@ func TestDefaultFrameLimit(t *testing.T) {
 	if !strings.Contains(got, `"id":1`) || !strings.Contains(got, "--max-prompt-bytes") {
 		t.Fatalf("a 20 MiB prompt: want the prompt limit's tool error, got %.300s", got)
 	}
-	s.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"claude_chat_query","arguments":{"sessionId":"x","prompt":"`+strings.Repeat("p", DefaultMaxFrameBytes)+`"}}}`)
+	s.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"claude_chat_query","arguments":{"sessionId":"x","prompt":"`+strings.Repeat("p", stdio.DefaultMaxFrameBytes)+`"}}}`)
 	checkError(t, s.replyWithin(t, time.Minute), jsonrpc.CodeInvalidRequest, `2`)
 	s.send(t, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
 	if got := s.reply(t); !strings.Contains(got, `"id":3`) {
@@ -226,7 +227,7 @@ func TestDefaultFrameLimit(t *testing.T) {
 
 // TestStdinEOF: the end of input closes InputClosed and ends the server.
 func TestStdinEOF(t *testing.T) {
-	tr := &StdioTransport{Reader: strings.NewReader("x\n"), Writer: io.Discard}
+	tr := &stdio.Transport{Reader: strings.NewReader("x\n"), Writer: io.Discard}
 	conn, err := tr.Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -254,7 +255,7 @@ func FuzzStdioFrames(f *testing.F) {
 	f.Add(`{"jsonrpc":"2.0","id":"` + strings.Repeat("z", 3000) + `","method":"x","params":"` + strings.Repeat("y", 3000) + `"}`)
 	f.Fuzz(func(t *testing.T, input string) {
 		var out syncBuf
-		tr := &StdioTransport{Reader: strings.NewReader(input + "\n" + `{"jsonrpc":"2.0","id":"sentinel","method":"ping"}` + "\n"), Writer: &out, MaxFrameBytes: 4096}
+		tr := &stdio.Transport{Reader: strings.NewReader(input + "\n" + `{"jsonrpc":"2.0","id":"sentinel","method":"ping"}` + "\n"), Writer: &out, MaxFrameBytes: 4096}
 		conn, err := tr.Connect(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -313,7 +314,7 @@ func TestProtocolErrorCodes(t *testing.T) {
 	outR, outW := io.Pipe()
 	s := &stdioServer{in: inW, out: bufio.NewReaderSize(outR, 1<<20), done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { s.done <- srv.Run(ctx, &StdioTransport{Reader: inR, Writer: outW}) }()
+	go func() { s.done <- srv.Run(ctx, &stdio.Transport{Reader: inR, Writer: outW}) }()
 	defer func() { cancel(); inW.Close(); outR.Close(); <-s.done }()
 
 	s.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
@@ -331,49 +332,6 @@ func TestProtocolErrorCodes(t *testing.T) {
 	s.send(t, `{"jsonrpc":"2.0","id":5,"method":"logging/setLevel","params":{"level":"warning"}}`)
 	if got := s.reply(t); !strings.Contains(got, `"id":5,"result"`) {
 		t.Errorf("a good level: %s", got)
-	}
-}
-
-// TestEncodeResult: the frame encodeResult writes for a successful
-// response is jsonrpc.EncodeMessage's, byte for byte; what it does not
-// take (errors, requests, an empty result, one with a newline) falls back.
-func TestEncodeResult(t *testing.T) {
-	mustID := func(v any) jsonrpc.ID {
-		id, err := jsonrpc.MakeID(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return id
-	}
-	for _, tc := range []struct {
-		name   string
-		msg    jsonrpc.Message
-		framed bool
-	}{
-		{"int_id", &jsonrpc.Response{ID: mustID(float64(7)), Result: json.RawMessage(`{"a":1}`)}, true},
-		{"big_int_id", &jsonrpc.Response{ID: mustID(float64(1 << 52)), Result: json.RawMessage(`[]`)}, true},
-		{"string_id", &jsonrpc.Response{ID: mustID(`a<b>&"c"é`), Result: json.RawMessage(`{"text":"<x> & \u2028 é"}`)}, true},
-		{"error", &jsonrpc.Response{ID: mustID(float64(1)), Error: &jsonrpc.Error{Code: 1, Message: "no"}}, false},
-		{"empty_result", &jsonrpc.Response{ID: mustID(float64(1))}, false},
-		{"newline_in_result", &jsonrpc.Response{ID: mustID(float64(1)), Result: json.RawMessage("{\n}")}, false},
-		{"request", &jsonrpc.Request{ID: mustID(float64(1)), Method: "ping"}, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, ok := encodeResult(tc.msg)
-			if ok != tc.framed {
-				t.Fatalf("framed = %v, want %v", ok, tc.framed)
-			}
-			if !ok {
-				return
-			}
-			want, err := jsonrpc.EncodeMessage(tc.msg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("encodeResult:\n%s\nEncodeMessage:\n%s", got, want)
-			}
-		})
 	}
 }
 
@@ -397,7 +355,7 @@ func TestAnsweredBeforeEOF(t *testing.T) {
 	for run := range 30 {
 		var out syncBuf
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		err := NewServer(mgr, Options{Version: "test"}).Run(ctx, &StdioTransport{Reader: strings.NewReader(input), Writer: &out})
+		err := NewServer(mgr, Options{Version: "test"}).Run(ctx, &stdio.Transport{Reader: strings.NewReader(input), Writer: &out})
 		cancel()
 		if err != nil && err != io.EOF {
 			t.Fatalf("run %d: Run = %v", run, err)
@@ -428,7 +386,7 @@ func TestAnsweredBeforeEOF(t *testing.T) {
 func TestEOFWaitsForAnswers(t *testing.T) {
 	inR, inW := io.Pipe()
 	var out syncBuf
-	tr := &StdioTransport{Reader: inR, Writer: &out}
+	tr := &stdio.Transport{Reader: inR, Writer: &out}
 	conn, err := tr.Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -504,7 +462,7 @@ func TestListenStreamEndsAtEOF(t *testing.T) {
 	var out syncBuf
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	err := NewServer(mgr, Options{Version: "test"}).Run(ctx, &StdioTransport{Reader: strings.NewReader(input), Writer: &out})
+	err := NewServer(mgr, Options{Version: "test"}).Run(ctx, &stdio.Transport{Reader: strings.NewReader(input), Writer: &out})
 	if err != nil && err != io.EOF {
 		t.Fatalf("Run = %v; output:\n%s", err, out.String())
 	}
@@ -524,7 +482,7 @@ func TestRunningQueryAnsweredAtEOF(t *testing.T) {
 	t.Cleanup(mgr.Shutdown)
 	inR, inW := io.Pipe()
 	var out syncBuf
-	tr := &StdioTransport{Reader: inR, Writer: &out}
+	tr := &stdio.Transport{Reader: inR, Writer: &out}
 	done := make(chan error, 1)
 	go func() { done <- NewServer(mgr, Options{}).Run(context.Background(), tr) }()
 	go func() { <-tr.InputClosed(); mgr.Shutdown() }()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/nearest"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/stdio"
 )
 
 // envPrefix prefixes the environment twin of every flag.
@@ -108,7 +109,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.IntVar(&c.maxResultChars, "max-result-chars", 60000, "cut a query's final text beyond this many characters (naming the transcript that holds all of it); -1 never")
 	fs.DurationVar(&c.defaultWait, "default-wait", 0, "how long a query call waits before returning status running when it gives no waitSeconds (e.g. 100s for clients without MCP tasks); 0 waits for the end")
 	fs.DurationVar(&c.heartbeat, "heartbeat-interval", 15*time.Second, "how often a running query sends a progress notification when the call has a progress token")
-	fs.IntVar(&c.maxFrameBytes, "max-frame-bytes", mcptools.DefaultMaxFrameBytes, "largest JSON-RPC message accepted on stdin (refused with -32600, serving goes on) or as an --http request body (413), in bytes")
+	fs.IntVar(&c.maxFrameBytes, "max-frame-bytes", stdio.DefaultMaxFrameBytes, "largest JSON-RPC message accepted on stdin (refused with -32600, serving goes on) or as an --http request body (413), in bytes")
 	fs.IntVar(&c.maxPromptBytes, "max-prompt-bytes", mcptools.DefaultMaxPromptBytes, "largest prompt a query accepts, in bytes")
 	fs.BoolVar(&c.tasks, "tasks", true, "offer MCP tasks (extension io.modelcontextprotocol/tasks, protocol 2026-07-28): a long query from a client that takes them is answered with a task at once")
 	fs.DurationVar(&c.taskAfter, "task-after", mcptools.DefaultTaskAfter, "how long a query call waits for its turn to end before it answers with a task")

@@ -31,6 +31,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/ceiling"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/stdio"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
 )
@@ -208,7 +209,7 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 		return serveHTTP(ctx, c, st, srv, mgr, opts.Audit, dash, logger)
 	}
 	logger.Info("claude-agent-mcp serving on stdio", "version", versionString(), "depth", depth, "pid", os.Getpid())
-	transport := &mcptools.StdioTransport{Reader: stdin, Writer: stdout, MaxFrameBytes: c.maxFrameBytes, Logger: logger}
+	transport := &stdio.Transport{Reader: stdin, Writer: stdout, MaxFrameBytes: c.maxFrameBytes, Logger: logger}
 	runErr := make(chan error, 1)
 	go func() {
 		runErr <- srv.Run(ctx, transport)
@@ -248,7 +249,7 @@ func stdioEnd(err error) error {
 // happens; then Run's error is awaited for at most grace — unless Run had
 // already returned, whose error is read exactly once. At stdin's end Run
 // is not cancelled: the transport tells the SDK of the end only once every
-// request read before it is answered (mcptools.StdioTransport), and Run
+// request read before it is answered (stdio.Transport), and Run
 // returns then; a signal cancels Run, which answers nothing more.
 func awaitStop(ctx context.Context, runErr <-chan error, inputClosed <-chan struct{}, shutdown func(), grace time.Duration, logger *slog.Logger) error {
 	var err error

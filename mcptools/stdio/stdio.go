@@ -1,4 +1,9 @@
-package mcptools
+// Package stdio is the server's stdio transport for the MCP Go SDK: one
+// JSON-RPC message per line, every line vetted before the SDK sees it, so
+// that no frame ends the server, and every request read before the end of
+// input answered before the SDK hears of the end. It knows JSON-RPC and the
+// SDK's Connection, nothing of the tools, sessions or the dashboard.
+package stdio
 
 import (
 	"bufio"
@@ -25,7 +30,7 @@ import (
 // DefaultMaxFrameBytes caps one inbound JSON-RPC line on stdio.
 const DefaultMaxFrameBytes = 64 << 20
 
-// StdioTransport is the server's stdio transport. Unlike the SDK's, it
+// Transport is the server's stdio transport. Unlike the SDK's, it
 // parses every line itself before the SDK sees it, so that no frame ends
 // the server: a line that is not JSON is answered -32700, one that is not a
 // JSON-RPC 2.0 message (or an empty batch, or a line over the frame limit)
@@ -38,7 +43,7 @@ const DefaultMaxFrameBytes = 64 << 20
 // the client can no longer answer them, and a subscriptions/listen stream,
 // which lasts as long as the connection, is cancelled (it then answers with
 // its closing result).
-type StdioTransport struct {
+type Transport struct {
 	// Reader and Writer are stdin and stdout.
 	Reader io.Reader
 	Writer io.Writer
@@ -52,13 +57,13 @@ type StdioTransport struct {
 }
 
 // InputClosed is closed once stdin has ended (or failed).
-func (t *StdioTransport) InputClosed() <-chan struct{} {
+func (t *Transport) InputClosed() <-chan struct{} {
 	t.eofOnce.Do(func() { t.eof = make(chan struct{}) })
 	return t.eof
 }
 
 // Connect implements [mcp.Transport]. It may be called once.
-func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
+func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 	t.InputClosed()
 	log := t.Logger
 	if log == nil {
@@ -86,7 +91,7 @@ type frameConn struct {
 	closed    chan struct{}
 	closeOnce sync.Once
 
-	// What is owed when the input ends (see StdioTransport).
+	// What is owed when the input ends (see Transport).
 	mu       sync.Mutex
 	inbound  map[jsonrpc.ID]string // requests handed to the SDK and not answered yet: their methods
 	outbound map[jsonrpc.ID]bool   // the server's calls to the client not answered yet
@@ -306,7 +311,7 @@ func (c *frameConn) writeRaw(data []byte) error {
 }
 
 // Read implements [mcp.Connection]. The end of input comes only after
-// every request read before it has been answered (see StdioTransport);
+// every request read before it has been answered (see Transport);
 // every later Read returns it too.
 func (c *frameConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
