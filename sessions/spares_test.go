@@ -24,7 +24,11 @@ func waitSpares(t *testing.T, m *Manager, n int) []int {
 }
 
 // TestSpareTaken: a create whose options match takes the ready spare (its
-// process and Claude session id), fast, and a new spare starts behind it.
+// process and Claude session id) and a new spare starts behind it. That
+// the create is fast is shown by what it did not do, not by a clock (a
+// 100 ms bound can fail under -race on a loaded machine): the session runs
+// the spare's process, so the create started none and waited for no
+// initialize; the spare behind it starts in the background (Spares.Fill).
 func TestSpareTaken(t *testing.T) {
 	t.Parallel()
 	m := newManager(t, Config{WarmSpares: 1, MaxLive: 4})
@@ -40,13 +44,10 @@ func TestSpareTaken(t *testing.T) {
 	}
 	start := time.Now()
 	s := create(t, m, opts)
-	took := time.Since(start)
+	t.Logf("create with a spare took %s", time.Since(start))
 	in := s.Info()
 	if in.PID != pids[0] {
 		t.Fatalf("the session runs pid %d, the spare was %d", in.PID, pids[0])
-	}
-	if took > 100*time.Millisecond {
-		t.Errorf("create with a spare took %s", took)
 	}
 	var pr probe
 	if r := query(t, s, "hi", QueryOptions{OnEvent: pr.onEvent(s)}); r.FinalText != hello || r.ClaudeSessionID != in.ClaudeSessionID {

@@ -2,13 +2,16 @@ package mcptest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -108,40 +111,118 @@ func TestRecorderWaitsForArrival(t *testing.T) {
 
 // TestToolsRecorder: a recorder from NewToolsRecorder records
 // notifications/tools/list_changed on both protocol eras (on 2026-07-28
-// through subscriptions/listen); one from NewRecorder does not.
+// through subscriptions/listen), in order with the other notifications;
+// one from NewRecorder records none. The server sends each client a
+// progress notification "before" the change, and one "after" right after
+// it sent the client list_changed: a client handles its connection's
+// notifications in order, so once a recorder has "after" it has handled
+// list_changed, recorded or not, and the test checks all it has.
 func TestToolsRecorder(t *testing.T) {
 	for _, protocol := range []string{"2025-11-25", ""} {
 		t.Run("protocol="+protocol, func(t *testing.T) {
-			srv := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-			noop := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				return &mcp.CallToolResult{}, nil
-			}
-			srv.AddTool(&mcp.Tool{Name: "first", InputSchema: map[string]any{"type": "object"}}, noop)
+			srv, acked := toolsServer()
 			tools, plain := NewToolsRecorder("tools", nil), NewRecorder("plain", nil)
-			for _, r := range []*Recorder{tools, plain} {
-				st, ct := mcp.NewInMemoryTransports()
-				ss, err := srv.Connect(t.Context(), st, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { ss.Close() })
-				cs, err := r.Connect(t.Context(), ct, protocol)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { cs.Close() })
-			}
-			srv.AddTool(&mcp.Tool{Name: "second", InputSchema: map[string]any{"type": "object"}}, noop)
+			toolsSS, _ := connectTapped(t, srv, tools, protocol)
+			plainSS, plainConn := connectTapped(t, srv, plain, protocol)
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
-			if ev, err := tools.WaitEvents(ctx, "tools:list_changed"); err != nil {
-				t.Fatalf("%v (events %q)", err, ev)
+			modern := protocol == ""
+			if modern { // the server sends the change on a stream it has acknowledged
+				select {
+				case <-acked:
+				case <-ctx.Done():
+					t.Fatalf("the tools recorder opened no subscriptions/listen stream")
+				}
 			}
-			// The plain client has no handler for it: nothing is recorded
-			// (whether or not its copy has arrived yet).
-			if ev := plain.Events(); len(ev) != 0 {
-				t.Errorf("NewRecorder recorded %q", ev)
+			for _, ss := range []*mcp.ServerSession{toolsSS, plainSS} {
+				if err := ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: "m", Message: "before"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			srv.AddTool(&mcp.Tool{Name: "second", InputSchema: map[string]any{"type": "object"}}, noopTool)
+			if modern {
+				// The server sends the change only on a subscriptions/listen
+				// stream, which a plain recorder does not open: the test
+				// sends it one.
+				changed := &jsonrpc.Request{Method: "notifications/tools/list_changed", Params: json.RawMessage(`{}`)}
+				if err := plainConn.Write(ctx, changed); err != nil {
+					t.Fatal(err)
+				}
+				if err := plainSS.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: "m", Message: "after"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := []string{"progress:before", "tools:list_changed", "progress:after"}
+			if ev, err := tools.WaitEvents(ctx, "progress:after"); err != nil || !slices.Equal(ev, want) {
+				t.Errorf("tools recorder: %q, %v; want %q", ev, err, want)
+			}
+			want = []string{"progress:before", "progress:after"}
+			if ev, err := plain.WaitEvents(ctx, "progress:after"); err != nil || !slices.Equal(ev, want) {
+				t.Errorf("plain recorder: %q, %v; want %q", ev, err, want)
 			}
 		})
 	}
+}
+
+func noopTool(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return &mcp.CallToolResult{}, nil
+}
+
+// toolsServer is a server with a tool, whose tool list may change: right
+// after it sends a session notifications/tools/list_changed it sends it a
+// progress notification "after". acked is closed once it has acknowledged
+// a subscriptions/listen stream (and so will send the change on it).
+func toolsServer() (srv *mcp.Server, acked <-chan struct{}) {
+	srv = mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "first", InputSchema: map[string]any{"type": "object"}}, noopTool)
+	ack := make(chan struct{})
+	var once sync.Once
+	srv.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if err != nil {
+				return res, err
+			}
+			switch ss, _ := req.GetSession().(*mcp.ServerSession); method {
+			case "notifications/subscriptions/acknowledged":
+				once.Do(func() { close(ack) })
+			case "notifications/tools/list_changed":
+				err = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: "m", Message: "after"})
+			}
+			return res, err
+		}
+	})
+	return srv, ack
+}
+
+// tappedTransport is a transport that keeps its connection, so that a test
+// can write on it, in order with the server's own messages.
+type tappedTransport struct {
+	mcp.Transport
+	conn mcp.Connection
+}
+
+func (t *tappedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	t.conn = c
+	return c, err
+}
+
+// connectTapped connects r to srv in memory and returns the server's
+// session and its connection.
+func connectTapped(t *testing.T, srv *mcp.Server, r *Recorder, protocol string) (*mcp.ServerSession, mcp.Connection) {
+	t.Helper()
+	st, ct := mcp.NewInMemoryTransports()
+	tap := &tappedTransport{Transport: st}
+	ss, err := srv.Connect(t.Context(), tap, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := r.Connect(t.Context(), ct, protocol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return ss, tap.conn
 }
