@@ -21,6 +21,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/mcptest"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -57,8 +58,8 @@ func newHTTPServerWith(t *testing.T, cfg sessions.Config, opts Options, ho HTTPO
 	}
 	mgr := sessions.NewManager(cfg)
 	t.Cleanup(mgr.Shutdown)
-	audit := &syncBuf{}
-	opts.Audit = NewAuditLog(audit, "audit.log", false, nil)
+	auditBuf := &syncBuf{}
+	opts.Audit = audit.New(auditBuf, "audit.log", false, nil)
 	srv := NewServer(mgr, opts)
 	file := filepath.Join(t.TempDir(), "tokens")
 	writeTokens(t, file, "alice", "bob")
@@ -73,7 +74,7 @@ func newHTTPServerWith(t *testing.T, cfg sessions.Config, opts Options, ho HTTPO
 	ts.Config = h.Server()
 	ts.Start()
 	t.Cleanup(ts.Close)
-	return &httpServer{url: ts.URL, mgr: mgr, srv: srv, h: h, audit: audit, tokens: file}
+	return &httpServer{url: ts.URL, mgr: mgr, srv: srv, h: h, audit: auditBuf, tokens: file}
 }
 
 // writeTokens writes a tokens file naming users, each with the token
@@ -176,7 +177,7 @@ func TestHTTPUsers(t *testing.T) {
 			t.Errorf("the audit log holds %q", secret)
 		}
 	}
-	var e auditEntry
+	var e audit.Entry
 	for _, l := range lines {
 		if err := json.Unmarshal([]byte(l), &e); err != nil {
 			t.Fatalf("audit line %q: %v", l, err)

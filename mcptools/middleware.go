@@ -175,12 +175,12 @@ func (h *handlers) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case "tools/call":
 			if ctr, ok := req.(*mcp.CallToolRequest); ok && ctr.Params != nil {
 				start := time.Now()
-				entry, err := h.audit.started(ctx, ctr, start)
+				entry, err := h.auditStarted(ctx, ctr, start)
 				if err != nil {
 					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "refused: " + err.Error() + "; nothing was run"}
 				}
 				res, err := h.callTool(ctx, ctr, next)
-				h.audit.call(ctx, ctr, entry, start, res, err)
+				h.auditCall(ctx, ctr, entry, start, res, err)
 				if h.dash != nil {
 					h.dash.SessionsChanged(userOf(ctx)) // the lists of the caller's sessions show creates, closes and the rest
 				}

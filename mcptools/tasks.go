@@ -98,7 +98,7 @@ func (h *handlers) newTask(ctx context.Context, tool string, r *sessions.Run) *t
 			return
 		}
 		t.complete(h, r.Session(), res, err)
-		h.audit.taskEnded(t)
+		auditTaskEnded(h.audit, t)
 	}()
 	return t
 }

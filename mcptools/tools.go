@@ -21,6 +21,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
@@ -63,7 +64,7 @@ type Options struct {
 	// NoTasks turns the tasks extension off.
 	NoTasks bool
 	// Audit, when set, gets two JSON lines per tool call (see audit.go).
-	Audit *AuditLog
+	Audit *audit.Log
 	// HeartbeatInterval is how often a running query sends a progress
 	// heartbeat when the call has a progress token; default 15 s.
 	HeartbeatInterval time.Duration
@@ -198,7 +199,7 @@ type handlers struct {
 	stateKey []byte // signs RequestState of input-required results
 	tasks    *taskStore
 	inputs   map[string]*jsonschema.Schema // input schemas, by tool (checkArgs)
-	audit    *AuditLog
+	audit    *audit.Log
 	actions  map[string]string // the tools' classes (toolActions; tests change it)
 	bursts   bursts            // the fan-out rule (middleware.go)
 	// dynamicAction classifies tools added after NewServer (actions.go).

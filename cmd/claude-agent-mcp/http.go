@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
@@ -51,7 +52,7 @@ func loopback(host string) bool {
 
 // serveHTTP serves srv over streamable HTTP until ctx ends, then stops
 // every session (interrupting running turns) and the HTTP server.
-func serveHTTP(ctx context.Context, c *config, st *settings, srv *mcp.Server, mgr *sessions.Manager, audit *mcptools.AuditLog, dash *dashboard.Dashboard, logger *slog.Logger) error {
+func serveHTTP(ctx context.Context, c *config, st *settings, srv *mcp.Server, mgr *sessions.Manager, audit *audit.Log, dash *dashboard.Dashboard, logger *slog.Logger) error {
 	var tokens *mcptools.Tokens
 	var hup chan os.Signal
 	if c.tokensFile != "" || os.Getenv(TokenEnv) != "" {
@@ -75,7 +76,7 @@ func serveHTTP(ctx context.Context, c *config, st *settings, srv *mcp.Server, mg
 		base = "http://" + ln.Addr().String()
 	}
 	handler := mcptools.NewHTTPHandler(srv, mcptools.HTTPOptions{Tokens: tokens, BaseURL: base, Logger: logger, Manager: mgr,
-		MaxBodyBytes: int64(c.maxFrameBytes), MaxSessions: c.httpMaxSessions, SessionIdle: c.httpSessionIdle, OnAuthEvent: audit.Auth,
+		MaxBodyBytes: int64(c.maxFrameBytes), MaxSessions: c.httpMaxSessions, SessionIdle: c.httpSessionIdle, OnAuthEvent: mcptools.AuditAuth(audit),
 		Dashboard: dash})
 	if hup != nil {
 		// A reload revokes the users it removed: it waits for their calls

@@ -31,6 +31,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/ceiling"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/stdio"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
@@ -175,7 +176,7 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 			return fmt.Errorf("opening --audit-log: %w", err)
 		}
 		defer f.Close()
-		opts.Audit = mcptools.NewAuditLog(f, c.auditLog, c.auditPrompts, logger)
+		opts.Audit = audit.New(f, c.auditLog, c.auditPrompts, logger)
 	}
 	opts.Agents = newAgents(st.agents, logger) // nil without agent sources
 	defer opts.Agents.Close()

@@ -10,7 +10,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
@@ -46,7 +46,7 @@ func (c *config) checkUI() error {
 // its loopback address and logs the link that signs a browser in; stop
 // ends its listener and its pages' streams. Over --http the HTTP handler
 // serves it (serveHTTP).
-func startUI(c *config, mgr *sessions.Manager, audit *mcptools.AuditLog, logger *slog.Logger) (dash *dashboard.Dashboard, stop func(), err error) {
+func startUI(c *config, mgr *sessions.Manager, audit *audit.Log, logger *slog.Logger) (dash *dashboard.Dashboard, stop func(), err error) {
 	if c.ui == "" {
 		return nil, func() {}, nil
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/mcptest"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
@@ -50,8 +51,8 @@ func newDashEnv(t testing.TB, protocol string, elicit func(context.Context, *mcp
 	path, env := fakecli.Command(t)
 	mgr := sessions.NewManager(sessions.Config{CLIPath: path, Env: env, PermissionTimeout: 20 * time.Second})
 	t.Cleanup(mgr.Shutdown)
-	audit := &syncBuf{}
-	al := mcptools.NewAuditLog(audit, "audit.log", false, nil)
+	auditBuf := &syncBuf{}
+	al := audit.New(auditBuf, "audit.log", false, nil)
 	d := dashboard.New(mgr, dashboard.Options{Audit: al})
 	ts := httptest.NewServer(d)
 	t.Cleanup(ts.Close)
@@ -69,7 +70,7 @@ func newDashEnv(t testing.TB, protocol string, elicit func(context.Context, *mcp
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close() })
-	return &dashEnv{mgr: mgr, d: d, cs: cs, rec: rec, url: ts.URL, ui: ts.URL + d.Root(), audit: audit}
+	return &dashEnv{mgr: mgr, d: d, cs: cs, rec: rec, url: ts.URL, ui: ts.URL + d.Root(), audit: auditBuf}
 }
 
 // browser is an HTTP client with a cookie jar that follows no redirects.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
@@ -37,8 +38,8 @@ func newDashHTTP(t *testing.T, cfg sessions.Config) *dashHTTP {
 	cfg.CLIPath, cfg.Env, cfg.Remote, cfg.AllowedRoots = path, env, true, []string{os.TempDir(), wd}
 	mgr := sessions.NewManager(cfg)
 	t.Cleanup(mgr.Shutdown)
-	audit := &syncBuf{}
-	al := mcptools.NewAuditLog(audit, "audit.log", false, nil)
+	auditBuf := &syncBuf{}
+	al := audit.New(auditBuf, "audit.log", false, nil)
 	d := dashboard.New(mgr, dashboard.Options{Admins: []string{"root"}, Audit: al})
 	srv := mcptools.NewServer(mgr, mcptools.Options{Dashboard: d, Audit: al})
 	file := filepath.Join(t.TempDir(), "tokens")
@@ -49,11 +50,11 @@ func newDashHTTP(t *testing.T, cfg sessions.Config) *dashHTTP {
 	}
 	ts := httptest.NewUnstartedServer(nil)
 	base := "http://" + ts.Listener.Addr().String()
-	h := mcptools.NewHTTPHandler(srv, mcptools.HTTPOptions{Tokens: tokens, BaseURL: base, Manager: mgr, Dashboard: d, OnAuthEvent: al.Auth})
+	h := mcptools.NewHTTPHandler(srv, mcptools.HTTPOptions{Tokens: tokens, BaseURL: base, Manager: mgr, Dashboard: d, OnAuthEvent: mcptools.AuditAuth(al)})
 	ts.Config = h.Server()
 	ts.Start()
 	t.Cleanup(ts.Close)
-	return &dashHTTP{base: base, d: d, audit: audit, hs: &httpServer{url: base, mgr: mgr, srv: srv, h: h, audit: audit, tokens: file}}
+	return &dashHTTP{base: base, d: d, audit: auditBuf, hs: &httpServer{url: base, mgr: mgr, srv: srv, h: h, audit: auditBuf, tokens: file}}
 }
 
 // signIn signs a new browser in with token; it returns the browser and
