@@ -1,6 +1,7 @@
 package ceiling
 
 import (
+	"debug/elf"
 	"errors"
 	"os"
 	"os/exec"
@@ -202,5 +203,46 @@ func TestNeedsInit(t *testing.T) {
 	err := (&Ceiling{NoPrograms: true}).Start(exec.Command("/bin/true"))
 	if err == nil || !strings.Contains(err.Error(), "ceiling.Init") {
 		t.Fatalf("a start without Init = %v", err)
+	}
+}
+
+// TestInterpreters: the loader of a dynamic binary is the one debug/elf
+// reads; a script's interpreter; nothing for a static binary.
+func TestInterpreters(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, _ = filepath.EvalSymlinks(sh)
+	f, err := elf.Open(sh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want string
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			b := make([]byte, p.Filesz)
+			_, _ = p.ReadAt(b, 0)
+			want = strings.TrimRight(string(b), "\x00")
+		}
+	}
+	f.Close()
+	if got := Interpreters(sh, ""); want == "" || len(got) != 1 || got[0] != want {
+		t.Errorf("Interpreters(%s) = %v, want [%s]", sh, got, want)
+	}
+	script := filepath.Join(t.TempDir(), "s")
+	if err := os.WriteFile(script, []byte("#!"+sh+" -e\necho hi\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := Interpreters(script, ""); len(got) != 2 || got[0] != sh || got[1] != want {
+		t.Errorf("Interpreters(script) = %v, want [%s %s]", got, sh, want)
+	}
+	static := filepath.Join(t.TempDir(), "static")
+	out, err := exec.Command("go", "build", "-o", static, "-ldflags=-s", "./testdata/static").CombinedOutput()
+	if err != nil {
+		t.Fatalf("building a static binary: %v\n%s", err, out)
+	}
+	if got := Interpreters(static, ""); len(got) != 0 {
+		t.Errorf("Interpreters(static) = %v, want none", got)
 	}
 }

@@ -2,7 +2,8 @@ package ceiling
 
 import (
 	"bufio"
-	"debug/elf"
+	"encoding/binary"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,23 +14,20 @@ import (
 // binary's dynamic loader, or a script's interpreter (and, for
 // `#!/usr/bin/env prog`, prog as PATH finds it).
 func Interpreters(bin, path string) []string {
-	if f, err := elf.Open(bin); err == nil {
-		defer f.Close()
-		for _, p := range f.Progs {
-			if p.Type == elf.PT_INTERP {
-				b := make([]byte, p.Filesz)
-				if _, err := p.ReadAt(b, 0); err == nil {
-					return []string{strings.TrimRight(string(b), "\x00")}
-				}
-			}
-		}
-		return nil
-	}
 	f, err := os.Open(bin)
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
+	if loader, isELF := elfInterpreter(f); isELF {
+		if loader == "" {
+			return nil // a static binary
+		}
+		return []string{loader}
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil
+	}
 	line, _ := bufio.NewReader(f).ReadString('\n')
 	fields := strings.Fields(strings.TrimPrefix(line, "#!"))
 	if !strings.HasPrefix(line, "#!") || len(fields) == 0 {
@@ -59,4 +57,57 @@ func lookPath(prog, path string) (string, error) {
 		}
 	}
 	return "", exec.ErrNotFound
+}
+
+// elfInterpreter reads the dynamic loader (PT_INTERP) of the ELF file f,
+// "" for a static one; isELF is false for anything else. (debug/elf would
+// do, but it brings its decompressors into the server's binary, whose
+// size is memory.)
+func elfInterpreter(f io.ReaderAt) (loader string, isELF bool) {
+	ident := make([]byte, 64)
+	if _, err := f.ReadAt(ident, 0); err != nil || string(ident[:4]) != "\x7fELF" {
+		return "", false
+	}
+	var bo binary.ByteOrder = binary.LittleEndian
+	if ident[5] == 2 {
+		bo = binary.BigEndian
+	}
+	// Where the program headers are, how big each is and how many.
+	var phoff, entsize, count uint64
+	switch ident[4] {
+	case 1: // 32-bit
+		phoff, entsize, count = uint64(bo.Uint32(ident[28:])), uint64(bo.Uint16(ident[42:])), uint64(bo.Uint16(ident[44:]))
+	case 2: // 64-bit
+		phoff, entsize, count = bo.Uint64(ident[32:]), uint64(bo.Uint16(ident[54:])), uint64(bo.Uint16(ident[56:]))
+	default:
+		return "", true
+	}
+	if entsize < 32 || count > 1<<12 {
+		return "", true
+	}
+	ph := make([]byte, entsize)
+	for i := range count {
+		if _, err := f.ReadAt(ph, int64(phoff+i*entsize)); err != nil {
+			return "", true
+		}
+		const ptInterp = 3
+		if bo.Uint32(ph) != ptInterp {
+			continue
+		}
+		var off, size uint64
+		if ident[4] == 1 {
+			off, size = uint64(bo.Uint32(ph[4:])), uint64(bo.Uint32(ph[16:]))
+		} else {
+			off, size = bo.Uint64(ph[8:]), bo.Uint64(ph[32:])
+		}
+		if size == 0 || size > 4096 {
+			return "", true
+		}
+		b := make([]byte, size)
+		if _, err := f.ReadAt(b, int64(off)); err != nil {
+			return "", true
+		}
+		return strings.TrimRight(string(b), "\x00"), true
+	}
+	return "", true
 }
