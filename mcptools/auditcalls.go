@@ -15,12 +15,6 @@ import (
 // What the audit log (package audit) is told of tool calls and tasks: the
 // outcome of a call read from its result, and a task's end.
 
-// AuditAuth is an HTTPOptions.OnAuthEvent that writes each
-// authentication event to a (nil: none).
-func AuditAuth(a *audit.Log) func(AuthEvent) {
-	return func(ev AuthEvent) { a.Auth(ev.User, ev.Kind, ev.Remote, ev.Reason) }
-}
-
 // auditStarted audits a tools/call before it runs; an error refuses it.
 func (h *handlers) auditStarted(ctx context.Context, req *mcp.CallToolRequest, start time.Time) (audit.Entry, error) {
 	return h.audit.Started(userOf(ctx), req.Params.Name, req.Params.Arguments, start)

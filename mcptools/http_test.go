@@ -22,6 +22,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/mcptest"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/httpserve"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -31,7 +32,7 @@ type httpServer struct {
 	url    string
 	mgr    *sessions.Manager
 	srv    *mcp.Server
-	h      *HTTPHandler
+	h      *httpserve.HTTPHandler
 	audit  *syncBuf
 	tokens string // the tokens file
 }
@@ -43,12 +44,12 @@ func hashOf(token string) string {
 
 func newHTTPServer(t *testing.T, cfg sessions.Config, opts Options) *httpServer {
 	t.Helper()
-	return newHTTPServerWith(t, cfg, opts, HTTPOptions{})
+	return newHTTPServerWith(t, cfg, opts, httpserve.HTTPOptions{})
 }
 
 // newHTTPServerWith is newHTTPServer with HTTP options (Tokens, BaseURL and
 // Manager are filled in).
-func newHTTPServerWith(t *testing.T, cfg sessions.Config, opts Options, ho HTTPOptions) *httpServer {
+func newHTTPServerWith(t *testing.T, cfg sessions.Config, opts Options, ho httpserve.HTTPOptions) *httpServer {
 	t.Helper()
 	path, env := fakecli.Command(t)
 	cfg.CLIPath, cfg.Env, cfg.Remote = path, env, true
@@ -63,14 +64,14 @@ func newHTTPServerWith(t *testing.T, cfg sessions.Config, opts Options, ho HTTPO
 	srv := NewServer(mgr, opts)
 	file := filepath.Join(t.TempDir(), "tokens")
 	writeTokens(t, file, "alice", "bob")
-	tokens, err := LoadTokens(file, "")
+	tokens, err := httpserve.LoadTokens(file, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewUnstartedServer(nil)
 	url := "http://" + ts.Listener.Addr().String()
 	ho.Tokens, ho.BaseURL, ho.Manager = tokens, url, mgr
-	h := NewHTTPHandler(srv, ho)
+	h := httpserve.NewHTTPHandler(srv, ho)
 	ts.Config = h.Server()
 	ts.Start()
 	t.Cleanup(ts.Close)

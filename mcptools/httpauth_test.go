@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/mcptest"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/httpserve"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -23,28 +24,28 @@ import (
 // authEvents records OnAuthEvent.
 type authEvents struct {
 	mu  sync.Mutex
-	evs []AuthEvent
+	evs []httpserve.AuthEvent
 }
 
-func (a *authEvents) add(ev AuthEvent) {
+func (a *authEvents) add(ev httpserve.AuthEvent) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.evs = append(a.evs, ev)
 }
 
-func (a *authEvents) all() []AuthEvent {
+func (a *authEvents) all() []httpserve.AuthEvent {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return slices.Clone(a.evs)
 }
 
-func (a *authEvents) find(kind, user string) (AuthEvent, bool) {
+func (a *authEvents) find(kind, user string) (httpserve.AuthEvent, bool) {
 	for _, ev := range a.all() {
 		if ev.Kind == kind && ev.User == user {
 			return ev, true
 		}
 	}
-	return AuthEvent{}, false
+	return httpserve.AuthEvent{}, false
 }
 
 type callResult struct {
@@ -114,7 +115,7 @@ func endsWithError(t *testing.T, name string, c <-chan callResult) {
 func TestHTTPAuthFailuresLogged(t *testing.T) {
 	logs := &syncBuf{}
 	events := &authEvents{}
-	h := newHTTPServerWith(t, sessions.Config{}, Options{}, HTTPOptions{Logger: slog.New(slog.NewTextHandler(logs, nil)), OnAuthEvent: events.add})
+	h := newHTTPServerWith(t, sessions.Config{}, Options{}, httpserve.HTTPOptions{Logger: slog.New(slog.NewTextHandler(logs, nil)), OnAuthEvent: events.add})
 	const n = 30
 	start := time.Now()
 	for i := range n {
@@ -145,7 +146,7 @@ func TestHTTPAuthFailuresLogged(t *testing.T) {
 	reasons := map[string]int{}
 	for _, ev := range evs {
 		reasons[strings.SplitN(ev.Reason, " (", 2)[0]]++
-		if ev.Kind != AuthFailed || ev.User != "" || !strings.HasPrefix(ev.Remote, "127.0.0.1:") {
+		if ev.Kind != httpserve.AuthFailed || ev.User != "" || !strings.HasPrefix(ev.Remote, "127.0.0.1:") {
 			t.Errorf("event %+v", ev)
 		}
 		if strings.Contains(fmt.Sprint(ev), "wrong-token") {
@@ -160,43 +161,13 @@ func TestHTTPAuthFailuresLogged(t *testing.T) {
 	}
 }
 
-// TestAuthLimiter: a line per host per second; the next says how many
-// were not logged.
-func TestAuthLimiter(t *testing.T) {
-	var l authLimiter
-	t0 := time.Unix(1000, 0)
-	for _, step := range []struct {
-		host   string
-		at     time.Duration
-		ok     bool
-		missed int
-	}{
-		{"a", 0, true, 0},
-		{"a", 100 * time.Millisecond, false, 0},
-		{"b", 100 * time.Millisecond, true, 0},
-		{"a", 900 * time.Millisecond, false, 0},
-		{"a", time.Second, true, 2},
-		{"a", 3 * time.Second, true, 0},
-	} {
-		if ok, missed := l.allow(step.host, t0.Add(step.at)); ok != step.ok || missed != step.missed {
-			t.Errorf("%s at %v: %v, %d; want %v, %d", step.host, step.at, ok, missed, step.ok, step.missed)
-		}
-	}
-	for i := range 10000 {
-		l.allow(fmt.Sprintf("h%d", i), t0.Add(time.Minute+time.Duration(i)*time.Millisecond))
-	}
-	if len(l.by) > 4096+1 {
-		t.Errorf("%d hosts remembered", len(l.by))
-	}
-}
-
 // TestHTTPReload: a tokens file that fails to parse keeps the tokens
 // (logged, reported); an empty one is no user: everyone gets 401, with a
 // warning, until a reload names them again.
 func TestHTTPReload(t *testing.T) {
 	logs := &syncBuf{}
 	events := &authEvents{}
-	h := newHTTPServerWith(t, sessions.Config{}, Options{}, HTTPOptions{Logger: slog.New(slog.NewTextHandler(logs, nil)), OnAuthEvent: events.add})
+	h := newHTTPServerWith(t, sessions.Config{}, Options{}, httpserve.HTTPOptions{Logger: slog.New(slog.NewTextHandler(logs, nil)), OnAuthEvent: events.add})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	bob := h.connect(t, "bob-secret", "")
@@ -209,7 +180,7 @@ func TestHTTPReload(t *testing.T) {
 	if res, _ := callJSON(t, bob, "claude_session_list", map[string]any{}); res.IsError {
 		t.Errorf("bob after a failed reload: %s", resText(res))
 	}
-	if ev, ok := events.find(TokensReloadFailed, ""); !ok || !strings.Contains(ev.Reason, "line 2") {
+	if ev, ok := events.find(httpserve.TokensReloadFailed, ""); !ok || !strings.Contains(ev.Reason, "line 2") {
 		t.Errorf("no tokens_reload_failed event: %+v", events.all())
 	}
 	if !strings.Contains(logs.String(), "level=ERROR") {
@@ -231,7 +202,7 @@ func TestHTTPReload(t *testing.T) {
 		t.Errorf("no warning about a file without users:\n%s", logs)
 	}
 	for _, u := range []string{"alice", "bob"} {
-		if _, ok := events.find(Revoked, u); !ok {
+		if _, ok := events.find(httpserve.Revoked, u); !ok {
 			t.Errorf("%s not revoked: %+v", u, events.all())
 		}
 	}
@@ -252,7 +223,7 @@ func TestHTTPReload(t *testing.T) {
 // 401; bob, still in the file, is untouched, his running call included.
 func TestHTTPRevoke(t *testing.T) {
 	events := &authEvents{}
-	h := newHTTPServerWith(t, sessions.Config{}, Options{}, HTTPOptions{OnAuthEvent: events.add})
+	h := newHTTPServerWith(t, sessions.Config{}, Options{}, httpserve.HTTPOptions{OnAuthEvent: events.add})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	connect := func(user, protocol string) (*mcp.ClientSession, *mcptest.Recorder) {
@@ -322,14 +293,14 @@ func TestHTTPRevoke(t *testing.T) {
 	if res, _ := callJSON(t, bob, "claude_session_list", map[string]any{}); res.IsError || !strings.Contains(resText(res), b1) {
 		t.Errorf("bob's list: %s", resText(res))
 	}
-	ev, ok := events.find(Revoked, "alice")
+	ev, ok := events.find(httpserve.Revoked, "alice")
 	if !ok || !strings.Contains(ev.Reason, "2 MCP sessions closed") || strings.Contains(ev.Reason, " 0 turns interrupted") {
 		t.Errorf("revoked event %+v (all: %+v)", ev, events.all())
 	}
-	if _, ok := events.find(Revoked, "bob"); ok {
+	if _, ok := events.find(httpserve.Revoked, "bob"); ok {
 		t.Errorf("bob revoked: %+v", events.all())
 	}
-	if _, ok := events.find(TokensReloaded, ""); !ok {
+	if _, ok := events.find(httpserve.TokensReloaded, ""); !ok {
 		t.Errorf("no tokens_reloaded event: %+v", events.all())
 	}
 }
@@ -338,7 +309,7 @@ func TestHTTPRevoke(t *testing.T) {
 // process (--max-live) has no turn to interrupt: it is cancelled with its
 // call, and never runs.
 func TestHTTPRevokeQueued(t *testing.T) {
-	h := newHTTPServerWith(t, sessions.Config{MaxLive: 1}, Options{}, HTTPOptions{})
+	h := newHTTPServerWith(t, sessions.Config{MaxLive: 1}, Options{}, httpserve.HTTPOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	alice, recAlice := h.connectRec(t, ctx, "alice", "2025-11-25")

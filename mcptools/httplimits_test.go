@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/httpserve"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -23,7 +24,7 @@ import (
 // but a tool call that answers after both (and after the write timeout,
 // quiet meanwhile) is served whole, on both protocol eras.
 func TestHTTPTimeouts(t *testing.T) {
-	h := newHTTPServerWith(t, sessions.Config{}, Options{}, HTTPOptions{ReadTimeout: 300 * time.Millisecond, WriteTimeout: 200 * time.Millisecond, IdleTimeout: 300 * time.Millisecond})
+	h := newHTTPServerWith(t, sessions.Config{}, Options{}, httpserve.HTTPOptions{ReadTimeout: 300 * time.Millisecond, WriteTimeout: 200 * time.Millisecond, IdleTimeout: 300 * time.Millisecond})
 	host := strings.TrimPrefix(h.url, "http://")
 	dial := func() net.Conn {
 		t.Helper()
@@ -88,7 +89,7 @@ func TestHTTPTimeouts(t *testing.T) {
 // Retry-After, until the one held is done.
 func TestHTTPBodyLimits(t *testing.T) {
 	const limit = 64 << 10
-	h := newHTTPServerWith(t, sessions.Config{}, Options{}, HTTPOptions{MaxBodyBytes: limit, MaxBodyBytesInFlight: 100 << 10})
+	h := newHTTPServerWith(t, sessions.Config{}, Options{}, httpserve.HTTPOptions{MaxBodyBytes: limit, MaxBodyBytesInFlight: 100 << 10})
 	pad := func(n int) string {
 		return `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("x", n-60) + `"}}`
 	}
@@ -149,7 +150,7 @@ func TestHTTPBodyLimits(t *testing.T) {
 // user (503 naming the flag); closing one makes room; stateless requests
 // are not counted.
 func TestHTTPSessionCap(t *testing.T) {
-	h := newHTTPServerWith(t, sessions.Config{}, Options{}, HTTPOptions{MaxSessions: 3, UserMaxSessions: 2})
+	h := newHTTPServerWith(t, sessions.Config{}, Options{}, httpserve.HTTPOptions{MaxSessions: 3, UserMaxSessions: 2})
 	open := func(token string) (int, string, string) {
 		t.Helper()
 		status, hdr, text := rawDo(t, http.MethodPost, h.url+"/mcp", token, nil, strings.NewReader(initializeBody))
@@ -187,7 +188,7 @@ func TestHTTPSessionCap(t *testing.T) {
 // TestHTTPSessionIdle: a stateful MCP session without requests for
 // SessionIdle is closed; its id then serves no more.
 func TestHTTPSessionIdle(t *testing.T) {
-	h := newHTTPServerWith(t, sessions.Config{}, Options{}, HTTPOptions{SessionIdle: 300 * time.Millisecond})
+	h := newHTTPServerWith(t, sessions.Config{}, Options{}, httpserve.HTTPOptions{SessionIdle: 300 * time.Millisecond})
 	status, hdr, text := rawDo(t, http.MethodPost, h.url+"/mcp", "alice-secret", nil, strings.NewReader(initializeBody))
 	id := hdr.Get("Mcp-Session-Id")
 	if status != http.StatusOK || id == "" {

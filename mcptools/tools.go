@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/debuglog"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
@@ -115,7 +116,7 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 		instr += dashboardInstructions
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "claude-agent-mcp", Title: "Claude Code sessions", Version: version},
-		&mcp.ServerOptions{Instructions: instr, Logger: slog.New(debugOnly{logger.Handler()}),
+		&mcp.ServerOptions{Instructions: instr, Logger: slog.New(debuglog.Handler(logger.Handler())),
 			// The SDK answers prompts/list and resources/list (with empty
 			// lists) whatever it declares: declare what it answers.
 			//lint:ignore SA1019 the logging capability serves clients of protocols before 2026-07-28
@@ -173,23 +174,6 @@ func (h *handlers) persisted() *bool {
 	}
 	return nil
 }
-
-// debugOnly logs every record at debug: the SDK's own lines (server run
-// start, session connected, run cancelled at a clean stop) are
-// diagnostics, not news.
-type debugOnly struct{ slog.Handler }
-
-func (h debugOnly) Enabled(ctx context.Context, _ slog.Level) bool {
-	return h.Handler.Enabled(ctx, slog.LevelDebug)
-}
-
-func (h debugOnly) Handle(ctx context.Context, r slog.Record) error {
-	r.Level = slog.LevelDebug
-	return h.Handler.Handle(ctx, r)
-}
-
-func (h debugOnly) WithAttrs(as []slog.Attr) slog.Handler { return debugOnly{h.Handler.WithAttrs(as)} }
-func (h debugOnly) WithGroup(name string) slog.Handler    { return debugOnly{h.Handler.WithGroup(name)} }
 
 type handlers struct {
 	mgr  *sessions.Manager

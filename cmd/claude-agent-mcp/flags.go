@@ -13,6 +13,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/nearest"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/httpserve"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/stdio"
 )
 
@@ -117,8 +118,8 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.http, "http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:8787) at /mcp instead of stdio (default: none, serve stdio)")
 	fs.StringVar(&c.tokensFile, "tokens-file", "", "bearer tokens for --http: one USER:SHA256HEX line per token (the SHA-256 of the token, never the token); reloaded on SIGHUP. CLAUDE_AGENT_MCP_TOKEN adds one token for user default (default: none)")
 	fs.StringVar(&c.publicURL, "public-url", "", "the URL clients reach --http at (default http://ADDR), for the protected resource metadata")
-	fs.IntVar(&c.httpMaxSessions, "http-max-sessions", mcptools.DefaultHTTPMaxSessions, "MCP sessions (of clients before protocol 2026-07-28) that --http holds at once, a user a tenth of them (at least 10); beyond, a new one gets 503")
-	fs.DurationVar(&c.httpSessionIdle, "http-session-idle", mcptools.DefaultHTTPSessionIdle, "close an MCP session of those (see --http-max-sessions) after this long without a request (its client opens a new one); 0 never")
+	fs.IntVar(&c.httpMaxSessions, "http-max-sessions", httpserve.DefaultHTTPMaxSessions, "MCP sessions (of clients before protocol 2026-07-28) that --http holds at once, a user a tenth of them (at least 10); beyond, a new one gets 503")
+	fs.DurationVar(&c.httpSessionIdle, "http-session-idle", httpserve.DefaultHTTPSessionIdle, "close an MCP session of those (see --http-max-sessions) after this long without a request (its client opens a new one); 0 never")
 	fs.StringVar(&c.httpAllow, "http-allow", "", "classes of session options allowed over --http (comma-separated): reads-files, runs-programs, widens-permissions, internal-urls; or, as before, mcp-servers, settings, bypass, paths (= reads-files), profiles (default: none)")
 	fs.IntVar(&c.userMaxSessions, "user-max-sessions", 0, "open sessions a user may have over --http; 0 no limit")
 	fs.IntVar(&c.userMaxLive, "user-max-live", -1, "live claude processes a user may have over --http; default (-1) half of --max-live rounded up, so that one user's endless turns leave room for others; 0 no limit")

@@ -14,9 +14,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/httpserve"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -34,7 +34,7 @@ func (c *config) checkHTTP() error {
 		return fmt.Errorf("--http %s listens beyond this machine without authentication: give --tokens-file or %s, or listen on 127.0.0.1", c.http, TokenEnv)
 	}
 	if c.tokensFile != "" || os.Getenv(TokenEnv) != "" {
-		if _, err := mcptools.LoadTokens(c.tokensFile, os.Getenv(TokenEnv)); err != nil {
+		if _, err := httpserve.LoadTokens(c.tokensFile, os.Getenv(TokenEnv)); err != nil {
 			return err
 		}
 	}
@@ -53,11 +53,11 @@ func loopback(host string) bool {
 // serveHTTP serves srv over streamable HTTP until ctx ends, then stops
 // every session (interrupting running turns) and the HTTP server.
 func serveHTTP(ctx context.Context, c *config, st *settings, srv *mcp.Server, mgr *sessions.Manager, audit *audit.Log, dash *dashboard.Dashboard, logger *slog.Logger) error {
-	var tokens *mcptools.Tokens
+	var tokens *httpserve.Tokens
 	var hup chan os.Signal
 	if c.tokensFile != "" || os.Getenv(TokenEnv) != "" {
 		var err error
-		if tokens, err = mcptools.LoadTokens(c.tokensFile, os.Getenv(TokenEnv)); err != nil {
+		if tokens, err = httpserve.LoadTokens(c.tokensFile, os.Getenv(TokenEnv)); err != nil {
 			return err
 		}
 		if tokens.Users() == 0 {
@@ -75,8 +75,8 @@ func serveHTTP(ctx context.Context, c *config, st *settings, srv *mcp.Server, mg
 	if base == "" {
 		base = "http://" + ln.Addr().String()
 	}
-	handler := mcptools.NewHTTPHandler(srv, mcptools.HTTPOptions{Tokens: tokens, BaseURL: base, Logger: logger, Manager: mgr,
-		MaxBodyBytes: int64(c.maxFrameBytes), MaxSessions: c.httpMaxSessions, SessionIdle: c.httpSessionIdle, OnAuthEvent: mcptools.AuditAuth(audit),
+	handler := httpserve.NewHTTPHandler(srv, httpserve.HTTPOptions{Tokens: tokens, BaseURL: base, Logger: logger, Manager: mgr,
+		MaxBodyBytes: int64(c.maxFrameBytes), MaxSessions: c.httpMaxSessions, SessionIdle: c.httpSessionIdle, OnAuthEvent: httpserve.AuditAuth(audit),
 		Dashboard: dash})
 	if hup != nil {
 		// A reload revokes the users it removed: it waits for their calls

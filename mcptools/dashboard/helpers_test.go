@@ -17,6 +17,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/mcptest"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/httpserve"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -79,7 +80,7 @@ type httpServer struct {
 	url    string
 	mgr    *sessions.Manager
 	srv    *mcp.Server
-	h      *mcptools.HTTPHandler
+	h      *httpserve.HTTPHandler
 	audit  *syncBuf
 	tokens string // the tokens file
 }

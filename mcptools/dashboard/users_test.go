@@ -14,6 +14,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/httpserve"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -44,13 +45,13 @@ func newDashHTTP(t *testing.T, cfg sessions.Config) *dashHTTP {
 	srv := mcptools.NewServer(mgr, mcptools.Options{Dashboard: d, Audit: al})
 	file := filepath.Join(t.TempDir(), "tokens")
 	writeTokens(t, file, "alice", "bob", "root")
-	tokens, err := mcptools.LoadTokens(file, "")
+	tokens, err := httpserve.LoadTokens(file, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewUnstartedServer(nil)
 	base := "http://" + ts.Listener.Addr().String()
-	h := mcptools.NewHTTPHandler(srv, mcptools.HTTPOptions{Tokens: tokens, BaseURL: base, Manager: mgr, Dashboard: d, OnAuthEvent: mcptools.AuditAuth(al)})
+	h := httpserve.NewHTTPHandler(srv, httpserve.HTTPOptions{Tokens: tokens, BaseURL: base, Manager: mgr, Dashboard: d, OnAuthEvent: httpserve.AuditAuth(al)})
 	ts.Config = h.Server()
 	ts.Start()
 	t.Cleanup(ts.Close)

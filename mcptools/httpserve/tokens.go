@@ -1,4 +1,4 @@
-package mcptools
+package httpserve
 
 import (
 	"bufio"

@@ -1,4 +1,12 @@
-package mcptools
+// Package httpserve serves the MCP server over streamable HTTP (--http): one
+// URL for clients of every protocol era, bearer tokens from the tokens file
+// (reloaded on SIGHUP, revocation ending a user's calls, sessions and
+// sign-ins), the Origin check, timeouts and limits on bodies and MCP
+// sessions, the dashboard mounted under /ui, and the authentication events
+// the audit log is told of. It knows the mcp.Server it serves, the session
+// manager (to close a revoked user's sessions) and the dashboard; nothing of
+// the tools, whose handlers read the caller's user from the request.
+package httpserve
 
 import (
 	"context"
@@ -17,6 +25,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/debuglog"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/weborigin"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/stdio"
@@ -147,7 +156,7 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) *HTTPHandler {
 		bodies: byteBudget{limit: o.MaxBodyBytesInFlight},
 		live:   map[string]map[*inflight]struct{}{}, mcpSess: map[string]string{}, opening: map[string]int{}}
 	get := func(*http.Request) *mcp.Server { return srv }
-	sdkLog := slog.New(debugOnly{o.Logger.Handler()})
+	sdkLog := slog.New(debuglog.Handler(o.Logger.Handler()))
 	h.stateful = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: sdkLog, MaxRequestBodyBytes: o.MaxBodyBytes,
 		SessionTimeout: o.SessionIdle})
 	h.stateless = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true, Logger: sdkLog,
@@ -289,48 +298,4 @@ func (h *HTTPHandler) sameOrigin(r *http.Request) (string, bool) {
 		scheme = "https"
 	}
 	return vals[0], o == h.origin || o == weborigin.Of(scheme+"://"+r.Host)
-}
-
-// userKey carries the calling user in a request's context.
-type userKey struct{}
-
-// withUser puts the user of req (its bearer token's) into ctx.
-func withUser(ctx context.Context, req mcp.Request) context.Context {
-	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
-		return context.WithValue(ctx, userKey{}, ex.TokenInfo.UserID)
-	}
-	return ctx
-}
-
-// userOf is the calling user: the bearer token's over HTTP, "" on stdio.
-func userOf(ctx context.Context) string {
-	u, _ := ctx.Value(userKey{}).(string)
-	return u
-}
-
-// counts is what claude_session_list and claude_session_close count for
-// the caller: the open sessions, the live processes and the queries
-// waiting for one. A user (over --http with tokens) counts their own
-// sessions only: another user's are not theirs to know. The one user of
-// stdio (or of --http without tokens, where every caller is that user)
-// gets the server's counts, warm spares among the live processes.
-func (h *handlers) counts(ctx context.Context) (open, live, queued int) {
-	user := userOf(ctx)
-	if user == "" {
-		return h.mgr.Count(), h.mgr.LiveCount(), h.mgr.Queued()
-	}
-	for _, s := range h.mgr.List() {
-		i := s.Info()
-		if i.Owner != user {
-			continue
-		}
-		open++
-		if i.PID != 0 {
-			live++
-		}
-		if i.State == sessions.StateQueued {
-			queued++
-		}
-	}
-	return open, live, queued
 }

@@ -1,7 +1,9 @@
-package mcptools
+package httpserve
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"slices"
@@ -70,5 +72,24 @@ func TestTokensFile(t *testing.T) {
 	}
 	if tokens.Users() != 1 || !tokens.Has("default") {
 		t.Errorf("the single token is gone with the file's")
+	}
+}
+
+func hashOf(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// writeTokens writes a tokens file naming users, each with the token
+// "<user>-secret".
+func writeTokens(t *testing.T, file string, users ...string) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("# users\n")
+	for _, u := range users {
+		b.WriteString(u + ":" + hashOf(u+"-secret") + "\n")
+	}
+	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

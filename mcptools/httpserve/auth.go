@@ -1,4 +1,4 @@
-package mcptools
+package httpserve
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
 )
 
@@ -277,3 +278,9 @@ func (t dashTokens) Verify(ctx context.Context, token string, r *http.Request) (
 func (t dashTokens) Holds(hash, user string) bool { return t.h.o.Tokens.hasHash(hash, user) }
 
 func (t dashTokens) Failed(r *http.Request, reason string) { t.h.authFailed(r, reason) }
+
+// AuditAuth is an HTTPOptions.OnAuthEvent that writes each
+// authentication event to a (nil: none).
+func AuditAuth(a *audit.Log) func(AuthEvent) {
+	return func(ev AuthEvent) { a.Auth(ev.User, ev.Kind, ev.Remote, ev.Reason) }
+}

@@ -1,0 +1,53 @@
+package mcptools
+
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+)
+
+// userKey carries the calling user in a request's context.
+type userKey struct{}
+
+// withUser puts the user of req (its bearer token's) into ctx.
+func withUser(ctx context.Context, req mcp.Request) context.Context {
+	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
+		return context.WithValue(ctx, userKey{}, ex.TokenInfo.UserID)
+	}
+	return ctx
+}
+
+// userOf is the calling user: the bearer token's over HTTP, "" on stdio.
+func userOf(ctx context.Context) string {
+	u, _ := ctx.Value(userKey{}).(string)
+	return u
+}
+
+// counts is what claude_session_list and claude_session_close count for
+// the caller: the open sessions, the live processes and the queries
+// waiting for one. A user (over --http with tokens) counts their own
+// sessions only: another user's are not theirs to know. The one user of
+// stdio (or of --http without tokens, where every caller is that user)
+// gets the server's counts, warm spares among the live processes.
+func (h *handlers) counts(ctx context.Context) (open, live, queued int) {
+	user := userOf(ctx)
+	if user == "" {
+		return h.mgr.Count(), h.mgr.LiveCount(), h.mgr.Queued()
+	}
+	for _, s := range h.mgr.List() {
+		i := s.Info()
+		if i.Owner != user {
+			continue
+		}
+		open++
+		if i.PID != 0 {
+			live++
+		}
+		if i.State == sessions.StateQueued {
+			queued++
+		}
+	}
+	return open, live, queued
+}
