@@ -8,6 +8,7 @@ package options
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
@@ -55,10 +56,5 @@ func (o *CreateOptions) AgentNames() ([]string, error) {
 	if err := json.Unmarshal(o.Agents, &agents); err != nil {
 		return nil, fmt.Errorf("invalid agents: %v", err)
 	}
-	names := make([]string, 0, len(agents))
-	for name := range agents {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	return names, nil
+	return slices.Sorted(maps.Keys(agents)), nil
 }

@@ -256,7 +256,11 @@ func settingsUses(obj map[string]json.RawMessage) []Use {
 			continue
 		}
 		c, known := settingsKeys[key]
-		uses = append(uses, Use{what: what, class: c, also: "settings", unclassified: !known, program: c&RunsPrograms != 0})
+		u := Use{what: what, class: c, also: "settings", unclassified: !known, program: c&RunsPrograms != 0}
+		if key == "agent" {
+			u.agent, u.badAgent = true, json.Unmarshal(obj[key], &u.value) != nil
+		}
+		uses = append(uses, u)
 	}
 	return uses
 }

@@ -123,6 +123,10 @@ func TestOutsideRootsOneError(t *testing.T) {
 func TestAgentOwnOnly(t *testing.T) {
 	dir := t.TempDir()
 	own, _ := json.Marshal(map[string]any{"r": map[string]any{"description": "d", "prompt": "p"}})
+	file := filepath.Join(dir, "settings.json")
+	if err := os.WriteFile(file, []byte(`{"agent":"evil"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	g := New(Config{})
 	for _, tc := range []struct {
 		so   claudeagent.SessionOptions
@@ -134,6 +138,7 @@ func TestAgentOwnOnly(t *testing.T) {
 		{claudeagent.SessionOptions{Settings: json.RawMessage(`{"agent":"evil"}`)}, `settings.agent "evil"`},
 		{claudeagent.SessionOptions{Settings: json.RawMessage(`{"agent":"r"}`), Agents: own}, ""},
 		{claudeagent.SessionOptions{Settings: json.RawMessage(`{"agent":5}`)}, "settings.agent must be the name"},
+		{claudeagent.SessionOptions{SettingsFile: file}, `settings.agent "evil"`},
 	} {
 		o := options.CreateOptions{Cwd: dir, SessionOptions: tc.so}
 		_, err := g.Check(&o, Change{})

@@ -185,7 +185,10 @@ type Use struct {
 	beyond       []string // tools that must lie within the session's own tool set
 	program      bool     // starts a program as the server's user
 	mcpCommand   bool     // an MCP server command (--allow-session-mcp-servers)
-	url          string   // an MCP server's URL: InternalURLs when internal
+	// agent marks the agent a settings document runs the session as
+	// (settings.agent), named by value; badAgent, one that is no name.
+	agent, badAgent bool
+	url             string // an MCP server's URL: InternalURLs when internal
 }
 
 // Change is what a caller changes in a session other than its options:
@@ -237,7 +240,7 @@ func (g *Gate) Check(o *options.CreateOptions, ch Change) (map[string]string, er
 			return nil, err
 		}
 	}
-	if err := g.checkSources(o); err != nil {
+	if err := g.checkSources(o, uses); err != nil {
 		return nil, err
 	}
 	if ch.Creating && o.ResumeSessionID != "" {

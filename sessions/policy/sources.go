@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -20,10 +19,11 @@ func (g *Gate) SettingSources(o *options.CreateOptions) []string {
 
 // checkSources checks what a session loads beyond its options: its
 // settingSources within the operator's (--setting-sources), and the agent
-// that runs it (agent, settings.agent) one of its own agents — never one
-// the CLI would find by itself in a directory of the server's user or of
-// the project, whose hooks and servers no one classified.
-func (g *Gate) checkSources(o *options.CreateOptions) error {
+// that runs it (agent, and settings.agent among uses) one of its own
+// agents — never one the CLI would find by itself in a directory of the
+// server's user or of the project, whose hooks and servers no one
+// classified.
+func (g *Gate) checkSources(o *options.CreateOptions, uses []Use) error {
 	if allowed := g.cfg.SettingSources; allowed != nil {
 		for _, src := range o.SettingSources {
 			if !slices.Contains(allowed, src) {
@@ -48,30 +48,16 @@ func (g *Gate) checkSources(o *options.CreateOptions) error {
 	if err := check("agent", o.Agent); err != nil {
 		return err
 	}
-	settings, err := settingsObject(o)
-	if err != nil {
-		return err
-	}
-	var agent string
-	if raw, ok := settings["agent"]; ok && json.Unmarshal(raw, &agent) != nil {
-		return fmt.Errorf("settings.agent must be the name of one of the session's agents")
-	}
-	return check("settings.agent", agent)
-}
-
-// settingsObject is the settings document of o, from settings or
-// settingsFile (nil when it has none).
-func settingsObject(o *options.CreateOptions) (map[string]json.RawMessage, error) {
-	path := o.SettingsFile
-	if len(o.Settings) > 0 && json.Unmarshal(o.Settings, &path) != nil {
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(o.Settings, &obj); err != nil {
-			return nil, fmt.Errorf("invalid settings: %v", err)
+	for _, u := range uses {
+		if !u.agent {
+			continue
 		}
-		return obj, nil
+		if u.badAgent {
+			return fmt.Errorf("%s must be the name of one of the session's agents", u.what)
+		}
+		if err := check(u.what, u.value); err != nil {
+			return err
+		}
 	}
-	if path == "" {
-		return nil, nil
-	}
-	return readSettingsFile(path)
+	return nil
 }
