@@ -3,8 +3,6 @@ package mcptools
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/mcptest"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/tokenfile"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/httpserve"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
@@ -35,11 +34,6 @@ type httpServer struct {
 	h      *httpserve.HTTPHandler
 	audit  *syncBuf
 	tokens string // the tokens file
-}
-
-func hashOf(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
 }
 
 func newHTTPServer(t *testing.T, cfg sessions.Config, opts Options) *httpServer {
@@ -63,7 +57,7 @@ func newHTTPServerWith(t *testing.T, cfg sessions.Config, opts Options, ho https
 	opts.Audit = audit.New(auditBuf, "audit.log", false, nil)
 	srv := NewServer(mgr, opts)
 	file := filepath.Join(t.TempDir(), "tokens")
-	writeTokens(t, file, "alice", "bob")
+	tokenfile.Write(t, file, "alice", "bob")
 	tokens, err := httpserve.LoadTokens(file, "")
 	if err != nil {
 		t.Fatal(err)
@@ -76,20 +70,6 @@ func newHTTPServerWith(t *testing.T, cfg sessions.Config, opts Options, ho https
 	ts.Start()
 	t.Cleanup(ts.Close)
 	return &httpServer{url: ts.URL, mgr: mgr, srv: srv, h: h, audit: auditBuf, tokens: file}
-}
-
-// writeTokens writes a tokens file naming users, each with the token
-// "<user>-secret".
-func writeTokens(t *testing.T, file string, users ...string) {
-	t.Helper()
-	var b strings.Builder
-	b.WriteString("# users\n")
-	for _, u := range users {
-		b.WriteString(u + ":" + hashOf(u+"-secret") + "\n")
-	}
-	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // connect connects a go-sdk client with token (protocol "" negotiates the
@@ -173,7 +153,7 @@ func TestHTTPUsers(t *testing.T) {
 	if len(lines) < 20 {
 		t.Errorf("%d audit lines for more than 20 calls:\n%s", len(lines), log)
 	}
-	for _, secret := range []string{"alice-secret", "bob-secret", hashOf("alice-secret"), `"prompt":`} {
+	for _, secret := range []string{"alice-secret", "bob-secret", tokenfile.Hash("alice-secret"), `"prompt":`} {
 		if strings.Contains(log, secret) {
 			t.Errorf("the audit log holds %q", secret)
 		}
@@ -187,7 +167,7 @@ func TestHTTPUsers(t *testing.T) {
 			t.Errorf("audit line without its user: %s", l)
 		}
 	}
-	if !strings.Contains(log, `"tool":"claude_chat_query","session":`) || !strings.Contains(log, `"promptBytes":2,"promptSha256":"`+hashOf("hi")+`"`) {
+	if !strings.Contains(log, `"tool":"claude_chat_query","session":`) || !strings.Contains(log, `"promptBytes":2,"promptSha256":"`+tokenfile.Hash("hi")+`"`) {
 		t.Errorf("the audit log lacks the query with its prompt's size and hash:\n%s", log)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/mcptest"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/tokenfile"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
@@ -703,7 +704,7 @@ func TestDashboardHTTP(t *testing.T) {
 		t.Errorf("the admin's list lacks a session")
 	}
 	// Revoking alice ends her sign-in.
-	writeTokens(t, file, "bob", "root")
+	tokenfile.Write(t, file, "bob", "root")
 	if err := h.ReloadTokens(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -3,10 +3,7 @@ package dashboard_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -23,26 +20,6 @@ import (
 
 // Helpers of the dashboard's tests with a server (as mcptools' tests have
 // them).
-
-// hashOf is the SHA-256 (hex) of a token, as the tokens file lists it.
-func hashOf(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
-}
-
-// writeTokens writes a tokens file naming users, each with the token
-// "<user>-secret".
-func writeTokens(t *testing.T, file string, users ...string) {
-	t.Helper()
-	var b strings.Builder
-	b.WriteString("# users\n")
-	for _, u := range users {
-		b.WriteString(u + ":" + hashOf(u+"-secret") + "\n")
-	}
-	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func callJSON(t *testing.T, cs *mcp.ClientSession, name string, args any) (*mcp.CallToolResult, map[string]any) {
 	t.Helper()

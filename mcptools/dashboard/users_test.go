@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/tokenfile"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
@@ -44,7 +45,7 @@ func newDashHTTP(t *testing.T, cfg sessions.Config) *dashHTTP {
 	d := dashboard.New(mgr, dashboard.Options{Admins: []string{"root"}, Audit: al})
 	srv := mcptools.NewServer(mgr, mcptools.Options{Dashboard: d, Audit: al})
 	file := filepath.Join(t.TempDir(), "tokens")
-	writeTokens(t, file, "alice", "bob", "root")
+	tokenfile.Write(t, file, "alice", "bob", "root")
 	tokens, err := httpserve.LoadTokens(file, "")
 	if err != nil {
 		t.Fatal(err)

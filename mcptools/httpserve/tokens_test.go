@@ -2,8 +2,7 @@ package httpserve
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/tokenfile"
 	"os"
 	"path/filepath"
 	"slices"
@@ -40,14 +39,14 @@ func TestTokensFile(t *testing.T) {
 		}
 	}
 	for _, name := range []string{".", "..", "a/b", `a\b`, "../x", "x/..", "/", `\`, ""} {
-		write("# users\nok:" + hashOf("ok") + "\n" + name + ":" + hashOf("t") + "\n")
+		write("# users\nok:" + tokenfile.Hash("ok") + "\n" + name + ":" + tokenfile.Hash("t") + "\n")
 		_, err := LoadTokens(file, "")
 		if err == nil || !strings.Contains(err.Error(), file+" line 3") {
 			t.Errorf("user name %q: %v; want an error naming %s line 3", name, err, file)
 		}
 	}
 
-	writeTokens(t, file, "alice", "bob", "carol")
+	tokenfile.Write(t, file, "alice", "bob", "carol")
 	tokens, err := LoadTokens(file, "single-token")
 	if err != nil {
 		t.Fatal(err)
@@ -55,11 +54,11 @@ func TestTokensFile(t *testing.T) {
 	if n := tokens.Users(); n != 4 {
 		t.Errorf("%d users, want alice, bob, carol and default", n)
 	}
-	writeTokens(t, file, "bob")
+	tokenfile.Write(t, file, "bob")
 	if removed, err := tokens.Reload(); err != nil || !slices.Equal(removed, []string{"alice", "carol"}) {
 		t.Errorf("Reload without alice and carol: removed %v, %v", removed, err)
 	}
-	write("bob:" + hashOf("bob-secret") + "\nbob:not-a-hash\n")
+	write("bob:" + tokenfile.Hash("bob-secret") + "\nbob:not-a-hash\n")
 	if removed, err := tokens.Reload(); err == nil || removed != nil || !strings.Contains(err.Error(), "line 2") {
 		t.Errorf("Reload of a broken file: removed %v, %v", removed, err)
 	}
@@ -72,24 +71,5 @@ func TestTokensFile(t *testing.T) {
 	}
 	if tokens.Users() != 1 || !tokens.Has("default") {
 		t.Errorf("the single token is gone with the file's")
-	}
-}
-
-func hashOf(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
-}
-
-// writeTokens writes a tokens file naming users, each with the token
-// "<user>-secret".
-func writeTokens(t *testing.T, file string, users ...string) {
-	t.Helper()
-	var b strings.Builder
-	b.WriteString("# users\n")
-	for _, u := range users {
-		b.WriteString(u + ":" + hashOf(u+"-secret") + "\n")
-	}
-	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
 	}
 }
