@@ -126,6 +126,5 @@ func within(dir, p string) bool {
 	if r, err := filepath.EvalSymlinks(p); err == nil {
 		p = r
 	}
-	rel, err := filepath.Rel(dir, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+	return inside(dir, p)
 }

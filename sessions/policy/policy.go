@@ -557,9 +557,16 @@ func (g *Gate) CheckPath(what, path string) error {
 		if err != nil {
 			continue
 		}
-		if rel, err := filepath.Rel(r, real); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		if inside(r, real) {
 			return nil // what does not exist is said by the use's own check
 		}
 	}
 	return fmt.Errorf("%s %q is outside the directories this server allows (--allowed-roots %s): pass a path inside one of them", what, path, strings.Join(g.cfg.AllowedRoots, string(filepath.ListSeparator)))
+}
+
+// inside reports whether path p lies in dir, as written (both resolved by
+// the caller where they should be).
+func inside(dir, p string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
