@@ -73,7 +73,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if cfg.printSetup {
-		if err := printSetup(stdout, stderr); err != nil {
+		if err := printSetup(stdout, stderr, args); err != nil {
 			fmt.Fprintln(stderr, "claude-agent-mcp:", err)
 			return 1
 		}

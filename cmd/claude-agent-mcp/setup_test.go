@@ -34,6 +34,36 @@ func TestPrintSetup(t *testing.T) {
 	}
 }
 
+// TestPrintSetupUI: the flags beside --print-setup are registered with the
+// server (the dashboard on: --ui on, in either spelling); without --ui the
+// output says how to have it.
+func TestPrintSetupUI(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exe, err = filepath.EvalSymlinks(exe); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args, want []string
+		hint       bool
+	}{
+		{[]string{"--print-setup"}, nil, true},
+		{[]string{"--ui", "on", "--print-setup"}, []string{"--ui", "on"}, false},
+		{[]string{"-print-setup=true", "--ui=127.0.0.1:8790", "--max-live", "3"}, []string{"--ui=127.0.0.1:8790", "--max-live", "3"}, false},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(tc.args, strings.NewReader(""), &stdout, &stderr); code != 0 {
+			t.Fatalf("%v: exit %d, stderr %q", tc.args, code, stderr.String())
+		}
+		checkSetup(t, stdout.String(), exe, tc.want...)
+		if hint := strings.Contains(stdout.String(), "--print-setup --ui on"); hint != tc.hint {
+			t.Errorf("%v: the hint to add --ui on is there: %v, want %v:\n%s", tc.args, hint, tc.hint, stdout.String())
+		}
+	}
+}
+
 // TestPrintSetupSymlink: run through a symlink (as from a bin directory),
 // the setup names the binary itself, absolute, quoted for the shell when
 // its path needs it. (On Linux os.Executable already resolves symlinks,
@@ -79,14 +109,18 @@ func TestPrintSetupSymlink(t *testing.T) {
 }
 
 // checkSetup checks a --print-setup output for the binary exe.
-func checkSetup(t *testing.T, out, exe string) {
+// Its args are the flags the server is registered with.
+func checkSetup(t *testing.T, out, exe string, args ...string) {
 	t.Helper()
 	lines := strings.Split(out, "\n")
-	if want := "claude mcp add --scope user claude-agent -- " + shellQuote(exe); lines[0] != want {
+	if want := strings.Join(append([]string{"claude mcp add --scope user claude-agent --", shellQuote(exe)}, args...), " "); lines[0] != want {
 		t.Errorf("first line %q, want %q", lines[0], want)
 	}
 	var entry, found any
-	if err := json.Unmarshal([]byte(`{"mcpServers":{"claude-agent":{"command":`+jsonQuote(t, exe)+`,"args":[]}}}`), &entry); err != nil {
+	if args == nil {
+		args = []string{}
+	}
+	if err := json.Unmarshal([]byte(`{"mcpServers":{"claude-agent":{"command":`+jsonQuote(t, exe)+`,"args":`+jsonQuote(t, args)+`}}}`), &entry); err != nil {
 		t.Fatal(err)
 	}
 	for _, l := range lines {
@@ -106,7 +140,7 @@ func checkSetup(t *testing.T, out, exe string) {
 	}
 }
 
-func jsonQuote(t *testing.T, s string) string {
+func jsonQuote(t *testing.T, s any) string {
 	t.Helper()
 	b, err := json.Marshal(s)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
@@ -45,7 +47,10 @@ func (c *config) checkUI() error {
 // startUI makes the dashboard (nil without --ui). On stdio it listens on
 // its loopback address and logs the link that signs a browser in; stop
 // ends its listener and its pages' streams. Over --http the HTTP handler
-// serves it (serveHTTP).
+// serves it (serveHTTP). An address that cannot be listened on does not
+// end the server: a port already taken (a second server, such as the
+// check `claude mcp list` runs) moves the dashboard to the next free one
+// (listenUI), and any other failure leaves it off, logged once.
 func startUI(c *config, mgr *sessions.Manager, audit *audit.Log, logger *slog.Logger) (dash *dashboard.Dashboard, stop func(), err error) {
 	if c.ui == "" {
 		return nil, func() {}, nil
@@ -54,13 +59,11 @@ func startUI(c *config, mgr *sessions.Manager, audit *audit.Log, logger *slog.Lo
 	if c.http != "" {
 		return dashboard.New(mgr, o), func() {}, nil
 	}
-	addr := c.ui
-	if addr == "on" {
-		addr = "127.0.0.1:0"
-	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listenUI(c.ui, logger)
 	if err != nil {
-		return nil, nil, fmt.Errorf("listening on --ui %s: %w", c.ui, err)
+		// The dashboard never costs the server: MCP goes on without it.
+		logger.Error("the dashboard is off: its address cannot be listened on", "ui", c.ui, "err", err)
+		return nil, func() {}, nil
 	}
 	o.BaseURL = "http://" + ln.Addr().String()
 	dash = dashboard.New(mgr, o)
@@ -86,4 +89,37 @@ func startUI(c *config, mgr *sessions.Manager, audit *audit.Log, logger *slog.Lo
 		}
 		<-served
 	}, nil
+}
+
+// uiPortTries is how many ports after a taken --ui port listenUI tries
+// before taking any free one.
+const uiPortTries = 10
+
+// listenUI listens on the dashboard's stdio address: ui is "on" (any free
+// loopback port) or a loopback HOST:PORT (checkUI). When that port is
+// taken it tries the next ones, then any free port of that host, and
+// says which in the log: the link logged and claude_session_list's
+// dashboardUrl carry the port it got.
+func listenUI(ui string, logger *slog.Logger) (net.Listener, error) {
+	if ui == "on" {
+		return net.Listen("tcp", "127.0.0.1:0")
+	}
+	ln, err := net.Listen("tcp", ui)
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		return ln, err
+	}
+	host, port, _ := net.SplitHostPort(ui) // checked by checkUI
+	p, _ := strconv.Atoi(port)
+	for i := 1; i <= uiPortTries && p != 0 && p+i <= 65535; i++ {
+		if ln, err = net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p+i))); err == nil {
+			break
+		}
+	}
+	if ln == nil {
+		if ln, err = net.Listen("tcp", net.JoinHostPort(host, "0")); err != nil {
+			return nil, err
+		}
+	}
+	logger.Warn("the dashboard's port is taken (another server?): it listens on another one", "ui", ui, "addr", ln.Addr().String())
+	return ln, nil
 }
