@@ -354,6 +354,33 @@ type StreamEvent struct {
 // Type implements [Message].
 func (*StreamEvent) Type() string { return "stream_event" }
 
+// TextDelta returns the text a content_block_delta adds to an assistant
+// text block (text_delta) or, with thinking true, to a thinking block
+// (thinking_delta); ok is false for any other event. A sub-agent's events
+// (ParentToolUseID set) are the caller's to skip.
+func (m *StreamEvent) TextDelta() (text string, thinking, ok bool) {
+	if m.EventType != "content_block_delta" {
+		return "", false, false
+	}
+	var ev struct {
+		Delta struct {
+			Type     string `json:"type"`
+			Text     string `json:"text"`
+			Thinking string `json:"thinking"`
+		} `json:"delta"`
+	}
+	if json.Unmarshal(m.Event, &ev) != nil {
+		return "", false, false
+	}
+	switch ev.Delta.Type {
+	case "text_delta":
+		return ev.Delta.Text, false, true
+	case "thinking_delta":
+		return ev.Delta.Thinking, true, true
+	}
+	return "", false, false
+}
+
 // envelope is decoded first to pick the concrete type.
 type envelope struct {
 	Type    string `json:"type"`

@@ -68,6 +68,7 @@ type Process struct {
 	wmu         sync.Mutex // serialises stdin writes
 	stdin       io.WriteCloser
 	stdinClosed atomic.Bool
+	partials    atomic.Bool // KeepPartials
 
 	queue msgQueue
 
@@ -155,6 +156,7 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 		p.stderr.max = 40
 	}
 	stderrDone := make(chan struct{})
+	p.partials.Store(true)
 	go p.readStdout(pp.outR)
 	go func() {
 		defer close(stderrDone)

@@ -44,6 +44,9 @@ func (p *Process) readStdout(r io.Reader) {
 // dispatch decodes a line that ndjson.ReadLine returned (its own slice,
 // kept by the message) and hands it on.
 func (p *Process) dispatch(line []byte) {
+	if !p.partials.Load() && bytes.HasPrefix(line, streamEventPrefix) {
+		return // nobody follows the text: dropped undecoded
+	}
 	msg, err := decodeOwned(line)
 	if err != nil {
 		p.log.Warn("skipping a stdout line that is not stream-json", "err", err, "line", textcut.Cut(string(line), 200))
@@ -55,6 +58,16 @@ func (p *Process) dispatch(line []byte) {
 	}
 	p.queue.push(msg)
 }
+
+// streamEventPrefix opens every stream_event line, as the CLI writes it.
+var streamEventPrefix = []byte(`{"type":"stream_event"`)
+
+// KeepPartials says whether the stream_event lines of a process started
+// with IncludePartialMessages are decoded and queued (Next returns them;
+// the default) or dropped as they are read, recognised from the front of
+// the line and never decoded: a caller turns them off while nobody follows
+// a turn's text as it streams, so that the deltas cost next to nothing.
+func (p *Process) KeepPartials(keep bool) { p.partials.Store(keep) }
 
 func (p *Process) handleControl(raw *RawMessage) {
 	var env controlEnvelope
