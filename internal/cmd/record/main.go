@@ -101,6 +101,38 @@ var scenarios = []scenario{
 	{name: "not_logged_in", loggedOut: true, run: func(s *session) error { return s.turn("hi") }},
 	{name: "usage_limit", oauth: true, run: func(s *session) error { return s.turn("LIMIT[600] hi") }},
 	{name: "usage_warning", oauth: true, run: func(s *session) error { return s.turn("LIMITWARN hi") }},
+	{name: "partial", opts: claudeagent.Options{IncludePartialMessages: true}, run: func(s *session) error { return s.turn("SLOW4") }},
+	// A message sent while a tool call runs is folded into the same turn
+	// (one result); one sent while the final answer streams gets a turn of
+	// its own after it (two results). Both messages carry a uuid, as the
+	// server's do.
+	{name: "steer_tool", opts: claudeagent.Options{SessionOptions: claudeagent.SessionOptions{PermissionMode: "bypassPermissions"}},
+		run: func(s *session) error { return s.steer("TOOL_BASH[sleep 2; echo slept]", "STEERED also say hi", 1, false) }},
+	{name: "steer_answer", opts: claudeagent.Options{IncludePartialMessages: true},
+		run: func(s *session) error { return s.steer("SLOW6", "STEERED also say hi", 1, true) }},
+}
+
+// steer sends prompt, then message once the turn's first assistant text
+// (a delta, with partial messages) is out, plus a pause, and records up to
+// the results: two when the message gets a turn of its own.
+func (s *session) steer(prompt, message string, pauseSeconds int, twoResults bool) error {
+	if err := s.sendUserUUID(prompt, "00000000-0000-4000-8000-000000000001"); err != nil {
+		return err
+	}
+	if _, err := s.until(func(m map[string]any) bool { return m["type"] == "assistant" || m["type"] == "stream_event" }); err != nil {
+		return err
+	}
+	if err := s.pause(time.Duration(pauseSeconds) * time.Second); err != nil {
+		return err
+	}
+	if err := s.sendUserUUID(message, "00000000-0000-4000-8000-000000000002"); err != nil {
+		return err
+	}
+	if _, err := s.until(isResult); err != nil || !twoResults {
+		return err
+	}
+	_, err := s.until(isResult)
+	return err
 }
 
 func isResult(m map[string]any) bool { return m["type"] == "result" }

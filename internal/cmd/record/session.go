@@ -175,6 +175,17 @@ func (s *session) sendUser(text string) error {
 	})
 }
 
+// sendUserUUID sends a user message with its uuid, as the server does.
+func (s *session) sendUserUUID(text, uuid string) error {
+	return s.send(map[string]any{
+		"type":               "user",
+		"message":            map[string]any{"role": "user", "content": text},
+		"parent_tool_use_id": nil,
+		"session_id":         "",
+		"uuid":               uuid,
+	})
+}
+
 // turn sends one user message and records up to its result.
 func (s *session) turn(text string) error {
 	if err := s.sendUser(text); err != nil {

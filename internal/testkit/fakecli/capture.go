@@ -29,7 +29,8 @@ type capture struct {
 	sessionID string  // the session id the CLI used, "" if none
 	entries   []entry // every line
 	// turns holds, per user message the host sent, the lines that followed
-	// it up to and including its result.
+	// it up to and including its result (a user message sent during a turn
+	// is one of them, an "in" line).
 	turns [][]entry
 }
 
@@ -86,7 +87,7 @@ func loadCapture(dir, name string) (*capture, error) {
 			}
 			c.entries = append(c.entries, e)
 			switch {
-			case e.Dir == "in" && e.typ == "user":
+			case e.Dir == "in" && e.typ == "user" && !inTurn:
 				turn, inTurn = nil, true
 			case inTurn:
 				turn = append(turn, e)

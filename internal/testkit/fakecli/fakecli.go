@@ -54,6 +54,16 @@
 //   - An interrupt during a turn ends it like the interrupt capture: the
 //     success response, the partial assistant text, the user line
 //     "[Request interrupted by user]" and an error_during_execution result.
+//   - A user message that arrives while a tool call of the running turn
+//     has no tool_result yet is folded into that turn, as the CLI folds it
+//     into its next API request: no turn of its own (the result is the
+//     turn's, as recorded in steer_tool). Any other one waits for a turn of
+//     its own after the running one, as the CLI answers a message sent
+//     while the final answer streams (steer_answer). TOOL_BASH[sleep…]
+//     replays steer_tool, whose tool call takes a second.
+//   - --include-partial-messages: stream_event lines of a capture are
+//     replayed, and SLOW writes a text delta (as in the partial capture)
+//     with each chunk; without it they are left out, as the CLI does.
 //   - stdin EOF: the queued turns finish, then the fake exits with 0, or 1
 //     when the last result was an error (as the real CLI does). A line that
 //     is not JSON makes it exit 1 at once, like the real CLI.
@@ -212,6 +222,7 @@ type fake struct {
 	maxT       bool              // --max-turns given
 	bypass     bool              // bypassPermissions may be set later
 	jsonSchema bool              // --json-schema given
+	partials   bool              // --include-partial-messages given
 	ignore     string            // control subtype never answered
 	noise      bool
 	loggedOut  bool // every turn is the not-logged-in answer
@@ -224,6 +235,8 @@ type fake struct {
 
 	mu         sync.Mutex
 	busy       bool   // a turn is running
+	toolOpen   bool   // the running turn's tool call has no tool_result yet
+	folded     int    // user messages folded into the running turn
 	mode       string // permission mode, "" as recorded
 	model      string // model, "" as recorded
 	answers    map[string]chan json.RawMessage
@@ -345,6 +358,7 @@ func newFake(flags flagSet, dir string, stdout, stderr io.Writer) *fake {
 		eof:        make(chan struct{}),
 	}
 	f.jsonSchema = flags.has("--json-schema")
+	f.partials = flags.has("--include-partial-messages")
 	f.bypass = f.mode == "bypassPermissions" || flags.has("--allow-dangerously-skip-permissions") || flags.has("--dangerously-skip-permissions")
 	if s, err := strconv.ParseFloat(os.Getenv(EnvSpeed), 64); err == nil && s > 0 {
 		f.speed = s
@@ -446,7 +460,15 @@ func (f *fake) input(line []byte, queue chan<- string) (code int, fatal bool) {
 			fmt.Fprintf(f.errw, "Error: Expected message role 'user', got '%s'\n", in.Message.Role)
 			return 1, true
 		}
-		queue <- contentText(in.Message.Content)
+		f.mu.Lock()
+		fold := f.busy && f.toolOpen
+		if fold {
+			f.folded++
+		}
+		f.mu.Unlock()
+		if !fold {
+			queue <- contentText(in.Message.Content)
+		}
 	case "control_request":
 		f.control(in.RequestID, in.Request)
 	case "control_response":

@@ -18,7 +18,8 @@ func TestCaptures(t *testing.T) {
 	}
 	caps := &captures{dir: dir}
 	for _, name := range []string{"plain", "two_turns", "tool_use", "thinking", "interrupt", "api_error",
-		"max_turns", "set_model", "can_use_tool", "big_line", "not_logged_in", "usage_limit", "usage_warning"} {
+		"max_turns", "set_model", "can_use_tool", "big_line", "not_logged_in", "usage_limit", "usage_warning",
+		"partial", "steer_tool", "steer_answer"} {
 		c, err := caps.get(name)
 		if err != nil {
 			t.Fatal(err)
@@ -102,6 +103,8 @@ func TestPick(t *testing.T) {
 		{&fake{}, "LIMIT[600] hi", "usage_limit", 0},
 		{&fake{}, "LIMITWARN hi", "usage_warning", 0},
 		{&fake{loggedOut: true}, "TOOL_BASH[x]", "not_logged_in", 0},
+		{&fake{}, "TOOL_BASH[sleep 1; echo hi]", "steer_tool", 0},
+		{&fake{stdio: true}, "TOOL_BASH[sleep 1]", "can_use_tool", 0},
 	} {
 		if got, slow := tc.f.pick(tc.text); got != tc.want || slow != tc.slow {
 			t.Errorf("pick(%q) = %s, %d; want %s, %d", tc.text, got, slow, tc.want, tc.slow)

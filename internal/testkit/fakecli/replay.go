@@ -76,6 +76,8 @@ func (f *fake) pick(text string) (name string, slow int) {
 	switch {
 	case f.loggedOut:
 		return "not_logged_in", 0
+	case strings.Contains(text, "TOOL_BASH[sleep") && !f.maxT && (!f.stdio || mode == "bypassPermissions"):
+		return "steer_tool", 0
 	case strings.Contains(text, "TOOL_BASH"):
 		switch {
 		case f.maxT:
@@ -170,6 +172,14 @@ func (f *fake) runTurn(text string) {
 		switch e.typ {
 		case "control_response", "control_cancel_request":
 			continue
+		case "stream_event":
+			if !f.partials {
+				continue
+			}
+		case "assistant":
+			if bytes.Contains(line, []byte(`"type":"tool_use"`)) {
+				f.setToolOpen(true)
+			}
 		case "control_request":
 			var ok bool
 			if refusal, ok = f.ask(c, e, seg[i+1:]); !ok {
@@ -177,6 +187,7 @@ func (f *fake) runTurn(text string) {
 			}
 			continue
 		case "user":
+			f.setToolOpen(false)
 			if refusal != "" {
 				line = replaceToolResult(line, refusal)
 				refusal = ""
@@ -191,6 +202,14 @@ func (f *fake) runTurn(text string) {
 		}
 		f.emit(c, line)
 	}
+}
+
+// setToolOpen records whether the running turn waits for a tool call's
+// result: a user message arriving meanwhile is folded into the turn.
+func (f *fake) setToolOpen(open bool) {
+	f.mu.Lock()
+	f.toolOpen = open
+	f.mu.Unlock()
 }
 
 // initLine sets the model and permission mode of a system/init line.
@@ -214,6 +233,7 @@ func (f *fake) initLine(line []byte) []byte {
 // emitResult writes a result line with the process's running cost; set
 // overrides fields.
 func (f *fake) emitResult(c *capture, line []byte, cost float64, set map[string]any) {
+	f.setToolOpen(false) // a message from now on gets a turn of its own
 	f.cost += cost
 	o := mustObject(line)
 	o.set("total_cost_usd", f.cost)
@@ -227,6 +247,32 @@ func (f *fake) emitResult(c *capture, line []byte, cost float64, set map[string]
 	_ = json.Unmarshal(o.get("is_error"), &isErr)
 	f.lastErr = isErr
 	f.emit(c, o.bytes())
+}
+
+// emitDelta writes a stream_event text delta (the partial capture's),
+// with --include-partial-messages.
+func (f *fake) emitDelta(text string) {
+	if !f.partials {
+		return
+	}
+	c, err := f.caps.get("partial")
+	if err != nil {
+		fmt.Fprintln(f.errw, "fake claude: partial capture unusable:", err)
+		return
+	}
+	for _, e := range c.turns[0] {
+		if e.typ == "stream_event" && bytes.Contains(e.Msg, []byte(`"text_delta"`)) {
+			o := mustObject(f.rewrite(c, e.Msg))
+			ev := mustObject(o.get("event"))
+			d := mustObject(ev.get("delta"))
+			d.set("text", text)
+			ev.set("delta", json.RawMessage(d.bytes()))
+			o.set("event", json.RawMessage(ev.bytes()))
+			o.set("uuid", newUUID())
+			f.emitLine(o.bytes())
+			return
+		}
+	}
 }
 
 func (f *fake) emitNoise() {
@@ -253,10 +299,15 @@ func (f *fake) slowStream(n int) {
 		return b.String()
 	}
 	start := time.Now()
-	if id, ok := f.wait(time.Duration(n-1) * step); ok {
-		k := min(n, int(time.Since(start)/max(step, 1))+1)
-		f.abort(id, chunks(k))
-		return
+	for i := range n {
+		if i > 0 {
+			if id, ok := f.wait(step); ok {
+				k := min(n, int(time.Since(start)/max(step, 1))+1)
+				f.abort(id, chunks(k))
+				return
+			}
+		}
+		f.emitDelta(fmt.Sprintf("chunk%d ", i))
 	}
 	c, tail := f.interruptTail()
 	for _, e := range tail {
