@@ -108,6 +108,30 @@ var scenarios = []scenario{
 	// server's do.
 	{name: "steer_tool", opts: claudeagent.Options{SessionOptions: claudeagent.SessionOptions{PermissionMode: "bypassPermissions"}},
 		run: func(s *session) error { return s.steer("TOOL_BASH[sleep 2; echo slept]", "STEERED also say hi", 1, false) }},
+	{name: "steer_twice", opts: claudeagent.Options{IncludePartialMessages: true}, run: func(s *session) error {
+		if err := s.sendUserUUID("SLOW6", "00000000-0000-4000-8000-000000000001"); err != nil {
+			return err
+		}
+		if _, err := s.until(func(m map[string]any) bool { return m["type"] == "stream_event" }); err != nil {
+			return err
+		}
+		for _, id := range []string{"00000000-0000-4000-8000-000000000002", "00000000-0000-4000-8000-000000000003"} {
+			if err := s.pause(time.Second); err != nil {
+				return err
+			}
+			if err := s.sendUserUUID("STEERED "+id[len(id)-1:], id); err != nil {
+				return err
+			}
+		}
+		// Both messages, queued while the answer streamed, get one turn
+		// of their own (both CLIs): two results in all.
+		for range 2 {
+			if _, err := s.until(isResult); err != nil {
+				return err
+			}
+		}
+		return nil
+	}},
 	{name: "steer_answer", opts: claudeagent.Options{IncludePartialMessages: true},
 		run: func(s *session) error { return s.steer("SLOW6", "STEERED also say hi", 1, true) }},
 }
