@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/agenttools"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -81,32 +82,6 @@ func TestArgumentErrors(t *testing.T) {
 	}
 }
 
-// TestAgentToolArgumentErrors: an agent tool's arguments are checked alike
-// (its handler decodes them itself: the SDK checks nothing for it).
-func TestAgentToolArgumentErrors(t *testing.T) {
-	e := newAgentEnv(t)
-	writeAgent(t, e.project, "reviewer.md", "You review.", "name: reviewer", "description: Reviews code")
-	e.serve(t, "2025-11-25", sessions.Config{}, 0)
-	for _, c := range []struct {
-		args map[string]any
-		want string
-	}{
-		{map[string]any{"prompt": nil}, `prompt: expected a string, got null`},
-		{map[string]any{}, `missing parameter "prompt": reviewer needs it (a string)`},
-		{map[string]any{"prompt": "x", "efort": "low"}, `unknown parameter "efort" for reviewer (did you mean "effort"?)`},
-		{map[string]any{"prompt": "x", "tools": "Read"}, `tools: expected an array of strings, got the string "Read" (put it in a list: ["Read"])`},
-		{map[string]any{"prompt": "x", "waitSeconds": "5"}, `waitSeconds: expected a whole number, got the string "5"`},
-	} {
-		res, _ := e.call(t, "reviewer", c.args, nil)
-		if got := resText(res); !res.IsError || got != c.want {
-			t.Errorf("reviewer %v:\n got %s (isError %v)\nwant %s", c.args, got, res.IsError, c.want)
-		}
-	}
-	if n := len(e.starts(t)); n != 0 {
-		t.Errorf("refused calls started %d CLI(s)", n)
-	}
-}
-
 // TestArgCheckKnowsEverySchemaKeyword: checkArgs understands every keyword
 // of every input schema, so that nothing is left to the SDK's validation
 // and its errors (a "minimum" or "pattern" added to a schema must be
@@ -131,7 +106,7 @@ func TestArgCheckKnowsEverySchemaKeyword(t *testing.T) {
 		walk(where+"[]", m["items"])
 		walk(where+"{}", m["additionalProperties"])
 	}
-	schemas := map[string]*jsonschema.Schema{"agent tools": agentInput}
+	schemas := map[string]*jsonschema.Schema{"agent tools": agenttools.InputSchema()}
 	for _, tool := range Tools() {
 		schemas[tool.Name] = tool.InputSchema.(*jsonschema.Schema)
 	}

@@ -128,23 +128,29 @@ func newTool[In, Out any](def *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) tool {
 // input requests, and the JSON as the text when the handler set none.
 func encodedOnce[In, Out any](h mcp.ToolHandlerFor[In, Out]) mcp.ToolHandlerFor[In, any] {
 	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
-		res, out, err := h(ctx, req, in)
-		if err != nil || (res != nil && res.InputRequests != nil) {
-			return res, nil, err
-		}
-		data, err := json.Marshal(out)
-		if err != nil {
-			return nil, nil, fmt.Errorf("encoding the result: %w", err)
-		}
-		if res == nil {
-			res = &mcp.CallToolResult{}
-		}
-		res.StructuredContent = json.RawMessage(data)
-		if res.Content == nil {
-			res.Content = []mcp.Content{&mcp.TextContent{Text: string(data)}}
-		}
-		return res, nil, nil
+		res, err := encoded(h(ctx, req, in))
+		return res, nil, err
 	}
+}
+
+// encoded is a handler's result with its output encoded once (see
+// encodedOnce), for the typed tools and the agent tools alike.
+func encoded[Out any](res *mcp.CallToolResult, out Out, err error) (*mcp.CallToolResult, error) {
+	if err != nil || (res != nil && res.InputRequests != nil) {
+		return res, err
+	}
+	data, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the result: %w", err)
+	}
+	if res == nil {
+		res = &mcp.CallToolResult{}
+	}
+	res.StructuredContent = json.RawMessage(data)
+	if res.Content == nil {
+		res.Content = []mcp.Content{&mcp.TextContent{Text: string(data)}}
+	}
+	return res, nil
 }
 
 // Tools returns the tool definitions, for documentation and tests.

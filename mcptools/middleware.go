@@ -12,6 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/agenttools"
 )
 
 // The server's middleware, and what it decides for a tools/call: whose
@@ -196,10 +198,10 @@ func (h *handlers) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 // may be answered with one.
 func (h *handlers) callTool(ctx context.Context, req *mcp.CallToolRequest, next mcp.MethodHandler) (mcp.Result, error) {
 	name := req.Params.Name
-	agent := h.agents.has(name)
+	agent := h.agents.Has(name)
 	input := h.inputs[name]
 	if agent {
-		input = agentInput
+		input = agenttools.InputSchema()
 	}
 	if input != nil {
 		if _, ok := h.toolAction(name); !ok {

@@ -22,6 +22,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/debuglog"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/agenttools"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
@@ -69,8 +70,9 @@ type Options struct {
 	// HeartbeatInterval is how often a running query sends a progress
 	// heartbeat when the call has a progress token; default 15 s.
 	HeartbeatInterval time.Duration
-	// Agents, when set, serves agent definitions as tools (agents.go).
-	Agents *Agents
+	// Agents, when set, serves agent definitions as tools
+	// (mcptools/agenttools).
+	Agents *agenttools.Agents
 	// Dashboard, when set, is the dashboard of the sessions (--ui): it
 	// follows every run, may answer permission questions, and its link is
 	// claude_session_list's dashboardUrl.
@@ -108,8 +110,8 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 		for _, t := range Tools() {
 			builtin = append(builtin, t.Name)
 		}
-		if opts.Agents.start(builtin) {
-			instr += agentInstructions
+		if opts.Agents.Start(builtin) {
+			instr += agenttools.Instructions
 		}
 	}
 	if opts.Dashboard != nil {
@@ -130,12 +132,12 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 	h.attachDashboard(opts.Dashboard)
 	if h.agents = opts.Agents; h.agents != nil {
 		h.dynamicAction = func(name string) (string, bool) {
-			if h.agents.has(name) {
+			if h.agents.Has(name) {
 				return actionRun, true // an agent tool runs a session
 			}
 			return "", false
 		}
-		h.agents.attach(srv, h)
+		h.agents.Attach(srv, agentCore{h})
 	}
 	srv.AddReceivingMiddleware(h.middleware)
 	if !opts.NoTasks {
@@ -188,7 +190,7 @@ type handlers struct {
 	bursts   bursts            // the fan-out rule (middleware.go)
 	// dynamicAction classifies tools added after NewServer (actions.go).
 	dynamicAction func(name string) (string, bool)
-	agents        *Agents // the agent tools, or nil
+	agents        *agenttools.Agents // the agent tools, or nil
 	dash          *dashboard.Dashboard
 
 	tapsMu sync.Mutex
