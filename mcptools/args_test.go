@@ -82,7 +82,7 @@ func TestArgumentErrors(t *testing.T) {
 	}
 }
 
-// TestArgCheckKnowsEverySchemaKeyword: checkArgs understands every keyword
+// TestArgCheckKnowsEverySchemaKeyword: toolargs.Check understands every keyword
 // of every input schema, so that nothing is left to the SDK's validation
 // and its errors (a "minimum" or "pattern" added to a schema must be
 // checked there first).
@@ -97,7 +97,7 @@ func TestArgCheckKnowsEverySchemaKeyword(t *testing.T) {
 		}
 		for _, k := range slices.Sorted(maps.Keys(m)) {
 			if !slices.Contains(known, k) {
-				t.Errorf("%s has %q, which checkArgs does not check", where, k)
+				t.Errorf("%s has %q, which toolargs.Check does not check", where, k)
 			}
 		}
 		for name, p := range mapOf(m["properties"]) {

@@ -144,7 +144,7 @@ func TestAuditCancelledAndRedacted(t *testing.T) {
 		{"claude_direct_query", map[string]any{"prompt": map[string]any{"text": secret}}},            // an object where a string goes
 		{"claude_direct_query", map[string]any{"prompt": secret, "mcpServers": "secret plan again"}}, // a string where an object goes
 		{"claude_direct_query", map[string]any{"prompt": secret, "permissionMode": secret}},
-		{"claude_direct_query", map[string]any{"prompt": secret, "tools": long, "maxTurns": long}}, // quoted by checkArgs, cut
+		{"claude_direct_query", map[string]any{"prompt": secret, "tools": long, "maxTurns": long}}, // quoted by toolargs.Check, cut
 		{"claude_direct_query", map[string]any{"prompt": secret, "maxTurns": `a secret\ "quote`}},
 		{"claude_session_create", map[string]any{"permissionMode": long, "effort": "secret"}}, // an enumeration's value
 	} {

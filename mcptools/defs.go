@@ -1,6 +1,7 @@
 package mcptools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -95,13 +96,13 @@ func (h *handlers) tools() []tool {
 type tool struct {
 	def   *mcp.Tool
 	add   func(*mcp.Server)
-	input *jsonschema.Schema // def.InputSchema: checkArgs checks every call against it
+	input *jsonschema.Schema // def.InputSchema: toolargs.Check checks every call against it
 }
 
 func newTool[In, Out any](def *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) tool {
 	in := mustSchema[In]()
 	lean(in)
-	in.AdditionalProperties = nil // unknown arguments are refused by checkArgs
+	in.AdditionalProperties = nil // unknown arguments are refused by toolargs.Check
 	for name, prop := range in.Properties {
 		if patch := inputProperties[name]; patch != nil {
 			patch(prop)
@@ -189,7 +190,7 @@ func typesOnly(s *jsonschema.Schema) {
 
 // lean drops what a property's name already says: nullability of lists,
 // and additionalProperties:false (the server refuses unknown arguments
-// itself; see checkArgs).
+// itself; see toolargs.Check).
 func lean(s *jsonschema.Schema) {
 	if s == nil {
 		return
@@ -285,3 +286,21 @@ func mustSchema[T any]() *jsonschema.Schema {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// legacyForm refuses the forms worktree and settings took before each had
+// one type, saying the form they take now (a toolargs.Legacy).
+func legacyForm(name string, raw json.RawMessage) error {
+	raw = bytes.TrimSpace(raw)
+	switch name {
+	case "worktree":
+		if w := string(raw); w == "true" || w == "false" {
+			return fmt.Errorf("worktree %s: worktree is a string: a name, or %q for one the server picks (leave it out for none)", w, sessions.WorktreeAuto)
+		}
+	case "settings":
+		var path string
+		if bytes.HasPrefix(raw, []byte(`"`)) && json.Unmarshal(raw, &path) == nil {
+			return fmt.Errorf("settings %q: settings is an object; pass the path of a settings file as settingsFile", path)
+		}
+	}
+	return nil
+}

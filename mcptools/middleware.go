@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/agenttools"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/toolargs"
 )
 
 // The server's middleware, and what it decides for a tools/call: whose
@@ -194,7 +195,7 @@ func (h *handlers) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 // callTool runs a tools/call: arguments that do not fit the tool's input
-// schema are refused (checkArgs); a query from a client that takes tasks
+// schema are refused (toolargs.Check); a query from a client that takes tasks
 // may be answered with one.
 func (h *handlers) callTool(ctx context.Context, req *mcp.CallToolRequest, next mcp.MethodHandler) (mcp.Result, error) {
 	name := req.Params.Name
@@ -207,7 +208,7 @@ func (h *handlers) callTool(ctx context.Context, req *mcp.CallToolRequest, next 
 		if _, ok := h.toolAction(name); !ok {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: unclassifiedTool(name).Error()}}, IsError: true}, nil
 		}
-		if err := checkArgs(input, name, req.Params.Arguments); err != nil {
+		if err := toolargs.Check(input, name, req.Params.Arguments, legacyForm); err != nil {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}, IsError: true}, nil
 		}
 	}

@@ -184,7 +184,7 @@ type handlers struct {
 
 	stateKey []byte // signs RequestState of input-required results
 	tasks    *taskStore
-	inputs   map[string]*jsonschema.Schema // input schemas, by tool (checkArgs)
+	inputs   map[string]*jsonschema.Schema // input schemas, by tool (toolargs.Check)
 	audit    *audit.Log
 	actions  map[string]string // the tools' classes (toolActions; tests change it)
 	bursts   bursts            // the fan-out rule (middleware.go)

@@ -144,7 +144,7 @@ func (a *Log) Finish(e Entry, args json.RawMessage, start time.Time) {
 
 // Argument-decoding errors quote the values they could not take: the SDK's
 // schema validation ("type: map[text:…] has type"), encoding/json's
-// ("cannot unmarshal \"…\" into") and checkArgs' (`got the string "…"`,
+// ("cannot unmarshal \"…\" into") and toolargs.Check's (`got the string "…"`,
 // `"…" is not one of`, `put it in a list: […]`, strings in Go's quotes).
 var (
 	quotedValueRE  = regexp.MustCompile(`(type: ).*?( has type)`)
