@@ -44,6 +44,7 @@ var argCases = []struct {
 	{"claude_chat_query", map[string]any{"sessionId": "x", "prompt": "hi", "images": []any{map[string]any{"pth": "/a.png"}}},
 		`images[0]: unknown field "pth" (did you mean "path"?)`},
 	{"claude_chat_query", map[string]any{"sessionId": "x", "prompt": "hi", "images": []any{map[string]any{"path": 1}}}, `images[0].path: expected a string, got the number 1`},
+	{"claude_chat_query", map[string]any{"sessionId": "x", "prompt": "hi", "onUsageLimit": "later"}, `onUsageLimit: "later" is not one of wait, fail`},
 	{"claude_chat_interrupt", map[string]any{"sessionId": 3}, `sessionId: expected a string, got the number 3`},
 	{"claude_chat_model", map[string]any{"sessionId": "x", "modle": "opus"},
 		`unknown parameter "modle" for claude_chat_model (did you mean "model"?); missing parameter "model": claude_chat_model needs it (a string)`},
@@ -52,6 +53,9 @@ var argCases = []struct {
 	{"claude_direct_query", map[string]any{"prompt": "hi", "maxTurns": "3"}, `maxTurns: expected a whole number, got the string "3"`},
 	{"claude_direct_query", map[string]any{"prompt": "hi", "maxTurns": strings.Repeat("é", 25), "tools": strings.Repeat("x", 41)},
 		`maxTurns: expected a whole number, got a string of 50 bytes; tools: expected an array of strings, got a string of 41 bytes (put it in a list)`},
+	// claude_direct_query's schema lists no enumerations, but its calls are
+	// checked with them: refused before the handler, no session opened.
+	{"claude_direct_query", map[string]any{"prompt": "hi", "onUsageLimit": "wiat"}, `onUsageLimit: "wiat" is not one of wait, fail (did you mean "wait"?)`},
 	{"claude_direct_query", map[string]any{"prompt": "hi", "permisionMode": "plan"}, `unknown parameter "permisionMode" for claude_direct_query (did you mean "permissionMode"?)`},
 	{"claude_session_list", map[string]any{"sessionId": false}, `sessionId: expected a string, got false`},
 	{"claude_session_list", []any{1}, `the arguments of claude_session_list must be an object of its parameters, got an array`},

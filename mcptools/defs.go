@@ -96,7 +96,8 @@ func (h *handlers) tools() []tool {
 type tool struct {
 	def   *mcp.Tool
 	add   func(*mcp.Server)
-	input *jsonschema.Schema // def.InputSchema: toolargs.Check checks every call against it
+	input *jsonschema.Schema // toolargs.Check checks every call against it: def.InputSchema, or claude_direct_query's with its enumerations
+
 }
 
 func newTool[In, Out any](def *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) tool {
@@ -108,14 +109,16 @@ func newTool[In, Out any](def *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) tool {
 			patch(prop)
 		}
 	}
+	check := in
 	if _, ok := any(*new(In)).(DirectInput); ok {
-		in = directSchema(in)
+		in.Required = []string{"prompt"}
+		check, in = in, directSchema(in.CloneSchemas())
 	}
 	def.InputSchema = in
 	out := mustSchema[Out]()
 	shape(out, outputKeys[reflect.TypeFor[Out]()])
 	def.OutputSchema = out
-	return tool{def: def, add: func(s *mcp.Server) { mcp.AddTool(s, def, encodedOnce(h)) }, input: in}
+	return tool{def: def, add: func(s *mcp.Server) { mcp.AddTool(s, def, encodedOnce(h)) }, input: check}
 }
 
 // encodedOnce is h with its output encoded once, by the handler: the SDK,
@@ -168,6 +171,9 @@ func Tools() []*mcp.Tool {
 // types, but with their types alone: the descriptions and enumerations are
 // said once, in those two tools (its description points there), so that
 // listing every option costs a host session's context as little as it can.
+// Its calls are checked against the schema with the enumerations (an
+// onUsageLimit, a permissionMode is refused before the handler, as in
+// those tools).
 func directSchema(s *jsonschema.Schema) *jsonschema.Schema {
 	typesOnly(s)
 	s.Required = []string{"prompt"}

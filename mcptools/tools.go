@@ -302,9 +302,6 @@ func (h *handlers) query(ctx context.Context, req *mcp.CallToolRequest, in Query
 	if err := agentOnly(s, "claude_chat_query"); err != nil {
 		return nil, QueryOutput{}, err
 	}
-	if err := sessions.ValidateOnLimit(in.OnUsageLimit); err != nil {
-		return nil, QueryOutput{}, err
-	}
 	images, err := s.LoadImages(in.Images)
 	if err != nil {
 		return nil, QueryOutput{}, err
@@ -332,9 +329,6 @@ func (h *handlers) direct(ctx context.Context, req *mcp.CallToolRequest, in Dire
 	}
 	if req.Params.RequestState != "" {
 		return h.retried(ctx, req, wait, true)
-	}
-	if err := sessions.ValidateOnLimit(in.OnUsageLimit); err != nil {
-		return nil, QueryOutput{}, err
 	}
 	opts := in.CreateOptions
 	owned(ctx, &opts)
