@@ -94,10 +94,11 @@ func (h *handlers) tools() []tool {
 
 // tool is one registration; add binds the typed handler.
 type tool struct {
-	def   *mcp.Tool
-	add   func(*mcp.Server)
-	input *jsonschema.Schema // toolargs.Check checks every call against it: def.InputSchema, or claude_direct_query's with its enumerations
-
+	def *mcp.Tool
+	add func(*mcp.Server)
+	// input is what toolargs.Check checks every call against:
+	// def.InputSchema, or claude_direct_query's with its enumerations.
+	input *jsonschema.Schema
 }
 
 func newTool[In, Out any](def *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) tool {

@@ -1,6 +1,21 @@
-// Package mcptools exposes Claude Code sessions as MCP tools: schemas and
-// descriptions, handlers, the mapping of a turn's events to progress and
-// logging notifications, and of errors to MCP results.
+// Package mcptools is the tool core: it exposes Claude Code sessions as MCP
+// tools. It owns the built-in tools' definitions, schemas and policy
+// classes, their handlers and the mapping of sessions errors to MCP
+// results, the views of a query's run (the waiting call, claude_chat_wait,
+// input-required results, MCP tasks, the run's tap), permission questions
+// as elicitation, the caller's user, and the server's middleware (argument
+// checks, the audit of calls, tasks).
+//
+// Its other parts are packages it imports and that never import it:
+// agenttools (agent files as tools, reaching the core through
+// agenttools.Core), toolargs (arguments against a JSON schema), notify (a
+// call's notifications), audit (the audit log) and dashboard (reaching the
+// core through dashboard.Core); the transports, stdio and httpserve, serve
+// the *mcp.Server NewServer returns. It must not know what is inside
+// sessions beyond its facade (Manager, Session, Run and their types): not
+// the policy's classes (the sessions' gate decides options), the
+// registry's format, the live processes; nor the transports' framing or
+// the dashboard's pages.
 package mcptools
 
 import (

@@ -58,7 +58,7 @@ func newAgentEnv(t *testing.T) *agentEnv {
 }
 
 // serve starts the server, with every source and at most max agents (0:
-// DefaultMaxAgentTools), its client recording tools/list_changed.
+// DefaultMaxTools), its client recording tools/list_changed.
 func (e *agentEnv) serve(t *testing.T, protocol string, scfg sessions.Config, max int) {
 	t.Helper()
 	if max == 0 {
