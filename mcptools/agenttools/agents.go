@@ -234,7 +234,7 @@ func InputSchema() *jsonschema.Schema { return agentInput }
 // agentInputSchema is the input schema of every agent tool: as lean as it
 // gets (427 bytes), since the description has what is left of
 // MaxToolBytes; what the parameters mean is said once, in the
-// server's instructions (agentInstructions). The values the overrides take
+// server's instructions (Instructions). The values the overrides take
 // are checked by the handler, which says why a value is refused (an enum
 // would only say that it is not listed).
 func agentInputSchema() *jsonschema.Schema {
