@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/agenttools"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -43,6 +44,7 @@ var argCases = []struct {
 	{"claude_chat_query", map[string]any{"sessionId": "x", "prompt": "hi", "images": []any{map[string]any{"pth": "/a.png"}}},
 		`images[0]: unknown field "pth" (did you mean "path"?)`},
 	{"claude_chat_query", map[string]any{"sessionId": "x", "prompt": "hi", "images": []any{map[string]any{"path": 1}}}, `images[0].path: expected a string, got the number 1`},
+	{"claude_chat_query", map[string]any{"sessionId": "x", "prompt": "hi", "onUsageLimit": "later"}, `onUsageLimit: "later" is not one of wait, fail`},
 	{"claude_chat_interrupt", map[string]any{"sessionId": 3}, `sessionId: expected a string, got the number 3`},
 	{"claude_chat_model", map[string]any{"sessionId": "x", "modle": "opus"},
 		`unknown parameter "modle" for claude_chat_model (did you mean "model"?); missing parameter "model": claude_chat_model needs it (a string)`},
@@ -51,6 +53,9 @@ var argCases = []struct {
 	{"claude_direct_query", map[string]any{"prompt": "hi", "maxTurns": "3"}, `maxTurns: expected a whole number, got the string "3"`},
 	{"claude_direct_query", map[string]any{"prompt": "hi", "maxTurns": strings.Repeat("é", 25), "tools": strings.Repeat("x", 41)},
 		`maxTurns: expected a whole number, got a string of 50 bytes; tools: expected an array of strings, got a string of 41 bytes (put it in a list)`},
+	// claude_direct_query's schema lists no enumerations, but its calls are
+	// checked with them: refused before the handler, no session opened.
+	{"claude_direct_query", map[string]any{"prompt": "hi", "onUsageLimit": "wiat"}, `onUsageLimit: "wiat" is not one of wait, fail (did you mean "wait"?)`},
 	{"claude_direct_query", map[string]any{"prompt": "hi", "permisionMode": "plan"}, `unknown parameter "permisionMode" for claude_direct_query (did you mean "permissionMode"?)`},
 	{"claude_session_list", map[string]any{"sessionId": false}, `sessionId: expected a string, got false`},
 	{"claude_session_list", []any{1}, `the arguments of claude_session_list must be an object of its parameters, got an array`},
@@ -81,33 +86,7 @@ func TestArgumentErrors(t *testing.T) {
 	}
 }
 
-// TestAgentToolArgumentErrors: an agent tool's arguments are checked alike
-// (its handler decodes them itself: the SDK checks nothing for it).
-func TestAgentToolArgumentErrors(t *testing.T) {
-	e := newAgentEnv(t)
-	writeAgent(t, e.project, "reviewer.md", "You review.", "name: reviewer", "description: Reviews code")
-	e.serve(t, "2025-11-25", sessions.Config{}, 0)
-	for _, c := range []struct {
-		args map[string]any
-		want string
-	}{
-		{map[string]any{"prompt": nil}, `prompt: expected a string, got null`},
-		{map[string]any{}, `missing parameter "prompt": reviewer needs it (a string)`},
-		{map[string]any{"prompt": "x", "efort": "low"}, `unknown parameter "efort" for reviewer (did you mean "effort"?)`},
-		{map[string]any{"prompt": "x", "tools": "Read"}, `tools: expected an array of strings, got the string "Read" (put it in a list: ["Read"])`},
-		{map[string]any{"prompt": "x", "waitSeconds": "5"}, `waitSeconds: expected a whole number, got the string "5"`},
-	} {
-		res, _ := e.call(t, "reviewer", c.args, nil)
-		if got := resText(res); !res.IsError || got != c.want {
-			t.Errorf("reviewer %v:\n got %s (isError %v)\nwant %s", c.args, got, res.IsError, c.want)
-		}
-	}
-	if n := len(e.starts(t)); n != 0 {
-		t.Errorf("refused calls started %d CLI(s)", n)
-	}
-}
-
-// TestArgCheckKnowsEverySchemaKeyword: checkArgs understands every keyword
+// TestArgCheckKnowsEverySchemaKeyword: toolargs.Check understands every keyword
 // of every input schema, so that nothing is left to the SDK's validation
 // and its errors (a "minimum" or "pattern" added to a schema must be
 // checked there first).
@@ -122,7 +101,7 @@ func TestArgCheckKnowsEverySchemaKeyword(t *testing.T) {
 		}
 		for _, k := range slices.Sorted(maps.Keys(m)) {
 			if !slices.Contains(known, k) {
-				t.Errorf("%s has %q, which checkArgs does not check", where, k)
+				t.Errorf("%s has %q, which toolargs.Check does not check", where, k)
 			}
 		}
 		for name, p := range mapOf(m["properties"]) {
@@ -131,7 +110,7 @@ func TestArgCheckKnowsEverySchemaKeyword(t *testing.T) {
 		walk(where+"[]", m["items"])
 		walk(where+"{}", m["additionalProperties"])
 	}
-	schemas := map[string]*jsonschema.Schema{"agent tools": agentInput}
+	schemas := map[string]*jsonschema.Schema{"agent tools": agenttools.InputSchema()}
 	for _, tool := range Tools() {
 		schemas[tool.Name] = tool.InputSchema.(*jsonschema.Schema)
 	}

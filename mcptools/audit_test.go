@@ -42,7 +42,7 @@ func auditLines(t testing.TB, log string) []audit.Entry {
 // the server goes on (defect: a typed-nil result panicked the server).
 func TestAuditUnknownTool(t *testing.T) {
 	var buf syncBuf
-	f := newFakeServer(t, "2025-11-25", sessions.Config{}, Options{Audit: audit.New(&buf, "audit.log", false, nil)})
+	f := newFakeServer(t, "2025-11-25", sessions.Config{}, Options{Audit: audit.New(&buf, "audit.log", audit.Options{})})
 	for _, name := range []string{"claude_nope", "", "claude_session_list\x00"} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		res, err := f.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
@@ -94,7 +94,7 @@ func TestAuditFailsClosed(t *testing.T) {
 	w := &failingWriter{}
 	var logs syncBuf
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	f := newFakeServer(t, "2025-11-25", sessions.Config{}, Options{Audit: audit.New(w, "/var/log/agents.audit", false, logger)})
+	f := newFakeServer(t, "2025-11-25", sessions.Config{}, Options{Audit: audit.New(w, "/var/log/agents.audit", audit.Options{Log: logger})})
 	w.set(true)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -122,7 +122,7 @@ func TestAuditFailsClosed(t *testing.T) {
 // cancelled; an error text that quotes the arguments keeps them out.
 func TestAuditCancelledAndRedacted(t *testing.T) {
 	var buf syncBuf
-	f := newFakeServer(t, "2025-11-25", sessions.Config{}, Options{Audit: audit.New(&buf, "audit.log", false, nil)})
+	f := newFakeServer(t, "2025-11-25", sessions.Config{}, Options{Audit: audit.New(&buf, "audit.log", audit.Options{})})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -144,7 +144,7 @@ func TestAuditCancelledAndRedacted(t *testing.T) {
 		{"claude_direct_query", map[string]any{"prompt": map[string]any{"text": secret}}},            // an object where a string goes
 		{"claude_direct_query", map[string]any{"prompt": secret, "mcpServers": "secret plan again"}}, // a string where an object goes
 		{"claude_direct_query", map[string]any{"prompt": secret, "permissionMode": secret}},
-		{"claude_direct_query", map[string]any{"prompt": secret, "tools": long, "maxTurns": long}}, // quoted by checkArgs, cut
+		{"claude_direct_query", map[string]any{"prompt": secret, "tools": long, "maxTurns": long}}, // quoted by toolargs.Check, cut
 		{"claude_direct_query", map[string]any{"prompt": secret, "maxTurns": `a secret\ "quote`}},
 		{"claude_session_create", map[string]any{"permissionMode": long, "effort": "secret"}}, // an enumeration's value
 	} {
@@ -173,7 +173,7 @@ func FuzzAuditedCalls(f *testing.F) {
 		f.Add(seed.name, seed.args)
 	}
 	var buf syncBuf
-	srv := NewServer(sessions.NewManager(sessions.Config{CLIPath: filepath.Join(f.TempDir(), "no-claude")}), Options{Version: "fuzz", Audit: audit.New(&buf, "audit.log", false, nil)})
+	srv := NewServer(sessions.NewManager(sessions.Config{CLIPath: filepath.Join(f.TempDir(), "no-claude")}), Options{Version: "fuzz", Audit: audit.New(&buf, "audit.log", audit.Options{})})
 	st, ct := mcp.NewInMemoryTransports()
 	ctx := context.Background()
 	ss, err := srv.Connect(ctx, st, nil)

@@ -1,6 +1,7 @@
 package mcptools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -93,28 +94,32 @@ func (h *handlers) tools() []tool {
 
 // tool is one registration; add binds the typed handler.
 type tool struct {
-	def   *mcp.Tool
-	add   func(*mcp.Server)
-	input *jsonschema.Schema // def.InputSchema: checkArgs checks every call against it
+	def *mcp.Tool
+	add func(*mcp.Server)
+	// input is what toolargs.Check checks every call against:
+	// def.InputSchema, or claude_direct_query's with its enumerations.
+	input *jsonschema.Schema
 }
 
 func newTool[In, Out any](def *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) tool {
 	in := mustSchema[In]()
 	lean(in)
-	in.AdditionalProperties = nil // unknown arguments are refused by checkArgs
+	in.AdditionalProperties = nil // unknown arguments are refused by toolargs.Check
 	for name, prop := range in.Properties {
 		if patch := inputProperties[name]; patch != nil {
 			patch(prop)
 		}
 	}
+	check := in
 	if _, ok := any(*new(In)).(DirectInput); ok {
-		in = directSchema(in)
+		in.Required = []string{"prompt"}
+		check, in = in, directSchema(in.CloneSchemas())
 	}
 	def.InputSchema = in
 	out := mustSchema[Out]()
 	shape(out, outputKeys[reflect.TypeFor[Out]()])
 	def.OutputSchema = out
-	return tool{def: def, add: func(s *mcp.Server) { mcp.AddTool(s, def, encodedOnce(h)) }, input: in}
+	return tool{def: def, add: func(s *mcp.Server) { mcp.AddTool(s, def, encodedOnce(h)) }, input: check}
 }
 
 // encodedOnce is h with its output encoded once, by the handler: the SDK,
@@ -128,23 +133,29 @@ func newTool[In, Out any](def *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) tool {
 // input requests, and the JSON as the text when the handler set none.
 func encodedOnce[In, Out any](h mcp.ToolHandlerFor[In, Out]) mcp.ToolHandlerFor[In, any] {
 	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
-		res, out, err := h(ctx, req, in)
-		if err != nil || (res != nil && res.InputRequests != nil) {
-			return res, nil, err
-		}
-		data, err := json.Marshal(out)
-		if err != nil {
-			return nil, nil, fmt.Errorf("encoding the result: %w", err)
-		}
-		if res == nil {
-			res = &mcp.CallToolResult{}
-		}
-		res.StructuredContent = json.RawMessage(data)
-		if res.Content == nil {
-			res.Content = []mcp.Content{&mcp.TextContent{Text: string(data)}}
-		}
-		return res, nil, nil
+		res, err := encoded(h(ctx, req, in))
+		return res, nil, err
 	}
+}
+
+// encoded is a handler's result with its output encoded once (see
+// encodedOnce), for the typed tools and the agent tools alike.
+func encoded[Out any](res *mcp.CallToolResult, out Out, err error) (*mcp.CallToolResult, error) {
+	if err != nil || (res != nil && res.InputRequests != nil) {
+		return res, err
+	}
+	data, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the result: %w", err)
+	}
+	if res == nil {
+		res = &mcp.CallToolResult{}
+	}
+	res.StructuredContent = json.RawMessage(data)
+	if res.Content == nil {
+		res.Content = []mcp.Content{&mcp.TextContent{Text: string(data)}}
+	}
+	return res, nil
 }
 
 // Tools returns the tool definitions, for documentation and tests.
@@ -161,6 +172,9 @@ func Tools() []*mcp.Tool {
 // types, but with their types alone: the descriptions and enumerations are
 // said once, in those two tools (its description points there), so that
 // listing every option costs a host session's context as little as it can.
+// Its calls are checked against the schema with the enumerations (an
+// onUsageLimit, a permissionMode is refused before the handler, as in
+// those tools).
 func directSchema(s *jsonschema.Schema) *jsonschema.Schema {
 	typesOnly(s)
 	s.Required = []string{"prompt"}
@@ -183,7 +197,7 @@ func typesOnly(s *jsonschema.Schema) {
 
 // lean drops what a property's name already says: nullability of lists,
 // and additionalProperties:false (the server refuses unknown arguments
-// itself; see checkArgs).
+// itself; see toolargs.Check).
 func lean(s *jsonschema.Schema) {
 	if s == nil {
 		return
@@ -279,3 +293,21 @@ func mustSchema[T any]() *jsonschema.Schema {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// legacyForm refuses the forms worktree and settings took before each had
+// one type, saying the form they take now (a toolargs.Legacy).
+func legacyForm(name string, raw json.RawMessage) error {
+	raw = bytes.TrimSpace(raw)
+	switch name {
+	case "worktree":
+		if w := string(raw); w == "true" || w == "false" {
+			return fmt.Errorf("worktree %s: worktree is a string: a name, or %q for one the server picks (leave it out for none)", w, sessions.WorktreeAuto)
+		}
+	case "settings":
+		var path string
+		if bytes.HasPrefix(raw, []byte(`"`)) && json.Unmarshal(raw, &path) == nil {
+			return fmt.Errorf("settings %q: settings is an object; pass the path of a settings file as settingsFile", path)
+		}
+	}
+	return nil
+}

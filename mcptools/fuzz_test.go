@@ -15,7 +15,7 @@ import (
 
 // FuzzToolArguments sends arbitrary arguments to every tool. Each call must
 // be answered (a result or a JSON-RPC error), quickly, and the server must
-// keep serving; no argument gets past checkArgs to be refused by the SDK's
+// keep serving; no argument gets past toolargs.Check to be refused by the SDK's
 // own schema validation (whose errors name no parameter plainly). The CLI
 // path points nowhere, so no process is started.
 func FuzzToolArguments(f *testing.F) {
@@ -62,7 +62,7 @@ func FuzzToolArguments(f *testing.F) {
 			t.Fatalf("%s(%s): no result and no error", tool.Name, args)
 		}
 		if err == nil && res.IsError && strings.Contains(resText(res), `validating "arguments"`) {
-			t.Fatalf("%s(%s): refused by the SDK's validation, not checkArgs: %s", tool.Name, args, resText(res))
+			t.Fatalf("%s(%s): refused by the SDK's validation, not toolargs.Check: %s", tool.Name, args, resText(res))
 		}
 	})
 }

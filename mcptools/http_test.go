@@ -54,7 +54,7 @@ func newHTTPServerWith(t *testing.T, cfg sessions.Config, opts Options, ho https
 	mgr := sessions.NewManager(cfg)
 	t.Cleanup(mgr.Shutdown)
 	auditBuf := &syncBuf{}
-	opts.Audit = audit.New(auditBuf, "audit.log", false, nil)
+	opts.Audit = audit.New(auditBuf, "audit.log", audit.Options{})
 	srv := NewServer(mgr, opts)
 	file := filepath.Join(t.TempDir(), "tokens")
 	tokenfile.Write(t, file, "alice", "bob")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/notify"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -70,7 +71,7 @@ func (h *handlers) retried(ctx context.Context, req *mcp.CallToolRequest, wait t
 		return nil, QueryOutput{}, fmt.Errorf("the query of session %s that asked for permission is no longer running, and its result was returned", s.ID)
 	}
 	answer(r, parts[2], req.Params.InputResponses[parts[2]])
-	return h.await(ctx, req, h.newNotifier(ctx, req, s.ID, r.Thinking()), r, wait, interruptOnCancel)
+	return h.await(ctx, req, h.notifier(ctx, req, s.ID, notify.Options{Thinking: r.Thinking()}), r, wait, interruptOnCancel)
 }
 
 // answer delivers a client's answer to question qid of r; an answer to a

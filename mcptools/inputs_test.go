@@ -3,7 +3,6 @@ package mcptools
 import (
 	"context"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -52,38 +51,6 @@ func TestPromptLimit(t *testing.T) {
 	}
 	if res, out := f.call(t, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "hi"}, nil); res.IsError || out["status"] != "completed" {
 		t.Errorf("a prompt within the limit: %s", resText(res))
-	}
-}
-
-// TestOptionTooLongForOneArgument: an option longer than the CLI takes in
-// one argument is refused when the session is created, naming the option
-// and the limit, for a create, a one-shot query and an agent tool (whose
-// prompt goes in --agents); no CLI starts (issue 27: it failed at the
-// process's start with "argument list too long").
-func TestOptionTooLongForOneArgument(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("the limit of one argument is Linux's (sessions/options tests the others')")
-	}
-	e := newAgentEnv(t)
-	writeAgent(t, e.project, "wordy.md", strings.Repeat("Be thorough. ", 12000), "name: wordy", "description: A long prompt")
-	e.serve(t, "2025-11-25", sessions.Config{}, 0)
-	long := strings.Repeat("x", 200000)
-	for _, c := range []struct {
-		tool string
-		args map[string]any
-		want string
-	}{
-		{"claude_session_create", map[string]any{"cwd": t.TempDir(), "systemPrompt": long}, "systemPrompt is 200000 bytes; the claude CLI takes at most 131071 bytes in one argument"},
-		{"claude_direct_query", map[string]any{"cwd": t.TempDir(), "prompt": "hi", "jsonSchema": map[string]any{"type": "object", "description": long}}, "jsonSchema is 200034 bytes; the claude CLI takes at most 131071 bytes in one argument"},
-		{"wordy", map[string]any{"cwd": t.TempDir(), "prompt": "hi"}, "the claude CLI takes at most 131071 bytes in one argument, 131062 of them for --agents's value: shorten the agents' prompts (an agent tool's: its agent file's)"},
-	} {
-		res, _ := e.call(t, c.tool, c.args, nil)
-		if !res.IsError || !strings.Contains(resText(res), c.want) {
-			t.Errorf("%s: %s, want %q", c.tool, resText(res), c.want)
-		}
-	}
-	if n := len(e.starts(t)); n != 0 {
-		t.Errorf("%d CLI start(s), want none", n)
 	}
 }
 

@@ -12,6 +12,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/agenttools"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/toolargs"
 )
 
 // The server's middleware, and what it decides for a tools/call: whose
@@ -192,20 +195,20 @@ func (h *handlers) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 // callTool runs a tools/call: arguments that do not fit the tool's input
-// schema are refused (checkArgs); a query from a client that takes tasks
+// schema are refused (toolargs.Check); a query from a client that takes tasks
 // may be answered with one.
 func (h *handlers) callTool(ctx context.Context, req *mcp.CallToolRequest, next mcp.MethodHandler) (mcp.Result, error) {
 	name := req.Params.Name
-	agent := h.agents.has(name)
+	agent := h.agents.Has(name)
 	input := h.inputs[name]
 	if agent {
-		input = agentInput
+		input = agenttools.InputSchema()
 	}
 	if input != nil {
 		if _, ok := h.toolAction(name); !ok {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: unclassifiedTool(name).Error()}}, IsError: true}, nil
 		}
-		if err := checkArgs(input, name, req.Params.Arguments); err != nil {
+		if err := toolargs.Check(input, name, req.Params.Arguments, legacyForm); err != nil {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}, IsError: true}, nil
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/notify"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -20,7 +21,7 @@ import (
 func (h *handlers) launch(ctx context.Context, req *mcp.CallToolRequest, s *sessions.Session, prompt string,
 	ro sessions.RunOptions, wait time.Duration) (*mcp.CallToolResult, QueryOutput, error) {
 	callStart := time.Now()
-	n := h.newNotifier(ctx, req, s.ID, ro.IncludeThinking)
+	n := h.notifier(ctx, req, s.ID, notify.Options{Thinking: ro.IncludeThinking})
 	t := h.newTap(s, n)
 	ro.Listener = t
 	if slot := taskSlotFrom(ctx); slot != nil {
@@ -41,7 +42,7 @@ func (h *handlers) launch(ctx context.Context, req *mcp.CallToolRequest, s *sess
 	}
 	r, err := s.StartRun(ctx, prompt, ro)
 	if err != nil {
-		n.close()
+		n.Close()
 		if t.feed != nil {
 			t.feed.Abandon()
 		}
@@ -59,9 +60,9 @@ func (h *handlers) launch(ctx context.Context, req *mcp.CallToolRequest, s *sess
 // interrupts the turn when interruptOnCancel is set. On the modern protocol
 // a permission question ends the call with an input-required result (see
 // inputrequired.go).
-func (h *handlers) await(ctx context.Context, req *mcp.CallToolRequest, n *notifier, r *sessions.Run, wait time.Duration, interruptOnCancel bool) (*mcp.CallToolResult, QueryOutput, error) {
-	n.seed(h.attach(r, n))
-	defer n.close()
+func (h *handlers) await(ctx context.Context, req *mcp.CallToolRequest, n *notify.Notifier, r *sessions.Run, wait time.Duration, interruptOnCancel bool) (*mcp.CallToolResult, QueryOutput, error) {
+	n.Seed(h.attach(r, n))
+	defer n.Close()
 	defer h.detach(r, n)
 	slot := taskSlotFrom(ctx)
 	if slot != nil {
@@ -79,7 +80,7 @@ func (h *handlers) await(ctx context.Context, req *mcp.CallToolRequest, n *notif
 			return h.inputRequired(r, q), QueryOutput{}, nil
 		}
 	}
-	stop := n.heartbeat(h.opts.HeartbeatInterval, r.Started())
+	stop := n.Heartbeat(h.opts.HeartbeatInterval, r.Started())
 	var timeout <-chan time.Time
 	if wait > 0 {
 		t := time.NewTimer(wait)
@@ -107,7 +108,7 @@ func (h *handlers) await(ctx context.Context, req *mcp.CallToolRequest, n *notif
 		if res, err, ok := r.Collect(); ok {
 			// The completion notice goes out before the result, also to a
 			// call that attached after the turn had ended.
-			if !n.sawDone() && err == nil {
+			if !n.SawDone() && err == nil {
 				n.OnEvent(sessions.Event{Kind: sessions.EventDone, IsError: res.IsError, Text: res.ErrorText})
 			}
 			return h.finalResult(r.Session(), res, err)
@@ -205,7 +206,7 @@ func (h *handlers) wait(ctx context.Context, req *mcp.CallToolRequest, in WaitIn
 	if owner := r.Owner(); owner != "" {
 		return nil, QueryOutput{}, fmt.Errorf("the query of session %s runs as %s: its result comes with tasks/get, not claude_chat_wait", s.ID, owner)
 	}
-	return h.await(ctx, req, h.newNotifier(ctx, req, s.ID, r.Thinking()), r, wait, false)
+	return h.await(ctx, req, h.notifier(ctx, req, s.ID, notify.Options{Thinking: r.Thinking()}), r, wait, false)
 }
 
 func (h *handlers) waitDuration(seconds int) (time.Duration, error) {
@@ -217,6 +218,14 @@ func (h *handlers) waitDuration(seconds int) (time.Duration, error) {
 		return time.Duration(seconds) * time.Second, nil
 	}
 	return h.opts.DefaultWait, nil
+}
+
+// notifier is the notify.Notifier of a call waiting on a run in session
+// sessionID, with the server's cap on a block's text (--max-result-chars)
+// and log.
+func (h *handlers) notifier(ctx context.Context, req *mcp.CallToolRequest, sessionID string, opts notify.Options) *notify.Notifier {
+	opts.TextCap, opts.Log = h.opts.MaxResultChars, h.log
+	return notify.New(ctx, req, sessionID, opts)
 }
 
 // maxWaitSeconds is the largest waitSeconds honoured (a day); larger

@@ -1,6 +1,21 @@
-// Package mcptools exposes Claude Code sessions as MCP tools: schemas and
-// descriptions, handlers, the mapping of a turn's events to progress and
-// logging notifications, and of errors to MCP results.
+// Package mcptools is the tool core: it exposes Claude Code sessions as MCP
+// tools. It owns the built-in tools' definitions, schemas and policy
+// classes, their handlers and the mapping of sessions errors to MCP
+// results, the views of a query's run (the waiting call, claude_chat_wait,
+// input-required results, MCP tasks, the run's tap), permission questions
+// as elicitation, the caller's user, and the server's middleware (argument
+// checks, the audit of calls, tasks).
+//
+// Its other parts are packages it imports and that never import it:
+// agenttools (agent files as tools, reaching the core through
+// agenttools.Core), toolargs (arguments against a JSON schema), notify (a
+// call's notifications), audit (the audit log) and dashboard (reaching the
+// core through dashboard.Core); the transports, stdio and httpserve, serve
+// the *mcp.Server NewServer returns. It must not know what is inside
+// sessions beyond its facade (Manager, Session, Run and their types): not
+// the policy's classes (the sessions' gate decides options), the
+// registry's format, the live processes; nor the transports' framing or
+// the dashboard's pages.
 package mcptools
 
 import (
@@ -22,6 +37,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/debuglog"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/agenttools"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
@@ -69,8 +85,9 @@ type Options struct {
 	// HeartbeatInterval is how often a running query sends a progress
 	// heartbeat when the call has a progress token; default 15 s.
 	HeartbeatInterval time.Duration
-	// Agents, when set, serves agent definitions as tools (agents.go).
-	Agents *Agents
+	// Agents, when set, serves agent definitions as tools
+	// (mcptools/agenttools).
+	Agents *agenttools.Agents
 	// Dashboard, when set, is the dashboard of the sessions (--ui): it
 	// follows every run, may answer permission questions, and its link is
 	// claude_session_list's dashboardUrl.
@@ -108,8 +125,8 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 		for _, t := range Tools() {
 			builtin = append(builtin, t.Name)
 		}
-		if opts.Agents.start(builtin) {
-			instr += agentInstructions
+		if opts.Agents.Start(builtin) {
+			instr += agenttools.Instructions
 		}
 	}
 	if opts.Dashboard != nil {
@@ -130,12 +147,12 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 	h.attachDashboard(opts.Dashboard)
 	if h.agents = opts.Agents; h.agents != nil {
 		h.dynamicAction = func(name string) (string, bool) {
-			if h.agents.has(name) {
+			if h.agents.Has(name) {
 				return actionRun, true // an agent tool runs a session
 			}
 			return "", false
 		}
-		h.agents.attach(srv, h)
+		h.agents.Attach(srv, agentCore{h})
 	}
 	srv.AddReceivingMiddleware(h.middleware)
 	if !opts.NoTasks {
@@ -182,13 +199,13 @@ type handlers struct {
 
 	stateKey []byte // signs RequestState of input-required results
 	tasks    *taskStore
-	inputs   map[string]*jsonschema.Schema // input schemas, by tool (checkArgs)
+	inputs   map[string]*jsonschema.Schema // input schemas, by tool (toolargs.Check)
 	audit    *audit.Log
 	actions  map[string]string // the tools' classes (toolActions; tests change it)
 	bursts   bursts            // the fan-out rule (middleware.go)
 	// dynamicAction classifies tools added after NewServer (actions.go).
 	dynamicAction func(name string) (string, bool)
-	agents        *Agents // the agent tools, or nil
+	agents        *agenttools.Agents // the agent tools, or nil
 	dash          *dashboard.Dashboard
 
 	tapsMu sync.Mutex
@@ -300,9 +317,6 @@ func (h *handlers) query(ctx context.Context, req *mcp.CallToolRequest, in Query
 	if err := agentOnly(s, "claude_chat_query"); err != nil {
 		return nil, QueryOutput{}, err
 	}
-	if err := sessions.ValidateOnLimit(in.OnUsageLimit); err != nil {
-		return nil, QueryOutput{}, err
-	}
 	images, err := s.LoadImages(in.Images)
 	if err != nil {
 		return nil, QueryOutput{}, err
@@ -330,9 +344,6 @@ func (h *handlers) direct(ctx context.Context, req *mcp.CallToolRequest, in Dire
 	}
 	if req.Params.RequestState != "" {
 		return h.retried(ctx, req, wait, true)
-	}
-	if err := sessions.ValidateOnLimit(in.OnUsageLimit); err != nil {
-		return nil, QueryOutput{}, err
 	}
 	opts := in.CreateOptions
 	owned(ctx, &opts)

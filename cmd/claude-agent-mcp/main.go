@@ -176,7 +176,7 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 			return fmt.Errorf("opening --audit-log: %w", err)
 		}
 		defer f.Close()
-		opts.Audit = audit.New(f, c.auditLog, c.auditPrompts, logger)
+		opts.Audit = audit.New(f, c.auditLog, audit.Options{Prompts: c.auditPrompts, Log: logger})
 	}
 	opts.Agents = newAgents(st.agents, logger) // nil without agent sources
 	defer opts.Agents.Close()

@@ -55,16 +55,26 @@ type Log struct {
 	failing bool // the last write failed (logged once until one succeeds)
 }
 
+// Options configure New.
+type Options struct {
+	// Prompts writes prompts as text (--audit-prompts), not only their
+	// size and SHA-256.
+	Prompts bool
+	// Log gets the failures to write (once until a write succeeds).
+	Log *slog.Logger
+}
+
 // New returns an audit log writing to w (nil for none); name is what
-// errors call it (the file's path); with prompts, prompts appear as text.
-func New(w io.Writer, name string, prompts bool, log *slog.Logger) *Log {
+// errors call it (the file's path).
+func New(w io.Writer, name string, opts Options) *Log {
 	if w == nil {
 		return nil
 	}
+	log := opts.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Log{w: w, name: name, prompts: prompts, log: log}
+	return &Log{w: w, name: name, prompts: opts.Prompts, log: log}
 }
 
 // Write writes one entry; an error says the entry is not in the log (it
@@ -144,7 +154,7 @@ func (a *Log) Finish(e Entry, args json.RawMessage, start time.Time) {
 
 // Argument-decoding errors quote the values they could not take: the SDK's
 // schema validation ("type: map[text:…] has type"), encoding/json's
-// ("cannot unmarshal \"…\" into") and checkArgs' (`got the string "…"`,
+// ("cannot unmarshal \"…\" into") and toolargs.Check's (`got the string "…"`,
 // `"…" is not one of`, `put it in a list: […]`, strings in Go's quotes).
 var (
 	quotedValueRE  = regexp.MustCompile(`(type: ).*?( has type)`)

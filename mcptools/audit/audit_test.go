@@ -15,7 +15,7 @@ import (
 func TestStartedFinish(t *testing.T) {
 	for _, prompts := range []bool{false, true} {
 		var buf bytes.Buffer
-		a := New(&buf, "audit.log", prompts, nil)
+		a := New(&buf, "audit.log", Options{Prompts: prompts})
 		args := json.RawMessage(`{"sessionId":"s1","prompt":"the secret plan","systemPrompt":"hidden words"}`)
 		start := time.Now()
 		e, err := a.Started("alice", "claude_chat_query", args, start)
@@ -50,7 +50,7 @@ func (failing) Write([]byte) (int, error) { return 0, errors.New("disk full") }
 // TestFailsClosed: a line that cannot be written is an error naming the
 // log; a nil log audits nothing.
 func TestFailsClosed(t *testing.T) {
-	a := New(failing{}, "/var/log/x.audit", false, nil)
+	a := New(failing{}, "/var/log/x.audit", Options{})
 	if _, err := a.Started("u", "t", nil, time.Now()); err == nil || !strings.Contains(err.Error(), "--audit-log /var/log/x.audit") {
 		t.Errorf("a failed write = %v", err)
 	}
@@ -58,7 +58,7 @@ func TestFailsClosed(t *testing.T) {
 	if _, err := none.Started("u", "t", nil, time.Now()); err != nil {
 		t.Errorf("a nil log: %v", err)
 	}
-	if New(nil, "x", false, nil) != nil {
+	if New(nil, "x", Options{}) != nil {
 		t.Error("New(nil) is a log")
 	}
 }

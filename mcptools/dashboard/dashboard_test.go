@@ -53,7 +53,7 @@ func newDashEnv(t testing.TB, protocol string, elicit func(context.Context, *mcp
 	mgr := sessions.NewManager(sessions.Config{CLIPath: path, Env: env, PermissionTimeout: 20 * time.Second})
 	t.Cleanup(mgr.Shutdown)
 	auditBuf := &syncBuf{}
-	al := audit.New(auditBuf, "audit.log", false, nil)
+	al := audit.New(auditBuf, "audit.log", audit.Options{})
 	d := dashboard.New(mgr, dashboard.Options{Audit: al})
 	ts := httptest.NewServer(d)
 	t.Cleanup(ts.Close)

@@ -41,7 +41,7 @@ func newDashHTTP(t *testing.T, cfg sessions.Config) *dashHTTP {
 	mgr := sessions.NewManager(cfg)
 	t.Cleanup(mgr.Shutdown)
 	auditBuf := &syncBuf{}
-	al := audit.New(auditBuf, "audit.log", false, nil)
+	al := audit.New(auditBuf, "audit.log", audit.Options{})
 	d := dashboard.New(mgr, dashboard.Options{Admins: []string{"root"}, Audit: al})
 	srv := mcptools.NewServer(mgr, mcptools.Options{Dashboard: d, Audit: al})
 	file := filepath.Join(t.TempDir(), "tokens")

@@ -206,9 +206,8 @@ func (h *HTTPHandler) closeSessions(wg *sync.WaitGroup, ids map[string]bool) {
 	}
 }
 
-// track records an HTTP request or MCP call of user in progress.
-func (h *HTTPHandler) track(user string, cancel context.CancelCauseFunc, call bool) *inflight {
-	c := &inflight{cancel: cancel, call: call}
+// track records c, an HTTP request or MCP call of user in progress.
+func (h *HTTPHandler) track(user string, c *inflight) *inflight {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.live[user] == nil {
@@ -240,7 +239,7 @@ func (h *HTTPHandler) trackCalls(next mcp.MethodHandler) mcp.MethodHandler {
 		user := ex.TokenInfo.UserID
 		ctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
-		c := h.track(user, cancel, true)
+		c := h.track(user, &inflight{cancel: cancel, call: true})
 		defer h.untrack(user, c)
 		if !h.o.Tokens.Has(user) { // revoked since its request's token was checked
 			return nil, fmt.Errorf("refusing %s: %w", method, errRevoked)

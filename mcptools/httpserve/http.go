@@ -221,7 +221,7 @@ func (h *HTTPHandler) serveUser(w http.ResponseWriter, r *http.Request, user str
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	if h.o.Tokens != nil {
-		c := h.track(user, cancel, false)
+		c := h.track(user, &inflight{cancel: cancel})
 		defer h.untrack(user, c)
 		if !h.o.Tokens.Has(user) { // revoked since its token was checked
 			w.Header().Set("WWW-Authenticate", fmt.Sprintf("Bearer resource_metadata=%q", h.metaURL))

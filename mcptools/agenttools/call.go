@@ -1,4 +1,4 @@
-package mcptools
+package agenttools
 
 import (
 	"cmp"
@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -43,36 +44,50 @@ import (
 // whose files come with whatever repository the server runs in; options
 // the caller set never are.
 
-// agentHandler is an agent tool's handler. It decodes the arguments itself
+// Core is what an agent tool's call needs of the tool core (package
+// mcptools gives it to Attach): a query launched and waited for exactly as
+// claude_chat_query's, whose results and errors come as that tool's.
+type Core interface {
+	// QueryWait checks a query's prompt and waitSeconds as
+	// claude_chat_query's and returns how long the call waits.
+	QueryWait(prompt string, waitSeconds int) (time.Duration, error)
+	// Retried answers the retried call of an input-required result.
+	Retried(ctx context.Context, req *mcp.CallToolRequest, wait time.Duration) (*mcp.CallToolResult, error)
+	// Session returns the caller's open session id; an error wrapping
+	// sessions.ErrNotFound when the caller has none.
+	Session(ctx context.Context, id string) (*sessions.Session, error)
+	// OneShot opens a kept session of the caller for a query that starts
+	// at once (sessions.Manager.OneShot), loading the query's images.
+	OneShot(ctx context.Context, opts sessions.CreateOptions, images []sessions.ImageInput) (*sessions.Session, []sessions.Image, error)
+	// Launch starts a query in s and waits for it on behalf of the call:
+	// the call's result, or a task, or an input-required result.
+	Launch(ctx context.Context, req *mcp.CallToolRequest, s *sessions.Session, prompt string, ro sessions.RunOptions, wait time.Duration) (*mcp.CallToolResult, error)
+	// Discard ends a session that no result names.
+	Discard(s *sessions.Session)
+	// OutputSchema is claude_chat_query's output schema: an agent tool
+	// returns the same result.
+	OutputSchema() *jsonschema.Schema
+}
+
+// handler is an agent tool's handler. It decodes the arguments itself
 // rather than through a typed tool's schema validation, so that a refused
-// override says why, and returns results as the typed tools do.
-func (h *handlers) agentHandler(t *agentTool) mcp.ToolHandler {
+// override says why; a protocol error (a busy session) stays one, any
+// other error is a tool error.
+func (a *Agents) handler(t *agentTool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		var in AgentInput
+		var in Arguments
 		if len(req.Params.Arguments) > 0 {
 			if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
 				return errorResult(fmt.Errorf("invalid arguments for %s: %v", t.def.Name, err)), nil
 			}
 		}
-		res, out, err := h.agentCall(ctx, req, t, in)
+		res, err := call(ctx, a.core, req, t, in)
 		var rpcErr *jsonrpc.Error
 		switch {
 		case errors.As(err, &rpcErr):
 			return nil, rpcErr
 		case err != nil:
 			return errorResult(err), nil
-		case res == nil:
-			res = &mcp.CallToolResult{}
-		}
-		if res.InputRequests == nil {
-			res.StructuredContent = out
-			if res.Content == nil {
-				b, err := json.Marshal(out)
-				if err != nil {
-					return nil, fmt.Errorf("marshaling output: %w", err)
-				}
-				res.Content = []mcp.Content{&mcp.TextContent{Text: string(b)}}
-			}
 		}
 		return res, nil
 	}
@@ -84,53 +99,52 @@ func errorResult(err error) *mcp.CallToolResult {
 	return &r
 }
 
-// agentCall runs one call of an agent tool.
-func (h *handlers) agentCall(ctx context.Context, req *mcp.CallToolRequest, t *agentTool, in AgentInput) (*mcp.CallToolResult, QueryOutput, error) {
-	wait, err := h.queryArgs(in.Prompt, in.WaitSeconds)
+// call runs one call of an agent tool.
+func call(ctx context.Context, core Core, req *mcp.CallToolRequest, t *agentTool, in Arguments) (*mcp.CallToolResult, error) {
+	wait, err := core.QueryWait(in.Prompt, in.WaitSeconds)
 	if err != nil {
-		return nil, QueryOutput{}, err
+		return nil, err
 	}
 	if req.Params.RequestState != "" {
-		return h.retried(ctx, req, wait, true)
+		return core.Retried(ctx, req, wait)
 	}
 	if in.SessionID != "" {
-		return h.agentContinue(ctx, req, t, in, wait)
+		return continueCall(ctx, core, req, t, in, wait)
 	}
 	opts, err := agentSession(t.agent, in)
 	if err != nil {
-		return nil, QueryOutput{}, err
+		return nil, err
 	}
-	owned(ctx, &opts)
 	// The query starts the process (or takes a warm spare); the agent is
 	// likely called again, so its options are wanted for spares, filled
 	// when the turn ends.
-	s, images, err := h.mgr.OneShot(ctx, opts, in.Images)
+	s, images, err := core.OneShot(ctx, opts, in.Images)
 	if err != nil {
-		return nil, QueryOutput{}, toolError(err)
+		return nil, err
 	}
-	res, out, err := h.launch(ctx, req, s, in.Prompt, sessions.RunOptions{Images: images}, wait)
+	res, err := core.Launch(ctx, req, s, in.Prompt, sessions.RunOptions{Images: images}, wait)
 	if err != nil {
 		// No result names the session: nobody can continue it.
-		h.mgr.Discard(s)
+		core.Discard(s)
 	}
-	return res, out, err
+	return res, err
 }
 
-// agentContinue sends a prompt to a session this tool started.
-func (h *handlers) agentContinue(ctx context.Context, req *mcp.CallToolRequest, t *agentTool, in AgentInput, wait time.Duration) (*mcp.CallToolResult, QueryOutput, error) {
+// continueCall sends a prompt to a session this tool started.
+func continueCall(ctx context.Context, core Core, req *mcp.CallToolRequest, t *agentTool, in Arguments, wait time.Duration) (*mcp.CallToolResult, error) {
 	tool := t.def.Name
-	s, err := h.session(ctx, in.SessionID)
+	s, err := core.Session(ctx, in.SessionID)
 	if errors.Is(err, sessions.ErrNotFound) {
-		return nil, QueryOutput{}, fmt.Errorf("%w: omit sessionId to start a new conversation with %s", err, tool)
+		return nil, fmt.Errorf("%w: omit sessionId to start a new conversation with %s", err, tool)
 	}
 	if err != nil {
-		return nil, QueryOutput{}, toolError(err)
+		return nil, err
 	}
 	switch by := s.Info().AgentTool; {
 	case by == "":
-		return nil, QueryOutput{}, fmt.Errorf("session %s was not started by %s but by claude_session_create or claude_direct_query: continue it with claude_chat_query, or omit sessionId to start a new conversation with %s", s.ID, tool, tool)
+		return nil, fmt.Errorf("session %s was not started by %s but by claude_session_create or claude_direct_query: continue it with claude_chat_query, or omit sessionId to start a new conversation with %s", s.ID, tool, tool)
 	case by != tool:
-		return nil, QueryOutput{}, fmt.Errorf("session %s was started by the agent tool %s, not %s: continue it with %s", s.ID, by, tool, by)
+		return nil, fmt.Errorf("session %s was started by the agent tool %s, not %s: continue it with %s", s.ID, by, tool, by)
 	}
 	var fixed []string
 	for name, set := range map[string]bool{"cwd": in.Cwd != "", "maxBudgetUsd": in.MaxBudgetUSD != 0, "tools": in.Tools != nil,
@@ -141,34 +155,24 @@ func (h *handlers) agentContinue(ctx context.Context, req *mcp.CallToolRequest, 
 	}
 	if len(fixed) > 0 {
 		slices.Sort(fixed)
-		return nil, QueryOutput{}, fmt.Errorf("%s cannot change in a conversation: session %s keeps the options it started with; omit them with sessionId, or omit sessionId to start a new conversation", strings.Join(fixed, ", "), s.ID)
+		return nil, fmt.Errorf("%s cannot change in a conversation: session %s keeps the options it started with; omit them with sessionId, or omit sessionId to start a new conversation", strings.Join(fixed, ", "), s.ID)
 	}
 	if in.Effort != "" {
 		if err := checkEffort(t.agent, in.Effort); err != nil {
-			return nil, QueryOutput{}, err
+			return nil, err
 		}
 	}
 	images, err := s.LoadImages(in.Images)
 	if err != nil {
-		return nil, QueryOutput{}, err
+		return nil, err
 	}
-	return h.launch(ctx, req, s, in.Prompt, sessions.RunOptions{Effort: in.Effort, Images: images}, wait)
-}
-
-// agentOnly refuses a tool other than the agent tool that started s: the
-// agent tools' overrides may only tighten, and tool (claude_chat_query,
-// claude_chat_mode, claude_chat_model) could widen.
-func agentOnly(s *sessions.Session, tool string) error {
-	if by := s.Info().AgentTool; by != "" {
-		return fmt.Errorf("session %s was started by the agent tool %s, and only that tool continues it (its overrides may only tighten the agent's session), so %s does not take it: call %s with this sessionId and a prompt", s.ID, by, tool, by)
-	}
-	return nil
+	return core.Launch(ctx, req, s, in.Prompt, sessions.RunOptions{Effort: in.Effort, Images: images}, wait)
 }
 
 // agentSession returns the options of a new session that runs as ag, with
 // the caller's overrides, each checked to tighten (see the comment at the
 // top).
-func agentSession(ag *agentfile.Agent, in AgentInput) (sessions.CreateOptions, error) {
+func agentSession(ag *agentfile.Agent, in Arguments) (sessions.CreateOptions, error) {
 	def, op := ag.Definition, ag.Operator
 	def.Tools, def.DisallowedTools = slices.Clone(def.Tools), slices.Clone(def.DisallowedTools)
 	var caller []string // the options the caller set

@@ -1,4 +1,13 @@
-package mcptools
+// Package notify sends the events of a query's turn to one tool call as
+// MCP notifications: logging messages (logger claude/<sessionId>, at the
+// client's level) and, when the call carries a progress token, progress
+// notifications and a heartbeat.
+//
+// It owns what a notification of each event says and how long its text may
+// be; it knows the call's request and the sessions' events, nothing of the
+// tools, their results or tasks: the core (mcptools) makes a Notifier for a
+// call that waits on a run and closes it before the call's result.
+package notify
 
 import (
 	"context"
@@ -13,20 +22,17 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
-// notifier turns a turn's events into MCP notifications for one tool call:
-// logging messages (logger claude/<sessionId>, honouring the client's
-// level) and, when the call carries a progress token, progress
+// Notifier turns a turn's events into MCP notifications for one tool call:
+// logging messages and, when the call carries a progress token, progress
 // notifications with a monotonically increasing progress value. After
-// close nothing more is sent, so every notification precedes the result.
-type notifier struct {
-	ctx      context.Context
-	ss       *mcp.ServerSession
-	token    any
-	logger   string
-	session  string
-	thinking bool
-	textCap  int // cuts a text or thinking block in a log message (--max-result-chars; < 0: uncut)
-	log      *slog.Logger
+// Close nothing more is sent, so every notification precedes the result.
+type Notifier struct {
+	ctx     context.Context
+	ss      *mcp.ServerSession
+	token   any
+	logger  string
+	session string
+	opts    Options
 
 	mu       sync.Mutex
 	closed   bool
@@ -34,8 +40,25 @@ type notifier struct {
 	last     sessions.Event
 }
 
-func (h *handlers) newNotifier(ctx context.Context, req *mcp.CallToolRequest, sessionID string, thinking bool) *notifier {
-	n := &notifier{ctx: ctx, logger: "claude/" + sessionID, session: sessionID, thinking: thinking, textCap: h.opts.MaxResultChars, log: h.log}
+// Options configure a Notifier.
+type Options struct {
+	// Thinking sends the turn's thinking blocks too (a query's
+	// includeThinking).
+	Thinking bool
+	// TextCap cuts a text or thinking block in a log message
+	// (--max-result-chars; < 0: uncut).
+	TextCap int
+	// Log gets the notifications that could not be sent (at debug level).
+	Log *slog.Logger
+}
+
+// New returns the Notifier of the call req, whose query runs in session
+// sessionID.
+func New(ctx context.Context, req *mcp.CallToolRequest, sessionID string, opts Options) *Notifier {
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	n := &Notifier{ctx: ctx, logger: "claude/" + sessionID, session: sessionID, opts: opts}
 	if req != nil {
 		n.ss = req.Session
 		if req.Params != nil {
@@ -46,7 +69,7 @@ func (h *handlers) newNotifier(ctx context.Context, req *mcp.CallToolRequest, se
 }
 
 // OnEvent implements [sessions.Listener].
-func (n *notifier) OnEvent(e sessions.Event) {
+func (n *Notifier) OnEvent(e sessions.Event) {
 	switch e.Kind {
 	case sessions.EventQueued:
 		n.send("info", map[string]any{"type": "queued", "message": e.Text}, e.Text)
@@ -59,7 +82,7 @@ func (n *notifier) OnEvent(e sessions.Event) {
 		}
 		n.send(level, map[string]any{"type": "text", "text": n.cut(e.Text)}, "text: "+textcut.Cut(e.Text, 200))
 	case sessions.EventThinking:
-		if n.thinking {
+		if n.opts.Thinking {
 			n.send("info", map[string]any{"type": "thinking", "text": n.cut(e.Text)}, "thinking: "+textcut.Cut(e.Text, 200))
 		}
 	case sessions.EventToolStarted:
@@ -81,7 +104,11 @@ func (n *notifier) OnEvent(e sessions.Event) {
 	case sessions.EventRetry:
 		n.send("warning", map[string]any{"type": "api_retry", "message": e.Text}, e.Text)
 	case sessions.EventLimited:
-		n.send("warning", map[string]any{"type": "limited", "until": rfc3339(e.Until), "message": e.Text}, e.Text)
+		until := ""
+		if !e.Until.IsZero() {
+			until = e.Until.UTC().Format(time.RFC3339)
+		}
+		n.send("warning", map[string]any{"type": "limited", "until": until, "message": e.Text}, e.Text)
 	case sessions.EventLimitWarning:
 		n.send("warning", map[string]any{"type": "limit_warning", "message": e.Text}, e.Text)
 	case sessions.EventHeartbeat:
@@ -100,17 +127,18 @@ func (n *notifier) OnEvent(e sessions.Event) {
 // cut caps a block's text in a log message as finalText is capped: a 2 MB
 // answer would otherwise go out whole in a notification (and be encoded,
 // sent and decoded once more) while its result says it was cut.
-func (n *notifier) cut(text string) string {
-	if n.textCap < 0 || len(text) <= n.textCap {
+func (n *Notifier) cut(text string) string {
+	limit := n.opts.TextCap
+	if limit < 0 || len(text) <= limit {
 		return text
 	}
 	return fmt.Sprintf("%s\n\n[… cut: showing %d of %d characters; the transcript has the whole text]",
-		textcut.Prefix(text, n.textCap), n.textCap, len(text))
+		textcut.Prefix(text, limit), limit, len(text))
 }
 
 // send emits a log message (when level is set) and a progress notification
 // (when the call has a token).
-func (n *notifier) send(level string, data any, progress string) {
+func (n *Notifier) send(level string, data any, progress string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed || n.ss == nil {
@@ -119,7 +147,7 @@ func (n *notifier) send(level string, data any, progress string) {
 	if level != "" {
 		//lint:ignore SA1019 log notifications serve clients of protocols before 2026-07-28 (and those asking in _meta)
 		if err := n.ss.Log(n.ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(level), Logger: n.logger, Data: data}); err != nil {
-			n.log.Debug("sending log notification", "err", err)
+			n.opts.Log.Debug("sending log notification", "err", err)
 		}
 	}
 	if n.token != nil && progress != "" {
@@ -127,15 +155,15 @@ func (n *notifier) send(level string, data any, progress string) {
 		if err := n.ss.NotifyProgress(n.ctx, &mcp.ProgressNotificationParams{
 			ProgressToken: n.token, Progress: n.progress, Message: progress,
 		}); err != nil {
-			n.log.Debug("sending progress notification", "err", err)
+			n.opts.Log.Debug("sending progress notification", "err", err)
 		}
 	}
 }
 
-// heartbeat sends a progress notification every interval (with the time
+// Heartbeat sends a progress notification every interval (with the time
 // since start and the tool calls so far) until the returned stop is
 // called; stop waits for the goroutine to end.
-func (n *notifier) heartbeat(interval time.Duration, start time.Time) (stop func()) {
+func (n *Notifier) Heartbeat(interval time.Duration, start time.Time) (stop func()) {
 	if n.token == nil || interval <= 0 {
 		return func() {}
 	}
@@ -164,10 +192,10 @@ func (n *notifier) heartbeat(interval time.Duration, start time.Time) (stop func
 	}
 }
 
-// seed starts the heartbeat's counts from how far the run has come, for a
+// Seed starts the heartbeat's counts from how far the run has come, for a
 // call that attaches to a running query (claude_chat_wait), so that its
 // heartbeats do not report zero tool calls until the next event.
-func (n *notifier) seed(p sessions.Progress) {
+func (n *Notifier) Seed(p sessions.Progress) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.last.Kind == "" {
@@ -175,14 +203,15 @@ func (n *notifier) seed(p sessions.Progress) {
 	}
 }
 
-// sawDone reports whether the turn's done event was sent through n.
-func (n *notifier) sawDone() bool {
+// SawDone reports whether the turn's done event was sent through n.
+func (n *Notifier) SawDone() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.last.Kind == sessions.EventDone
 }
 
-func (n *notifier) close() {
+// Close ends the notifications: nothing is sent after it.
+func (n *Notifier) Close() {
 	n.mu.Lock()
 	n.closed = true
 	n.mu.Unlock()

@@ -1,4 +1,20 @@
-package mcptools
+// Package agenttools serves named sub-agents as tools: every agent
+// definition that claudeagent/agentfile finds (the user's and the project's
+// Claude Code agent files, the operator's directories and file) is one tool
+// of the server, named after the agent, whose call runs a session as that
+// agent (call.go). An agentfile.Watcher keeps them current: a change adds,
+// replaces or removes tools, and the go-sdk server sends
+// notifications/tools/list_changed.
+//
+// It owns the agent tools' definitions (name, description within
+// MaxToolBytes, the one input schema), their registration on the server,
+// and the rule that a caller's overrides may only tighten the agent's
+// session. It must not know the tool core (package mcptools, which imports
+// it): how a query is launched, waited for, turned into a task or a
+// result, and how the caller is known, come through Core, which the core
+// gives to Attach. Arguments reach a handler already checked against
+// InputSchema by the core's middleware.
+package agenttools
 
 import (
 	"fmt"
@@ -16,24 +32,17 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
-// Named sub-agents as tools: every agent definition that claudeagent/agentfile
-// finds (the user's and the project's Claude Code agent files, the
-// operator's directories and file) is one tool of the server, named after
-// the agent, whose call runs a session as that agent (agents_call.go). An
-// agentfile.Watcher keeps them current: a change adds, replaces or removes
-// tools, and the go-sdk server sends notifications/tools/list_changed.
-
-// MaxAgentToolBytes caps what an agent tool costs the host's model: its
+// MaxToolBytes caps what an agent tool costs the host's model: its
 // name, description and input schema as JSON. The description is cut to
 // fit.
-const MaxAgentToolBytes = 600
+const MaxToolBytes = 600
 
-// DefaultMaxAgentTools is how many agents are served as tools unless the
+// DefaultMaxTools is how many agents are served as tools unless the
 // operator says otherwise.
-const DefaultMaxAgentTools = 20
+const DefaultMaxTools = 20
 
-// AgentsOptions configure NewAgents.
-type AgentsOptions struct {
+// Options configure New.
+type Options struct {
 	// Config says where the agents are and how many are served; the
 	// built-in tools' names are added to its Reserved names.
 	Config agentfile.Config
@@ -43,16 +52,17 @@ type AgentsOptions struct {
 }
 
 // Agents serves agent definitions as the tools of one server. Make it with
-// NewAgents, pass it as Options.Agents (NewServer registers the tools and
-// starts watching), and Close it once the server is done.
+// New, pass it as mcptools.Options.Agents (mcptools.NewServer calls Start,
+// then Attach), and Close it once the server is done.
 type Agents struct {
-	opts AgentsOptions
+	opts Options
 	log  *slog.Logger
 
 	mu     sync.Mutex
 	w      *agentfile.Watcher
 	srv    *mcp.Server
-	h      *handlers
+	core   Core
+	output *jsonschema.Schema    // the tools' output schema, Core.OutputSchema's
 	tools  map[string]*agentTool // what is registered, by tool name
 	warned map[string]bool       // the warnings of the current set, logged once
 	closed bool
@@ -64,9 +74,8 @@ type agentTool struct {
 	def   *mcp.Tool
 }
 
-// NewAgents returns the agent tools of opts; nothing is read before
-// NewServer attaches them.
-func NewAgents(opts AgentsOptions) *Agents {
+// New returns the agent tools of opts; nothing is read before Start.
+func New(opts Options) *Agents {
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -74,13 +83,14 @@ func NewAgents(opts AgentsOptions) *Agents {
 	return &Agents{opts: opts, log: logger, tools: map[string]*agentTool{}, warned: map[string]bool{}}
 }
 
-// start reads the agents and starts watching, reserving the names of the
-// built-in tools; it reports whether there are agents to serve.
-func (a *Agents) start(builtin []string) bool {
+// Start reads the agents and starts watching, reserving the names of the
+// built-in tools; it reports whether there are agents to serve (then the
+// server's instructions get Instructions).
+func (a *Agents) Start(builtin []string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.w != nil {
-		panic("mcptools: an Agents serves one server")
+		panic("agenttools: an Agents serves one server")
 	}
 	if a.closed {
 		return false
@@ -92,19 +102,19 @@ func (a *Agents) start(builtin []string) bool {
 	return len(a.w.Set().Agents) > 0
 }
 
-// attach registers the agents' tools on srv; from then on the watcher's
-// changes reach it.
-func (a *Agents) attach(srv *mcp.Server, h *handlers) {
+// Attach registers the agents' tools on srv, their calls served through
+// core; from then on the watcher's changes reach it. Start comes first.
+func (a *Agents) Attach(srv *mcp.Server, core Core) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed || a.w == nil {
 		return
 	}
-	a.srv, a.h = srv, h
+	a.srv, a.core, a.output = srv, core, core.OutputSchema()
 	a.applyLocked(a.w.Set())
 }
 
-// update is the watcher's callback; before attach, attach applies the
+// update is the watcher's callback; before Attach, Attach applies the
 // watcher's set itself.
 func (a *Agents) update(set *agentfile.Set) {
 	a.mu.Lock()
@@ -137,8 +147,8 @@ func (a *Agents) Close() {
 	}
 }
 
-// has reports whether name is an agent tool now.
-func (a *Agents) has(name string) bool {
+// Has reports whether name is an agent tool now (nil has none).
+func (a *Agents) Has(name string) bool {
 	if a == nil {
 		return false
 	}
@@ -169,12 +179,12 @@ func (a *Agents) applyLocked(set *agentfile.Set) {
 			next[ag.ToolName] = old
 			continue
 		}
-		t, err := newAgentTool(ag)
+		t, err := newAgentTool(ag, a.output)
 		if err != nil {
 			a.log.Error("agent not served as a tool", "agent", ag.Name, "path", ag.Path, "err", err)
 			continue
 		}
-		a.srv.AddTool(t.def, a.h.agentHandler(t))
+		a.srv.AddTool(t.def, a.handler(t))
 		next[ag.ToolName] = t
 		added = append(added, ag.ToolName)
 	}
@@ -193,10 +203,10 @@ func (a *Agents) applyLocked(set *agentfile.Set) {
 	}
 }
 
-// AgentInput is an agent tool's arguments: the prompt, a conversation of
+// Arguments are an agent tool's arguments: the prompt, a conversation of
 // this tool to continue, and overrides that may only tighten the agent's
-// session (agents_call.go).
-type AgentInput struct {
+// session (call.go).
+type Arguments struct {
 	Prompt          string                `json:"prompt"`
 	SessionID       string                `json:"sessionId,omitempty"`
 	Cwd             string                `json:"cwd,omitempty"`
@@ -209,17 +219,22 @@ type AgentInput struct {
 	PermissionMode  string                `json:"permissionMode,omitempty"`
 }
 
-// agentInput is the input schema of every agent tool, which checkArgs
-// checks each call against; agentParams are its argument names.
+// agentInput is the input schema of every agent tool; agentParams are its
+// argument names.
 var (
 	agentInput  = agentInputSchema()
 	agentParams = slices.Sorted(maps.Keys(agentInput.Properties))
 )
 
+// InputSchema is the input schema of every agent tool, which the core's
+// middleware checks each call against: one schema, shared; read it, never
+// change it.
+func InputSchema() *jsonschema.Schema { return agentInput }
+
 // agentInputSchema is the input schema of every agent tool: as lean as it
 // gets (427 bytes), since the description has what is left of
-// MaxAgentToolBytes; what the parameters mean is said once, in the
-// server's instructions (agentInstructions). The values the overrides take
+// MaxToolBytes; what the parameters mean is said once, in the
+// server's instructions (Instructions). The values the overrides take
 // are checked by the handler, which says why a value is refused (an enum
 // would only say that it is not listed).
 func agentInputSchema() *jsonschema.Schema {
@@ -239,18 +254,10 @@ func agentInputSchema() *jsonschema.Schema {
 	}}
 }
 
-// agentOutputSchema is claude_chat_query's output schema: an agent tool
-// returns the same result.
-var agentOutputSchema = func() *jsonschema.Schema {
-	out := mustSchema[QueryOutput]()
-	shape(out, outputKeys[reflect.TypeFor[QueryOutput]()])
-	return out
-}()
-
-// agentInstructions are added to the server's instructions when there are
+// Instructions are added to the server's instructions when there are
 // agents to serve at start (the instructions are given once, at the
 // client's initialize or server/discover).
-const agentInstructions = `- Tools without the claude_ prefix run the operator's Claude Code agents (each its own prompt,
+const Instructions = `- Tools without the claude_ prefix run the operator's Claude Code agents (each its own prompt,
   tools and model): the prompt starts a conversation; pass the result's sessionId (to the same
   tool) to continue it. Their effort, maxBudgetUsd, tools, disallowedTools and permissionMode
   may only narrow the agent's own.
@@ -263,18 +270,18 @@ type visibleTool struct {
 	InputSchema any    `json:"inputSchema"`
 }
 
-// newAgentTool makes the tool of an agent: its description, its whitespace
-// folded, cut so that the tool stays within MaxAgentToolBytes.
-func newAgentTool(ag *agentfile.Agent) (*agentTool, error) {
+// newAgentTool makes the tool of an agent, returning out: its description,
+// its whitespace folded, cut so that the tool stays within MaxToolBytes.
+func newAgentTool(ag *agentfile.Agent, out *jsonschema.Schema) (*agentTool, error) {
 	in := agentInputSchema()
-	budget, err := agentfile.DescriptionBudget(visibleTool{Name: ag.ToolName, InputSchema: in}, MaxAgentToolBytes)
+	budget, err := agentfile.DescriptionBudget(visibleTool{Name: ag.ToolName, InputSchema: in}, MaxToolBytes)
 	if err != nil {
 		return nil, err
 	}
 	desc := agentfile.CutDescription(strings.Join(strings.Fields(ag.Description), " "), budget)
 	if desc == "" {
-		return nil, fmt.Errorf("no room for a description within %d bytes", MaxAgentToolBytes)
+		return nil, fmt.Errorf("no room for a description within %d bytes", MaxToolBytes)
 	}
-	def := &mcp.Tool{Name: ag.ToolName, Description: desc, InputSchema: in, OutputSchema: agentOutputSchema}
+	def := &mcp.Tool{Name: ag.ToolName, Description: desc, InputSchema: in, OutputSchema: out}
 	return &agentTool{agent: ag, def: def}, nil
 }

@@ -1,15 +1,15 @@
-package mcptools
+package agenttools_test
 
 import (
 	"os"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/agentfile"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -235,42 +235,6 @@ func TestAgentToolsNames(t *testing.T) {
 	definitionOf(t, args, "code_reviewer")
 }
 
-// TestAgentToolsTask: a long turn of an agent tool becomes an MCP task
-// exactly as claude_chat_query's, and the task's result names the session.
-func TestAgentToolsTask(t *testing.T) {
-	dir := t.TempDir()
-	writeAgent(t, dir, "reviewer.md", "P.", "name: reviewer", "description: Reviews code")
-	agents := NewAgents(AgentsOptions{Config: agentfile.Config{Sources: agentfile.Sources(agentfile.SourceDirs), Dirs: []string{dir}}})
-	t.Cleanup(agents.Close)
-	opts := taskOpts
-	opts.Agents = agents
-	c := newRawClient(t, "2026-07-28", tasksCaps, sessions.Config{}, opts)
-	res := c.tool("reviewer", map[string]any{"prompt": "SLOW3", "cwd": dir})
-	id, _ := res["taskId"].(string)
-	if res["resultType"] != "task" || id == "" {
-		t.Fatalf("not a task: %v", res)
-	}
-	st := c.pollTask(id, taskCompleted)
-	result, _ := st["result"].(map[string]any)
-	sc := structured(result)
-	sid, _ := sc["sessionId"].(string)
-	if sc["finalText"] != "chunk0 chunk1 chunk2 " || sid == "" {
-		t.Fatalf("the task's result = %v", result)
-	}
-	if s, err := c.mgr.Get(sid); err != nil || s.Info().AgentTool != "reviewer" {
-		t.Errorf("the task's session: %v", err)
-	}
-	// Continuing the conversation goes the same way.
-	res = c.tool("reviewer", map[string]any{"prompt": "SLOW2", "sessionId": sid})
-	if id, _ = res["taskId"].(string); id == "" {
-		t.Fatalf("continuing: not a task: %v", res)
-	}
-	result, _ = c.pollTask(id, taskCompleted)["result"].(map[string]any)
-	if sc := structured(result); sc["sessionId"] != sid || sc["finalText"] != "chunk0 chunk1 " {
-		t.Errorf("continuing: the task's result = %v", result)
-	}
-}
-
 // TestAgentToolsRemote: over HTTP the options of an operator's agent need
 // no --http-allow (the ceilings still apply), a project agent's do, and
 // so does a caller's override.
@@ -311,5 +275,63 @@ func TestAgentToolsRemote(t *testing.T) {
 	}
 	if !slices.Contains(sessions.HTTPAllowNames(), "widens-permissions") {
 		t.Error("the refusal's flag value is gone")
+	}
+}
+
+// TestAgentToolArgumentErrors: an agent tool's arguments are checked alike
+// (its handler decodes them itself: the SDK checks nothing for it).
+func TestAgentToolArgumentErrors(t *testing.T) {
+	e := newAgentEnv(t)
+	writeAgent(t, e.project, "reviewer.md", "You review.", "name: reviewer", "description: Reviews code")
+	e.serve(t, "2025-11-25", sessions.Config{}, 0)
+	for _, c := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"prompt": nil}, `prompt: expected a string, got null`},
+		{map[string]any{}, `missing parameter "prompt": reviewer needs it (a string)`},
+		{map[string]any{"prompt": "x", "efort": "low"}, `unknown parameter "efort" for reviewer (did you mean "effort"?)`},
+		{map[string]any{"prompt": "x", "tools": "Read"}, `tools: expected an array of strings, got the string "Read" (put it in a list: ["Read"])`},
+		{map[string]any{"prompt": "x", "waitSeconds": "5"}, `waitSeconds: expected a whole number, got the string "5"`},
+	} {
+		res, _ := e.call(t, "reviewer", c.args, nil)
+		if got := resText(res); !res.IsError || got != c.want {
+			t.Errorf("reviewer %v:\n got %s (isError %v)\nwant %s", c.args, got, res.IsError, c.want)
+		}
+	}
+	if n := len(e.starts(t)); n != 0 {
+		t.Errorf("refused calls started %d CLI(s)", n)
+	}
+}
+
+// TestOptionTooLongForOneArgument: an option longer than the CLI takes in
+// one argument is refused when the session is created, naming the option
+// and the limit, for a create, a one-shot query and an agent tool (whose
+// prompt goes in --agents); no CLI starts (issue 27: it failed at the
+// process's start with "argument list too long").
+func TestOptionTooLongForOneArgument(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the limit of one argument is Linux's (sessions/options tests the others')")
+	}
+	e := newAgentEnv(t)
+	writeAgent(t, e.project, "wordy.md", strings.Repeat("Be thorough. ", 12000), "name: wordy", "description: A long prompt")
+	e.serve(t, "2025-11-25", sessions.Config{}, 0)
+	long := strings.Repeat("x", 200000)
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"claude_session_create", map[string]any{"cwd": t.TempDir(), "systemPrompt": long}, "systemPrompt is 200000 bytes; the claude CLI takes at most 131071 bytes in one argument"},
+		{"claude_direct_query", map[string]any{"cwd": t.TempDir(), "prompt": "hi", "jsonSchema": map[string]any{"type": "object", "description": long}}, "jsonSchema is 200034 bytes; the claude CLI takes at most 131071 bytes in one argument"},
+		{"wordy", map[string]any{"cwd": t.TempDir(), "prompt": "hi"}, "the claude CLI takes at most 131071 bytes in one argument, 131062 of them for --agents's value: shorten the agents' prompts (an agent tool's: its agent file's)"},
+	} {
+		res, _ := e.call(t, c.tool, c.args, nil)
+		if !res.IsError || !strings.Contains(resText(res), c.want) {
+			t.Errorf("%s: %s, want %q", c.tool, resText(res), c.want)
+		}
+	}
+	if n := len(e.starts(t)); n != 0 {
+		t.Errorf("%d CLI start(s), want none", n)
 	}
 }

@@ -1,4 +1,12 @@
-package mcptools
+// Package toolargs checks a tool call's arguments against the tool's JSON
+// input schema, with errors a model can act on.
+//
+// It owns the check and its error texts, and knows JSON Schema (the
+// keywords the tools' schemas use: type, enum, properties, required, items,
+// additionalProperties) and nothing of MCP, sessions or the tools
+// themselves: forms of a parameter that a tool no longer takes come from
+// the caller, as a Legacy.
+package toolargs
 
 import (
 	"bytes"
@@ -13,12 +21,11 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/nearest"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
 // The arguments of a tools/call are checked here against the tool's input
-// schema, before the SDK sees them (the middleware's callTool), for every
-// tool, agent tools included. The SDK's own validation would say
+// schema, before the SDK sees them (mcptools' middleware, for every tool,
+// agent tools included). The SDK's own validation would say
 // `validating /properties/sessionId: type: <invalid reflect.Value> has type
 // "null", want "string"`, and the lean schemas refuse no unknown name
 // (they do not say additionalProperties: false). Here each error names the
@@ -31,9 +38,14 @@ import (
 // maxArgErrors caps the errors one call reports.
 const maxArgErrors = 5
 
-// checkArgs checks a call of tool against its input schema; the error, a
-// tool error for the caller, lists what is wrong, one item per parameter.
-func checkArgs(schema *jsonschema.Schema, tool string, args json.RawMessage) error {
+// Legacy refuses a parameter's value in a form its tool took before, saying
+// the form it takes now; nil lets the schema check it.
+type Legacy func(name string, raw json.RawMessage) error
+
+// Check checks a call of tool against its input schema; the error, a tool
+// error for the caller, lists what is wrong, one item per parameter. Each
+// parameter the schema has goes through legacy first, when given.
+func Check(schema *jsonschema.Schema, tool string, args json.RawMessage, legacy Legacy) error {
 	args = bytes.TrimSpace(args)
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
@@ -49,11 +61,13 @@ func checkArgs(schema *jsonschema.Schema, tool string, args json.RawMessage) err
 			c.add(unknownName("parameter", name, " for "+tool, schema))
 			continue
 		}
-		if err := legacyForm(name, m[name]); err != nil {
-			c.add(err.Error())
-			continue
+		if legacy != nil {
+			if err := legacy(name, m[name]); err != nil {
+				c.add(err.Error())
+				continue
+			}
 		}
-		c.value(name, prop, m[name], !slices.Contains(schema.Required, name))
+		c.property(name, name, schema, m[name])
 	}
 	for _, name := range schema.Required {
 		if _, ok := m[name]; !ok {
@@ -61,24 +75,6 @@ func checkArgs(schema *jsonschema.Schema, tool string, args json.RawMessage) err
 		}
 	}
 	return c.err()
-}
-
-// legacyForm refuses the forms worktree and settings took before each had
-// one type, saying the form they take now.
-func legacyForm(name string, raw json.RawMessage) error {
-	raw = bytes.TrimSpace(raw)
-	switch name {
-	case "worktree":
-		if w := string(raw); w == "true" || w == "false" {
-			return fmt.Errorf("worktree %s: worktree is a string: a name, or %q for one the server picks (leave it out for none)", w, sessions.WorktreeAuto)
-		}
-	case "settings":
-		var path string
-		if bytes.HasPrefix(raw, []byte(`"`)) && json.Unmarshal(raw, &path) == nil {
-			return fmt.Errorf("settings %q: settings is an object; pass the path of a settings file as settingsFile", path)
-		}
-	}
-	return nil
 }
 
 // argCheck collects the errors of one call's arguments.
@@ -106,16 +102,34 @@ func (c *argCheck) err() error {
 	return errors.New(msg)
 }
 
-// value checks raw, found at path, against s; optional says that its
-// object does not require it (a null then gets the advice to leave it out).
-func (c *argCheck) value(path string, s *jsonschema.Schema, raw json.RawMessage, optional bool) {
+// property checks the property name of an object whose schema is of,
+// found at path.
+func (c *argCheck) property(path, name string, of *jsonschema.Schema, raw json.RawMessage) {
+	if slices.Contains(of.Required, name) {
+		c.value(path, of.Properties[name], raw)
+		return
+	}
+	c.optional(path, of.Properties[name], raw)
+}
+
+// optional checks raw, found at path, against s for an object that does
+// not require it: a null s does not take gets the advice to leave it out.
+func (c *argCheck) optional(path string, s *jsonschema.Schema, raw json.RawMessage) {
+	raw = bytes.TrimSpace(raw)
+	if jsonKind(raw) == "null" && !typeMatches(s, "null", raw) {
+		c.add(fmt.Sprintf("%s: expected %s, got null (leave it out for the default)", path, wanted(s)))
+		return
+	}
+	c.value(path, s, raw)
+}
+
+// value checks raw, found at path, against s.
+func (c *argCheck) value(path string, s *jsonschema.Schema, raw json.RawMessage) {
 	raw = bytes.TrimSpace(raw)
 	kind := jsonKind(raw)
 	if !typeMatches(s, kind, raw) {
 		msg := fmt.Sprintf("%s: expected %s, got %s", path, wanted(s), got(raw))
 		switch {
-		case kind == "null" && optional:
-			msg += " (leave it out for the default)"
 		case kind != "array" && kind != "object" && kind != "null" && slices.Contains(types(s), "array"):
 			if v, ok := quotable(raw); ok {
 				msg += fmt.Sprintf(" (put it in a list: [%s])", v)
@@ -142,7 +156,7 @@ func (c *argCheck) value(path string, s *jsonschema.Schema, raw json.RawMessage,
 		_ = json.Unmarshal(raw, &items)
 		if s.Items != nil {
 			for i, item := range items {
-				c.value(fmt.Sprintf("%s[%d]", path, i), s.Items, item, false)
+				c.value(fmt.Sprintf("%s[%d]", path, i), s.Items, item)
 			}
 		}
 	case "object":
@@ -157,11 +171,11 @@ func (c *argCheck) object(path string, s *jsonschema.Schema, raw json.RawMessage
 	var m map[string]json.RawMessage
 	_ = json.Unmarshal(raw, &m)
 	for _, name := range slices.Sorted(maps.Keys(m)) {
-		switch prop := s.Properties[name]; {
-		case prop != nil:
-			c.value(path+"."+name, prop, m[name], !slices.Contains(s.Required, name))
+		switch {
+		case s.Properties[name] != nil:
+			c.property(path+"."+name, name, s, m[name])
 		case s.AdditionalProperties != nil:
-			c.value(fmt.Sprintf("%s[%q]", path, name), s.AdditionalProperties, m[name], true)
+			c.optional(fmt.Sprintf("%s[%q]", path, name), s.AdditionalProperties, m[name])
 		case len(s.Properties) > 0:
 			c.add(path + ": " + unknownName("field", name, "", s))
 		}

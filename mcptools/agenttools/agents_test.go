@@ -1,4 +1,4 @@
-package mcptools
+package agenttools_test
 
 import (
 	"bufio"
@@ -16,11 +16,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/agentfile"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/mcptest"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/agenttools"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -29,8 +32,10 @@ import (
 // temporary directory. Every CLI start appends its command line to
 // argsLog; the server's log is in logs.
 type agentEnv struct {
-	*fakeServer
-	agents                   *Agents
+	mgr                      *sessions.Manager
+	cs                       *mcp.ClientSession
+	rec                      *mcptest.Recorder // the client's notifications
+	agents                   *agenttools.Agents
 	user, project, dir, file string // project is the project's agents directory
 	projectRoot              string
 	argsLog                  string
@@ -53,17 +58,17 @@ func newAgentEnv(t *testing.T) *agentEnv {
 }
 
 // serve starts the server, with every source and at most max agents (0:
-// DefaultMaxAgentTools), its client recording tools/list_changed.
+// DefaultMaxTools), its client recording tools/list_changed.
 func (e *agentEnv) serve(t *testing.T, protocol string, scfg sessions.Config, max int) {
 	t.Helper()
 	if max == 0 {
-		max = DefaultMaxAgentTools
+		max = agenttools.DefaultMaxTools
 	}
 	cfg := agentfile.Config{Sources: agentfile.AllSources, UserDir: e.user, Project: e.projectRoot, Dirs: []string{e.dir}, Max: max}
 	if _, err := os.Stat(e.file); err == nil {
 		cfg.File = e.file // else no warning about it
 	}
-	e.agents = NewAgents(AgentsOptions{
+	e.agents = agenttools.New(agenttools.Options{
 		Config: cfg,
 		Watch:  agentfile.WatchOptions{Tick: make(chan time.Time)}, // scans only on Rescan
 		Logger: slog.New(slog.NewTextHandler(e.logs, nil)),
@@ -73,21 +78,82 @@ func (e *agentEnv) serve(t *testing.T, protocol string, scfg sessions.Config, ma
 	env[fakecli.EnvArgsLog] = e.argsLog
 	maps.Copy(env, scfg.Env)
 	scfg.CLIPath, scfg.Env = path, env
-	f := &fakeServer{mgr: sessions.NewManager(scfg)}
-	t.Cleanup(f.mgr.Shutdown)
-	srv := NewServer(f.mgr, Options{Agents: e.agents})
+	e.mgr = sessions.NewManager(scfg)
+	t.Cleanup(e.mgr.Shutdown)
+	e.rec = mcptest.NewToolsRecorder("agents", nil)
+	e.cs = connect(t, mcptools.NewServer(e.mgr, mcptools.Options{Agents: e.agents}), e.rec, protocol)
+}
+
+// connect connects a client (rec's, or a plain one for nil) to srv.
+func connect(t *testing.T, srv *mcp.Server, rec *mcptest.Recorder, protocol string) *mcp.ClientSession {
+	t.Helper()
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := srv.Connect(context.Background(), st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ss.Close() })
-	f.rec = mcptest.NewToolsRecorder("agents", nil)
-	if f.cs, err = f.rec.Connect(context.Background(), ct, protocol); err != nil {
+	if rec == nil {
+		rec = mcptest.NewRecorder("plain", nil)
+	}
+	cs, err := rec.Connect(context.Background(), ct, protocol)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { f.cs.Close() })
-	e.fakeServer = f
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// call calls a tool and decodes its structured result, which must match
+// the tool's output schema from tools/list (the core encodes results
+// itself).
+func (e *agentEnv) call(t *testing.T, name string, args any, meta mcp.Meta) (*mcp.CallToolResult, map[string]any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := e.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args, Meta: meta})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var out map[string]any
+	b, _ := json.Marshal(res.StructuredContent)
+	_ = json.Unmarshal(b, &out)
+	if tool := e.tools(t)[name]; res.StructuredContent != nil && tool != nil && tool.OutputSchema != nil {
+		var schema jsonschema.Schema
+		sb, _ := json.Marshal(tool.OutputSchema)
+		if err := json.Unmarshal(sb, &schema); err != nil {
+			t.Fatalf("%s's output schema: %v", name, err)
+		}
+		r, err := schema.Resolve(nil)
+		if err != nil {
+			t.Fatalf("%s's output schema: %v", name, err)
+		}
+		if err := r.Validate(out); err != nil {
+			t.Errorf("%s: the structured result does not match the tool's output schema: %v\n%.500s", name, err, b)
+		}
+	}
+	return res, out
+}
+
+// plain is a server without agent tools: its tools/list and instructions.
+func plain(t *testing.T) ([]*mcp.Tool, string) {
+	t.Helper()
+	cs := connect(t, mcptools.NewServer(sessions.NewManager(sessions.Config{}), mcptools.Options{}), nil, "")
+	res, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Tools, cs.InitializeResult().Instructions
+}
+
+func resText(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
 }
 
 // syncBuffer is a bytes.Buffer for concurrent writers.
@@ -144,7 +210,7 @@ func (e *agentEnv) tools(t *testing.T) map[string]*mcp.Tool {
 func agentToolNames(tools map[string]*mcp.Tool) []string {
 	var names []string
 	for name := range tools {
-		if !slices.ContainsFunc(Tools(), func(b *mcp.Tool) bool { return b.Name == name }) {
+		if !slices.ContainsFunc(mcptools.Tools(), func(b *mcp.Tool) bool { return b.Name == name }) {
 			names = append(names, name)
 		}
 	}
@@ -231,7 +297,7 @@ func TestAgentToolsListed(t *testing.T) {
 	if ir := e.cs.InitializeResult(); ir == nil || !strings.Contains(ir.Instructions, "Tools without the claude_ prefix run the operator's Claude Code agents") {
 		t.Errorf("the instructions do not explain the agent tools")
 	}
-	builtin := Tools()[0]
+	builtin := mcptools.Tools()[0]
 	if got := tools["claude_session_create"]; got == nil || got.Description != builtin.Description {
 		t.Errorf("the built-in claude_session_create was changed: %v", got)
 	}
@@ -313,14 +379,14 @@ func TestAgentToolsCap(t *testing.T) {
 // description and input schema as JSON.
 func visibleSize(t *testing.T, tool *mcp.Tool) int {
 	t.Helper()
-	b, err := json.Marshal(visibleTool{Name: tool.Name, Description: tool.Description, InputSchema: tool.InputSchema})
+	b, err := json.Marshal(agenttools.VisibleTool{Name: tool.Name, Description: tool.Description, InputSchema: tool.InputSchema})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return len(b)
 }
 
-// TestAgentToolsSize: an agent tool is at most MaxAgentToolBytes of
+// TestAgentToolsSize: an agent tool is at most agenttools.MaxToolBytes of
 // model-visible JSON, even with the longest name and a long description
 // (cut, with its whitespace folded); and a server whose agent sources hold
 // nothing lists exactly the tools of one without agents.
@@ -339,8 +405,8 @@ func TestAgentToolsSize(t *testing.T) {
 		}
 		size := visibleSize(t, tool)
 		t.Logf("%.10s…: %d bytes model-visible, description %q", name, size, tool.Description)
-		if size > MaxAgentToolBytes {
-			t.Errorf("%.10s…: %d bytes, over %d", name, size, MaxAgentToolBytes)
+		if size > agenttools.MaxToolBytes {
+			t.Errorf("%.10s…: %d bytes, over %d", name, size, agenttools.MaxToolBytes)
 		}
 	}
 	if d := tools[long].Description; !strings.HasPrefix(d, "Use this agent <when> the code needs a review. It") || !strings.HasSuffix(d, "…") {
@@ -356,14 +422,14 @@ func TestAgentToolsSize(t *testing.T) {
 	empty := newAgentEnv(t)
 	empty.serve(t, "2025-11-25", sessions.Config{}, 0)
 	got, _ := json.Marshal(slices.Collect(maps.Values(empty.tools(t))))
-	plain := listTools(t)
-	if len(agentToolNames(empty.tools(t))) != 0 || len(empty.tools(t)) != len(plain) {
-		t.Errorf("with no agents, tools/list has %d tools, want %d", len(empty.tools(t)), len(plain))
+	plainTools, instructions := plain(t)
+	if len(agentToolNames(empty.tools(t))) != 0 || len(empty.tools(t)) != len(plainTools) {
+		t.Errorf("with no agents, tools/list has %d tools, want %d", len(empty.tools(t)), len(plainTools))
 	}
 	if ir := empty.cs.InitializeResult(); ir == nil || ir.Instructions != instructions {
 		t.Errorf("with no agents the instructions changed")
 	}
-	all, _ := json.Marshal(plain)
+	all, _ := json.Marshal(plainTools)
 	if len(got) != len(all) {
 		t.Errorf("with no agents, tools/list is %d bytes, want %d as without agent sources", len(got), len(all))
 	}
@@ -377,16 +443,16 @@ func yamlQuote(s string) string {
 }
 
 // TestAgentParams: the argument names checked are the input schema's, and
-// those of AgentInput.
+// those of Arguments.
 func TestAgentParams(t *testing.T) {
 	var names []string
-	for f := range reflect.TypeFor[AgentInput]().Fields() {
+	for f := range reflect.TypeFor[agenttools.Arguments]().Fields() {
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	if !slices.Equal(names, agentParams) {
-		t.Errorf("AgentInput's fields %v, the schema's %v", names, agentParams)
+	if !slices.Equal(names, agenttools.AgentParams) {
+		t.Errorf("Arguments' fields %v, the schema's %v", names, agenttools.AgentParams)
 	}
 }
 
