@@ -44,21 +44,8 @@ func newFakeServerWith(tb testing.TB, protocol string, cfg sessions.Config, opts
 	cfg.CLIPath, cfg.Env = path, env
 	f := &fakeServer{mgr: sessions.NewManager(cfg)}
 	tb.Cleanup(f.mgr.Shutdown)
-	srv := NewServer(f.mgr, opts)
-	st, ct := mcp.NewInMemoryTransports()
-	ctx := context.Background()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { ss.Close() })
 	f.rec = mcptest.NewRecorder("fake", elicit)
-	cs, err := f.rec.Connect(ctx, ct, protocol)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { cs.Close() })
-	f.cs = cs
+	f.cs = mcptest.ConnectInMemory(tb, NewServer(f.mgr, opts), f.rec, protocol)
 	return f
 }
 
@@ -130,15 +117,8 @@ func (f *fakeServer) waitEvents(tb testing.TB, want ...string) string {
 	return joined
 }
 
-func resText(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
-}
+// resText is a result's text content.
+var resText = mcptest.Text
 
 func TestFakeQueryNotifications(t *testing.T) {
 	for _, proto := range []string{"2025-11-25", ""} {

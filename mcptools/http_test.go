@@ -2,7 +2,6 @@ package mcptools
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -76,29 +75,11 @@ func newHTTPServerWith(t *testing.T, cfg sessions.Config, opts Options, ho https
 // newest).
 func (h *httpServer) connect(t *testing.T, token, protocol string) *mcp.ClientSession {
 	t.Helper()
-	client := mcp.NewClient(&mcp.Implementation{Name: "http-test", Version: "1"}, nil)
-	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: h.url + "/mcp",
-		HTTPClient: mcptest.Bearer(token)}, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
-	if err != nil {
-		t.Fatalf("connecting with %q: %v", token, err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
+	return mcptest.ConnectHTTP(t, h.url+"/mcp", token, protocol)
 }
 
-func callJSON(t *testing.T, cs *mcp.ClientSession, name string, args any) (*mcp.CallToolResult, map[string]any) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	var out map[string]any
-	b, _ := json.Marshal(res.StructuredContent)
-	_ = json.Unmarshal(b, &out)
-	return res, out
-}
+// callJSON calls a tool (the dashboard's tests share it: mcptest.CallJSON).
+var callJSON = mcptest.CallJSON
 
 // TestHTTPUsers: each user sees and steers only their own sessions, on
 // both protocol eras; the audit log has a line per call and no secret.

@@ -66,15 +66,8 @@ func (h *httpServer) connectRec(t *testing.T, ctx context.Context, user, protoco
 	return cs, rec
 }
 
-func createSession(t *testing.T, cs *mcp.ClientSession) string {
-	t.Helper()
-	_, out := callJSON(t, cs, "claude_session_create", map[string]any{"cwd": t.TempDir()})
-	sid, _ := out["sessionId"].(string)
-	if sid == "" {
-		t.Fatalf("create: %v", out)
-	}
-	return sid
-}
+// createSession opens a session in a new temporary directory.
+var createSession = mcptest.CreateSession
 
 // queryAsync calls claude_chat_query (with a progress token) on a
 // goroutine.

@@ -22,6 +22,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/mcptest"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/syncbuf"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/tokenfile"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
@@ -44,7 +45,7 @@ type dashEnv struct {
 	rec   *mcptest.Recorder
 	url   string // the dashboard's base URL (its origin)
 	ui    string // where its pages are: url and the root path
-	audit *syncBuf
+	audit *syncbuf.Buffer
 }
 
 func newDashEnv(t testing.TB, protocol string, elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)) *dashEnv {
@@ -52,26 +53,25 @@ func newDashEnv(t testing.TB, protocol string, elicit func(context.Context, *mcp
 	path, env := fakecli.Command(t)
 	mgr := sessions.NewManager(sessions.Config{CLIPath: path, Env: env, PermissionTimeout: 20 * time.Second})
 	t.Cleanup(mgr.Shutdown)
-	auditBuf := &syncBuf{}
+	auditBuf := &syncbuf.Buffer{}
 	al := audit.New(auditBuf, "audit.log", audit.Options{})
 	d := dashboard.New(mgr, dashboard.Options{Audit: al})
 	ts := httptest.NewServer(d)
 	t.Cleanup(ts.Close)
 	d.SetBaseURL(ts.URL)
-	srv := mcptools.NewServer(mgr, mcptools.Options{Dashboard: d, Audit: al})
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := srv.Connect(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
 	rec := mcptest.NewRecorder("dash", elicit)
-	cs, err := rec.Connect(context.Background(), ct, protocol)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
+	cs := mcptest.ConnectInMemory(t, mcptools.NewServer(mgr, mcptools.Options{Dashboard: d, Audit: al}), rec, protocol)
 	return &dashEnv{mgr: mgr, d: d, cs: cs, rec: rec, url: ts.URL, ui: ts.URL + d.Root(), audit: auditBuf}
+}
+
+// newPlainServer is a server on the fake CLI without a dashboard, and an
+// in-memory MCP client of protocol.
+func newPlainServer(tb testing.TB, protocol string) *mcp.ClientSession {
+	tb.Helper()
+	path, env := fakecli.Command(tb)
+	mgr := sessions.NewManager(sessions.Config{CLIPath: path, Env: env})
+	tb.Cleanup(mgr.Shutdown)
+	return mcptest.ConnectInMemory(tb, mcptools.NewServer(mgr, mcptools.Options{}), mcptest.NewRecorder("plain", nil), protocol)
 }
 
 // browser is an HTTP client with a cookie jar that follows no redirects.
@@ -145,7 +145,7 @@ func (e *dashEnv) create(t *testing.T, args map[string]any) string {
 	if args["cwd"] == nil {
 		args["cwd"] = t.TempDir()
 	}
-	_, out := callJSON(t, e.cs, "claude_session_create", args)
+	_, out := mcptest.CallJSON(t, e.cs, "claude_session_create", args)
 	sid, _ := out["sessionId"].(string)
 	if sid == "" {
 		t.Fatalf("create: %v", out)
@@ -190,7 +190,7 @@ func TestDashboardStdioSignIn(t *testing.T) {
 	if instr := e.cs.InitializeResult().Instructions; !strings.Contains(instr, "dashboardUrl") {
 		t.Errorf("the instructions do not mention the dashboard:\n%s", instr)
 	}
-	_, out := callJSON(t, e.cs, "claude_session_list", map[string]any{})
+	_, out := mcptest.CallJSON(t, e.cs, "claude_session_list", map[string]any{})
 	if out["dashboardUrl"] != e.d.URL() || !strings.Contains(e.d.URL(), "secret=") {
 		t.Errorf("dashboardUrl = %v, want %s", out["dashboardUrl"], e.d.URL())
 	}
@@ -202,7 +202,7 @@ func TestDashboardStdioSignIn(t *testing.T) {
 func TestDashboardNoInlineScript(t *testing.T) {
 	e := newDashEnv(t, "2025-11-25", nil)
 	sid := e.create(t, nil)
-	callJSON(t, e.cs, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "hi"})
+	mcptest.CallJSON(t, e.cs, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "hi"})
 	c := browser(t)
 	e.signIn(t, c)
 	scriptTag := regexp.MustCompile(`(?i)<script[^>]*>[^<]*`)
@@ -232,7 +232,7 @@ func TestDashboardEscapes(t *testing.T) {
 	e := newDashEnv(t, "2025-11-25", nil)
 	sid := e.create(t, nil)
 	const evil = `<script>alert(1)</script><img src=x onerror=alert(2)>`
-	callJSON(t, e.cs, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": evil})
+	mcptest.CallJSON(t, e.cs, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": evil})
 	c := browser(t)
 	e.signIn(t, c)
 	_, _, body := get(t, c, e.ui+"/s/"+sid)
@@ -374,7 +374,7 @@ func TestDashboardStream(t *testing.T) {
 	e.signIn(t, c)
 	page := openSSE(t, c, e.ui+"/events?session="+sid)
 	list := openSSE(t, c, e.ui+"/events")
-	callJSON(t, e.cs, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "TOOL_BASH[echo hi]"})
+	mcptest.CallJSON(t, e.cs, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "TOOL_BASH[echo hi]"})
 	page.next(t, "turn")
 	var kinds []string
 	for {
@@ -460,9 +460,9 @@ func TestDashboardStalledReader(t *testing.T) {
 	// The first turn's first steps reach the stream, whose next write then
 	// blocks; the turns go on regardless.
 	for i := 0; i < 3; i++ {
-		res, _ := callJSON(t, e.cs, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "TOOL_BASH[echo hi]"})
+		res, _ := mcptest.CallJSON(t, e.cs, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "TOOL_BASH[echo hi]"})
 		if res.IsError {
-			t.Fatalf("query %d: %s", i, resText(res))
+			t.Fatalf("query %d: %s", i, mcptest.Text(res))
 		}
 	}
 	if w.writes.Load() < 2 {
@@ -535,9 +535,9 @@ func TestDashboardInterrupt(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the query did not end after the interrupt")
 	}
-	res, out := callJSON(t, e.cs, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "hi"})
+	res, out := mcptest.CallJSON(t, e.cs, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "hi"})
 	if res.IsError || out["interrupted"] == true {
-		t.Errorf("the next query: %s", resText(res))
+		t.Errorf("the next query: %s", mcptest.Text(res))
 	}
 	if a := e.audit.String(); !strings.Contains(a, `"tool":"ui:interrupt","session":"`+sid+`","outcome":"ok"`) {
 		t.Errorf("the interrupt is not audited:\n%s", a)
@@ -604,7 +604,7 @@ func TestDashboardPermission(t *testing.T) {
 			b, _ := json.Marshal(res.StructuredContent)
 			_ = json.Unmarshal(b, &out)
 			if res.IsError || len(out.Metadata.PermissionDenials) != 0 || len(out.ToolInvocations) != 1 || out.ToolInvocations[0].IsError {
-				t.Errorf("the query after the page allowed the tool: %s %+v", resText(res), out)
+				t.Errorf("the query after the page allowed the tool: %s %+v", mcptest.Text(res), out)
 			}
 		})
 	}
@@ -641,13 +641,13 @@ func TestDashboardPermission(t *testing.T) {
 		b, _ := json.Marshal(res.StructuredContent)
 		_ = json.Unmarshal(b, &out)
 		if res.IsError || len(out.Metadata.PermissionDenials) != 0 || len(out.ToolInvocations) != 1 || out.ToolInvocations[0].IsError {
-			t.Errorf("the query after the page allowed the tool: %s %+v", resText(res), out)
+			t.Errorf("the query after the page allowed the tool: %s %+v", mcptest.Text(res), out)
 		}
 	})
 	t.Run("no_page_no_elicitation", func(t *testing.T) {
 		e := newDashEnv(t, "2025-11-25", nil)
 		sid := e.create(t, nil)
-		_, out := callJSON(t, e.cs, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "TOOL_BASH[echo hi]"})
+		_, out := mcptest.CallJSON(t, e.cs, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "TOOL_BASH[echo hi]"})
 		md, _ := out["metadata"].(map[string]any)
 		if denials, _ := md["permissionDenials"].([]any); len(denials) != 1 {
 			t.Errorf("without a page the policy answers at once: %v", out)
@@ -661,11 +661,11 @@ func TestDashboardPermission(t *testing.T) {
 // and audited, and removing the token ends the sign-in.
 func TestDashboardHTTP(t *testing.T) {
 	e := newDashHTTP(t, sessions.Config{})
-	base, audit, hs, h := e.base, e.audit, e.hs, e.hs.h
-	aliceSID := createSession(t, hs.connect(t, "alice-secret", "2025-11-25"))
-	bobSID := createSession(t, hs.connect(t, "bob-secret", "2025-11-25"))
+	base, audit, h := e.base, e.audit, e.h
+	aliceSID := mcptest.CreateSession(t, e.connect(t, "alice-secret", "2025-11-25"))
+	bobSID := mcptest.CreateSession(t, e.connect(t, "bob-secret", "2025-11-25"))
 	signIn := func(token string) (*http.Client, int) { return e.signIn(t, token) }
-	file := hs.tokens
+	file := e.tokens
 	if code, _, _ := get(t, browser(t), base+"/ui/"); code != http.StatusSeeOther {
 		t.Errorf("the list without a sign-in: %d, want the sign-in page", code)
 	}

@@ -14,19 +14,46 @@ import (
 // The dashboard's HTML, written by plain Go rather than html/template:
 // text/template looks methods up by name (reflect), which makes the linker
 // keep every exported method of every reachable type — megabytes of the
-// binary, most of them paged in.
+// binary, most of them paged in. (gomponents, measured too, imports
+// html/template and allocates a node per element: see BENCHMARKS.md.)
 //
-// Safe by construction all the same: markup is only what this file and
-// html_session.go write as constants (the markup type takes no
-// string variable without a conversion, and there is none); every value
-// from data goes through htmlWriter.text (the HTML escape of < > & ' ", for
-// text and quoted attribute values alike; mt is markup, then text), int
-// (int64, mi), or sessionURL (a path segment escaped for the URL, then for
-// the attribute). TestDashboardHTMLEscapes renders every page from hostile
+// A page is written element by element, nested as the page is:
+//
+//	w.el("tr", attrs{at("class", "session"), at("data-session", r.ID)}, func() {
+//		w.elText("td", nil, r.Model)
+//	})
+//
+// Safe by construction: tag names, attribute names and markup are of type
+// markup, which only constants are converted to (TestNoMarkupFromData
+// fails on any conversion of a value: there is no exception); every value
+// from data is a string — an attribute's value or text — that the writer
+// escapes (html.EscapeString: < > & ' ", for text and double-quoted
+// values alike). TestDashboardHTMLEscapes renders every page from hostile
 // data.
 
-// markup is HTML written as it is: untyped string constants of this file.
+// markup is HTML written as it is: tag and attribute names, and text of
+// this package's constants.
 type markup string
+
+// attr is an attribute of an element; a flag (a boolean attribute) is
+// written without a value.
+type attr struct {
+	name  markup
+	value string
+	flag  bool
+}
+
+// attrs are an element's attributes, in the order written.
+type attrs []attr
+
+// at is the attribute name="value", value escaped.
+func at(name markup, value string) attr { return attr{name: name, value: value} }
+
+// atInt is the attribute name="n".
+func atInt(name markup, n int) attr { return attr{name: name, value: strconv.Itoa(n)} }
+
+// flag is a boolean attribute.
+func flag(name markup) attr { return attr{name: name, flag: true} }
 
 // htmlWriter builds a page.
 type htmlWriter struct {
@@ -34,44 +61,87 @@ type htmlWriter struct {
 	root string // the path the pages are under (Dashboard.root)
 }
 
+// el writes the element tag with its attributes, body (nil: none) between
+// its tags.
+func (w *htmlWriter) el(tag markup, as attrs, body func()) {
+	w.open(tag, as)
+	if body != nil {
+		body()
+	}
+	w.close(tag)
+}
+
+// elText writes the element tag with the text s.
+func (w *htmlWriter) elText(tag markup, as attrs, s string) {
+	w.open(tag, as)
+	w.text(s)
+	w.close(tag)
+}
+
+// elMarkup writes the element tag with the markup m (text of a constant).
+func (w *htmlWriter) elMarkup(tag markup, as attrs, m markup) {
+	w.open(tag, as)
+	w.m(m)
+	w.close(tag)
+}
+
+// void writes an element without content (meta, link, input).
+func (w *htmlWriter) void(tag markup, as attrs) { w.open(tag, as) }
+
+// open writes a start tag: on a line of its own for the elements that are
+// blocks (the source stays readable; a line break before a block renders
+// as nothing, and before the form controls as the space it was).
+func (w *htmlWriter) open(tag markup, as attrs) {
+	if onOwnLine(tag) {
+		w.b.WriteByte('\n')
+	}
+	w.b.WriteByte('<')
+	w.m(tag)
+	for _, a := range as {
+		w.b.WriteByte(' ')
+		w.m(a.name)
+		if !a.flag {
+			w.b.WriteString(`="`)
+			w.text(a.value)
+			w.b.WriteByte('"')
+		}
+	}
+	w.b.WriteByte('>')
+}
+
+func (w *htmlWriter) close(tag markup) {
+	w.b.WriteString("</")
+	w.m(tag)
+	w.b.WriteByte('>')
+}
+
+func onOwnLine(tag markup) bool {
+	switch tag {
+	case "html", "head", "meta", "link", "title", "script", "body", "header", "main", "h1", "h2", "p", "div",
+		"table", "thead", "tbody", "tr", "section", "figure", "figcaption", "ul", "dl", "dt", "nav", "form",
+		"details", "pre", "button", "input", "label":
+		return true
+	}
+	return false
+}
+
 // m writes markup.
 func (w *htmlWriter) m(s markup) { w.b.WriteString(string(s)) }
 
-// text writes s escaped, for text and quoted attribute values.
+// text writes s escaped, as text.
 func (w *htmlWriter) text(s string) { w.b.WriteString(html.EscapeString(s)) }
 
-func (w *htmlWriter) int(n int) { w.b.WriteString(strconv.Itoa(n)) }
+// link is the address of a path under the pages' root.
+func (w *htmlWriter) link(path string) string { return w.root + path }
 
-func (w *htmlWriter) int64(n int64) { w.b.WriteString(strconv.FormatInt(n, 10)) }
-
-// mt writes markup, then s escaped.
-func (w *htmlWriter) mt(m markup, s string) {
-	w.m(m)
-	w.text(s)
-}
-
-// mi writes markup, then n.
-func (w *htmlWriter) mi(m markup, n int) {
-	w.m(m)
-	w.int(n)
-}
-
-// url writes the address of a path under the pages' root.
-func (w *htmlWriter) url(path markup) {
-	w.text(w.root)
-	w.m(path)
-}
-
-// sessionURL writes the address of session id's page.
-func (w *htmlWriter) sessionURL(id string) {
-	w.url("/s/")
-	w.text(url.PathEscape(id))
+// sessionLink is the address of session id's page, and of path under it.
+func (w *htmlWriter) sessionLink(id, path string) string {
+	return w.root + "/s/" + url.PathEscape(id) + path
 }
 
 // csrfInput writes the hidden input carrying the page's token.
 func (w *htmlWriter) csrfInput(token string) {
-	w.mt(`<input type="hidden" name="csrf" value="`, token)
-	w.m(`">`)
+	w.void("input", attrs{at("type", "hidden"), at("name", "csrf"), at("value", token)})
 }
 
 // render writes a page.
@@ -88,6 +158,7 @@ func (d *Dashboard) renderPublic(rw http.ResponseWriter, code int, page func(*ht
 func writePage(rw http.ResponseWriter, code int, page func(*htmlWriter), root string) {
 	w := htmlWriter{root: root}
 	page(&w)
+	w.b.WriteByte('\n')
 	rw.Header().Set("Content-Type", "text/html; charset=utf-8")
 	rw.WriteHeader(code)
 	_, _ = rw.Write(w.b.Bytes())
@@ -118,328 +189,108 @@ func frac(a, b float64) string {
 	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
-// queries writes "1 query" or "N queries".
-func (w *htmlWriter) queries(n int) {
-	w.int(n)
+// queries is "1 query" or "N queries".
+func queries(n int) string {
 	if n == 1 {
-		w.m(" query")
-		return
+		return "1 query"
 	}
-	w.m(" queries")
+	return strconv.Itoa(n) + " queries"
 }
 
-// head is the start of every page but the signed-in one.
-func (p pageBase) head(w *htmlWriter) {
-	w.mt(`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="csrf-token" content="`, p.CSRF)
-	w.mt(`">
-<meta name="ui-root" content="`, w.root)
-	w.mt(`">
-<title>`, p.Title)
-	w.m(` · claude-agent-mcp</title>
-<link rel="stylesheet" href="`)
-	w.url(`/static/app.css">
-<script src="`)
-	w.url(`/static/app.js" defer></script>
-</head>
-<body>
-<header class="top">
-  <a class="brand" href="`)
-	w.url(`/">claude-agent-mcp</a>
-  <span class="who">`)
-	if p.HTTP {
-		w.mt("signed in as <b>", p.User)
-		w.m("</b>")
-		if p.Admin {
-			w.m(" (admin: every session)")
+// page writes a whole page: the head, the top bar, then main in <main>.
+func (p pageBase) page(w *htmlWriter, main func()) {
+	w.m("<!doctype html>")
+	w.el("html", attrs{at("lang", "en")}, func() {
+		w.el("head", nil, func() {
+			w.void("meta", attrs{at("charset", "utf-8")})
+			w.void("meta", attrs{at("name", "viewport"), at("content", "width=device-width, initial-scale=1")})
+			w.void("meta", attrs{at("name", "csrf-token"), at("content", p.CSRF)})
+			w.void("meta", attrs{at("name", "ui-root"), at("content", w.root)})
+			w.elText("title", nil, p.Title+" · claude-agent-mcp")
+			w.void("link", attrs{at("rel", "stylesheet"), at("href", w.link("/static/app.css"))})
+			w.el("script", attrs{at("src", w.link("/static/app.js")), flag("defer")}, nil)
+		})
+		w.el("body", nil, func() {
+			p.topBar(w)
+			w.el("main", nil, main)
+		})
+	})
+}
+
+// topBar is the header of every page: the name, who is signed in, the
+// sign-out button.
+func (p pageBase) topBar(w *htmlWriter) {
+	w.el("header", attrs{at("class", "top")}, func() {
+		w.elMarkup("a", attrs{at("class", "brand"), at("href", w.link("/"))}, "claude-agent-mcp")
+		w.m(" ")
+		w.el("span", attrs{at("class", "who")}, func() {
+			if !p.HTTP {
+				w.m("this machine's sessions")
+				return
+			}
+			w.m("signed in as ")
+			w.elText("b", nil, p.User)
+			if p.Admin {
+				w.m(" (admin: every session)")
+			}
+		})
+		if p.HTTP && p.CSRF != "" {
+			w.el("form", attrs{at("class", "signout"), at("method", "post"), at("action", w.link("/signout"))}, func() {
+				w.csrfInput(p.CSRF)
+				w.elMarkup("button", nil, "Sign out")
+			})
 		}
-	} else {
-		w.m("this machine's sessions")
-	}
-	w.m("</span>\n  ")
-	if p.HTTP && p.CSRF != "" {
-		w.m(`<form class="signout" method="post" action="`)
-		w.url(`/signout">`)
-		w.csrfInput(p.CSRF)
-		w.m(`<button>Sign out</button></form>`)
-	}
-	w.m("\n</header>\n<main>\n")
+	})
 }
-
-// foot is the end of every page but the signed-in one.
-func foot(w *htmlWriter) { w.m("\n</main>\n</body>\n</html>\n") }
 
 func (p errorPage) write(w *htmlWriter) {
-	p.head(w)
-	w.mt("\n<h1>", p.Title)
-	w.mt("</h1>\n<p class=\"message\">", p.Message)
-	w.m("</p>\n<p><a href=\"")
-	w.url("/\">The sessions</a></p>\n")
-	foot(w)
+	p.page(w, func() {
+		w.elText("h1", nil, p.Title)
+		w.elText("p", attrs{at("class", "message")}, p.Message)
+		w.el("p", nil, func() { w.elMarkup("a", attrs{at("href", w.link("/"))}, "The sessions") })
+	})
 }
 
 func (p signinPage) write(w *htmlWriter) {
-	p.head(w)
-	w.m(`
-<h1>Sign in</h1>
-<p>Sign in with the bearer token you use for the MCP endpoint; you will see your own sessions.</p>
-`)
-	if p.Failed {
-		w.m(`<p class="message error">That token is not known to this server.</p>`)
-	}
-	if p.RetryAfter > 0 {
-		w.mi(`<p class="message error">Too many failed sign-ins from your address: try again in `, p.RetryAfter)
-		w.m(` s.</p>`)
-	}
-	w.m(`
-<form method="post" action="`)
-	w.url(`/signin" class="signin">
-  <label>Token <input type="password" name="token" autocomplete="current-password" required autofocus></label>
-  <button>Sign in</button>
-</form>
-`)
-	foot(w)
+	p.page(w, func() {
+		w.elMarkup("h1", nil, "Sign in")
+		w.elMarkup("p", nil, "Sign in with the bearer token you use for the MCP endpoint; you will see your own sessions.")
+		if p.Failed {
+			w.elMarkup("p", attrs{at("class", "message error")}, "That token is not known to this server.")
+		}
+		if p.RetryAfter > 0 {
+			w.elText("p", attrs{at("class", "message error")},
+				"Too many failed sign-ins from your address: try again in "+strconv.Itoa(p.RetryAfter)+" s.")
+		}
+		w.el("form", attrs{at("method", "post"), at("action", w.link("/signin")), at("class", "signin")}, func() {
+			w.el("label", nil, func() {
+				w.m("Token ")
+				w.void("input", attrs{at("type", "password"), at("name", "token"), at("autocomplete", "current-password"),
+					flag("required"), flag("autofocus")})
+			})
+			w.elMarkup("button", nil, "Sign in")
+		})
+	})
 }
 
 // signedIn is the page the stdio link leaves the secret behind with.
 func signedIn(w *htmlWriter) {
-	w.m(`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="refresh" content="0;url=`)
-	w.url(`/">
-<title>Signed in · claude-agent-mcp</title>
-<link rel="stylesheet" href="`)
-	w.url(`/static/app.css">
-</head>
-<body><main><p>Signed in. <a href="`)
-	w.url(`/">Go to the sessions</a>.</p></main></body>
-</html>
-`)
-}
-
-// write is the list of sessions, with the spend charts.
-func (p listPage) write(w *htmlWriter) {
-	p.head(w)
-	w.m("\n<h1>Sessions</h1>\n<div id=\"rows\" data-live=\"list\">")
-	p.writeRows(w)
-	w.m("</div>\n")
-	if len(p.Charts) > 0 {
-		w.m("<section class=\"charts\">\n")
-		for _, c := range p.Charts {
-			c.write(w)
-		}
-		w.m("\n</section>")
-	}
-	w.m("\n")
-	foot(w)
-}
-
-func (c spendChart) write(w *htmlWriter) {
-	w.mt("<figure class=\"chart\">\n  <figcaption>", c.Title)
-	w.mt(" <small>cumulative, over the last ", c.Span)
-	w.mt("; top ", c.Max)
-	w.mi("</small></figcaption>\n  <svg viewBox=\"0 0 ", c.Width)
-	w.mi(" ", c.Height)
-	w.mi(`" width="`, c.Width)
-	w.mi(`" height="`, c.Height)
-	w.mt(`" role="img" aria-label="`, c.Title)
-	w.mi("\">\n    <rect class=\"frame\" x=\"0\" y=\"0\" width=\"", c.Width)
-	w.mi(`" height="`, c.Height)
-	w.m("\"></rect>\n    ")
-	for _, l := range c.Lines {
-		w.mt(`<polyline fill="none" stroke="`, l.Color)
-		w.mt(`" stroke-width="2" points="`, l.Points)
-		w.m(`"></polyline>`)
-	}
-	w.m("\n  </svg>\n  <ul class=\"legend\">")
-	for _, l := range c.Lines {
-		w.mt(`<li><svg width="10" height="10"><rect width="10" height="10" fill="`, l.Color)
-		w.mt(`"></rect></svg> `, l.Label)
-		w.mt(" ", usd(l.Total))
-		w.m("</li>")
-	}
-	w.m("</ul>\n</figure>")
-}
-
-// writeRows is the tables of sessions (also the fragment /ui/rows).
-func (p listPage) writeRows(w *htmlWriter) {
-	w.m(`
-<table class="sessions">
-<thead><tr><th>Session</th><th>State</th><th>Model</th><th>Where</th><th>Turn</th><th>Cost</th></tr></thead>
-<tbody>
-`)
-	for _, r := range p.Rows {
-		r.write(w, p.Admin)
-	}
-	if len(p.Rows) == 0 {
-		w.m(`<tr><td colspan="6" class="dim">No open sessions.</td></tr>`)
-	}
-	w.m("\n</tbody>\n</table>\n")
-	if len(p.Others) > 0 {
-		w.m(`<h2>On other instances <small>(sharing the registry; read-only)</small></h2>
-<table class="sessions others">
-<thead><tr><th>Session</th><th>Model</th><th>Where</th><th>Last used</th><th>Cost</th></tr></thead>
-<tbody>
-`)
-		for _, o := range p.Others {
-			o.write(w, p.Admin)
-		}
-		w.m("\n</tbody>\n</table>")
-	}
-	w.m("\n")
-}
-
-// nameOrID writes a session's name, or the start of its id.
-func (w *htmlWriter) nameOrID(name, id string) {
-	if name != "" {
-		w.text(name)
-	} else {
-		w.text(short(id))
-	}
-}
-
-// owner writes a session's owner ("(stdio)": none).
-func (w *htmlWriter) owner(owner string) {
-	if owner == "" {
-		w.m("(stdio)")
-	} else {
-		w.text(owner)
-	}
-}
-
-// cost writes a session's cost, and its budget with a meter; space goes
-// before the meter.
-func (w *htmlWriter) cost(cost, budget float64, space markup) {
-	w.text(usd(cost))
-	if budget > 0 {
-		w.mt(" of ", usd(budget))
-		w.m(space + `<meter min="0" max="1" low="0.7" high="0.9" optimum="0" value="`)
-		w.text(frac(cost, budget))
-		w.m(`"></meter>`)
-	}
-}
-
-// running writes a running turn's elapsed time and counts.
-func (w *htmlWriter) running(r sessionRow) {
-	w.m(`<span class="elapsed" data-since="`)
-	w.int64(r.Since)
-	w.mt(`">`, r.Elapsed)
-	w.mi("</span> · ", r.Turns)
-	w.mi(" API turn(s) · ", r.Tools)
-	w.m(" tool call(s)")
-}
-
-// write is a session's row in the list.
-func (r sessionRow) write(w *htmlWriter, admin bool) {
-	w.mt(`<tr class="session" data-session="`, r.ID)
-	w.m("\">\n  <td><a href=\"")
-	w.sessionURL(r.ID)
-	w.m(`">`)
-	w.nameOrID(r.Name, r.ID)
-	w.m("</a>")
-	if r.Name != "" {
-		w.mt(` <small class="id">`, short(r.ID))
-		w.m("</small>")
-	}
-	if admin {
-		w.m(`<div class="owner">`)
-		w.owner(r.Owner)
-		w.m("</div>")
-	}
-	w.m("</td>\n  <td>")
-	w.state(r.State)
-	if r.Questions != 0 {
-		w.mi(` <span class="ask">`, r.Questions)
-		w.m(" question(s)</span>")
-	}
-	if r.Task != "" {
-		w.mt(`<div class="task">task `, short(r.Task))
-		w.m("</div>")
-	}
-	w.limit(r)
-	w.m("</td>\n  <td>")
-	if r.Model != "" {
-		w.text(r.Model)
-	} else {
-		w.m(`<span class="dim">default</span>`)
-	}
-	w.m("</td>\n  <td class=\"where\">")
-	r.where(w)
-	w.m("</td>\n  <td class=\"turn\">")
-	if r.Running {
-		w.running(r)
-		w.mt(`<div class="step">`, r.LastStep)
-		w.m("</div>")
-	} else {
-		w.m(`<span class="dim">`)
-		w.queries(r.Queries)
-		w.m("</span>")
-	}
-	w.m("</td>\n  <td class=\"cost\">")
-	w.cost(r.Cost, r.Budget, "")
-	w.m("</td>\n</tr>")
-}
-
-// limit writes what a row says of the usage limit: when it resets, the
-// CLI's warning.
-func (w *htmlWriter) limit(r sessionRow) {
-	if r.Limited != "" {
-		w.mt(`<div class="limited">`, r.Limited)
-		w.m("</div>")
-	}
-	if r.LimitNote != "" {
-		w.mt(`<div class="limit-note">`, r.LimitNote)
-		w.m("</div>")
-	}
-}
-
-// state writes a session's state.
-func (w *htmlWriter) state(state string) {
-	w.mt(`<span class="state state-`, state)
-	w.mt(`">`, state)
-	w.m("</span>")
-}
-
-// where is a row's worktree (its first five changed files) or cwd.
-func (r sessionRow) where(w *htmlWriter) {
-	wt := r.Worktree
-	if wt == nil {
-		w.text(r.Cwd)
-		return
-	}
-	w.mt("<div>", wt.Path)
-	w.mt(`</div><div class="dim">branch `, wt.Branch)
-	w.mi(", ", len(wt.ChangedFiles))
-	w.m(" changed</div>")
-	for _, f := range wt.ChangedFiles[:min(len(wt.ChangedFiles), 5)] {
-		w.file(f)
-	}
-}
-
-// file writes a changed file of a worktree.
-func (w *htmlWriter) file(f string) {
-	w.mt(`<div class="file">`, f)
-	w.m("</div>")
-}
-
-// write is a session of another instance in the list.
-func (o otherRow) write(w *htmlWriter, admin bool) {
-	w.m("<tr><td>")
-	w.nameOrID(o.Name, o.ID)
-	if admin {
-		w.mt(`<div class="owner">`, o.Owner)
-		w.m("</div>")
-	}
-	w.mt("</td><td>", o.Model)
-	w.mt(`</td><td class="where">`, o.Cwd)
-	w.mt("</td><td>", o.LastUsed)
-	w.mi(" · ", o.Queries)
-	w.mt(` queries</td><td class="cost">`, usd(o.Cost))
-	w.m("</td></tr>")
+	w.m("<!doctype html>")
+	w.el("html", attrs{at("lang", "en")}, func() {
+		w.el("head", nil, func() {
+			w.void("meta", attrs{at("charset", "utf-8")})
+			w.void("meta", attrs{at("http-equiv", "refresh"), at("content", "0;url="+w.link("/"))})
+			w.elMarkup("title", nil, "Signed in · claude-agent-mcp")
+			w.void("link", attrs{at("rel", "stylesheet"), at("href", w.link("/static/app.css"))})
+		})
+		w.el("body", nil, func() {
+			w.el("main", nil, func() {
+				w.el("p", nil, func() {
+					w.m("Signed in. ")
+					w.elMarkup("a", attrs{at("href", w.link("/"))}, "Go to the sessions")
+					w.m(".")
+				})
+			})
+		})
+	})
 }

@@ -1,41 +1,52 @@
 package dashboard
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
-// A session's page and its panel (html.go has the writer and the
-// other pages).
+// A session's page and its panel (html.go has the writer, html_list.go
+// the parts of a row).
 
 // write is a session's page: its panel, its live turn, its history.
 func (p sessionPage) write(w *htmlWriter) {
-	p.head(w)
-	w.m("\n<p class=\"back\"><a href=\"")
-	w.url("/\">← all sessions</a></p>\n<div id=\"panel\" data-session=\"")
-	w.text(p.Row.ID)
-	w.m(`">`)
-	p.writePanel(w)
-	w.mt("</div>\n<section class=\"live\">\n  <h2>Latest turn <small id=\"live-status\"></small></h2>\n  <div id=\"steps\" data-session=\"", p.Row.ID)
-	w.m("\"></div>\n</section>\n<section class=\"history\">\n  <h2>History <small>")
-	if p.Total != 0 {
-		w.mi("entries ", p.From+1)
-		w.mi("–", p.From+len(p.History))
-		w.mi(" of ", p.Total)
-	} else {
-		w.m("none yet")
+	p.page(w, func() {
+		w.el("p", attrs{at("class", "back")}, func() {
+			w.elMarkup("a", attrs{at("href", w.link("/"))}, "← all sessions")
+		})
+		w.el("div", attrs{at("id", "panel"), at("data-session", p.Row.ID)}, func() { p.writePanel(w) })
+		w.el("section", attrs{at("class", "live")}, func() {
+			w.el("h2", nil, func() {
+				w.m("Latest turn ")
+				w.el("small", attrs{at("id", "live-status")}, nil)
+			})
+			w.el("div", attrs{at("id", "steps"), at("data-session", p.Row.ID)}, nil)
+		})
+		w.el("section", attrs{at("class", "history")}, func() {
+			w.el("h2", nil, func() {
+				w.m("History ")
+				w.elText("small", nil, p.entries())
+			})
+			w.el("nav", attrs{at("class", "pages")}, func() {
+				p.pageLink(w, p.Older, "older")
+				w.m(" ")
+				p.pageLink(w, p.Newer, "newer")
+			})
+			for _, e := range p.History {
+				historyEntry(w, e)
+			}
+		})
+	})
+}
+
+// entries says which entries of the history the page shows.
+func (p sessionPage) entries() string {
+	if p.Total == 0 {
+		return "none yet"
 	}
-	w.m("</small></h2>\n  <nav class=\"pages\">")
-	p.pageLink(w, p.Older, "older")
-	w.m(" ")
-	p.pageLink(w, p.Newer, "newer")
-	w.m("</nav>\n  ")
-	for _, e := range p.History {
-		historyEntry(w, e)
-	}
-	w.m("\n</section>\n")
-	foot(w)
+	return "entries " + strconv.Itoa(p.From+1) + "–" + strconv.Itoa(p.From+len(p.History)) + " of " + strconv.Itoa(p.Total)
 }
 
 // pageLink writes the link to the page of the history before cursor, if
@@ -44,151 +55,150 @@ func (p sessionPage) pageLink(w *htmlWriter, cursor int, label markup) {
 	if cursor < 0 {
 		return
 	}
-	w.m(`<a href="`)
-	w.sessionURL(p.Row.ID)
-	w.mi("?before=", cursor)
-	w.m(`">` + label + "</a>")
+	w.elMarkup("a", attrs{at("href", w.sessionLink(p.Row.ID, "?before="+strconv.Itoa(cursor)))}, label)
 }
 
 // historyEntry writes an entry of the history: a prompt, a tool call, or
 // Claude's text.
 func historyEntry(w *htmlWriter, e sessions.HistoryEntry) {
-	w.mt(`<div class="entry entry-`, e.Kind)
-	w.m("\">\n    ")
-	switch e.Kind {
-	case "prompt":
-		w.m(`<div class="who">prompt`)
-		if !e.Time.IsZero() {
-			w.mt(" · ", e.Time.Local().Format(time.TimeOnly))
+	w.el("div", attrs{at("class", "entry entry-"+e.Kind)}, func() {
+		switch e.Kind {
+		case "prompt":
+			w.el("div", attrs{at("class", "who")}, func() {
+				w.m("prompt")
+				if !e.Time.IsZero() {
+					w.text(" · " + e.Time.Local().Format(time.TimeOnly))
+				}
+			})
+			w.elText("pre", nil, e.Text)
+		case "tool":
+			w.el("details", nil, func() {
+				w.el("summary", nil, func() {
+					w.text("tool " + e.Tool)
+					if e.IsError {
+						w.m(" ")
+						w.elMarkup("span", attrs{at("class", "error")}, "(error)")
+					}
+				})
+				w.elText("pre", attrs{at("class", "input")}, indentJSON(e.Input))
+				if e.Result != "" {
+					w.elText("pre", attrs{at("class", "output")}, e.Result)
+				}
+			})
+		default:
+			w.elMarkup("div", attrs{at("class", "who")}, "Claude")
+			w.elText("pre", nil, e.Text)
 		}
-		w.mt("</div><pre>", e.Text)
-		w.m("</pre>\n    ")
-	case "tool":
-		w.mt("<details><summary>tool ", e.Tool)
-		if e.IsError {
-			w.m(` <span class="error">(error)</span>`)
-		}
-		w.mt(`</summary><pre class="input">`, indentJSON(e.Input))
-		w.m("</pre>")
-		if e.Result != "" {
-			w.mt(`<pre class="output">`, e.Result)
-			w.m("</pre>")
-		}
-		w.m("</details>\n    ")
-	default:
-		w.mt(`<div class="who">Claude</div><pre>`, e.Text)
-		w.m("</pre>")
-	}
-	w.m("\n  </div>")
+	})
 }
 
 // writePanel is a session's facts, actions and questions (also the
 // fragment /ui/s/<id>/panel).
 func (p sessionPage) writePanel(w *htmlWriter) {
 	r := p.Row
-	w.m("\n<h1>")
-	if r.Name != "" {
-		w.text(r.Name)
-	} else {
-		w.mt("Session ", short(r.ID))
-	}
-	w.m(" ")
-	w.state(r.State)
-	w.mt("</h1>\n<dl class=\"facts\">\n  <dt>id</dt><dd class=\"id\">", r.ID)
-	w.m("</dd>\n  <dt>model</dt><dd>")
-	if r.Model != "" {
-		w.text(r.Model)
-	} else {
-		w.m("the CLI's default")
-	}
-	w.m("</dd>\n  ")
-	if wt := r.Worktree; wt != nil {
-		w.mt("<dt>worktree</dt><dd>", wt.Path)
-		w.mt(" (branch ", wt.Branch)
-		w.m(")")
-		for _, f := range wt.ChangedFiles {
-			w.file(f)
+	w.el("h1", nil, func() {
+		if r.Name != "" {
+			w.text(r.Name)
+		} else {
+			w.text("Session " + short(r.ID))
 		}
-		w.m("</dd>")
-	} else {
-		w.mt("<dt>cwd</dt><dd>", r.Cwd)
-		w.m("</dd>")
+		w.m(" ")
+		w.state(r.State)
+	})
+	w.el("dl", attrs{at("class", "facts")}, func() { p.facts(w) })
+	p.actions(w)
+}
+
+// facts writes the terms of the panel's list of facts.
+func (p sessionPage) facts(w *htmlWriter) {
+	r := p.Row
+	fact := func(term markup, as attrs, desc func()) {
+		w.elMarkup("dt", nil, term)
+		w.el("dd", as, desc)
 	}
-	w.m("\n  ")
+	fact("id", attrs{at("class", "id")}, func() { w.text(r.ID) })
+	fact("model", nil, func() {
+		if r.Model == "" {
+			w.m("the CLI's default")
+			return
+		}
+		w.text(r.Model)
+	})
+	if wt := r.Worktree; wt != nil {
+		fact("worktree", nil, func() {
+			w.text(wt.Path + " (branch " + wt.Branch + ")")
+			for _, f := range wt.ChangedFiles {
+				w.file(f)
+			}
+		})
+	} else {
+		fact("cwd", nil, func() { w.text(r.Cwd) })
+	}
 	if p.Admin {
-		w.m("<dt>owner</dt><dd>")
-		w.owner(r.Owner)
-		w.m("</dd>")
+		fact("owner", nil, func() { w.text(ownerOf(r.Owner)) })
 	}
 	if r.Limited != "" || r.LimitNote != "" {
-		w.m("\n  <dt>usage limit</dt><dd>")
-		w.limit(r)
-		w.m("</dd>")
+		fact("usage limit", nil, func() { w.limit(r) })
 	}
-	w.m("\n  <dt>cost</dt><dd>")
-	w.cost(r.Cost, r.Budget, " ")
-	w.m(" · ")
-	w.queries(r.Queries)
-	w.m("</dd>\n  ")
+	fact("cost", nil, func() {
+		w.cost(r.Cost, r.Budget, " ")
+		w.text(" · " + queries(r.Queries))
+	})
 	if r.Running {
-		w.m("<dt>running</dt><dd>")
-		w.running(r)
-		if r.LastStep != "" {
-			w.mt(`<div class="step">`, r.LastStep)
-			w.m("</div>")
-		}
-		w.m("</dd>")
+		fact("running", nil, func() {
+			w.running(r)
+			if r.LastStep != "" {
+				w.elText("div", attrs{at("class", "step")}, r.LastStep)
+			}
+		})
 	}
-	w.m("\n</dl>\n")
-	p.actions(w)
 }
 
 // actions writes the panel's forms and questions.
 func (p sessionPage) actions(w *htmlWriter) {
-	w.m("<div class=\"actions\">\n  ")
-	if p.Row.Running {
-		p.actionForm(w, "interrupt")
-		w.csrfInput(p.CSRF)
-		w.m(`<button id="interrupt" class="warn">Interrupt the turn</button></form>`)
-	}
-	w.m("\n  ")
-	p.actionForm(w, "close")
-	w.csrfInput(p.CSRF)
-	w.m("<button id=\"close\" class=\"danger\">Close the session</button></form>\n</div>\n")
+	w.el("div", attrs{at("class", "actions")}, func() {
+		if p.Row.Running {
+			p.actionForm(w, "interrupt", func() {
+				w.elMarkup("button", attrs{at("id", "interrupt"), at("class", "warn")}, "Interrupt the turn")
+			})
+		}
+		p.actionForm(w, "close", func() {
+			w.elMarkup("button", attrs{at("id", "close"), at("class", "danger")}, "Close the session")
+		})
+	})
 	for _, q := range p.Questions {
 		p.question(w, q)
 	}
-	w.m("\n")
 }
 
-// actionForm opens the form that posts an action on the session.
-func (p sessionPage) actionForm(w *htmlWriter, action markup) {
-	w.m(`<form method="post" action="`)
-	w.sessionURL(p.Row.ID)
-	w.m("/" + action + `">`)
+// actionForm writes the form that posts action on the session: its page
+// token, then body.
+func (p sessionPage) actionForm(w *htmlWriter, action string, body func()) {
+	w.el("form", attrs{at("method", "post"), at("action", w.sessionLink(p.Row.ID, "/"+action))}, func() {
+		w.csrfInput(p.CSRF)
+		body()
+	})
 }
 
 // question writes a permission question, with the form that answers it
 // when the page's user may.
 func (p sessionPage) question(w *htmlWriter, q shownQuestion) {
-	w.mt(`<div class="question" data-question="`, q.ID)
-	w.mt("\">\n  <h2>Permission asked: ", q.Tool)
-	w.mt("</h2>\n  <pre>", q.Message)
-	w.m("</pre>\n  ")
-	if !p.CanAnswer {
-		w.m(`<p class="dim">Only the session's owner answers it.</p>`)
-		w.m("\n</div>")
-		return
-	}
-	p.actionForm(w, "answer")
-	w.m("\n    ")
-	w.csrfInput(p.CSRF)
-	w.mt(`<input type="hidden" name="question" value="`, q.ID)
-	w.m(`">
-    <button name="decision" value="` + DecisionAllowOnce + `" class="allow-once">Allow once</button>
-    <button name="decision" value="` + DecisionAllowSession + `" class="allow-session">Allow for this session</button>
-    <input name="reason" placeholder="reason, told to Claude when you deny" maxlength="2000">
-    <button name="decision" value="` + DecisionDeny + `" class="deny">Deny</button>
-  </form>`)
-	w.m("\n</div>")
+	w.el("div", attrs{at("class", "question"), at("data-question", q.ID)}, func() {
+		w.elText("h2", nil, "Permission asked: "+q.Tool)
+		w.elText("pre", nil, q.Message)
+		if !p.CanAnswer {
+			w.elMarkup("p", attrs{at("class", "dim")}, "Only the session's owner answers it.")
+			return
+		}
+		p.actionForm(w, "answer", func() {
+			w.void("input", attrs{at("type", "hidden"), at("name", "question"), at("value", q.ID)})
+			decision := func(value, class string, label markup) {
+				w.elMarkup("button", attrs{at("name", "decision"), at("value", value), at("class", class)}, label)
+			}
+			decision(DecisionAllowOnce, "allow-once", "Allow once")
+			decision(DecisionAllowSession, "allow-session", "Allow for this session")
+			w.void("input", attrs{at("name", "reason"), at("placeholder", "reason, told to Claude when you deny"), atInt("maxlength", 2000)})
+			decision(DecisionDeny, "deny", "Deny")
+		})
+	})
 }

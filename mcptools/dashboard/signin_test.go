@@ -114,7 +114,7 @@ func TestDashboardSigninThrottle(t *testing.T) {
 		req.Header.Set("Origin", e.base)
 		req.RemoteAddr = net.JoinHostPort(addr, "40000")
 		rec := httptest.NewRecorder()
-		e.hs.h.ServeHTTP(rec, req)
+		e.h.ServeHTTP(rec, req)
 		return rec
 	}
 	for i := range int(dashboard.PerAddressBurst) {

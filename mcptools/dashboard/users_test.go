@@ -10,7 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/mcptest"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/syncbuf"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/tokenfile"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
@@ -27,10 +31,19 @@ import (
 // dashHTTP is a server over HTTP with tokens for alice, bob and root (an
 // admin), and the dashboard at /ui.
 type dashHTTP struct {
-	base  string
-	d     *dashboard.Dashboard
-	hs    *httpServer
-	audit *syncBuf
+	base   string
+	d      *dashboard.Dashboard
+	mgr    *sessions.Manager
+	h      *httpserve.HTTPHandler
+	tokens string // the tokens file
+	audit  *syncbuf.Buffer
+}
+
+// connect connects a go-sdk client with token (protocol "" negotiates the
+// newest).
+func (e *dashHTTP) connect(t *testing.T, token, protocol string) *mcp.ClientSession {
+	t.Helper()
+	return mcptest.ConnectHTTP(t, e.base+"/mcp", token, protocol)
 }
 
 func newDashHTTP(t *testing.T, cfg sessions.Config) *dashHTTP {
@@ -40,7 +53,7 @@ func newDashHTTP(t *testing.T, cfg sessions.Config) *dashHTTP {
 	cfg.CLIPath, cfg.Env, cfg.Remote, cfg.AllowedRoots = path, env, true, []string{os.TempDir(), wd}
 	mgr := sessions.NewManager(cfg)
 	t.Cleanup(mgr.Shutdown)
-	auditBuf := &syncBuf{}
+	auditBuf := &syncbuf.Buffer{}
 	al := audit.New(auditBuf, "audit.log", audit.Options{})
 	d := dashboard.New(mgr, dashboard.Options{Admins: []string{"root"}, Audit: al})
 	srv := mcptools.NewServer(mgr, mcptools.Options{Dashboard: d, Audit: al})
@@ -56,7 +69,7 @@ func newDashHTTP(t *testing.T, cfg sessions.Config) *dashHTTP {
 	ts.Config = h.Server()
 	ts.Start()
 	t.Cleanup(ts.Close)
-	return &dashHTTP{base: base, d: d, audit: auditBuf, hs: &httpServer{url: base, mgr: mgr, srv: srv, h: h, audit: auditBuf, tokens: file}}
+	return &dashHTTP{base: base, d: d, mgr: mgr, h: h, tokens: file, audit: auditBuf}
 }
 
 // signIn signs a new browser in with token; it returns the browser and
@@ -76,8 +89,8 @@ func (e *dashHTTP) signIn(t *testing.T, token string) (*http.Client, int) {
 // outlast the call's 30 s and fail the test.
 func TestDashboardAdminListHoldsNoQuestion(t *testing.T) {
 	e := newDashHTTP(t, sessions.Config{PermissionTimeout: time.Hour})
-	bob := e.hs.connect(t, "bob-secret", "2025-11-25") // no elicitation
-	sid := createSession(t, bob)
+	bob := e.connect(t, "bob-secret", "2025-11-25") // no elicitation
+	sid := mcptest.CreateSession(t, bob)
 	root, code := e.signIn(t, "root-secret")
 	if code != http.StatusSeeOther {
 		t.Fatalf("the admin's sign-in: %d", code)
@@ -87,11 +100,11 @@ func TestDashboardAdminListHoldsNoQuestion(t *testing.T) {
 	if !e.d.Watched(sid, "root") {
 		t.Fatal("the admin's pages are not open")
 	}
-	res, out := callJSON(t, bob, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "TOOL_BASH[echo hi]"})
+	res, out := mcptest.CallJSON(t, bob, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "TOOL_BASH[echo hi]"})
 	md, _ := out["metadata"].(map[string]any)
 	denials, _ := md["permissionDenials"].([]any)
 	if res.IsError || len(denials) != 1 {
-		t.Errorf("the policy (deny) did not answer bob's question: %s %v", resText(res), out)
+		t.Errorf("the policy (deny) did not answer bob's question: %s %v", mcptest.Text(res), out)
 	}
 }
 
@@ -112,17 +125,17 @@ func TestDashboardListWakesOwnSessions(t *testing.T) {
 			return false
 		}
 	}
-	bob := e.hs.connect(t, "bob-secret", "2025-11-25")
-	sid := createSession(t, bob)
-	callJSON(t, bob, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "hi"})
-	callJSON(t, bob, "claude_session_close", map[string]any{"sessionId": sid})
+	bob := e.connect(t, "bob-secret", "2025-11-25")
+	sid := mcptest.CreateSession(t, bob)
+	mcptest.CallJSON(t, bob, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "hi"})
+	mcptest.CallJSON(t, bob, "claude_session_close", map[string]any{"sessionId": sid})
 	if woken(aliceList) {
 		t.Error("bob's session woke alice's list")
 	}
 	if !woken(rootList) {
 		t.Error("bob's session did not wake the admin's list")
 	}
-	createSession(t, e.hs.connect(t, "alice-secret", "2025-11-25"))
+	mcptest.CreateSession(t, e.connect(t, "alice-secret", "2025-11-25"))
 	if !woken(aliceList) {
 		t.Error("alice's own session did not wake her list")
 	}
@@ -134,23 +147,23 @@ func TestDashboardListWakesOwnSessions(t *testing.T) {
 // dashboard, while alice's stays open.
 func TestDashboardCountsPerUser(t *testing.T) {
 	e := newDashHTTP(t, sessions.Config{})
-	alice := e.hs.connect(t, "alice-secret", "2025-11-25")
-	bob := e.hs.connect(t, "bob-secret", "2025-11-25")
-	aliceSID := createSession(t, alice)
-	callJSON(t, alice, "claude_chat_query", map[string]any{"sessionId": aliceSID, "prompt": "hi"})
-	res, out := callJSON(t, bob, "claude_session_list", map[string]any{})
-	if out["liveProcesses"] != float64(0) || out["queued"] != float64(0) || !strings.HasPrefix(resText(res), "0 open session(s), 0 live process(es).") {
-		t.Errorf("bob's list, with no session, counts others': %v\n%s", out, resText(res))
+	alice := e.connect(t, "alice-secret", "2025-11-25")
+	bob := e.connect(t, "bob-secret", "2025-11-25")
+	aliceSID := mcptest.CreateSession(t, alice)
+	mcptest.CallJSON(t, alice, "claude_chat_query", map[string]any{"sessionId": aliceSID, "prompt": "hi"})
+	res, out := mcptest.CallJSON(t, bob, "claude_session_list", map[string]any{})
+	if out["liveProcesses"] != float64(0) || out["queued"] != float64(0) || !strings.HasPrefix(mcptest.Text(res), "0 open session(s), 0 live process(es).") {
+		t.Errorf("bob's list, with no session, counts others': %v\n%s", out, mcptest.Text(res))
 	}
-	if _, out := callJSON(t, alice, "claude_session_list", map[string]any{}); out["liveProcesses"] != float64(1) {
+	if _, out := mcptest.CallJSON(t, alice, "claude_session_list", map[string]any{}); out["liveProcesses"] != float64(1) {
 		t.Errorf("alice's list: liveProcesses = %v, want her one", out["liveProcesses"])
 	}
-	sid := createSession(t, bob)
-	res, out = callJSON(t, bob, "claude_session_close", map[string]any{"sessionId": sid})
-	if out["activeSessions"] != float64(0) || !strings.Contains(resText(res), "; 0 session(s) remain open.") {
-		t.Errorf("bob's close counts others' sessions: %v %s", out, resText(res))
+	sid := mcptest.CreateSession(t, bob)
+	res, out = mcptest.CallJSON(t, bob, "claude_session_close", map[string]any{"sessionId": sid})
+	if out["activeSessions"] != float64(0) || !strings.Contains(mcptest.Text(res), "; 0 session(s) remain open.") {
+		t.Errorf("bob's close counts others' sessions: %v %s", out, mcptest.Text(res))
 	}
-	sid = createSession(t, bob)
+	sid = mcptest.CreateSession(t, bob)
 	c, _ := e.signIn(t, "bob-secret")
 	_, _, page := get(t, c, e.base+"/ui/s/"+sid)
 	code, text := post(t, c, e.base+"/ui/s/"+sid+"/close", url.Values{"csrf": {pageTokenOf(t, page)}},
@@ -158,7 +171,7 @@ func TestDashboardCountsPerUser(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(text, "Closed; 0 session(s) remain open.") {
 		t.Errorf("bob's close on the dashboard: %d %s", code, text)
 	}
-	if _, err := e.hs.mgr.Get(aliceSID); err != nil {
+	if _, err := e.mgr.Get(aliceSID); err != nil {
 		t.Fatalf("alice's session: %v", err)
 	}
 }

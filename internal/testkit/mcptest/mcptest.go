@@ -1,6 +1,7 @@
 // Package mcptest is the MCP client of the tests: a go-sdk client that
 // records the log and progress notifications it gets, in arrival order,
-// and lets a test read them or wait for one. (mcptools' rawclient_test.go
+// and lets a test read them or wait for one; and the calls the tests of
+// several packages make with it (call.go). (mcptools' rawclient_test.go
 // is a different thing: raw JSON-RPC for protocol 2026-07-28.)
 package mcptest
 

@@ -1,0 +1,219 @@
+package dashboard
+
+import "strconv"
+
+// The list of sessions: its tables, its spend charts, and the parts of a
+// row the session's panel shows too (html.go has the writer).
+
+// write is the list of sessions, with the spend charts.
+func (p listPage) write(w *htmlWriter) {
+	p.page(w, func() {
+		w.elMarkup("h1", nil, "Sessions")
+		w.el("div", attrs{at("id", "rows"), at("data-live", "list")}, func() { p.writeRows(w) })
+		if len(p.Charts) > 0 {
+			w.el("section", attrs{at("class", "charts")}, func() {
+				for _, c := range p.Charts {
+					c.write(w)
+				}
+			})
+		}
+	})
+}
+
+func (c spendChart) write(w *htmlWriter) {
+	w.el("figure", attrs{at("class", "chart")}, func() {
+		w.el("figcaption", nil, func() {
+			w.text(c.Title + " ")
+			w.elText("small", nil, "cumulative, over the last "+c.Span+"; top "+c.Max)
+		})
+		viewBox := "0 0 " + strconv.Itoa(c.Width) + " " + strconv.Itoa(c.Height)
+		w.el("svg", attrs{at("viewBox", viewBox), atInt("width", c.Width), atInt("height", c.Height),
+			at("role", "img"), at("aria-label", c.Title)}, func() {
+			w.el("rect", attrs{at("class", "frame"), at("x", "0"), at("y", "0"), atInt("width", c.Width), atInt("height", c.Height)}, nil)
+			for _, l := range c.Lines {
+				w.el("polyline", attrs{at("fill", "none"), at("stroke", l.Color), at("stroke-width", "2"), at("points", l.Points)}, nil)
+			}
+		})
+		w.el("ul", attrs{at("class", "legend")}, func() {
+			for _, l := range c.Lines {
+				w.el("li", nil, func() {
+					w.el("svg", attrs{at("width", "10"), at("height", "10")}, func() {
+						w.el("rect", attrs{at("width", "10"), at("height", "10"), at("fill", l.Color)}, nil)
+					})
+					w.text(" " + l.Label + " " + usd(l.Total))
+				})
+			}
+		})
+	})
+}
+
+// writeRows is the tables of sessions (also the fragment /ui/rows).
+func (p listPage) writeRows(w *htmlWriter) {
+	w.el("table", attrs{at("class", "sessions")}, func() {
+		w.el("thead", nil, func() {
+			w.el("tr", nil, func() {
+				for _, h := range []markup{"Session", "State", "Model", "Where", "Turn", "Cost"} {
+					w.elMarkup("th", nil, h)
+				}
+			})
+		})
+		w.el("tbody", nil, func() {
+			for _, r := range p.Rows {
+				r.write(w, p.Admin)
+			}
+			if len(p.Rows) == 0 {
+				w.el("tr", nil, func() {
+					w.elMarkup("td", attrs{at("colspan", "6"), at("class", "dim")}, "No open sessions.")
+				})
+			}
+		})
+	})
+	if len(p.Others) == 0 {
+		return
+	}
+	w.el("h2", nil, func() {
+		w.m("On other instances ")
+		w.elMarkup("small", nil, "(sharing the registry; read-only)")
+	})
+	w.el("table", attrs{at("class", "sessions others")}, func() {
+		w.el("thead", nil, func() {
+			w.el("tr", nil, func() {
+				for _, h := range []markup{"Session", "Model", "Where", "Last used", "Cost"} {
+					w.elMarkup("th", nil, h)
+				}
+			})
+		})
+		w.el("tbody", nil, func() {
+			for _, o := range p.Others {
+				o.write(w, p.Admin)
+			}
+		})
+	})
+}
+
+// write is a session's row in the list.
+func (r sessionRow) write(w *htmlWriter, admin bool) {
+	w.el("tr", attrs{at("class", "session"), at("data-session", r.ID)}, func() {
+		w.el("td", nil, func() {
+			w.elText("a", attrs{at("href", w.sessionLink(r.ID, ""))}, nameOrID(r.Name, r.ID))
+			if r.Name != "" {
+				w.m(" ")
+				w.elText("small", attrs{at("class", "id")}, short(r.ID))
+			}
+			if admin {
+				w.elText("div", attrs{at("class", "owner")}, ownerOf(r.Owner))
+			}
+		})
+		w.el("td", nil, func() {
+			w.state(r.State)
+			if r.Questions != 0 {
+				w.m(" ")
+				w.elText("span", attrs{at("class", "ask")}, strconv.Itoa(r.Questions)+" question(s)")
+			}
+			if r.Task != "" {
+				w.elText("div", attrs{at("class", "task")}, "task "+short(r.Task))
+			}
+			w.limit(r)
+		})
+		w.el("td", nil, func() {
+			if r.Model == "" {
+				w.elMarkup("span", attrs{at("class", "dim")}, "default")
+				return
+			}
+			w.text(r.Model)
+		})
+		w.el("td", attrs{at("class", "where")}, func() { r.where(w) })
+		w.el("td", attrs{at("class", "turn")}, func() {
+			if !r.Running {
+				w.elText("span", attrs{at("class", "dim")}, queries(r.Queries))
+				return
+			}
+			w.running(r)
+			w.elText("div", attrs{at("class", "step")}, r.LastStep)
+		})
+		w.el("td", attrs{at("class", "cost")}, func() { w.cost(r.Cost, r.Budget, "") })
+	})
+}
+
+// nameOrID is a session's name, or the start of its id.
+func nameOrID(name, id string) string {
+	if name != "" {
+		return name
+	}
+	return short(id)
+}
+
+// ownerOf is how a session's owner is shown ("(stdio)": none).
+func ownerOf(owner string) string {
+	if owner == "" {
+		return "(stdio)"
+	}
+	return owner
+}
+
+// cost writes a session's cost, and its budget with a meter; space goes
+// before the meter.
+func (w *htmlWriter) cost(cost, budget float64, space markup) {
+	w.text(usd(cost))
+	if budget > 0 {
+		w.text(" of " + usd(budget))
+		w.m(space)
+		w.el("meter", attrs{at("min", "0"), at("max", "1"), at("low", "0.7"), at("high", "0.9"), at("optimum", "0"),
+			at("value", frac(cost, budget))}, nil)
+	}
+}
+
+// running writes a running turn's elapsed time and counts.
+func (w *htmlWriter) running(r sessionRow) {
+	w.elText("span", attrs{at("class", "elapsed"), at("data-since", strconv.FormatInt(r.Since, 10))}, r.Elapsed)
+	w.text(" · " + strconv.Itoa(r.Turns) + " API turn(s) · " + strconv.Itoa(r.Tools) + " tool call(s)")
+}
+
+// limit writes what a row says of the usage limit: when it resets, the
+// CLI's warning.
+func (w *htmlWriter) limit(r sessionRow) {
+	if r.Limited != "" {
+		w.elText("div", attrs{at("class", "limited")}, r.Limited)
+	}
+	if r.LimitNote != "" {
+		w.elText("div", attrs{at("class", "limit-note")}, r.LimitNote)
+	}
+}
+
+// state writes a session's state.
+func (w *htmlWriter) state(state string) {
+	w.elText("span", attrs{at("class", "state state-"+state)}, state)
+}
+
+// where is a row's worktree (its first five changed files) or cwd.
+func (r sessionRow) where(w *htmlWriter) {
+	wt := r.Worktree
+	if wt == nil {
+		w.text(r.Cwd)
+		return
+	}
+	w.elText("div", nil, wt.Path)
+	w.elText("div", attrs{at("class", "dim")}, "branch "+wt.Branch+", "+strconv.Itoa(len(wt.ChangedFiles))+" changed")
+	for _, f := range wt.ChangedFiles[:min(len(wt.ChangedFiles), 5)] {
+		w.file(f)
+	}
+}
+
+// file writes a changed file of a worktree.
+func (w *htmlWriter) file(f string) { w.elText("div", attrs{at("class", "file")}, f) }
+
+// write is a session of another instance in the list.
+func (o otherRow) write(w *htmlWriter, admin bool) {
+	w.el("tr", nil, func() {
+		w.el("td", nil, func() {
+			w.text(nameOrID(o.Name, o.ID))
+			if admin {
+				w.elText("div", attrs{at("class", "owner")}, o.Owner)
+			}
+		})
+		w.elText("td", nil, o.Model)
+		w.elText("td", attrs{at("class", "where")}, o.Cwd)
+		w.elText("td", nil, o.LastUsed+" · "+strconv.Itoa(o.Queries)+" queries")
+		w.elText("td", attrs{at("class", "cost")}, usd(o.Cost))
+	})
+}
