@@ -25,6 +25,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/syncbuf"
+
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/e2eenv"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakeapi"
@@ -43,7 +45,7 @@ type harness struct {
 	home string
 	cwd  string
 	env  map[string]string
-	logs *claudeagent.SyncBuffer
+	logs *syncbuf.Buffer
 }
 
 func newHarness(t *testing.T) *harness {
@@ -59,7 +61,7 @@ func newHarness(t *testing.T) *harness {
 	if err := os.Mkdir(cwd, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, bin: bin, srv: srv, home: home, cwd: cwd, env: env, logs: &claudeagent.SyncBuffer{}}
+	h := &harness{t: t, bin: bin, srv: srv, home: home, cwd: cwd, env: env, logs: &syncbuf.Buffer{}}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("claudeagent log:\n%s", h.logs.String())

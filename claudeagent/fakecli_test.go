@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/syncbuf"
+
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakeapi"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
@@ -726,28 +728,9 @@ func TestFakeBigLine(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writers, used as a log
-// sink. Writes may come after a test ends, so it must not use t.Log.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestFakeLineCap(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	opts := fakeOptions(t)
 	opts.MaxLineBytes = 1 << 20
 	opts.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -773,7 +756,7 @@ func TestFakeLineCap(t *testing.T) {
 
 func TestFakeNoise(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	opts := fakeOptions(t, "FAKE_CLAUDE_NOISE", "1")
 	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	p := startFake(t, opts)

@@ -1,7 +1,6 @@
 package alerts
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -13,6 +12,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/syncbuf"
 )
 
 // receiver is a local webhook: it records the events posted and answers
@@ -56,24 +57,6 @@ func (r *receiver) events() ([]Event, int) {
 	return append([]Event(nil), r.got...), r.tries
 }
 
-// syncLog is a log a test reads while the sender writes it.
-type syncLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *syncLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *syncLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 func quick(log io.Writer) Options {
 	return Options{Backoff: time.Millisecond, Log: slog.New(slog.NewTextHandler(log, nil))}
 }
@@ -103,7 +86,7 @@ func TestSendDelivers(t *testing.T) {
 // backoff until it takes the event; a 4xx it gives is final, and logged.
 func TestSendRetries(t *testing.T) {
 	r := newReceiver(t, 500, 429, 503)
-	var log syncLog
+	var log syncbuf.Buffer
 	s := New([]string{r.URL}, quick(&log))
 	s.Send(Event{Kind: Failed, SessionID: "s1"})
 	s.Close(context.Background())
@@ -137,7 +120,7 @@ func TestSendHangingReceiver(t *testing.T) {
 	defer hang.Close()
 	defer close(release)
 	good := newReceiver(t)
-	var log syncLog
+	var log syncbuf.Buffer
 	o := quick(&log)
 	o.Queue = 4
 	s := New([]string{hang.URL, good.URL}, o)

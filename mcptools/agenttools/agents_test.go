@@ -12,9 +12,10 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/syncbuf"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -39,7 +40,7 @@ type agentEnv struct {
 	user, project, dir, file string // project is the project's agents directory
 	projectRoot              string
 	argsLog                  string
-	logs                     *syncBuffer
+	logs                     *syncbuf.Buffer
 }
 
 // newAgentEnv makes the directories; serve starts the server.
@@ -47,7 +48,7 @@ func newAgentEnv(t *testing.T) *agentEnv {
 	t.Helper()
 	root := t.TempDir()
 	e := &agentEnv{user: filepath.Join(root, "user"), projectRoot: filepath.Join(root, "proj"), dir: filepath.Join(root, "dir"),
-		file: filepath.Join(root, "agents.yaml"), argsLog: filepath.Join(root, "args.jsonl"), logs: &syncBuffer{}}
+		file: filepath.Join(root, "agents.yaml"), argsLog: filepath.Join(root, "args.jsonl"), logs: &syncbuf.Buffer{}}
 	e.project = filepath.Join(e.projectRoot, ".claude", "agents")
 	for _, d := range []string{e.user, e.project, e.dir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -154,24 +155,6 @@ func resText(res *mcp.CallToolResult) string {
 		}
 	}
 	return b.String()
-}
-
-// syncBuffer is a bytes.Buffer for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // writeAgent writes an agent file: front matter lines, then the prompt.

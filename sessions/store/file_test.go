@@ -16,29 +16,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/syncbuf"
+
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
 )
 
-// logBuffer collects a logger's lines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func (l *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
+// loggerTo is a logger writing to l.
+func loggerTo(l *syncbuf.Buffer) *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
 
 // readFile reads the registry file as it is, tombstones and claims
 // included.
@@ -70,8 +55,8 @@ func fileIDs(path string) []string {
 func TestRegistryBackup(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "sessions.json")
-	var log logBuffer
-	r := NewFile(path, log.logger())
+	var log syncbuf.Buffer
+	r := NewFile(path, loggerTo(&log))
 	first := []Entry{{SessionID: "s1", ClaudeSessionID: "c1"}}
 	second := append(slices.Clone(first), Entry{SessionID: "s2", ClaudeSessionID: "c2"})
 	for _, entries := range [][]Entry{first, second} {
@@ -122,8 +107,8 @@ func TestRegistryTooLarge(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	var log logBuffer
-	r := NewFile(path, log.logger())
+	var log syncbuf.Buffer
+	r := NewFile(path, loggerTo(&log))
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	got := r.Load()
