@@ -13,7 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/agentfile"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
 )
 
 // Named sub-agents as tools: every agent definition that claudeagent/agentfile
@@ -197,16 +197,16 @@ func (a *Agents) applyLocked(set *agentfile.Set) {
 // this tool to continue, and overrides that may only tighten the agent's
 // session (agents_call.go).
 type AgentInput struct {
-	Prompt          string                `json:"prompt"`
-	SessionID       string                `json:"sessionId,omitempty"`
-	Cwd             string                `json:"cwd,omitempty"`
-	Images          []sessions.ImageInput `json:"images,omitempty"`
-	WaitSeconds     int                   `json:"waitSeconds,omitempty"`
-	Effort          string                `json:"effort,omitempty"`
-	MaxBudgetUSD    float64               `json:"maxBudgetUsd,omitempty"`
-	Tools           []string              `json:"tools,omitzero"`
-	DisallowedTools []string              `json:"disallowedTools,omitempty"`
-	PermissionMode  string                `json:"permissionMode,omitempty"`
+	Prompt          string         `json:"prompt"`
+	SessionID       string         `json:"sessionId,omitempty"`
+	Cwd             string         `json:"cwd,omitempty"`
+	Images          []images.Input `json:"images,omitempty"`
+	WaitSeconds     int            `json:"waitSeconds,omitempty"`
+	Effort          string         `json:"effort,omitempty"`
+	MaxBudgetUSD    float64        `json:"maxBudgetUsd,omitempty"`
+	Tools           []string       `json:"tools,omitzero"`
+	DisallowedTools []string       `json:"disallowedTools,omitempty"`
+	PermissionMode  string         `json:"permissionMode,omitempty"`
 }
 
 // agentInput is the input schema of every agent tool, which checkArgs

@@ -10,7 +10,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/run"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // notifier turns a turn's events into MCP notifications for one tool call:
@@ -31,7 +32,7 @@ type notifier struct {
 	mu       sync.Mutex
 	closed   bool
 	progress float64
-	last     sessions.Event
+	last     turn.Event
 }
 
 func (h *handlers) newNotifier(ctx context.Context, req *mcp.CallToolRequest, sessionID string, thinking bool) *notifier {
@@ -45,48 +46,48 @@ func (h *handlers) newNotifier(ctx context.Context, req *mcp.CallToolRequest, se
 	return n
 }
 
-// OnEvent implements [sessions.Listener].
-func (n *notifier) OnEvent(e sessions.Event) {
+// OnEvent implements [run.Listener].
+func (n *notifier) OnEvent(e turn.Event) {
 	switch e.Kind {
-	case sessions.EventQueued:
+	case turn.EventQueued:
 		n.send("info", map[string]any{"type": "queued", "message": e.Text}, e.Text)
-	case sessions.EventTurnStarted:
+	case turn.EventTurnStarted:
 		n.send("", nil, "turn started")
-	case sessions.EventText:
+	case turn.EventText:
 		level := "info"
 		if e.IsError {
 			level = "error"
 		}
 		n.send(level, map[string]any{"type": "text", "text": n.cut(e.Text)}, "text: "+textcut.Cut(e.Text, 200))
-	case sessions.EventThinking:
+	case turn.EventThinking:
 		if n.thinking {
 			n.send("info", map[string]any{"type": "thinking", "text": n.cut(e.Text)}, "thinking: "+textcut.Cut(e.Text, 200))
 		}
-	case sessions.EventToolStarted:
+	case turn.EventToolStarted:
 		n.send("debug", map[string]any{"type": "tool_use", "tool": e.Tool, "id": e.ToolID, "input": e.Text},
 			fmt.Sprintf("tool %s started: %s", e.Tool, textcut.Cut(e.Text, 200)))
-	case sessions.EventToolFinished:
+	case turn.EventToolFinished:
 		status := "finished"
 		if e.IsError {
 			status = "failed"
 		}
 		n.send("debug", map[string]any{"type": "tool_result", "tool": e.Tool, "id": e.ToolID, "isError": e.IsError, "output": textcut.Cut(e.Text, 2000)},
 			fmt.Sprintf("tool %s %s", orTool(e.Tool), status))
-	case sessions.EventPermission:
+	case turn.EventPermission:
 		level := "info"
 		if e.IsError {
 			level = "warning"
 		}
 		n.send(level, map[string]any{"type": "permission", "tool": e.Tool, "id": e.ToolID, "denied": e.IsError, "message": e.Text}, "permission: "+e.Text)
-	case sessions.EventRetry:
+	case turn.EventRetry:
 		n.send("warning", map[string]any{"type": "api_retry", "message": e.Text}, e.Text)
-	case sessions.EventLimited:
+	case turn.EventLimited:
 		n.send("warning", map[string]any{"type": "limited", "until": rfc3339(e.Until), "message": e.Text}, e.Text)
-	case sessions.EventLimitWarning:
+	case turn.EventLimitWarning:
 		n.send("warning", map[string]any{"type": "limit_warning", "message": e.Text}, e.Text)
-	case sessions.EventHeartbeat:
+	case turn.EventHeartbeat:
 		n.send("", nil, fmt.Sprintf("running for %s: %d API turn(s), %d tool call(s) so far", e.Elapsed.Round(time.Second), e.Turns, e.ToolsUsed))
-	case sessions.EventDone:
+	case turn.EventDone:
 		if e.IsError {
 			n.send("error", map[string]any{"type": "error", "message": e.Text}, "failed: "+textcut.Cut(e.Text, 200))
 		}
@@ -154,7 +155,7 @@ func (n *notifier) heartbeat(interval time.Duration, start time.Time) (stop func
 				n.mu.Lock()
 				last := n.last
 				n.mu.Unlock()
-				n.OnEvent(sessions.Event{Kind: sessions.EventHeartbeat, Elapsed: time.Since(start), Turns: last.Turns, ToolsUsed: last.ToolsUsed})
+				n.OnEvent(turn.Event{Kind: turn.EventHeartbeat, Elapsed: time.Since(start), Turns: last.Turns, ToolsUsed: last.ToolsUsed})
 			}
 		}
 	}()
@@ -167,7 +168,7 @@ func (n *notifier) heartbeat(interval time.Duration, start time.Time) (stop func
 // seed starts the heartbeat's counts from how far the run has come, for a
 // call that attaches to a running query (claude_chat_wait), so that its
 // heartbeats do not report zero tool calls until the next event.
-func (n *notifier) seed(p sessions.Progress) {
+func (n *notifier) seed(p run.Progress) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.last.Kind == "" {
@@ -179,7 +180,7 @@ func (n *notifier) seed(p sessions.Progress) {
 func (n *notifier) sawDone() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.last.Kind == sessions.EventDone
+	return n.last.Kind == turn.EventDone
 }
 
 func (n *notifier) close() {

@@ -3,6 +3,8 @@ package sessions
 import (
 	"context"
 	"errors"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
 )
 
 // A session opened for a call's query, which starts at once: a one-shot
@@ -29,7 +31,7 @@ import (
 // and closed once its result is collected or dropped; otherwise it stays
 // for further queries, and a caller whose query cannot start discards it.
 // When the images do not load, the session is discarded here.
-func (m *Manager) OneShot(ctx context.Context, opts CreateOptions, images []ImageInput) (*Session, []Image, error) {
+func (m *Manager) OneShot(ctx context.Context, opts CreateOptions, in []images.Input) (*Session, []images.Image, error) {
 	s, err := m.Open(ctx, opts)
 	if err != nil {
 		return nil, nil, err
@@ -43,7 +45,7 @@ func (m *Manager) OneShot(ctx context.Context, opts CreateOptions, images []Imag
 	if !opts.Temporary {
 		m.spares.DeferRefill()
 	}
-	imgs, err := s.LoadImages(images)
+	imgs, err := s.LoadImages(in)
 	if err != nil {
 		m.Discard(s)
 		m.spares.Fill()

@@ -10,7 +10,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // The manager's side of the registry, which other server instances may
@@ -145,7 +147,7 @@ func (s *Session) applyEntryLocked(e store.Entry) {
 	s.claudeSessionID, s.resumable, s.forkPending = e.ClaudeSessionID, e.Resumable, e.ForkPending
 	s.pastClaudeSessionIDs = slices.Clone(e.PastClaudeSessionIDs)
 	s.model, s.created, s.lastUsed = e.Model, e.Created, e.LastUsed
-	s.queries, s.cost, s.usage = e.Queries, e.CostUSD, Usage(e.Usage)
+	s.queries, s.cost, s.usage = e.Queries, e.CostUSD, turn.Usage(e.Usage)
 	s.worktree = e.Worktree
 }
 
@@ -164,7 +166,7 @@ func (s *Session) takeOver(e store.Entry) (again bool) {
 	s.applyEntryLocked(e)
 	path := s.transcriptPath()
 	s.mu.Unlock()
-	h, err := loadTranscript(path)
+	h, err := history.Load(path)
 	if err != nil {
 		s.log.Warn("reading the transcript for the history", "path", path, "err", err)
 	}

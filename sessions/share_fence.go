@@ -118,7 +118,7 @@ func (m *Manager) fenceOff(s *Session, why error) {
 	s.log.Error("another instance sharing the session registry took the session over while this instance's claim had lapsed; killing its claude process here",
 		"pid", p.PID(), "err", why)
 	if t != nil {
-		t.fail(why.Error())
+		t.Fail(why.Error())
 	}
 	p.Kill()
 	if done != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // sparePIDs returns the pids of the ready spares.
@@ -162,8 +163,8 @@ func TestSpareRefillAfterOneShot(t *testing.T) {
 	// spare started at the take (the fake CLI starts in milliseconds)
 	// would be starting or ready.
 	var during []string
-	r := query(t, s, "SLOW2", QueryOptions{OnEvent: func(e Event) {
-		if e.Kind == EventText && during == nil {
+	r := query(t, s, "SLOW2", QueryOptions{OnEvent: func(e turn.Event) {
+		if e.Kind == turn.EventText && during == nil {
 			sn := m.spares.Snapshot()
 			during = append(during, fmt.Sprintf("ready %d, starting %d", len(sn.Ready), sn.Starting))
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // Starting a session's process (Session.ensureProcess and its steps) and the
@@ -25,7 +26,7 @@ import (
 // a live place (a warm spare, or the pool, queueing for a query),
 // launch (with the fallback for a lost transcript), then started or
 // startFailed.
-func (s *Session) ensureProcess(ctx context.Context, t *turn) error {
+func (s *Session) ensureProcess(ctx context.Context, t *turn.Turn) error {
 	if live, err := s.startable(); live || err != nil {
 		return err
 	}
@@ -134,7 +135,7 @@ func (s *Session) takeSpare(opts claudeagent.Options, fresh bool) (*live.Spare, 
 // place gets the session a live place (unless a spare's place became its
 // own): within the owner's --user-max-live, then from the pool. A query (t
 // set) waits its turn in the pool's queue; a create does not.
-func (s *Session) place(ctx context.Context, t *turn, spare bool) error {
+func (s *Session) place(ctx context.Context, t *turn.Turn, spare bool) error {
 	var err error
 	if !spare {
 		queued := func(pos int) {
@@ -145,7 +146,7 @@ func (s *Session) place(ctx context.Context, t *turn, spare bool) error {
 			}
 			s.mu.Unlock()
 			if t != nil {
-				t.emit(Event{Kind: EventQueued, Text: fmt.Sprintf("queued for a live claude process (--max-live %d): position %d", s.m.cfg.MaxLive, pos)})
+				t.Emit(turn.Event{Kind: turn.EventQueued, Text: fmt.Sprintf("queued for a live claude process (--max-live %d): position %d", s.m.cfg.MaxLive, pos)})
 			}
 		}
 		if err = s.m.makeRoomFor(s); err == nil {

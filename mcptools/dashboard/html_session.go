@@ -3,7 +3,7 @@ package dashboard
 import (
 	"time"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 )
 
 // A session's page and its panel (html.go has the writer and the
@@ -52,7 +52,7 @@ func (p sessionPage) pageLink(w *htmlWriter, cursor int, label markup) {
 
 // historyEntry writes an entry of the history: a prompt, a tool call, or
 // Claude's text.
-func historyEntry(w *htmlWriter, e sessions.HistoryEntry) {
+func historyEntry(w *htmlWriter, e history.Entry) {
 	w.mt(`<div class="entry entry-`, e.Kind)
 	w.m("\">\n    ")
 	switch e.Kind {
