@@ -256,7 +256,6 @@ func (h *handlers) create(ctx context.Context, req *mcp.CallToolRequest, in Crea
 	if err != nil {
 		return nil, CreateOutput{}, toolError(err)
 	}
-	go h.mgr.WantSpares(opts) // the next create is likely alike
 	info := s.Info()
 	out := CreateOutput{SessionID: s.ID, ClaudeSessionID: info.ClaudeSessionID, Model: info.Model, Cwd: info.Cwd,
 		PermissionMode: info.PermissionMode, Active: info.PID != 0, Persisted: h.persisted(), Worktree: s.WorktreeInfo(ctx)}

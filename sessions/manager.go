@@ -46,7 +46,7 @@ type Config struct {
 	// MaxQueue caps the queries waiting for a live process; default 32.
 	MaxQueue int
 	// WarmSpares is how many option sets get a ready process (see
-	// WantSpares); 0 keeps none. Spares need MaxLive above 1.
+	// Manager.spareOn); 0 keeps none. Spares need MaxLive above 1.
 	WarmSpares int
 	// IdleTimeout makes a session dormant after this long without a
 	// query; 0 never does.
@@ -242,7 +242,8 @@ func (m *Manager) CLI(ctx context.Context) (path, version string, err error) {
 
 // Create validates opts, starts a session's process and initializes it.
 // When every live process (MaxLive) is busy, the session is made without
-// one (dormant): its first query starts it, waiting its turn.
+// one (dormant): its first query starts it, waiting its turn. Its options
+// are wanted for warm spares: the next create is likely alike.
 func (m *Manager) Create(ctx context.Context, opts CreateOptions) (*Session, error) {
 	m.quiet.begin() // a start is work too: the quiet spell counts from its end
 	defer m.quiet.end()
@@ -259,6 +260,7 @@ func (m *Manager) Create(ctx context.Context, opts CreateOptions) (*Session, err
 		// starts with its first query, which waits its turn.
 		s.log.Info("created without a process: every live process is busy", "max_live", m.cfg.MaxLive)
 		m.persist()
+		go m.spareOn(sessionCreated, opts)
 		return s, nil
 	}
 	if err != nil {
@@ -270,6 +272,7 @@ func (m *Manager) Create(ctx context.Context, opts CreateOptions) (*Session, err
 	}
 	s.resetIdleTimer()
 	m.persist()
+	go m.spareOn(sessionCreated, opts)
 	return s, nil
 }
 

@@ -39,16 +39,11 @@ func (m *Manager) OneShot(ctx context.Context, opts CreateOptions, in []images.I
 	s.mu.Lock()
 	s.oneShot = true
 	s.mu.Unlock()
-	want := opts
-	want.Temporary = false
-	m.wantSpares(want, false) // filled when the turn or the session ends
-	if !opts.Temporary {
-		m.spares.DeferRefill()
-	}
+	m.spareOn(oneShotBegun, opts) // filled when the turn or the session ends
 	imgs, err := s.LoadImages(in)
 	if err != nil {
 		m.Discard(s)
-		m.spares.Fill()
+		m.spareOn(oneShotEnded, CreateOptions{})
 		return nil, nil, err
 	}
 	return s, imgs, nil
@@ -63,7 +58,7 @@ func (m *Manager) endUnstarted(s *Session, err error) {
 		return
 	}
 	m.Discard(s)
-	m.spares.Fill()
+	m.spareOn(oneShotEnded, CreateOptions{})
 }
 
 // endOneShot closes a temporary session once its result is collected or
@@ -71,7 +66,7 @@ func (m *Manager) endUnstarted(s *Session, err error) {
 func (m *Manager) endOneShot(s *Session) {
 	if s.hasWorktree() {
 		m.Discard(s) // the answer says whether close kept the worktree
-		m.spares.Fill()
+		m.spareOn(oneShotEnded, CreateOptions{})
 		return
 	}
 	m.discardLater(s)
@@ -87,6 +82,6 @@ func (m *Manager) discardLater(s *Session) {
 	m.closing.Go(func() {
 		s.close()
 		m.persist()
-		m.spares.Fill() // its live place is free now
+		m.spareOn(oneShotEnded, CreateOptions{}) // its live place is free now
 	})
 }

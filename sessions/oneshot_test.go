@@ -46,7 +46,7 @@ func TestOneShot(t *testing.T) {
 			opts := CreateOptions{Cwd: t.TempDir()}
 			var first int
 			if tc.spare {
-				m.WantSpares(opts)
+				m.spareOn(sessionCreated, opts)
 				first = waitSpares(t, m, 1)[0]
 			}
 			opts.Temporary = temporary

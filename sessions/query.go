@@ -45,7 +45,7 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*t
 	defer func() {
 		s.release()
 		s.m.pool.Idle() // only now can the session give its process to a waiting query
-		s.m.spares.RefillAfterTurn()
+		s.m.spareOn(turnEnded, CreateOptions{})
 	}()
 
 	if err := s.check(qo); err != nil {

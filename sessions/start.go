@@ -105,10 +105,9 @@ func (s *Session) admitStart() (opts claudeagent.Options, fresh bool, err error)
 
 // takeSpare takes a warm spare of the same options for a fresh session:
 // its place, process and Claude session id become the session's, and
-// the session answers its control requests. A new spare starts behind it:
-// for a session opened by OneShot when its turn is over (see
-// live.Spares.DeferRefill), for a created one at once (its first query
-// comes later).
+// the session answers its control requests. When a new spare starts
+// behind it is spareOn's (a created session's at once, a one-shot's when
+// its turn is over).
 func (s *Session) takeSpare(opts claudeagent.Options, fresh bool) (*live.Spare, *claudeagent.InitializeResponse) {
 	if !fresh || !s.m.sparesOn() {
 		return nil, nil
@@ -118,16 +117,13 @@ func (s *Session) takeSpare(opts claudeagent.Options, fresh bool) (*live.Spare, 
 		return nil, nil
 	}
 	s.mu.Lock()
-	deferRefill := s.oneShot || s.opts.Temporary
-	s.mu.Unlock()
-	if deferRefill {
-		s.m.spares.DeferRefill()
-	} else {
-		go s.m.spares.Fill()
+	took := createTookSpare
+	if s.oneShot || s.opts.Temporary {
+		took = oneShotTookSpare
 	}
-	s.mu.Lock()
 	s.claudeSessionID = sp.SessionID()
 	s.mu.Unlock()
+	s.m.spareOn(took, CreateOptions{})
 	s.log.Debug("took a warm spare", "pid", sp.Process().PID())
 	return sp, sp.Initialized()
 }
