@@ -221,7 +221,7 @@ func (s *Session) continueAfterLimit(ctx context.Context, t *turn.Turn, qo Query
 	}
 	s.mu.Unlock()
 	t.Again(prevCost)
-	p, cost, err := s.claimProcess(ctx, t, qo.AskPermission, false)
+	p, cost, err := s.claimProcess(ctx, t, qo.AskPermission, forContinuation)
 	if err != nil {
 		s.unpark()
 		t.Fail("going on after the usage limit's reset: " + err.Error())

@@ -59,7 +59,7 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*t
 	if !s.holdBack(ctx, t, qo, dl) {
 		return s.finish(t, turnEnd{started: started, thinking: qo.thinking()}), nil
 	}
-	p, prevCost, err := s.claimProcess(ctx, t, qo.AskPermission, true)
+	p, prevCost, err := s.claimProcess(ctx, t, qo.AskPermission, forQuery)
 	if err != nil {
 		return nil, err
 	}
@@ -207,12 +207,20 @@ func (s *Session) explainLocked(r *turn.Result) {
 	}
 }
 
+// claimFor says why a query claims its session's process.
+type claimFor uint8
+
+const (
+	forQuery        claimFor = iota // the query's prompt: counted as a query
+	forContinuation                 // the continuation after a usage limit's reset
+)
+
 // claimProcess makes t the running turn of a live process, starting the process
 // when there is none; the caller owns the session. It returns the process and
 // its cumulative cost so far.
 // A continuation after a usage limit claims it again, not counted as a
 // query.
-func (s *Session) claimProcess(ctx context.Context, t *turn.Turn, ask func(context.Context, *turn.PermissionRequest) (*claudeagent.PermissionResult, error), count bool) (*claudeagent.Process, float64, error) {
+func (s *Session) claimProcess(ctx context.Context, t *turn.Turn, ask func(context.Context, *turn.PermissionRequest) (*claudeagent.PermissionResult, error), why claimFor) (*claudeagent.Process, float64, error) {
 	for attempt := 0; attempt < 2; attempt++ {
 		if err := s.ensureProcess(ctx, t); err != nil {
 			return nil, 0, err
@@ -227,7 +235,7 @@ func (s *Session) claimProcess(ctx context.Context, t *turn.Turn, ask func(conte
 			// ends from now on fails t (see pump).
 			s.cur, s.curAsk = t, ask
 			s.moveLocked(StateRunning)
-			if count {
+			if why == forQuery {
 				s.queries++
 			}
 			s.lastUsed = time.Now()
