@@ -1,17 +1,21 @@
 // Package sessions manages Claude Code sessions: the [Manager] facade the
 // MCP layer calls (ids, create, one-shot queries, limits, shutdown), each
-// [Session]'s state machine (state.go) and process lifecycle, its query
-// runs ([Run]) and the aggregation of a turn's messages into a result,
-// budgets and idle reaping, and the manager's side of the live pool with
-// its queue and warm spares (package live, pooling.go), of the policy gate and
-// of the registry shared by instances.
+// [Session]'s state machine (state.go) and process lifecycle, its queries
+// and their runs bound to it ([Run]), the usage limit's waits, budgets
+// and idle reaping, and the manager's side of the live pool with its queue
+// and warm spares (package live, pooling.go: spareOn decides when a spare
+// starts), of the policy gate and of the registry shared by instances.
 //
 // It owns its sessions: each live Session owns one claudeagent.Process and
 // one pump goroutine that feeds the running turn. It must not know MCP
-// wire types, the registry's file format or its merge (package store,
+// wire types, how a turn's messages become events and a result (package
+// turn), a run's record (package run), the history's bounds and the
+// transcript's format (package history), how images are checked (package
+// images), the registry's file format or its merge (package store,
 // reached through store.Store with plain records), the policy's classes
 // (package policy, reached through Manager.gate), git (package worktree),
-// or how live places are counted and spares kept (package live).
+// or how live places are counted and spares kept (package live). None of
+// its subpackages imports it.
 package sessions
 
 import (
@@ -25,6 +29,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/quiet"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
@@ -171,7 +176,7 @@ type Manager struct {
 	cliVersion string
 
 	closing sync.WaitGroup // temporary sessions closing after their answer went out
-	quiet   quiet          // calls cfg.OnIdle when no query has run for a while
+	quiet   *quiet.Quiet   // calls cfg.OnIdle when no query, create or spare start has run for a while
 }
 
 // NewManager returns a manager. When cfg.Registry is set, the sessions it
@@ -208,7 +213,7 @@ func NewManager(cfg Config) *Manager {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{cfg: cfg, log: logger, sessions: map[string]*Session{}, quiet: quiet{fn: cfg.OnIdle}}
+	m := &Manager{cfg: cfg, log: logger, sessions: map[string]*Session{}, quiet: quiet.New(cfg.OnIdle)}
 	newLive(m)
 	m.policy = newPolicy(m, cfg)
 	if cfg.Registry != nil {
@@ -245,8 +250,8 @@ func (m *Manager) CLI(ctx context.Context) (path, version string, err error) {
 // one (dormant): its first query starts it, waiting its turn. Its options
 // are wanted for warm spares: the next create is likely alike.
 func (m *Manager) Create(ctx context.Context, opts CreateOptions) (*Session, error) {
-	m.quiet.begin() // a start is work too: the quiet spell counts from its end
-	defer m.quiet.end()
+	m.quiet.Begin() // a start is work too: the quiet spell counts from its end
+	defer m.quiet.End()
 	s, err := m.Open(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -419,7 +424,7 @@ func (m *Manager) Shutdown() {
 	}
 	wg.Wait()
 	m.closing.Wait()
-	m.quiet.stop()
+	m.quiet.Stop()
 	m.stopSharing() // writes the claims of the stopped processes released
 }
 

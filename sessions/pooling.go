@@ -26,8 +26,8 @@ func newLive(m *Manager) {
 		Log:          m.log,
 		Options:      m.freshOptions,
 		Start:        m.startProcess,
-		Begin:        m.quiet.begin,
-		End:          m.quiet.end,
+		Begin:        m.quiet.Begin,
+		End:          m.quiet.End,
 	})
 }
 

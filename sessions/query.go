@@ -40,8 +40,8 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*t
 	if err := s.enter(ctx); err != nil {
 		return nil, err
 	}
-	s.m.quiet.begin()
-	defer s.m.quiet.end()
+	s.m.quiet.Begin()
+	defer s.m.quiet.End()
 	defer func() {
 		s.release()
 		s.m.pool.Idle() // only now can the session give its process to a waiting query
