@@ -12,7 +12,8 @@
 // turn), a run's record (package run), the history's bounds and the
 // transcript's format (package history), how images are checked (package
 // images), the registry's file format or its merge (package store,
-// reached through store.Store with plain records), the policy's classes
+// reached through store.Store with plain records), this instance's claims
+// and the costs it has not written yet (package sharing), the policy's classes
 // (package policy, reached through Manager.gate), git (package worktree),
 // or how live places are counted and spares kept (package live). None of
 // its subpackages imports it.
@@ -32,6 +33,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/quiet"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/sharing"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
@@ -163,13 +165,9 @@ type Manager struct {
 	pool     *live.Pool
 	spares   *live.Spares[CreateOptions]
 
-	persistMu  sync.Mutex
-	persistErr error              // of the last registry write
-	spent      float64            // what every turn has cost, also of closed sessions (and before a restart, and on other instances sharing the registry as of the last merge)
-	userSpent  map[string]float64 // likewise per owner
-	share      shareState         // sharing the registry with other instances (share.go)
-	store      store.Store        // the registry (cfg.Registry), nil for none
-	policy     *policy.Gate       // the one policy gate (see gate)
+	share  *sharing.Instance // this instance's part in the registry, and the costs (share.go)
+	store  store.Store       // the registry (cfg.Registry), nil for none
+	policy *policy.Gate      // the one policy gate (see gate)
 
 	cliMu      sync.Mutex
 	cliPath    string
@@ -216,9 +214,11 @@ func NewManager(cfg Config) *Manager {
 	m := &Manager{cfg: cfg, log: logger, sessions: map[string]*Session{}, quiet: quiet.New(cfg.OnIdle)}
 	newLive(m)
 	m.policy = newPolicy(m, cfg)
+	path := ""
 	if cfg.Registry != nil {
-		m.store = cfg.Registry
+		m.store, path = cfg.Registry, cfg.Registry.Path()
 	}
+	m.share = sharing.New(sharing.Config{Store: m.store, Path: path, Lease: cfg.Lease, Now: m.now, Log: logger})
 	m.restore()
 	return m
 }

@@ -184,7 +184,7 @@ func (s *Session) finish(t *turn.Turn, end turnEnd) *turn.Result {
 	}
 	owner := s.opts.Owner
 	s.mu.Unlock()
-	s.m.addSpent(owner, r.CostUSD)
+	s.m.share.AddSpent(owner, r.CostUSD)
 	s.resetIdleTimer()
 	s.m.persist()
 	t.Emit(turn.Event{Kind: turn.EventDone, IsError: r.IsError, Text: r.ErrorText})
