@@ -12,6 +12,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/agenttools"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
 )
 
 // agentCore is the core as the agent tools see it (agenttools.Core): their
@@ -36,7 +37,7 @@ func (c agentCore) Session(ctx context.Context, id string) (*sessions.Session, e
 	return s, err
 }
 
-func (c agentCore) OneShot(ctx context.Context, opts sessions.CreateOptions, images []sessions.ImageInput) (*sessions.Session, []sessions.Image, error) {
+func (c agentCore) OneShot(ctx context.Context, opts sessions.CreateOptions, images []images.Input) (*sessions.Session, []images.Image, error) {
 	owned(ctx, &opts)
 	s, imgs, err := c.h.mgr.OneShot(ctx, opts, images)
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/run"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // The account's usage limit in the views of a query and a session (see
@@ -18,7 +20,7 @@ func limitedText(until time.Time, kind string) string {
 	if until.IsZero() {
 		return ""
 	}
-	return sessions.Limit{Until: until, Kind: kind}.Describe(time.Now())
+	return turn.Limit{Until: until, Kind: kind}.Describe(time.Now())
 }
 
 func rfc3339(t time.Time) string {
@@ -30,7 +32,7 @@ func rfc3339(t time.Time) string {
 
 // limitLines is what a result's text says of the usage limit, beyond its
 // error text: the limit an interrupted query was waiting for, the warning.
-func limitLines(b *strings.Builder, r *sessions.TurnResult) {
+func limitLines(b *strings.Builder, r *turn.Result) {
 	if r.Interrupted && !r.LimitedUntil.IsZero() {
 		fmt.Fprintf(b, "The usage limit had stopped it: %s.\n\n", limitedText(r.LimitedUntil, r.LimitKind))
 	}
@@ -41,7 +43,7 @@ func limitLines(b *strings.Builder, r *sessions.TurnResult) {
 
 // parkedLine is what a running query's text and task status say while it
 // waits for a usage limit's reset; "" while it does not.
-func parkedLine(p sessions.Progress) string {
+func parkedLine(p run.Progress) string {
 	if p.LimitedUntil.IsZero() {
 		return ""
 	}

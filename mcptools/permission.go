@@ -11,7 +11,8 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // Answers offered in a permission question, by the client's form and a
@@ -46,7 +47,7 @@ var permissionSchema = json.RawMessage(`{
 // asker returns the function that forwards a permission question to the
 // calling client as elicitation/create, or nil when the client cannot be
 // asked (the manager's policy then applies).
-func (h *handlers) asker(req *mcp.CallToolRequest) func(context.Context, *sessions.PermissionRequest) (*claudeagent.PermissionResult, error) {
+func (h *handlers) asker(req *mcp.CallToolRequest) func(context.Context, *turn.PermissionRequest) (*claudeagent.PermissionResult, error) {
 	if req == nil || req.Session == nil {
 		return nil
 	}
@@ -55,7 +56,7 @@ func (h *handlers) asker(req *mcp.CallToolRequest) func(context.Context, *sessio
 		return nil
 	}
 	ss := req.Session
-	return func(ctx context.Context, pr *sessions.PermissionRequest) (*claudeagent.PermissionResult, error) {
+	return func(ctx context.Context, pr *turn.PermissionRequest) (*claudeagent.PermissionResult, error) {
 		res, err := ss.Elicit(ctx, &mcp.ElicitParams{
 			Mode:            "form",
 			Message:         permissionMessage(pr),
@@ -69,14 +70,14 @@ func (h *handlers) asker(req *mcp.CallToolRequest) func(context.Context, *sessio
 }
 
 // permissionMessage tells a person what is being asked.
-func permissionMessage(pr *sessions.PermissionRequest) string {
+func permissionMessage(pr *turn.PermissionRequest) string {
 	var b strings.Builder
 	name := pr.ToolName
 	if pr.DisplayName != "" && pr.DisplayName != pr.ToolName {
 		name += " (" + pr.DisplayName + ")"
 	}
 	fmt.Fprintf(&b, "Claude Code wants to use %s", name)
-	if s := sessions.SummarizeInput(pr.Input, 500); s != "" && s != "{}" {
+	if s := history.SummarizeInput(pr.Input, 500); s != "" && s != "{}" {
 		fmt.Fprintf(&b, ": %s", s)
 	}
 	if pr.Description != "" && !strings.Contains(b.String(), pr.Description) {
@@ -93,7 +94,7 @@ func permissionMessage(pr *sessions.PermissionRequest) string {
 }
 
 // permissionAnswer maps the client's answer to the CLI's.
-func permissionAnswer(pr *sessions.PermissionRequest, res *mcp.ElicitResult) (*claudeagent.PermissionResult, error) {
+func permissionAnswer(pr *turn.PermissionRequest, res *mcp.ElicitResult) (*claudeagent.PermissionResult, error) {
 	if res == nil {
 		return nil, errors.New("the client returned no answer")
 	}
@@ -122,7 +123,7 @@ func permissionAnswer(pr *sessions.PermissionRequest, res *mcp.ElicitResult) (*c
 
 // pageAnswer maps an answer given on a dashboard page to the CLI's, as
 // the same answer to the elicitation form would be (dashboard.Core.Answer).
-func pageAnswer(pr *sessions.PermissionRequest, decision, reason string) (*claudeagent.PermissionResult, error) {
+func pageAnswer(pr *turn.PermissionRequest, decision, reason string) (*claudeagent.PermissionResult, error) {
 	return permissionAnswer(pr, &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": decision, "reason": reason}})
 }
 

@@ -11,6 +11,8 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/notify"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/run"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // The calls that follow a query are views of its sessions.Run: the query
@@ -88,7 +90,7 @@ func (h *handlers) await(ctx context.Context, req *mcp.CallToolRequest, n *notif
 		timeout = t.C
 	}
 	var cancelled bool
-	var q *sessions.Question
+	var q *run.Question
 	select {
 	case <-r.Done():
 	case <-asked:
@@ -109,7 +111,7 @@ func (h *handlers) await(ctx context.Context, req *mcp.CallToolRequest, n *notif
 			// The completion notice goes out before the result, also to a
 			// call that attached after the turn had ended.
 			if !n.SawDone() && err == nil {
-				n.OnEvent(sessions.Event{Kind: sessions.EventDone, IsError: res.IsError, Text: res.ErrorText})
+				n.OnEvent(turn.Event{Kind: turn.EventDone, IsError: res.IsError, Text: res.ErrorText})
 			}
 			return h.finalResult(r.Session(), res, err)
 		}
@@ -139,7 +141,7 @@ func isClosed(c <-chan struct{}) bool {
 }
 
 // finalResult is the result of a finished query, as every view returns it.
-func (h *handlers) finalResult(s *sessions.Session, r *sessions.TurnResult, err error) (*mcp.CallToolResult, QueryOutput, error) {
+func (h *handlers) finalResult(s *sessions.Session, r *turn.Result, err error) (*mcp.CallToolResult, QueryOutput, error) {
 	if err != nil {
 		return nil, QueryOutput{}, toolError(err)
 	}
@@ -162,8 +164,8 @@ func (h *handlers) running(r *sessions.Run) (*mcp.CallToolResult, QueryOutput, e
 	info := s.Info()
 	out := QueryOutput{
 		Status: "running", PartialText: textcut.Cut(p.Text, 4000), Activity: activity, ElapsedMs: p.Elapsed.Milliseconds(),
-		ToolInvocations: []sessions.ToolInvocation{}, SessionID: s.ID, ClaudeSessionID: info.ClaudeSessionID,
-		Metadata: Metadata{Model: info.Model, PermissionDenials: []sessions.PermissionDenial{}}, LimitedUntil: rfc3339(p.LimitedUntil),
+		ToolInvocations: []turn.ToolInvocation{}, SessionID: s.ID, ClaudeSessionID: info.ClaudeSessionID,
+		Metadata: Metadata{Model: info.Model, PermissionDenials: []turn.PermissionDenial{}}, LimitedUntil: rfc3339(p.LimitedUntil),
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Still running after %s (%d tool call(s) so far); the turn goes on in the background.\n", p.Elapsed.Round(time.Second), p.ToolsUsed)

@@ -5,6 +5,8 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/run"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // A sessions.Run has one listener at a time (Run.Attach), and its views
@@ -28,7 +30,7 @@ type tap struct {
 
 	mu       sync.Mutex
 	run      *sessions.Run // nil until Start returned it
-	view     sessions.Listener
+	view     run.Listener
 	attached bool // the tap is the run's listener
 	held     bool // a task owns the run: stay attached
 	started  bool // the turn has started
@@ -45,7 +47,7 @@ func (h *handlers) attachDashboard(d *dashboard.Dashboard) {
 
 // newTap is the tap of a run about to start in s, with view as its first
 // view; it is the run's listener from the start (RunOptions.Listener).
-func (h *handlers) newTap(s *sessions.Session, view sessions.Listener) *tap {
+func (h *handlers) newTap(s *sessions.Session, view run.Listener) *tap {
 	t := &tap{view: view, attached: true}
 	if h.dash != nil {
 		t.feed = h.dash.Watch(s)
@@ -101,7 +103,7 @@ func (h *handlers) forget(r *sessions.Run) {
 
 // attach makes v the view of r (replacing any other) and returns how far
 // the run has come (see sessions.Run.Attach).
-func (h *handlers) attach(r *sessions.Run, v sessions.Listener) sessions.Progress {
+func (h *handlers) attach(r *sessions.Run, v run.Listener) run.Progress {
 	t := h.tapOf(r)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -114,7 +116,7 @@ func (h *handlers) attach(r *sessions.Run, v sessions.Listener) sessions.Progres
 }
 
 // detach stops events to v, if it is still r's view.
-func (h *handlers) detach(r *sessions.Run, v sessions.Listener) {
+func (h *handlers) detach(r *sessions.Run, v run.Listener) {
 	t := h.tapOf(r)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -149,13 +151,13 @@ func (h *handlers) hold(r *sessions.Run) {
 	}
 }
 
-// OnEvent implements [sessions.Listener].
-func (t *tap) OnEvent(e sessions.Event) {
+// OnEvent implements [run.Listener].
+func (t *tap) OnEvent(e turn.Event) {
 	t.mu.Lock()
 	switch e.Kind {
-	case sessions.EventTurnStarted:
+	case turn.EventTurnStarted:
 		t.started = true
-	case sessions.EventDone:
+	case turn.EventDone:
 		t.done = true
 		if t.view == nil && !t.held && t.attached && t.run != nil {
 			// Nobody waits: the run may drop an uncollected result, as it

@@ -16,6 +16,8 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/run"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // MCP tasks (extension io.modelcontextprotocol/tasks, SEP-2663) on protocol
@@ -106,7 +108,7 @@ func (h *handlers) newTask(ctx context.Context, tool string, r *sessions.Run) *t
 // complete records the end of the turn: completed with exactly the result
 // the synchronous call would have returned, cancelled when tasks/cancel (or
 // closing the session) took the turn down, failed for a protocol error.
-func (t *task) complete(h *handlers, s *sessions.Session, res *sessions.TurnResult, err error) {
+func (t *task) complete(h *handlers, s *sessions.Session, res *turn.Result, err error) {
 	t.mu.Lock()
 	cancelled := t.cancelled
 	t.mu.Unlock()
@@ -229,7 +231,7 @@ func (t *task) createResult() *taskState {
 
 // progressMessage tells a person what a running query is doing: the same
 // facts as the progress heartbeat, and the latest step.
-func progressMessage(p sessions.Progress) string {
+func progressMessage(p run.Progress) string {
 	if line := parkedLine(p); line != "" {
 		return line
 	}

@@ -41,6 +41,8 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // Defaults of the tasks extension.
@@ -234,7 +236,7 @@ func (h *handlers) history(ctx context.Context, req *mcp.CallToolRequest, in His
 		start = n
 	}
 	end := min(start+limit, len(all))
-	out := HistoryOutput{SessionID: s.ID, Name: s.Info().Name, Entries: append([]sessions.HistoryEntry{}, all[start:end]...), Total: len(all), Cursor: strconv.Itoa(start)}
+	out := HistoryOutput{SessionID: s.ID, Name: s.Info().Name, Entries: append([]history.Entry{}, all[start:end]...), Total: len(all), Cursor: strconv.Itoa(start)}
 	h.capHistory(s, out.Entries)
 	if start > 0 {
 		out.OlderCursor = strconv.Itoa(max(start-limit, 0))
@@ -271,7 +273,6 @@ func (h *handlers) create(ctx context.Context, req *mcp.CallToolRequest, in Crea
 	if err != nil {
 		return nil, CreateOutput{}, toolError(err)
 	}
-	go h.mgr.WantSpares(opts) // the next create is likely alike
 	info := s.Info()
 	out := CreateOutput{SessionID: s.ID, ClaudeSessionID: info.ClaudeSessionID, Model: info.Model, Cwd: info.Cwd,
 		PermissionMode: info.PermissionMode, Active: info.PID != 0, Persisted: h.persisted(), Worktree: s.WorktreeInfo(ctx)}
@@ -359,7 +360,7 @@ func (h *handlers) direct(ctx context.Context, req *mcp.CallToolRequest, in Dire
 
 // capText cuts an over-long final text, naming the transcript file that
 // holds all of it.
-func (h *handlers) capText(s *sessions.Session, r *sessions.TurnResult) {
+func (h *handlers) capText(s *sessions.Session, r *turn.Result) {
 	r.FinalText = h.capTo(r.FinalText, h.opts.MaxResultChars, s)
 }
 
@@ -383,7 +384,7 @@ func (h *handlers) capFrom(text string, full, limit int, s *sessions.Session) st
 // capHistory keeps a page of history within --max-result-chars: each
 // entry's text and tool input gets an equal share (at least 500 bytes),
 // cut with a marker naming the transcript.
-func (h *handlers) capHistory(s *sessions.Session, entries []sessions.HistoryEntry) {
+func (h *handlers) capHistory(s *sessions.Session, entries []history.Entry) {
 	if h.opts.MaxResultChars < 0 || len(entries) == 0 {
 		return
 	}
@@ -398,12 +399,12 @@ func (h *handlers) capHistory(s *sessions.Session, entries []sessions.HistoryEnt
 	}
 }
 
-func queryOutput(sessionID string, r *sessions.TurnResult) QueryOutput {
+func queryOutput(sessionID string, r *turn.Result) QueryOutput {
 	out := QueryOutput{
 		FinalText:        r.FinalText,
 		StructuredOutput: r.StructuredOutput,
 		Thinking:         r.Thinking,
-		ToolInvocations:  make([]sessions.ToolInvocation, 0, len(r.ToolInvocations)),
+		ToolInvocations:  make([]turn.ToolInvocation, 0, len(r.ToolInvocations)),
 		SessionID:        sessionID,
 		ClaudeSessionID:  r.ClaudeSessionID,
 		Interrupted:      r.Interrupted,
@@ -414,7 +415,7 @@ func queryOutput(sessionID string, r *sessions.TurnResult) QueryOutput {
 			Usage: r.Usage, DurationMs: r.DurationMs, DurationAPIMs: r.DurationAPIMs, NumTurns: r.NumTurns,
 			TotalCostUSD: r.CostUSD, Model: r.Model, StopReason: r.StopReason, Subtype: r.Subtype,
 			TerminalReason: r.TerminalReason, IsError: r.IsError,
-			PermissionDenials: append([]sessions.PermissionDenial{}, r.PermissionDenials...),
+			PermissionDenials: append([]turn.PermissionDenial{}, r.PermissionDenials...),
 		},
 	}
 	if r.IsError {
@@ -435,7 +436,7 @@ func queryOutput(sessionID string, r *sessions.TurnResult) QueryOutput {
 // Claude session id (some clients read only the text). A final text that
 // only repeats the failure (the CLI's result text is its error, as in
 // "Not logged in") is not said twice.
-func resultText(sessionID string, r *sessions.TurnResult) string {
+func resultText(sessionID string, r *turn.Result) string {
 	var b strings.Builder
 	failure := ""
 	switch {

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // CreateInput is claude_session_create's arguments: the session options.
@@ -38,62 +41,62 @@ type CloseOutput struct {
 
 // QueryInput is claude_chat_query's arguments.
 type QueryInput struct {
-	SessionID       string                `json:"sessionId"`
-	Prompt          string                `json:"prompt"`
-	Images          []sessions.ImageInput `json:"images,omitempty" jsonschema:"A path, or base64 data and mediaType"`
-	Effort          string                `json:"effort,omitempty"`
-	CloseAfter      bool                  `json:"closeAfter,omitempty"`
-	IncludeThinking bool                  `json:"includeThinking,omitempty"`
-	WaitSeconds     int                   `json:"waitSeconds,omitempty" jsonschema:"Return status running after this long"`
-	OnUsageLimit    string                `json:"onUsageLimit,omitempty"`
+	SessionID       string         `json:"sessionId"`
+	Prompt          string         `json:"prompt"`
+	Images          []images.Input `json:"images,omitempty" jsonschema:"A path, or base64 data and mediaType"`
+	Effort          string         `json:"effort,omitempty"`
+	CloseAfter      bool           `json:"closeAfter,omitempty"`
+	IncludeThinking bool           `json:"includeThinking,omitempty"`
+	WaitSeconds     int            `json:"waitSeconds,omitempty" jsonschema:"Return status running after this long"`
+	OnUsageLimit    string         `json:"onUsageLimit,omitempty"`
 }
 
 // DirectInput is claude_direct_query's arguments (its schema has no
 // descriptions: see directSchema).
 type DirectInput struct {
-	Prompt          string                `json:"prompt"`
-	Images          []sessions.ImageInput `json:"images,omitempty"`
-	IncludeThinking bool                  `json:"includeThinking,omitempty"`
-	WaitSeconds     int                   `json:"waitSeconds,omitempty"`
-	OnUsageLimit    string                `json:"onUsageLimit,omitempty"`
+	Prompt          string         `json:"prompt"`
+	Images          []images.Input `json:"images,omitempty"`
+	IncludeThinking bool           `json:"includeThinking,omitempty"`
+	WaitSeconds     int            `json:"waitSeconds,omitempty"`
+	OnUsageLimit    string         `json:"onUsageLimit,omitempty"`
 	sessions.CreateOptions
 }
 
 // Metadata describes how a turn went.
 type Metadata struct {
-	Usage             sessions.Usage              `json:"usage"`
-	DurationMs        int64                       `json:"durationMs"`
-	DurationAPIMs     int64                       `json:"durationApiMs"`
-	NumTurns          int                         `json:"numTurns"`
-	TotalCostUSD      float64                     `json:"totalCostUsd" jsonschema:"Cost of this query in USD as the CLI computes it (API-equivalent; not a bill on subscription plans)."`
-	Model             string                      `json:"model"`
-	StopReason        string                      `json:"stopReason"`
-	Subtype           string                      `json:"subtype"`
-	TerminalReason    string                      `json:"terminalReason,omitempty"`
-	IsError           bool                        `json:"isError"`
-	PermissionDenials []sessions.PermissionDenial `json:"permissionDenials"`
+	Usage             turn.Usage              `json:"usage"`
+	DurationMs        int64                   `json:"durationMs"`
+	DurationAPIMs     int64                   `json:"durationApiMs"`
+	NumTurns          int                     `json:"numTurns"`
+	TotalCostUSD      float64                 `json:"totalCostUsd" jsonschema:"Cost of this query in USD as the CLI computes it (API-equivalent; not a bill on subscription plans)."`
+	Model             string                  `json:"model"`
+	StopReason        string                  `json:"stopReason"`
+	Subtype           string                  `json:"subtype"`
+	TerminalReason    string                  `json:"terminalReason,omitempty"`
+	IsError           bool                    `json:"isError"`
+	PermissionDenials []turn.PermissionDenial `json:"permissionDenials"`
 }
 
 // QueryOutput is the result of claude_chat_query and claude_direct_query.
 type QueryOutput struct {
-	FinalText        string                    `json:"finalText" jsonschema:"The turn's final answer (empty while running)."`
-	StructuredOutput json.RawMessage           `json:"structuredOutput,omitempty" jsonschema:"With jsonSchema: the answer as JSON matching it."`
-	Status           string                    `json:"status" jsonschema:"completed, or running when waitSeconds passed first: then collect the result with claude_chat_wait."`
-	PartialText      string                    `json:"partialText,omitempty" jsonschema:"While running: the assistant text so far."`
-	Activity         []string                  `json:"activity,omitempty" jsonschema:"While running: what happened since the last report."`
-	ElapsedMs        int64                     `json:"elapsedMs,omitempty"`
-	Error            string                    `json:"error,omitempty" jsonschema:"What went wrong, when the turn failed."`
-	Thinking         []string                  `json:"thinking,omitempty"`
-	ToolInvocations  []sessions.ToolInvocation `json:"toolInvocations"`
-	SessionID        string                    `json:"sessionId"`
-	ClaudeSessionID  string                    `json:"claudeSessionId"`
-	Interrupted      bool                      `json:"interrupted"`
-	Recovered        string                    `json:"recovered,omitempty" jsonschema:"replayed: the conversation's record was lost (claude was killed before writing it), so this turn started afresh with the earlier conversation given as notes."`
-	LimitedUntil     string                    `json:"limitedUntil,omitempty" jsonschema:"RFC 3339: when the account's usage limit resets. Completed: the limit ended the query (onUsageLimit fail, a reset too far away, or its wait was cut short). Running: the query waits for it and goes on by itself."`
-	LimitNote        string                    `json:"limitNote,omitempty" jsonschema:"The CLI's warning that the usage limit is near."`
-	Metadata         Metadata                  `json:"metadata"`
-	Worktree         *sessions.WorktreeInfo    `json:"worktree,omitempty" jsonschema:"The session's git worktree: where it is and what changed in it."`
-	Persisted        *bool                     `json:"persisted,omitempty" jsonschema:"false when the server cannot write its session registry: the session will not survive a restart."`
+	FinalText        string                 `json:"finalText" jsonschema:"The turn's final answer (empty while running)."`
+	StructuredOutput json.RawMessage        `json:"structuredOutput,omitempty" jsonschema:"With jsonSchema: the answer as JSON matching it."`
+	Status           string                 `json:"status" jsonschema:"completed, or running when waitSeconds passed first: then collect the result with claude_chat_wait."`
+	PartialText      string                 `json:"partialText,omitempty" jsonschema:"While running: the assistant text so far."`
+	Activity         []string               `json:"activity,omitempty" jsonschema:"While running: what happened since the last report."`
+	ElapsedMs        int64                  `json:"elapsedMs,omitempty"`
+	Error            string                 `json:"error,omitempty" jsonschema:"What went wrong, when the turn failed."`
+	Thinking         []string               `json:"thinking,omitempty"`
+	ToolInvocations  []turn.ToolInvocation  `json:"toolInvocations"`
+	SessionID        string                 `json:"sessionId"`
+	ClaudeSessionID  string                 `json:"claudeSessionId"`
+	Interrupted      bool                   `json:"interrupted"`
+	Recovered        string                 `json:"recovered,omitempty" jsonschema:"replayed: the conversation's record was lost (claude was killed before writing it), so this turn started afresh with the earlier conversation given as notes."`
+	LimitedUntil     string                 `json:"limitedUntil,omitempty" jsonschema:"RFC 3339: when the account's usage limit resets. Completed: the limit ended the query (onUsageLimit fail, a reset too far away, or its wait was cut short). Running: the query waits for it and goes on by itself."`
+	LimitNote        string                 `json:"limitNote,omitempty" jsonschema:"The CLI's warning that the usage limit is near."`
+	Metadata         Metadata               `json:"metadata"`
+	Worktree         *sessions.WorktreeInfo `json:"worktree,omitempty" jsonschema:"The session's git worktree: where it is and what changed in it."`
+	Persisted        *bool                  `json:"persisted,omitempty" jsonschema:"false when the server cannot write its session registry: the session will not survive a restart."`
 }
 
 // InterruptOutput is claude_chat_interrupt's result.
@@ -144,7 +147,7 @@ type SessionInfo struct {
 	Created         string                 `json:"created"`
 	LastUsed        string                 `json:"lastUsed"`
 	Queries         int                    `json:"queries"`
-	Usage           sessions.Usage         `json:"usage"`
+	Usage           turn.Usage             `json:"usage"`
 	TotalCostUSD    float64                `json:"totalCostUsd"`
 	PID             int                    `json:"pid,omitempty" jsonschema:"The claude process id while live."`
 	Profile         string                 `json:"profile,omitempty"`
@@ -179,11 +182,11 @@ type HistoryInput struct {
 
 // HistoryOutput is one page of a conversation, oldest first.
 type HistoryOutput struct {
-	SessionID   string                  `json:"sessionId"`
-	Name        string                  `json:"name,omitempty"`
-	Entries     []sessions.HistoryEntry `json:"entries"`
-	Total       int                     `json:"total"`
-	Cursor      string                  `json:"cursor" jsonschema:"Where this page starts."`
-	OlderCursor string                  `json:"olderCursor,omitempty" jsonschema:"Pass as cursor for the page before this one."`
-	NewerCursor string                  `json:"newerCursor,omitempty" jsonschema:"Pass as cursor for the page after this one."`
+	SessionID   string          `json:"sessionId"`
+	Name        string          `json:"name,omitempty"`
+	Entries     []history.Entry `json:"entries"`
+	Total       int             `json:"total"`
+	Cursor      string          `json:"cursor" jsonschema:"Where this page starts."`
+	OlderCursor string          `json:"olderCursor,omitempty" jsonschema:"Pass as cursor for the page before this one."`
+	NewerCursor string          `json:"newerCursor,omitempty" jsonschema:"Pass as cursor for the page after this one."`
 }

@@ -40,28 +40,7 @@ func (s *Session) checkBudget() error {
 }
 
 // Spent is what every turn has cost so far, closed sessions included.
-func (m *Manager) Spent() float64 {
-	m.persistMu.Lock()
-	defer m.persistMu.Unlock()
-	return m.spent
-}
-
-func (m *Manager) addSpent(owner string, usd float64) {
-	m.persistMu.Lock()
-	defer m.persistMu.Unlock()
-	m.spent += usd
-	m.share.unsaved += usd
-	if owner != "" {
-		if m.userSpent == nil {
-			m.userSpent = map[string]float64{}
-		}
-		m.userSpent[owner] += usd
-		if m.share.userUnsaved == nil {
-			m.share.userUnsaved = map[string]float64{}
-		}
-		m.share.userUnsaved[owner] += usd
-	}
-}
+func (m *Manager) Spent() float64 { return m.share.Spent() }
 
 // checkUserBudget refuses a turn once a user's sessions together have spent
 // --user-max-budget-usd.
@@ -70,9 +49,7 @@ func (m *Manager) checkUserBudget(owner string) error {
 	if owner == "" || limit <= 0 {
 		return nil
 	}
-	m.persistMu.Lock()
-	spent := m.userSpent[owner]
-	m.persistMu.Unlock()
+	spent := m.share.UserSpent(owner)
 	if spent >= limit {
 		return fmt.Errorf("%w: the sessions of user %s have cost $%s, and this server allows a user $%s (--user-max-budget-usd)", ErrBudget, owner, usd(math.Round(spent*1e6)/1e6), usd(limit))
 	}

@@ -8,7 +8,9 @@ import (
 	"strings"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // What reaches a running session besides a prompt: an interrupt, model
@@ -138,13 +140,13 @@ func (s *Session) onControl(ctx context.Context, req *claudeagent.ControlRequest
 	s.mu.Lock()
 	t, ask, cwd := s.cur, s.curAsk, s.cwdLocked()
 	s.mu.Unlock()
-	res := s.m.decidePermission(ctx, &PermissionRequest{SessionID: s.ID, Cwd: cwd, CanUseToolRequest: c}, ask)
+	res := s.m.decidePermission(ctx, &turn.PermissionRequest{SessionID: s.ID, Cwd: cwd, CanUseToolRequest: c}, ask)
 	res = s.boundApproval(c, cwd, res)
 	if t != nil {
 		if res.Behavior == "deny" {
-			t.addDenial(PermissionDenial{ToolName: c.ToolName, ToolUseID: c.ToolUseID, ToolInput: c.Input})
+			t.AddDenial(turn.PermissionDenial{ToolName: c.ToolName, ToolUseID: c.ToolUseID, ToolInput: c.Input})
 		}
-		t.emit(Event{Kind: EventPermission, Tool: c.ToolName, ToolID: c.ToolUseID, IsError: res.Behavior == "deny",
+		t.Emit(turn.Event{Kind: turn.EventPermission, Tool: c.ToolName, ToolID: c.ToolUseID, IsError: res.Behavior == "deny",
 			Text: permissionSummary(c, res)})
 	}
 	return res, nil
@@ -177,15 +179,15 @@ func (s *Session) boundApproval(c *claudeagent.CanUseToolRequest, cwd string, re
 
 func permissionSummary(c *claudeagent.CanUseToolRequest, res *claudeagent.PermissionResult) string {
 	if res.Behavior == "deny" {
-		return fmt.Sprintf("denied %s (%s): %s", c.ToolName, SummarizeInput(c.Input, 300), res.Message)
+		return fmt.Sprintf("denied %s (%s): %s", c.ToolName, history.SummarizeInput(c.Input, 300), res.Message)
 	}
-	return fmt.Sprintf("allowed %s (%s)", c.ToolName, SummarizeInput(c.Input, 300))
+	return fmt.Sprintf("allowed %s (%s)", c.ToolName, history.SummarizeInput(c.Input, 300))
 }
 
 // decidePermission asks the caller when it can, else applies the policy.
 // It always returns an answer, within the permission timeout.
-func (m *Manager) decidePermission(ctx context.Context, req *PermissionRequest,
-	ask func(context.Context, *PermissionRequest) (*claudeagent.PermissionResult, error)) *claudeagent.PermissionResult {
+func (m *Manager) decidePermission(ctx context.Context, req *turn.PermissionRequest,
+	ask func(context.Context, *turn.PermissionRequest) (*claudeagent.PermissionResult, error)) *claudeagent.PermissionResult {
 	why := "the caller cannot be asked (its MCP client did not declare elicitation)"
 	if ask != nil {
 		actx, cancel := context.WithTimeout(ctx, m.cfg.PermissionTimeout)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
 )
 
 // TestDelegationValidation: each delegation option is checked at create,
@@ -258,7 +259,7 @@ func TestImages(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := create(t, m, CreateOptions{Cwd: root})
-	imgs, err := m.LoadImages(root, []ImageInput{{Path: "a.png"}, {Data: base64.StdEncoding.EncodeToString(pngBytes), MediaType: "image/png"}})
+	imgs, err := m.LoadImages(root, []images.Input{{Path: "a.png"}, {Data: base64.StdEncoding.EncodeToString(pngBytes), MediaType: "image/png"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,23 +269,23 @@ func TestImages(t *testing.T) {
 		t.Errorf("the prompt with images: %s", in)
 	}
 	for _, tc := range []struct {
-		in   ImageInput
+		in   images.Input
 		want string
 	}{
-		{ImageInput{Path: outside}, "--allowed-roots"},
-		{ImageInput{Path: "not.png"}, "not an image"},
-		{ImageInput{Path: "missing.png"}, "not a readable file"},
-		{ImageInput{Data: "%%%"}, "not base64"},
-		{ImageInput{Data: base64.StdEncoding.EncodeToString(pngBytes), MediaType: "image/gif"}, "does not match"},
-		{ImageInput{Data: base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("x"), MaxImageBytes+1))}, "more than"},
-		{ImageInput{}, "give path, or data"},
-		{ImageInput{Path: "a.png", Data: "x"}, "not both"},
+		{images.Input{Path: outside}, "--allowed-roots"},
+		{images.Input{Path: "not.png"}, "not an image"},
+		{images.Input{Path: "missing.png"}, "not a readable file"},
+		{images.Input{Data: "%%%"}, "not base64"},
+		{images.Input{Data: base64.StdEncoding.EncodeToString(pngBytes), MediaType: "image/gif"}, "does not match"},
+		{images.Input{Data: base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("x"), images.MaxBytes+1))}, "more than"},
+		{images.Input{}, "give path, or data"},
+		{images.Input{Path: "a.png", Data: "x"}, "not both"},
 	} {
-		if _, err := m.LoadImages(root, []ImageInput{tc.in}); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := m.LoadImages(root, []images.Input{tc.in}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("LoadImages(%+v) = %v, want %q", tc.in, err, tc.want)
 		}
 	}
-	if _, err := m.LoadImages(root, make([]ImageInput, MaxImages+1)); err == nil || !strings.Contains(err.Error(), "too many images") {
+	if _, err := m.LoadImages(root, make([]images.Input, images.MaxCount+1)); err == nil || !strings.Contains(err.Error(), "too many images") {
 		t.Errorf("too many images: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
 )
 
 // raw is a JSON value for tests.
@@ -231,7 +232,7 @@ func TestGateQueryChanges(t *testing.T) {
 	if err := os.WriteFile(outside, []byte("\x89PNG\r\n\x1a\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.LoadImages([]ImageInput{{Path: outside}}); err == nil || !strings.Contains(err.Error(), "--allowed-roots") {
+	if _, err := s.LoadImages([]images.Input{{Path: outside}}); err == nil || !strings.Contains(err.Error(), "--allowed-roots") {
 		t.Errorf("an image outside the roots = %v", err)
 	}
 	if _, err := s.Query(ctxFor(t), "hi", QueryOptions{Effort: "huge"}); err == nil || !strings.Contains(err.Error(), "invalid effort") {

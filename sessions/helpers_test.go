@@ -14,6 +14,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/leakcheck"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // What the captures in testdata/streams produce.
@@ -98,7 +99,7 @@ func create(tb testing.TB, m *Manager, opts CreateOptions) *Session {
 	return s
 }
 
-func query(tb testing.TB, s *Session, prompt string, qo QueryOptions) *TurnResult {
+func query(tb testing.TB, s *Session, prompt string, qo QueryOptions) *turn.Result {
 	tb.Helper()
 	r, err := s.Query(ctxFor(tb), prompt, qo)
 	if err != nil {
@@ -171,9 +172,9 @@ type probe struct {
 	ok      bool
 }
 
-func (pr *probe) onEvent(s *Session) func(Event) {
-	return func(e Event) {
-		if e.Kind == EventTurnStarted {
+func (pr *probe) onEvent(s *Session) func(turn.Event) {
+	return func(e turn.Event) {
+		if e.Kind == turn.EventTurnStarted {
 			pr.pid = s.Info().PID
 			pr.cmdline, pr.ok = procFile(pr.pid, "cmdline")
 			pr.environ, _ = procFile(pr.pid, "environ")
@@ -197,12 +198,12 @@ func (pr *probe) checkArg(tb testing.TB, arg string, present bool) {
 // returned.
 type recorder struct {
 	mu       sync.Mutex
-	events   []Event
+	events   []turn.Event
 	returned bool
-	late     []Event
+	late     []turn.Event
 }
 
-func (r *recorder) on(e Event) {
+func (r *recorder) on(e turn.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.returned {
@@ -218,17 +219,17 @@ func (r *recorder) markReturned() {
 	r.mu.Unlock()
 }
 
-func (r *recorder) kinds() []EventKind {
+func (r *recorder) kinds() []turn.EventKind {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []EventKind
+	var out []turn.EventKind
 	for _, e := range r.events {
 		out = append(out, e.Kind)
 	}
 	return out
 }
 
-func (r *recorder) snapshot() []Event {
+func (r *recorder) snapshot() []turn.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.events)
@@ -248,7 +249,7 @@ type pending struct {
 	started chan struct{} // closed at the turn_started event
 	done    chan struct{}
 	rec     *recorder
-	r       *TurnResult
+	r       *turn.Result
 	err     error
 	dur     time.Duration
 }
@@ -257,12 +258,12 @@ func startQuery(ctx context.Context, s *Session, prompt string, qo QueryOptions)
 	p := &pending{started: make(chan struct{}), done: make(chan struct{}), rec: &recorder{}}
 	var once sync.Once
 	user := qo.OnEvent
-	qo.OnEvent = func(e Event) {
+	qo.OnEvent = func(e turn.Event) {
 		p.rec.on(e)
 		if user != nil {
 			user(e)
 		}
-		if e.Kind == EventTurnStarted {
+		if e.Kind == turn.EventTurnStarted {
 			once.Do(func() { close(p.started) })
 		}
 	}
@@ -288,7 +289,7 @@ func (p *pending) waitStarted(tb testing.TB) {
 }
 
 // wait waits for the query to return and fails on an error.
-func (p *pending) wait(tb testing.TB, limit time.Duration) *TurnResult {
+func (p *pending) wait(tb testing.TB, limit time.Duration) *turn.Result {
 	tb.Helper()
 	select {
 	case <-p.done:

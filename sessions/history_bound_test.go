@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 )
 
 // TestHistoryBounded: the history kept in memory stays within its bound
@@ -18,20 +20,20 @@ func TestHistoryBounded(t *testing.T) {
 	big := strings.Repeat("x", 2<<20)
 	s.mu.Lock()
 	for range 40 {
-		s.addHistoryLocked(HistoryEntry{Kind: "prompt", Text: "go on"})
-		s.addHistoryLocked(HistoryEntry{Kind: "text", Text: big})
+		s.addHistoryLocked(history.Entry{Kind: "prompt", Text: "go on"})
+		s.addHistoryLocked(history.Entry{Kind: "text", Text: big})
 	}
-	held, bytes, dropped := len(s.history), s.historyBytes, s.historyDropped
+	held, bytes, dropped := s.history.Len(), s.history.Bytes(), s.history.Dropped()
 	path := s.transcriptPath()
 	s.mu.Unlock()
 	total := 0
 	for _, e := range s.History() {
 		total += len(e.Text)
 	}
-	if bytes > historyMaxBytes || dropped == 0 {
-		t.Errorf("history holds %d bytes in %d entries (%d dropped), want at most %d", bytes, held, dropped, historyMaxBytes)
+	if bytes > history.MaxBytes || dropped == 0 {
+		t.Errorf("history holds %d bytes in %d entries (%d dropped), want at most %d", bytes, held, dropped, history.MaxBytes)
 	}
-	if total > 2*historyMaxBytes {
+	if total > 2*history.MaxBytes {
 		t.Errorf("History returned %d bytes of text", total)
 	}
 	h := s.History()

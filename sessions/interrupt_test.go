@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // ---------------------------------------------------------------------------
@@ -25,7 +26,7 @@ func TestBusy(t *testing.T) {
 	// SLOW6 takes 2.5 s: had it been written to the CLI, the fake would
 	// still be replaying it when the next query's prompt arrives.
 	_, err := s.Query(ctxFor(t), "SLOW6 (must not reach the CLI)", QueryOptions{
-		OnEvent: func(e Event) { t.Errorf("the refused query emitted %s", e.Kind) },
+		OnEvent: func(e turn.Event) { t.Errorf("the refused query emitted %s", e.Kind) },
 	})
 	if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), s.ID) {
 		t.Fatalf("second query: %v, want ErrBusy naming the session", err)
@@ -85,14 +86,14 @@ func TestInterrupt(t *testing.T) {
 // an event its answer causes comes as late as the test decides) and closes
 // finished. The test's cleanup releases it, should the test fail first.
 type blockingAsker struct {
-	asked    chan *PermissionRequest
+	asked    chan *turn.PermissionRequest
 	release  chan struct{}
 	once     sync.Once
 	finished chan struct{}
 }
 
 func newBlockingAsker(tb testing.TB) *blockingAsker {
-	a := &blockingAsker{asked: make(chan *PermissionRequest, 1), release: make(chan struct{}), finished: make(chan struct{})}
+	a := &blockingAsker{asked: make(chan *turn.PermissionRequest, 1), release: make(chan struct{}), finished: make(chan struct{})}
 	tb.Cleanup(a.free)
 	return a
 }
@@ -100,7 +101,7 @@ func newBlockingAsker(tb testing.TB) *blockingAsker {
 // free lets the asker return.
 func (a *blockingAsker) free() { a.once.Do(func() { close(a.release) }) }
 
-func (a *blockingAsker) ask(ctx context.Context, req *PermissionRequest) (*claudeagent.PermissionResult, error) {
+func (a *blockingAsker) ask(ctx context.Context, req *turn.PermissionRequest) (*claudeagent.PermissionResult, error) {
 	defer close(a.finished)
 	a.asked <- req
 	<-ctx.Done()

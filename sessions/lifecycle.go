@@ -31,8 +31,8 @@ func (s *Session) pump(p *claudeagent.Process, done chan struct{}) {
 			s.log.Debug("message outside a query", "type", m.Type())
 			continue
 		}
-		if t.handle(m) {
-			t.finish()
+		if t.Handle(m) {
+			t.Finish()
 		}
 	}
 	exitErr := p.Wait()
@@ -51,7 +51,7 @@ func (s *Session) pump(p *claudeagent.Process, done chan struct{}) {
 		if exitErr != nil {
 			reason = "the claude process ended during the turn: " + exitErr.Error()
 		}
-		t.fail(reason)
+		t.Fail(reason)
 	}
 	s.log.Debug("claude process ended", "err", exitErr)
 	s.m.released(s) // another instance sharing the registry may run it now
@@ -116,7 +116,7 @@ func (s *Session) shutdown() {
 		return
 	}
 	if t != nil {
-		t.markInterrupted()
+		t.MarkInterrupted()
 		ictx, cancel := context.WithTimeout(context.Background(), time.Second)
 		_ = p.Interrupt(ictx)
 		cancel()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // The usage_limit capture (the fake CLI's LIMIT[…]): 2.1.197 refused by a
@@ -63,9 +64,9 @@ func TestUsageLimitWaitsAndGoesOn(t *testing.T) {
 	m, clk, log := limitManager(t, Config{}, 300*time.Millisecond)
 	s := create(t, m, CreateOptions{})
 	var parked Info
-	var limited []Event
-	r := query(t, s, limitPrompt, QueryOptions{OnEvent: func(e Event) {
-		if e.Kind == EventLimited {
+	var limited []turn.Event
+	r := query(t, s, limitPrompt, QueryOptions{OnEvent: func(e turn.Event) {
+		if e.Kind == turn.EventLimited {
 			limited = append(limited, e)
 			parked = s.Info()
 		}
@@ -85,7 +86,7 @@ func TestUsageLimitWaitsAndGoesOn(t *testing.T) {
 	if got := sentTexts(t, log); len(got) != 2 || got[0] != limitPrompt || got[1] != limitContinuation {
 		t.Errorf("the CLI read %q, want the prompt once, then the continuation", got)
 	}
-	if !approx(r.CostUSD, plainCost) || r.Usage != (Usage{InputTokens: 10, OutputTokens: 9}) || r.NumTurns != 2 {
+	if !approx(r.CostUSD, plainCost) || r.Usage != (turn.Usage{InputTokens: 10, OutputTokens: 9}) || r.NumTurns != 2 {
 		t.Errorf("cost %v, usage %+v, turns %d: want both turns' (the refused one cost nothing)", r.CostUSD, r.Usage, r.NumTurns)
 	}
 	in := s.Info()
@@ -121,8 +122,8 @@ func TestUsageLimitFail(t *testing.T) {
 	// Waiting: interrupted, then cancelled, while the reset is an hour away.
 	for _, stop := range []string{"interrupted", "cancelled"} {
 		ctx, cancel := context.WithCancel(ctxFor(t))
-		p := startQuery(ctx, s, "third", QueryOptions{OnEvent: func(e Event) {
-			if e.Kind != EventLimited {
+		p := startQuery(ctx, s, "third", QueryOptions{OnEvent: func(e turn.Event) {
+			if e.Kind != turn.EventLimited {
 				return
 			}
 			if stop == "cancelled" {
@@ -195,8 +196,8 @@ func TestUsageLimitInterrupt(t *testing.T) {
 			ctx, cancel := context.WithCancel(ctxFor(t))
 			defer cancel()
 			closed := make(chan struct{})
-			p := startQuery(ctx, s, limitPrompt, QueryOptions{OnEvent: func(e Event) {
-				if e.Kind != EventLimited {
+			p := startQuery(ctx, s, limitPrompt, QueryOptions{OnEvent: func(e turn.Event) {
+				if e.Kind != turn.EventLimited {
 					return
 				}
 				switch how {
@@ -265,8 +266,8 @@ func TestUsageLimitWarning(t *testing.T) {
 	m := newManager(t, Config{now: clk.now})
 	s := create(t, m, CreateOptions{})
 	var warned []string
-	r := query(t, s, "LIMITWARN hi", QueryOptions{OnEvent: func(e Event) {
-		if e.Kind == EventLimitWarning {
+	r := query(t, s, "LIMITWARN hi", QueryOptions{OnEvent: func(e turn.Event) {
+		if e.Kind == turn.EventLimitWarning {
 			warned = append(warned, e.Text)
 		}
 	}})

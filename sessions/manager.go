@@ -1,17 +1,22 @@
 // Package sessions manages Claude Code sessions: the [Manager] facade the
 // MCP layer calls (ids, create, one-shot queries, limits, shutdown), each
-// [Session]'s state machine (state.go) and process lifecycle, its query
-// runs ([Run]) and the aggregation of a turn's messages into a result,
-// budgets and idle reaping, and the manager's side of the live pool with
-// its queue and warm spares (package live, pooling.go), of the policy gate and
-// of the registry shared by instances.
+// [Session]'s state machine (state.go) and process lifecycle, its queries
+// and their runs bound to it ([Run]), the usage limit's waits, budgets
+// and idle reaping, and the manager's side of the live pool with its queue
+// and warm spares (package live, pooling.go: spareOn decides when a spare
+// starts), of the policy gate and of the registry shared by instances.
 //
 // It owns its sessions: each live Session owns one claudeagent.Process and
 // one pump goroutine that feeds the running turn. It must not know MCP
-// wire types, the registry's file format or its merge (package store,
-// reached through store.Store with plain records), the policy's classes
+// wire types, how a turn's messages become events and a result (package
+// turn), a run's record (package run), the history's bounds and the
+// transcript's format (package history), how images are checked (package
+// images), the registry's file format or its merge (package store,
+// reached through store.Store with plain records), this instance's claims
+// and the costs it has not written yet (package sharing), the policy's classes
 // (package policy, reached through Manager.gate), git (package worktree),
-// or how live places are counted and spares kept (package live).
+// or how live places are counted and spares kept (package live). None of
+// its subpackages imports it.
 package sessions
 
 import (
@@ -25,8 +30,10 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/quiet"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/sharing"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
@@ -46,7 +53,7 @@ type Config struct {
 	// MaxQueue caps the queries waiting for a live process; default 32.
 	MaxQueue int
 	// WarmSpares is how many option sets get a ready process (see
-	// WantSpares); 0 keeps none. Spares need MaxLive above 1.
+	// Manager.spareOn); 0 keeps none. Spares need MaxLive above 1.
 	WarmSpares int
 	// IdleTimeout makes a session dormant after this long without a
 	// query; 0 never does.
@@ -158,20 +165,16 @@ type Manager struct {
 	pool     *live.Pool
 	spares   *live.Spares[CreateOptions]
 
-	persistMu  sync.Mutex
-	persistErr error              // of the last registry write
-	spent      float64            // what every turn has cost, also of closed sessions (and before a restart, and on other instances sharing the registry as of the last merge)
-	userSpent  map[string]float64 // likewise per owner
-	share      shareState         // sharing the registry with other instances (share.go)
-	store      store.Store        // the registry (cfg.Registry), nil for none
-	policy     *policy.Gate       // the one policy gate (see gate)
+	share  *sharing.Instance // this instance's part in the registry, and the costs (share.go)
+	store  store.Store       // the registry (cfg.Registry), nil for none
+	policy *policy.Gate      // the one policy gate (see gate)
 
 	cliMu      sync.Mutex
 	cliPath    string
 	cliVersion string
 
 	closing sync.WaitGroup // temporary sessions closing after their answer went out
-	quiet   quiet          // calls cfg.OnIdle when no query has run for a while
+	quiet   *quiet.Quiet   // calls cfg.OnIdle when no query, create or spare start has run for a while
 }
 
 // NewManager returns a manager. When cfg.Registry is set, the sessions it
@@ -208,12 +211,14 @@ func NewManager(cfg Config) *Manager {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{cfg: cfg, log: logger, sessions: map[string]*Session{}, quiet: quiet{fn: cfg.OnIdle}}
+	m := &Manager{cfg: cfg, log: logger, sessions: map[string]*Session{}, quiet: quiet.New(cfg.OnIdle)}
 	newLive(m)
 	m.policy = newPolicy(m, cfg)
+	path := ""
 	if cfg.Registry != nil {
-		m.store = cfg.Registry
+		m.store, path = cfg.Registry, cfg.Registry.Path()
 	}
+	m.share = sharing.New(sharing.Config{Store: m.store, Path: path, Lease: cfg.Lease, Now: m.now, Log: logger})
 	m.restore()
 	return m
 }
@@ -242,10 +247,11 @@ func (m *Manager) CLI(ctx context.Context) (path, version string, err error) {
 
 // Create validates opts, starts a session's process and initializes it.
 // When every live process (MaxLive) is busy, the session is made without
-// one (dormant): its first query starts it, waiting its turn.
+// one (dormant): its first query starts it, waiting its turn. Its options
+// are wanted for warm spares: the next create is likely alike.
 func (m *Manager) Create(ctx context.Context, opts CreateOptions) (*Session, error) {
-	m.quiet.begin() // a start is work too: the quiet spell counts from its end
-	defer m.quiet.end()
+	m.quiet.Begin() // a start is work too: the quiet spell counts from its end
+	defer m.quiet.End()
 	s, err := m.Open(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -259,6 +265,7 @@ func (m *Manager) Create(ctx context.Context, opts CreateOptions) (*Session, err
 		// starts with its first query, which waits its turn.
 		s.log.Info("created without a process: every live process is busy", "max_live", m.cfg.MaxLive)
 		m.persist()
+		go m.spareOn(sessionCreated, opts)
 		return s, nil
 	}
 	if err != nil {
@@ -270,6 +277,7 @@ func (m *Manager) Create(ctx context.Context, opts CreateOptions) (*Session, err
 	}
 	s.resetIdleTimer()
 	m.persist()
+	go m.spareOn(sessionCreated, opts)
 	return s, nil
 }
 
@@ -416,7 +424,7 @@ func (m *Manager) Shutdown() {
 	}
 	wg.Wait()
 	m.closing.Wait()
-	m.quiet.stop()
+	m.quiet.Stop()
 	m.stopSharing() // writes the claims of the stopped processes released
 }
 

@@ -3,6 +3,8 @@ package sessions
 import (
 	"context"
 	"errors"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
 )
 
 // A session opened for a call's query, which starts at once: a one-shot
@@ -29,7 +31,7 @@ import (
 // and closed once its result is collected or dropped; otherwise it stays
 // for further queries, and a caller whose query cannot start discards it.
 // When the images do not load, the session is discarded here.
-func (m *Manager) OneShot(ctx context.Context, opts CreateOptions, images []ImageInput) (*Session, []Image, error) {
+func (m *Manager) OneShot(ctx context.Context, opts CreateOptions, in []images.Input) (*Session, []images.Image, error) {
 	s, err := m.Open(ctx, opts)
 	if err != nil {
 		return nil, nil, err
@@ -37,16 +39,11 @@ func (m *Manager) OneShot(ctx context.Context, opts CreateOptions, images []Imag
 	s.mu.Lock()
 	s.oneShot = true
 	s.mu.Unlock()
-	want := opts
-	want.Temporary = false
-	m.wantSpares(want, false) // filled when the turn or the session ends
-	if !opts.Temporary {
-		m.spares.DeferRefill()
-	}
-	imgs, err := s.LoadImages(images)
+	m.spareOn(oneShotBegun, opts) // filled when the turn or the session ends
+	imgs, err := s.LoadImages(in)
 	if err != nil {
 		m.Discard(s)
-		m.spares.Fill()
+		m.spareOn(oneShotEnded, CreateOptions{})
 		return nil, nil, err
 	}
 	return s, imgs, nil
@@ -61,7 +58,7 @@ func (m *Manager) endUnstarted(s *Session, err error) {
 		return
 	}
 	m.Discard(s)
-	m.spares.Fill()
+	m.spareOn(oneShotEnded, CreateOptions{})
 }
 
 // endOneShot closes a temporary session once its result is collected or
@@ -69,7 +66,7 @@ func (m *Manager) endUnstarted(s *Session, err error) {
 func (m *Manager) endOneShot(s *Session) {
 	if s.hasWorktree() {
 		m.Discard(s) // the answer says whether close kept the worktree
-		m.spares.Fill()
+		m.spareOn(oneShotEnded, CreateOptions{})
 		return
 	}
 	m.discardLater(s)
@@ -85,6 +82,6 @@ func (m *Manager) discardLater(s *Session) {
 	m.closing.Go(func() {
 		s.close()
 		m.persist()
-		m.spares.Fill() // its live place is free now
+		m.spareOn(oneShotEnded, CreateOptions{}) // its live place is free now
 	})
 }

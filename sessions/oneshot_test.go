@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // sparesAtText records the warm spares at a run's first text.
@@ -14,8 +17,8 @@ type sparesAtText struct {
 	seen chan string
 }
 
-func (l *sparesAtText) OnEvent(e Event) {
-	if e.Kind != EventText {
+func (l *sparesAtText) OnEvent(e turn.Event) {
+	if e.Kind != turn.EventText {
 		return
 	}
 	sn := l.m.spares.Snapshot()
@@ -43,7 +46,7 @@ func TestOneShot(t *testing.T) {
 			opts := CreateOptions{Cwd: t.TempDir()}
 			var first int
 			if tc.spare {
-				m.WantSpares(opts)
+				m.spareOn(sessionCreated, opts)
 				first = waitSpares(t, m, 1)[0]
 			}
 			opts.Temporary = temporary
@@ -82,7 +85,7 @@ func TestOneShot(t *testing.T) {
 		m := newManager(t, Config{})
 		cwd := t.TempDir()
 		for _, temporary := range []bool{true, false} {
-			_, _, err := m.OneShot(ctxFor(t), CreateOptions{Cwd: cwd, Temporary: temporary}, []ImageInput{{Data: "not base64!"}})
+			_, _, err := m.OneShot(ctxFor(t), CreateOptions{Cwd: cwd, Temporary: temporary}, []images.Input{{Data: "not base64!"}})
 			if err == nil || !strings.Contains(err.Error(), "not base64") {
 				t.Errorf("OneShot (temporary %v) with a bad image: %v", temporary, err)
 			}

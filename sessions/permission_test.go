@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // ---------------------------------------------------------------------------
@@ -19,7 +20,7 @@ import (
 func TestPermissionPolicy(t *testing.T) {
 	t.Parallel()
 	const prompt = "TOOL_BASH[touch made_by_tool.txt && echo hi]"
-	toolOf := func(t *testing.T, r *TurnResult) ToolInvocation {
+	toolOf := func(t *testing.T, r *turn.Result) turn.ToolInvocation {
 		t.Helper()
 		if len(r.ToolInvocations) != 1 {
 			t.Fatalf("ToolInvocations = %+v", r.ToolInvocations)
@@ -54,7 +55,7 @@ func TestPermissionPolicy(t *testing.T) {
 		m := newManager(t, Config{PermissionTimeout: 200 * time.Millisecond})
 		s := create(t, m, CreateOptions{})
 		var hadDeadline atomic.Bool
-		r := query(t, s, prompt, QueryOptions{AskPermission: func(ctx context.Context, req *PermissionRequest) (*claudeagent.PermissionResult, error) {
+		r := query(t, s, prompt, QueryOptions{AskPermission: func(ctx context.Context, req *turn.PermissionRequest) (*claudeagent.PermissionResult, error) {
 			_, ok := ctx.Deadline()
 			hadDeadline.Store(ok)
 			<-ctx.Done()
@@ -75,7 +76,7 @@ func TestPermissionPolicy(t *testing.T) {
 		t.Parallel()
 		m := newManager(t, Config{})
 		s := create(t, m, CreateOptions{})
-		inv := toolOf(t, query(t, s, prompt, QueryOptions{AskPermission: func(context.Context, *PermissionRequest) (*claudeagent.PermissionResult, error) {
+		inv := toolOf(t, query(t, s, prompt, QueryOptions{AskPermission: func(context.Context, *turn.PermissionRequest) (*claudeagent.PermissionResult, error) {
 			return nil, errors.New("boom")
 		}}))
 		if !inv.IsError || !strings.Contains(inv.Output, "asking the caller failed (boom)") {
@@ -87,7 +88,7 @@ func TestPermissionPolicy(t *testing.T) {
 		m := newManager(t, Config{})
 		s := create(t, m, CreateOptions{})
 		var got json.RawMessage
-		r := query(t, s, prompt, QueryOptions{AskPermission: func(_ context.Context, req *PermissionRequest) (*claudeagent.PermissionResult, error) {
+		r := query(t, s, prompt, QueryOptions{AskPermission: func(_ context.Context, req *turn.PermissionRequest) (*claudeagent.PermissionResult, error) {
 			got = req.Input
 			return &claudeagent.PermissionResult{Behavior: "allow"}, nil
 		}})
@@ -107,7 +108,7 @@ func TestPermissionPolicy(t *testing.T) {
 		t.Parallel()
 		m := newManager(t, Config{})
 		s := create(t, m, CreateOptions{})
-		r := query(t, s, prompt, QueryOptions{AskPermission: func(context.Context, *PermissionRequest) (*claudeagent.PermissionResult, error) {
+		r := query(t, s, prompt, QueryOptions{AskPermission: func(context.Context, *turn.PermissionRequest) (*claudeagent.PermissionResult, error) {
 			return claudeagent.Allow(json.RawMessage(`{"command":"echo safer"}`)), nil
 		}})
 		if inv := toolOf(t, r); inv.Output != `fake claude ran updatedInput: {"command":"echo safer"}` {
@@ -118,7 +119,7 @@ func TestPermissionPolicy(t *testing.T) {
 		t.Parallel()
 		m := newManager(t, Config{PermissionPolicy: "allow"})
 		s := create(t, m, CreateOptions{})
-		p := startQuery(ctxFor(t), s, prompt, QueryOptions{AskPermission: func(context.Context, *PermissionRequest) (*claudeagent.PermissionResult, error) {
+		p := startQuery(ctxFor(t), s, prompt, QueryOptions{AskPermission: func(context.Context, *turn.PermissionRequest) (*claudeagent.PermissionResult, error) {
 			return claudeagent.Deny("Host says no"), nil
 		}})
 		r := p.wait(t, waitLimit)
@@ -127,7 +128,7 @@ func TestPermissionPolicy(t *testing.T) {
 		}
 		if ev := p.rec.snapshot(); len(ev) < 4 {
 			t.Errorf("events = %+v", ev)
-		} else if e := ev[3]; e.Kind != EventPermission || !e.IsError || !strings.Contains(e.Text, "Host says no") {
+		} else if e := ev[3]; e.Kind != turn.EventPermission || !e.IsError || !strings.Contains(e.Text, "Host says no") {
 			t.Errorf("permission event = %+v", e)
 		}
 	})

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // queueLog records the order in which queries got their turn and their
@@ -17,14 +19,14 @@ type queueLog struct {
 	queued map[string][]string
 }
 
-func (q *queueLog) on(name string) func(Event) {
-	return func(e Event) {
+func (q *queueLog) on(name string) func(turn.Event) {
+	return func(e turn.Event) {
 		q.mu.Lock()
 		defer q.mu.Unlock()
 		switch e.Kind {
-		case EventQueued:
+		case turn.EventQueued:
 			q.queued[name] = append(q.queued[name], e.Text)
-		case EventTurnStarted:
+		case turn.EventTurnStarted:
 			q.order = append(q.order, name)
 		}
 	}

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // A query: its admission (Session.enter, state.go), the claim of the live
@@ -18,7 +21,7 @@ import (
 // Query sends prompt and waits for the end of the turn. Only one query runs
 // at a time: a second one fails at once with ErrBusy. Cancelling ctx
 // interrupts the turn and returns what it produced; the session survives.
-// A turn that fails is a *TurnResult with IsError, not an error; errors are
+// A turn that fails is a *turn.Result with IsError, not an error; errors are
 // for queries that could not start.
 //
 // The steps: enter (the query owns the session, see State), check
@@ -27,7 +30,7 @@ import (
 // prompt, wait for the turn's end — and, after a usage limit's reset, for
 // the turn of its continuation —, then finish (the result and the
 // session's record of it).
-func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*TurnResult, error) {
+func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*turn.Result, error) {
 	if err := ValidatePrompt(prompt); err != nil {
 		return nil, err
 	}
@@ -37,32 +40,31 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 	if err := s.enter(ctx); err != nil {
 		return nil, err
 	}
-	s.m.quiet.begin()
-	defer s.m.quiet.end()
+	s.m.quiet.Begin()
+	defer s.m.quiet.End()
 	defer func() {
 		s.release()
 		s.m.pool.Idle() // only now can the session give its process to a waiting query
-		s.m.spares.RefillAfterTurn()
+		s.m.spareOn(turnEnded, CreateOptions{})
 	}()
 
 	if err := s.check(qo); err != nil {
 		return nil, err
 	}
 	s.stopIdleTimer()
-	t := newTurn(qo.OnEvent)
-	t.now = s.m.now
-	dl := &deadline{d: s.m.cfg.QueryTimeout}
-	defer dl.stop()
+	t := turn.New(qo.OnEvent, s.m.now)
+	dl := turn.NewDeadline(s.m.cfg.QueryTimeout)
+	defer dl.Stop()
 	started := time.Now()
 	if !s.holdBack(ctx, t, qo, dl) {
-		return s.finish(t, "", started, 0, false, qo.IncludeThinking), nil
+		return s.finish(t, turnEnd{started: started, thinking: qo.thinking()}), nil
 	}
-	p, prevCost, err := s.claimProcess(ctx, t, qo.AskPermission, true)
+	p, prevCost, err := s.claimProcess(ctx, t, qo.AskPermission, forQuery)
 	if err != nil {
 		return nil, err
 	}
 	started = time.Now()
-	dl.arm(s.m.now())
+	dl.Arm(s.m.now())
 	replay := s.send(ctx, t, p, prompt, qo)
 	s.wait(ctx, t, p, dl)
 	p, prevCost = s.afterLimits(ctx, t, p, qo, dl, prevCost)
@@ -74,7 +76,7 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*T
 			s.log.Warn("restoring the session's effort after the query", "err", err)
 		}
 	}
-	return s.finish(t, prompt, started, prevCost, replay, qo.IncludeThinking), nil
+	return s.finish(t, turnEnd{prompt: prompt, started: started, prevCost: prevCost, replayed: replay, thinking: qo.thinking()}), nil
 }
 
 // check refuses a query the budgets do not allow, or whose effort is
@@ -95,51 +97,68 @@ func (s *Session) check(qo QueryOptions) error {
 // send sends the prompt — after the recorded history when the transcript
 // was lost (it reports whether it did) — unless the query was cancelled
 // or its effort could not be set; then the turn fails.
-func (s *Session) send(ctx context.Context, t *turn, p *claudeagent.Process, prompt string, qo QueryOptions) (replay bool) {
+func (s *Session) send(ctx context.Context, t *turn.Turn, p *claudeagent.Process, prompt string, qo QueryOptions) (replay bool) {
 	s.mu.Lock()
 	replay = s.replay
 	s.replay = false
 	sent := prompt
 	if replay {
-		sent = replayPreamble(s.history) + prompt
+		sent = history.Preamble(s.history.Entries()) + prompt
 	}
 	s.mu.Unlock()
 
 	// Whether the prompt goes out is decided before the turn is announced:
-	// a cancellation that arrives after EventTurnStarted interrupts a sent
+	// a cancellation that arrives after turn.EventTurnStarted interrupts a sent
 	// prompt, never a prompt that was silently held back.
 	cancelled := ctx.Err() != nil
-	t.emit(Event{Kind: EventTurnStarted})
+	t.Emit(turn.Event{Kind: turn.EventTurnStarted})
 	switch {
 	case cancelled:
-		t.fail("the query was cancelled before it was sent")
+		t.Fail("the query was cancelled before it was sent")
 	case qo.Effort != "" && s.setEffort(ctx, p, qo.Effort) != nil:
-		t.fail("switching the effort to " + qo.Effort + " failed; the prompt was not sent")
+		t.Fail("switching the effort to " + qo.Effort + " failed; the prompt was not sent")
 	default:
-		if err := p.SendUserID(userContent(sent, qo.Images), t.id()); err != nil {
-			t.fail("sending the prompt to claude: " + err.Error())
+		if err := p.SendUserID(images.Content(sent, qo.Images), t.ID()); err != nil {
+			t.Fail("sending the prompt to claude: " + err.Error())
 		}
 	}
 	return replay
 }
 
+// turnEnd is how a query's turn came about, for finish.
+type turnEnd struct {
+	prompt   string    // the prompt sent; "" for one held back
+	started  time.Time // when the prompt went out
+	prevCost float64   // the process's cost before the turn
+	replayed bool      // the prompt carried the recorded history (a lost transcript)
+	thinking turn.Thinking
+}
+
+// thinking is whether the query's result includes thinking.
+func (qo QueryOptions) thinking() turn.Thinking {
+	if qo.IncludeThinking {
+		return turn.WithThinking
+	}
+	return turn.WithoutThinking
+}
+
 // finish builds the query's result from its ended turn and records the
-// turn in the session: history (not for a prompt held back, prompt ""),
-// Claude session id, model, usage and cost (the manager's totals too),
-// the usage limit it met; the session goes idle again.
-func (s *Session) finish(t *turn, prompt string, started time.Time, prevCost float64, replay, thinking bool) *TurnResult {
+// turn in the session: history (not for a prompt held back), Claude
+// session id, model, usage and cost (the manager's totals too), the usage
+// limit it met; the session goes idle again.
+func (s *Session) finish(t *turn.Turn, end turnEnd) *turn.Result {
 	s.mu.Lock()
 	s.cur, s.curAsk = nil, nil
-	if t.result != nil {
-		s.procCost = t.result.TotalCostUSD
+	if total, ok := t.TotalCost(); ok {
+		s.procCost = total
 		s.forkPending = false // the fork exists now; later starts resume it
 	}
-	r := t.snapshot(prevCost, thinking)
-	if replay {
+	r := t.Snapshot(end.prevCost, end.thinking)
+	if end.replayed {
 		r.Recovered = "replayed"
 	}
-	if prompt != "" {
-		s.recordTurn(prompt, started, t)
+	if end.prompt != "" {
+		s.recordTurn(end.prompt, end.started, t)
 	}
 	s.noteLimitsLocked(t)
 	if r.ClaudeSessionID != "" {
@@ -152,7 +171,7 @@ func (s *Session) finish(t *turn, prompt string, started time.Time, prevCost flo
 	} else {
 		r.Model = s.model
 	}
-	s.usage.add(r.Usage)
+	s.usage.Add(r.Usage)
 	s.cost += r.CostUSD
 	s.lastUsed = time.Now()
 	s.explainLocked(r)
@@ -165,17 +184,17 @@ func (s *Session) finish(t *turn, prompt string, started time.Time, prevCost flo
 	}
 	owner := s.opts.Owner
 	s.mu.Unlock()
-	s.m.addSpent(owner, r.CostUSD)
+	s.m.share.AddSpent(owner, r.CostUSD)
 	s.resetIdleTimer()
 	s.m.persist()
-	t.emit(Event{Kind: EventDone, IsError: r.IsError, Text: r.ErrorText})
+	t.Emit(turn.Event{Kind: turn.EventDone, IsError: r.IsError, Text: r.ErrorText})
 	return r
 }
 
 // explainLocked says in r's error text what the CLI's subtypes mean for
 // this session: structured output missing or invalid, the budget spent.
 // s.mu is held.
-func (s *Session) explainLocked(r *TurnResult) {
+func (s *Session) explainLocked(r *turn.Result) {
 	if len(s.opts.JSONSchema) > 0 && !r.IsError && r.StructuredOutput == nil && !r.Interrupted {
 		r.IsError = true
 		r.ErrorText = "the answer is not structured output: the model answered in text instead of the form jsonSchema asks for"
@@ -188,12 +207,20 @@ func (s *Session) explainLocked(r *TurnResult) {
 	}
 }
 
+// claimFor says why a query claims its session's process.
+type claimFor uint8
+
+const (
+	forQuery        claimFor = iota // the query's prompt: counted as a query
+	forContinuation                 // the continuation after a usage limit's reset
+)
+
 // claimProcess makes t the running turn of a live process, starting the process
 // when there is none; the caller owns the session. It returns the process and
 // its cumulative cost so far.
 // A continuation after a usage limit claims it again, not counted as a
 // query.
-func (s *Session) claimProcess(ctx context.Context, t *turn, ask func(context.Context, *PermissionRequest) (*claudeagent.PermissionResult, error), count bool) (*claudeagent.Process, float64, error) {
+func (s *Session) claimProcess(ctx context.Context, t *turn.Turn, ask func(context.Context, *turn.PermissionRequest) (*claudeagent.PermissionResult, error), why claimFor) (*claudeagent.Process, float64, error) {
 	for attempt := 0; attempt < 2; attempt++ {
 		if err := s.ensureProcess(ctx, t); err != nil {
 			return nil, 0, err
@@ -208,7 +235,7 @@ func (s *Session) claimProcess(ctx context.Context, t *turn, ask func(context.Co
 			// ends from now on fails t (see pump).
 			s.cur, s.curAsk = t, ask
 			s.moveLocked(StateRunning)
-			if count {
+			if why == forQuery {
 				s.queries++
 			}
 			s.lastUsed = time.Now()
@@ -257,16 +284,14 @@ func (s *Session) setEffort(ctx context.Context, p *claudeagent.Process, effort 
 // wait blocks until the turn ends. On cancellation or the query's
 // deadline (--query-timeout) it interrupts the turn; a CLI that does not
 // honour the interrupt within the grace period is killed.
-func (s *Session) wait(ctx context.Context, t *turn, p *claudeagent.Process, dl *deadline) {
+func (s *Session) wait(ctx context.Context, t *turn.Turn, p *claudeagent.Process, dl *turn.Deadline) {
 	select {
-	case <-t.doneCh():
+	case <-t.Done():
 		return
 	case <-ctx.Done():
 		s.log.Info("query cancelled; interrupting the turn")
-	case <-dl.c:
-		t.mu.Lock()
-		t.timedOut = true
-		t.mu.Unlock()
+	case <-dl.C():
+		t.MarkTimedOut()
 		s.log.Info("query timed out; interrupting the turn", "timeout", s.m.cfg.QueryTimeout)
 	}
 	s.abort(t, p)
@@ -276,22 +301,22 @@ func (s *Session) wait(ctx context.Context, t *turn, p *claudeagent.Process, dl 
 // acknowledge the interrupt is stopped at once (see interruptTurn); one that
 // acknowledges it but does not end the turn within the grace period is
 // killed.
-func (s *Session) abort(t *turn, p *claudeagent.Process) {
+func (s *Session) abort(t *turn.Turn, p *claudeagent.Process) {
 	if s.interruptTurn(context.Background(), t, p) {
-		<-t.doneCh()
+		<-t.Done()
 		return
 	}
 	grace := s.m.cfg.interruptGrace()
 	tm := time.NewTimer(grace)
 	defer tm.Stop()
 	select {
-	case <-t.doneCh():
+	case <-t.Done():
 		return
 	case <-tm.C:
 	}
 	s.log.Warn("claude acknowledged the interrupt but did not end the turn; killing it", "grace", grace)
 	p.Kill()
-	<-t.doneCh()
+	<-t.Done()
 }
 
 // interruptTurn asks the CLI to stop t's turn. A CLI that does not acknowledge
@@ -299,8 +324,8 @@ func (s *Session) abort(t *turn, p *claudeagent.Process) {
 // group, SIGKILL a moment later; the turn then ends with a note saying so,
 // and the session resumes on its next query. It reports whether it had to
 // stop the process.
-func (s *Session) interruptTurn(ctx context.Context, t *turn, p *claudeagent.Process) bool {
-	t.markInterrupted()
+func (s *Session) interruptTurn(ctx context.Context, t *turn.Turn, p *claudeagent.Process) bool {
+	t.MarkInterrupted()
 	s.mu.Lock()
 	if s.cur == t && s.state == StateRunning {
 		s.moveLocked(StateInterrupting) // a query arriving now waits for this turn's end
@@ -315,7 +340,7 @@ func (s *Session) interruptTurn(ctx context.Context, t *turn, p *claudeagent.Pro
 	}
 	msg := fmt.Sprintf("claude did not acknowledge the interrupt within %s, so its process was stopped (SIGTERM, then SIGKILL); the session keeps its conversation and resumes on its next query", ack)
 	s.log.Warn("claude did not acknowledge the interrupt; stopping its process", "after", ack, "err", err)
-	t.force(msg)
+	t.Force(msg)
 	p.Stop(500 * time.Millisecond)
 	return true
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // ---------------------------------------------------------------------------
@@ -51,8 +52,8 @@ func TestCreateInfoQuery(t *testing.T) {
 	if r.ClaudeSessionID != in.ClaudeSessionID {
 		t.Errorf("ClaudeSessionID = %q, want %q", r.ClaudeSessionID, in.ClaudeSessionID)
 	}
-	if want := (Usage{InputTokens: 10, OutputTokens: 9}); r.Usage != want {
-		t.Errorf("Usage = %+v, want %+v", r.Usage, want)
+	if want := (turn.Usage{InputTokens: 10, OutputTokens: 9}); r.Usage != want {
+		t.Errorf("turn.Usage = %+v, want %+v", r.Usage, want)
 	}
 	if r.NumTurns != 1 || !approx(r.CostUSD, plainCost) || r.IsError || r.Subtype != "success" ||
 		r.StopReason != "end_turn" || r.Model != defaultModel || r.DurationMs != 136 || r.DurationAPIMs != 84 ||
@@ -147,14 +148,14 @@ func TestToolTurn(t *testing.T) {
 		s := create(t, m, CreateOptions{SessionOptions: claudeagent.SessionOptions{PermissionMode: "bypassPermissions"}})
 		p := startQuery(ctxFor(t), s, "TOOL_BASH[echo hi]", QueryOptions{})
 		r := p.wait(t, waitLimit)
-		want := []ToolInvocation{{ID: "toolu_fake_1", Name: "Bash", Input: json.RawMessage(`{"command":"echo hi","description":"Run a command"}`), Output: "hi", Done: true}}
+		want := []turn.ToolInvocation{{ID: "toolu_fake_1", Name: "Bash", Input: json.RawMessage(`{"command":"echo hi","description":"Run a command"}`), Output: "hi", Done: true}}
 		if !reflect.DeepEqual(r.ToolInvocations, want) {
 			t.Errorf("ToolInvocations = %+v\nwant %+v", r.ToolInvocations, want)
 		}
 		if r.FinalText != toolSaid || r.IsError || r.NumTurns != 2 || !approx(r.CostUSD, bypassCost) || len(r.PermissionDenials) != 0 {
 			t.Errorf("result = %+v", r)
 		}
-		wantKinds := []EventKind{EventTurnStarted, EventText, EventToolStarted, EventToolFinished, EventText, EventDone}
+		wantKinds := []turn.EventKind{turn.EventTurnStarted, turn.EventText, turn.EventToolStarted, turn.EventToolFinished, turn.EventText, turn.EventDone}
 		if got := p.rec.kinds(); !slices.Equal(got, wantKinds) {
 			t.Errorf("events = %v\nwant %v", got, wantKinds)
 		}
@@ -193,7 +194,7 @@ func TestToolTurn(t *testing.T) {
 		if len(r.PermissionDenials) != 1 || r.PermissionDenials[0].ToolName != "Bash" || r.PermissionDenials[0].ToolUseID != "toolu_fake_1" {
 			t.Errorf("PermissionDenials = %+v", r.PermissionDenials)
 		}
-		wantKinds := []EventKind{EventTurnStarted, EventText, EventToolStarted, EventPermission, EventToolFinished, EventText, EventDone}
+		wantKinds := []turn.EventKind{turn.EventTurnStarted, turn.EventText, turn.EventToolStarted, turn.EventPermission, turn.EventToolFinished, turn.EventText, turn.EventDone}
 		if got := p.rec.kinds(); !slices.Equal(got, wantKinds) {
 			t.Errorf("events = %v\nwant %v", got, wantKinds)
 		}
@@ -230,7 +231,7 @@ func TestThinking(t *testing.T) {
 		if !include && len(r.Thinking) != 0 {
 			t.Errorf("without IncludeThinking: Thinking = %q", r.Thinking)
 		}
-		want := []EventKind{EventTurnStarted, EventThinking, EventText, EventDone}
+		want := []turn.EventKind{turn.EventTurnStarted, turn.EventThinking, turn.EventText, turn.EventDone}
 		if got := p.rec.kinds(); !slices.Equal(got, want) {
 			t.Errorf("events = %v, want %v", got, want)
 		}

@@ -8,21 +8,22 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // eventLog is a Listener that keeps the kinds of the events it got.
 type eventLog struct {
 	mu    sync.Mutex
-	kinds []EventKind
+	kinds []turn.EventKind
 }
 
-func (l *eventLog) OnEvent(e Event) {
+func (l *eventLog) OnEvent(e turn.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.kinds = append(l.kinds, e.Kind)
 }
 
-func (l *eventLog) has(k EventKind) bool {
+func (l *eventLog) has(k turn.EventKind) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, have := range l.kinds {
@@ -64,7 +65,7 @@ func TestRunCollectOnce(t *testing.T) {
 		t.Errorf("CurrentRun = %v, want the run", got)
 	}
 	waitDone(t, r)
-	if !l.has(EventTurnStarted) || !l.has(EventDone) {
+	if !l.has(turn.EventTurnStarted) || !l.has(turn.EventDone) {
 		t.Errorf("the start listener got %v", l.kinds)
 	}
 	res, err, ok := r.Collect()
@@ -204,7 +205,7 @@ func TestRunCloseAfter(t *testing.T) {
 		s := create(t, m, CreateOptions{})
 		r := startRun(t, s, "hi", RunOptions{CloseAfter: true})
 		waitDone(t, r)
-		r.drop() // what the drop timer does
+		r.Drop() // what the drop timer does
 		if _, err := m.Get(s.ID); !errors.Is(err, ErrNotFound) {
 			t.Errorf("closeAfter: the session is still open after the drop")
 		}
@@ -221,7 +222,7 @@ func TestRunCloseAfter(t *testing.T) {
 		if _, _, ok := next.Collect(); !ok {
 			t.Fatal("the newer run's result was not collected")
 		}
-		old.drop() // the old run's timer fires
+		old.Drop() // the old run's timer fires
 		if _, err := m.Get(s.ID); err != nil {
 			t.Errorf("the drop of a superseded closeAfter run closed the session: %v", err)
 		}
@@ -245,33 +246,6 @@ func TestRunCloseAfter(t *testing.T) {
 			t.Errorf("a temporary session survived its collected run")
 		}
 	})
-}
-
-// TestTurnSkipsForeignResults: the result of a turn the CLI started by
-// itself (a background task finished), or of another user message, does
-// not end the query's turn.
-func TestTurnSkipsForeignResults(t *testing.T) {
-	t.Parallel()
-	tr := newTurn(nil)
-	decode := func(line string) claudeagent.Message {
-		m, err := claudeagent.DecodeMessage([]byte(line))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
-	if tr.handle(decode(`{"type":"result","subtype":"success","result":"from a task","origin":{"kind":"task-notification"}}`)) {
-		t.Error("a task notification's result ended the turn")
-	}
-	if tr.handle(decode(`{"type":"result","subtype":"success","result":"another","user_message_uuids":["someone-else"]}`)) {
-		t.Error("another message's result ended the turn")
-	}
-	if !tr.handle(decode(`{"type":"result","subtype":"success","result":"mine","user_message_uuids":["` + tr.uuid + `"]}`)) {
-		t.Fatal("the turn's own result did not end it")
-	}
-	if r := tr.snapshot(0, false); r.FinalText != "mine" {
-		t.Errorf("FinalText = %q", r.FinalText)
-	}
 }
 
 // TestRunTemporaryClosesAfterAnswer: collecting a one-shot run's result

@@ -11,8 +11,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // Errors callers branch on.
@@ -39,24 +42,17 @@ type QueryOptions struct {
 	// after the turn.
 	Effort string
 	// Images go with the prompt, as image content blocks.
-	Images []Image
+	Images []images.Image
 	// OnEvent receives the turn's events in order, from one goroutine, all
 	// before Query returns.
-	OnEvent func(Event)
+	OnEvent func(turn.Event)
 	// OnLimit is what the query does when the account's usage limit refuses
 	// it: OnLimitWait ("" too) waits for the reset and goes on, OnLimitFail
 	// ends at once (see limit.go).
 	OnLimit string
 	// AskPermission asks the caller about a tool call; nil (or an error)
 	// applies the manager's policy.
-	AskPermission func(ctx context.Context, req *PermissionRequest) (*claudeagent.PermissionResult, error)
-}
-
-// PermissionRequest is a tool call the CLI wants permission for.
-type PermissionRequest struct {
-	SessionID string
-	Cwd       string
-	*claudeagent.CanUseToolRequest
+	AskPermission func(ctx context.Context, req *turn.PermissionRequest) (*claudeagent.PermissionResult, error)
 }
 
 // Info describes a session for listing.
@@ -70,7 +66,7 @@ type Info struct {
 	Created         time.Time
 	LastUsed        time.Time
 	Queries         int
-	Usage           Usage
+	Usage           turn.Usage
 	CostUSD         float64
 	PID             int
 	Profile         string
@@ -116,7 +112,7 @@ type Session struct {
 	opts CreateOptions
 	sessionRecord
 	liveProcess
-	historyBuf
+	history history.Buffer // the conversation as the session keeps it in memory (conversation.go)
 	limitState
 
 	queuePos      int           // while queued: the position, 1 is next
@@ -138,7 +134,7 @@ type sessionRecord struct {
 	created              time.Time
 	lastUsed             time.Time
 	queries              int
-	usage                Usage
+	usage                turn.Usage
 	cost                 float64
 }
 
@@ -153,16 +149,8 @@ type liveProcess struct {
 	procCost    float64           // cumulative cost the current process reported
 	everStarted bool              // a process of this session started once
 	replay      bool              // the transcript was lost: the next prompt carries the recorded history
-	cur         *turn             // the running turn
-	curAsk      func(ctx context.Context, req *PermissionRequest) (*claudeagent.PermissionResult, error)
-}
-
-// historyBuf is the conversation as a session keeps it in memory
-// (history.go).
-type historyBuf struct {
-	history        []HistoryEntry // the newest entries, at most historyMaxBytes
-	historyBytes   int            // what history holds
-	historyDropped int            // entries dropped from history: the transcript has them
+	cur         *turn.Turn        // the running turn
+	curAsk      func(ctx context.Context, req *turn.PermissionRequest) (*claudeagent.PermissionResult, error)
 }
 
 func newSession(m *Manager, opts CreateOptions) *Session {
@@ -196,7 +184,7 @@ func newSession(m *Manager, opts CreateOptions) *Session {
 // this session continues.
 func (s *Session) loadHistory() {
 	path := s.transcriptPath()
-	h, err := loadTranscript(path)
+	h, err := history.Load(path)
 	if err != nil {
 		s.log.Warn("reading the transcript for the history", "path", path, "err", err)
 	}

@@ -2,106 +2,33 @@ package sessions
 
 import (
 	"fmt"
-	"maps"
-	"os"
 	"slices"
-	"sync"
-	"time"
 
-	"github.com/google/uuid"
-
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // The manager's side of the registry, which other server instances may
 // share: its sessions become records (store.Entry, store.Local) and
 // records become sessions again; package store holds the file, the claims
-// and the merge. Every write merges (share_sync.go); an instance asked for
+// and the merge, package sharing this instance's part (its claims, the
+// merge's base, costs and closes not yet written). Every write merges (share_sync.go); an instance asked for
 // a session it does not hold looks it up in the store and adopts it as
 // dormant (Manager.Get); a session's process runs on one instance at a
 // time (share_fence.go). Reads (List, Get, the per-user quota) look at the
 // store again when it changed since this instance last did, so that a
 // session closed elsewhere is gone here too.
 
-// shareState is what a manager keeps to share its registry with other
-// instances.
-type shareState struct {
-	me           store.Claim   // this instance; Gen and Until are set at each write
-	lease, renew time.Duration // a claim's lease, and how often claims are renewed
-
-	// saveMu orders merges (one at a time, so that no cost is added twice)
-	// and adoptions; lock order: saveMu, then Manager.mu, then Session.mu.
-	saveMu sync.Mutex
-	// Under saveMu: base is store.Merge.Base, lastSync the wall time of
-	// the last merge.
-	base     map[string]string
-	lastSync time.Time
-
-	// Under Manager.persistMu: what the next merge brings into the store.
-	closed      []store.Closing    // sessions closed here
-	unsaved     float64            // costs not yet added to the store's totals
-	userUnsaved map[string]float64 // likewise per owner
-	holding     bool               // the last merge left claims of this instance in the store
-
-	// mu guards what follows; no other lock is taken under it.
-	mu            sync.Mutex
-	held          map[string]store.Held // this instance's claims, by session id
-	seen          store.Stamp           // the store as this instance last read or wrote it
-	fileOwner     map[string]string     // the open sessions in the store then: id → owner
-	pendingClosed map[string]bool       // closed here, tombstone not yet written
-	closedHere    []store.Closing       // the sessions closed here lately, oldest first (at most DefaultMaxTombstones)
-
-	stopOnce sync.Once
-	stop     chan struct{} // stops the renewal of claims
-	done     chan struct{} // closed when the renewal has stopped
-}
-
-// startSharing names this instance and starts renewing its claims.
-func (m *Manager) startSharing() {
-	sh := &m.share
-	host, _ := os.Hostname()
-	pidns, _ := os.Readlink("/proc/self/ns/pid")
-	sh.me = store.Claim{Instance: uuid.NewString(), Host: host, PIDNS: pidns, PID: os.Getpid()}
-	sh.base, sh.lastSync = map[string]string{}, m.now().Round(0).UTC()
-	sh.held = map[string]store.Held{}
-	m.setLease()
-	sh.stop, sh.done = make(chan struct{}), make(chan struct{})
-	go m.renewClaims()
-}
-
-// stopSharing stops the renewal and writes the registry a last time, with
-// the claims of the processes that have stopped released. Shutdown calls
-// it once every process is gone.
+// stopSharing stops the renewal of claims and writes the registry a last
+// time, with the claims of the processes that have stopped released.
+// Shutdown calls it once every process is gone.
 func (m *Manager) stopSharing() {
 	if m.store == nil {
 		return
 	}
-	m.share.stopOnce.Do(func() {
-		close(m.share.stop)
-		<-m.share.done
-	})
+	m.share.Stop()
 	m.persist()
-}
-
-// renewClaims writes the registry every renewal interval while this
-// instance has claims in it, so that they stay valid.
-func (m *Manager) renewClaims() {
-	defer close(m.share.done)
-	t := time.NewTicker(m.share.renew)
-	defer t.Stop()
-	for {
-		select {
-		case <-m.share.stop:
-			return
-		case <-t.C:
-			m.persistMu.Lock()
-			holding := m.share.holding
-			m.persistMu.Unlock()
-			if holding {
-				m.persist()
-			}
-		}
-	}
 }
 
 // shared reports whether the registry keeps the session: not a temporary
@@ -145,7 +72,7 @@ func (s *Session) applyEntryLocked(e store.Entry) {
 	s.claudeSessionID, s.resumable, s.forkPending = e.ClaudeSessionID, e.Resumable, e.ForkPending
 	s.pastClaudeSessionIDs = slices.Clone(e.PastClaudeSessionIDs)
 	s.model, s.created, s.lastUsed = e.Model, e.Created, e.LastUsed
-	s.queries, s.cost, s.usage = e.Queries, e.CostUSD, Usage(e.Usage)
+	s.queries, s.cost, s.usage = e.Queries, e.CostUSD, turn.Usage(e.Usage)
 	s.worktree = e.Worktree
 }
 
@@ -164,7 +91,7 @@ func (s *Session) takeOver(e store.Entry) (again bool) {
 	s.applyEntryLocked(e)
 	path := s.transcriptPath()
 	s.mu.Unlock()
-	h, err := loadTranscript(path)
+	h, err := history.Load(path)
 	if err != nil {
 		s.log.Warn("reading the transcript for the history", "path", path, "err", err)
 	}
@@ -203,10 +130,7 @@ func (m *Manager) claimInRegistry(s *Session) error {
 	if m.store == nil {
 		return nil
 	}
-	m.share.saveMu.Lock()
-	_, known := m.share.base[s.ID]
-	m.share.saveMu.Unlock()
-	if !known {
+	if !m.share.Known(s.ID) {
 		return nil
 	}
 	s.setState(StateStarting) // so that no merge meanwhile releases the claim
@@ -235,34 +159,16 @@ func (m *Manager) noteClosed(s *Session) {
 	n := store.Closing{ID: s.ID, Owner: s.opts.Owner, ClaudeSessionIDs: append(slices.Clone(s.pastClaudeSessionIDs), s.claudeSessionID)}
 	temp := s.opts.Temporary
 	s.mu.Unlock()
-	sh := &m.share
-	shared := m.store != nil && !temp
-	sh.mu.Lock()
-	sh.closedHere = append(sh.closedHere, n)
-	if extra := len(sh.closedHere) - store.DefaultMaxTombstones; extra > 0 {
-		sh.closedHere = slices.Delete(sh.closedHere, 0, extra)
-	}
-	if shared {
-		if sh.pendingClosed == nil {
-			sh.pendingClosed = map[string]bool{}
-		}
-		sh.pendingClosed[s.ID] = true
-	}
-	sh.mu.Unlock()
-	if shared {
-		m.persistMu.Lock()
-		sh.closed = append(sh.closed, n)
-		m.persistMu.Unlock()
+	if temp {
+		m.share.ClosedTemporary(n)
+	} else {
+		m.share.Closed(n)
 	}
 }
 
 // PersistFailing reports whether sessions should survive a restart but do
 // not: the last write of the registry failed.
-func (m *Manager) PersistFailing() bool {
-	m.persistMu.Lock()
-	defer m.persistMu.Unlock()
-	return m.persistErr != nil
-}
+func (m *Manager) PersistFailing() bool { return m.share.Failing() }
 
 // dropGone closes here the sessions another instance closed.
 func (m *Manager) dropGone(gone []*Session) {
@@ -288,27 +194,23 @@ func (m *Manager) restore() {
 	if m.store == nil {
 		return
 	}
-	m.startSharing()
-	st, _, err := m.store.Read()
-	if err != nil {
-		m.log.Error("reading the session registry; starting without it", "path", m.cfg.Registry.Path(), "err", err)
-		st = store.State{}
-	}
-	m.spent, m.userSpent = st.SpentUSD, maps.Clone(st.UserSpentUSD)
-	entries := slices.DeleteFunc(st.Sessions, func(e store.Entry) bool { return e.SessionID == "" })
-	slices.SortStableFunc(entries, func(a, b store.Entry) int { return b.LastUsed.Compare(a.LastUsed) })
-	if n := len(entries) - m.cfg.MaxSessions; n > 0 {
-		for _, e := range entries[m.cfg.MaxSessions:] {
-			m.log.Warn("not restoring a session beyond --max-sessions; it stays in the registry (a query by its id takes it up once there is room) and its conversation on disk (continue it with resumeSessionId)",
-				"session_id", e.SessionID, "claude_session_id", e.ClaudeSessionID, "max_sessions", m.cfg.MaxSessions)
+	m.share.Start(m.persist)
+	m.share.Restore(func(st store.State) []store.Entry {
+		entries := slices.DeleteFunc(st.Sessions, func(e store.Entry) bool { return e.SessionID == "" })
+		slices.SortStableFunc(entries, func(a, b store.Entry) int { return b.LastUsed.Compare(a.LastUsed) })
+		if n := len(entries) - m.cfg.MaxSessions; n > 0 {
+			for _, e := range entries[m.cfg.MaxSessions:] {
+				m.log.Warn("not restoring a session beyond --max-sessions; it stays in the registry (a query by its id takes it up once there is room) and its conversation on disk (continue it with resumeSessionId)",
+					"session_id", e.SessionID, "claude_session_id", e.ClaudeSessionID, "max_sessions", m.cfg.MaxSessions)
+			}
+			entries = entries[:m.cfg.MaxSessions]
 		}
-		entries = entries[:m.cfg.MaxSessions]
-	}
-	for _, e := range entries {
-		s := m.restoreOne(e)
-		m.sessions[s.ID] = s
-		m.share.base[s.ID] = store.Key(e)
-	}
+		for _, e := range entries {
+			s := m.restoreOne(e)
+			m.sessions[s.ID] = s
+		}
+		return entries
+	})
 	if n := len(m.sessions); n > 0 {
 		m.log.Info("restored sessions from the registry as dormant", "count", n, "path", m.cfg.Registry.Path())
 	}
@@ -343,45 +245,58 @@ func (m *Manager) adopt(id string) (*Session, error) {
 	if m.store == nil || id == "" {
 		return nil, NotFoundError(id)
 	}
-	sh := &m.share
-	sh.saveMu.Lock()
-	defer sh.saveMu.Unlock()
-	m.mu.Lock()
-	s, stopping := m.sessions[id], m.closed
-	m.mu.Unlock()
-	if s != nil {
-		return s, nil
-	}
-	if stopping {
-		return nil, NotFoundError(id)
-	}
-	st, _, err := m.store.Read()
-	if err != nil {
-		m.log.Warn("reading the session registry", "path", m.cfg.Registry.Path(), "err", err)
-	}
-	e, ok := st.Entry(id)
-	if !ok {
-		return nil, NotFoundError(id)
-	}
-	s = m.restoreOne(e)
-	m.mu.Lock()
-	if m.closed {
+	var s *Session
+	adopted := ""
+	err := m.share.Adopt(func(read func() store.State) (*store.Entry, error) {
+		m.mu.Lock()
+		held, stopping := m.sessions[id], m.closed
 		m.mu.Unlock()
-		return nil, ErrShuttingDown
+		switch {
+		case held != nil:
+			s = held
+			return nil, nil
+		case stopping:
+			return nil, NotFoundError(id)
+		}
+		st := read()
+		e, ok := st.Entry(id)
+		if !ok {
+			return nil, NotFoundError(id)
+		}
+		s = m.restoreOne(e)
+		if err := m.admitAdopted(s, e); err != nil {
+			return nil, err
+		}
+		adopted = e.ClaudeSessionID
+		return &e, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if adopted != "" {
+		s.log.Info("took up a session from the session registry as dormant (made or last run by another instance, or not restored at the start)", "claude_session_id", adopted)
+	}
+	return s, nil
+}
+
+// admitAdopted registers s, made of the registry's entry e, unless the
+// manager is shutting down or it is beyond --max-sessions or its owner's
+// --user-max-sessions.
+func (m *Manager) admitAdopted(s *Session, e store.Entry) error {
+	id := e.SessionID
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrShuttingDown
 	}
 	if n := len(m.sessions); n >= m.cfg.MaxSessions {
-		m.mu.Unlock()
-		return nil, fmt.Errorf("%w: session %s is in the session registry, but %d sessions are open on this instance and --max-sessions is %d", ErrTooMany, id, n, m.cfg.MaxSessions)
+		return fmt.Errorf("%w: session %s is in the session registry, but %d sessions are open on this instance and --max-sessions is %d", ErrTooMany, id, n, m.cfg.MaxSessions)
 	}
 	if limit := m.cfg.UserMaxSessions; limit > 0 && e.Owner != "" {
 		if n := m.userSessionsLocked(e.Owner, id); n >= limit {
-			m.mu.Unlock()
-			return nil, fmt.Errorf("%w: session %s is in the session registry, but user %s has %d other open sessions and this server allows a user %d (--user-max-sessions); close one first", ErrTooMany, id, e.Owner, n, limit)
+			return fmt.Errorf("%w: session %s is in the session registry, but user %s has %d other open sessions and this server allows a user %d (--user-max-sessions); close one first", ErrTooMany, id, e.Owner, n, limit)
 		}
 	}
 	m.sessions[id] = s
-	m.mu.Unlock()
-	sh.base[id] = store.Key(e)
-	s.log.Info("took up a session from the session registry as dormant (made or last run by another instance, or not restored at the start)", "claude_session_id", e.ClaudeSessionID)
-	return s, nil
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/sharing"
 )
 
 // testClock is a clock the test moves forward: time.Now plus an offset
@@ -51,7 +52,7 @@ func newFencing(t *testing.T) *fencing {
 	fx.s = create(t, fx.a, CreateOptions{})
 	query(t, fx.s, "hi", QueryOptions{})
 	fx.pidA = fx.s.Info().PID
-	if c := readRegistry(t, fx.path).Live[fx.s.ID]; c.Instance != fx.a.share.me.Instance || c.Gen != 1 {
+	if c := readRegistry(t, fx.path).Live[fx.s.ID]; c.Instance != fx.a.share.Me().Instance || c.Gen != 1 {
 		t.Fatalf("the claim after A's query = %+v, want A's, generation 1", c)
 	}
 	var err error
@@ -65,9 +66,9 @@ func newFencing(t *testing.T) *fencing {
 // jumps), and B runs the session.
 func (fx *fencing) takeOver(t *testing.T) {
 	t.Helper()
-	fx.clk.advance(2 * leaseTTL)
+	fx.clk.advance(2 * sharing.DefaultLease)
 	query(t, fx.bs, "hi", QueryOptions{})
-	if c := readRegistry(t, fx.path).Live[fx.s.ID]; c.Instance != fx.b.share.me.Instance || c.Gen != 2 {
+	if c := readRegistry(t, fx.path).Live[fx.s.ID]; c.Instance != fx.b.share.Me().Instance || c.Gen != 2 {
 		t.Fatalf("the claim after B took the session over = %+v, want B's, generation 2", c)
 	}
 	if fx.s.Info().PID != fx.pidA {
@@ -109,7 +110,7 @@ func TestShareFencing(t *testing.T) {
 			t.Errorf("A's query after B took the session over: %v", err)
 		}
 		fx.checkFenced(t, "FENCED-PROMPT")
-		if c := readRegistry(t, fx.path).Live[fx.s.ID]; c.Instance != fx.b.share.me.Instance || c.Gen != 2 {
+		if c := readRegistry(t, fx.path).Live[fx.s.ID]; c.Instance != fx.b.share.Me().Instance || c.Gen != 2 {
 			t.Errorf("the claim after A's refused query = %+v, want B's, generation 2", c)
 		}
 
@@ -123,7 +124,7 @@ func TestShareFencing(t *testing.T) {
 		if n := fx.s.Info().Queries; n != 3 {
 			t.Errorf("A's session says %d queries, want 3 (A's, B's and this one)", n)
 		}
-		if c := readRegistry(t, fx.path).Live[fx.s.ID]; c.Instance != fx.a.share.me.Instance || c.Gen != 3 {
+		if c := readRegistry(t, fx.path).Live[fx.s.ID]; c.Instance != fx.a.share.Me().Instance || c.Gen != 3 {
 			t.Errorf("the claim after A resumed the session = %+v, want A's, generation 3", c)
 		}
 	})
@@ -168,13 +169,13 @@ func TestShareFencing(t *testing.T) {
 		// its claim and goes on with the same process.
 		fx := newFencing(t)
 		before := readRegistry(t, fx.path).Live[fx.s.ID]
-		fx.clk.advance(2 * leaseTTL)
+		fx.clk.advance(2 * sharing.DefaultLease)
 		query(t, fx.s, "STILL-MINE", QueryOptions{})
 		if pid := fx.s.Info().PID; pid != fx.pidA {
 			t.Errorf("A's process changed (%d, was %d)", pid, fx.pidA)
 		}
 		after := readRegistry(t, fx.path).Live[fx.s.ID]
-		if after.Instance != fx.a.share.me.Instance || after.Gen != 1 || !after.Until.After(before.Until.Add(leaseTTL)) {
+		if after.Instance != fx.a.share.Me().Instance || after.Gen != 1 || !after.Until.After(before.Until.Add(sharing.DefaultLease)) {
 			t.Errorf("the claim after A's query: %+v, before %+v; want A's, generation 1, renewed", after, before)
 		}
 	})

@@ -216,7 +216,7 @@ func TestShareAdoptResume(t *testing.T) {
 	if in := bs.Info(); in.Queries != 2 || in.State != StateIdle {
 		t.Errorf("B's session after its query: %+v", in)
 	}
-	if c := readRegistry(t, path).Live[s.ID]; c.Instance != b.share.me.Instance {
+	if c := readRegistry(t, path).Live[s.ID]; c.Instance != b.share.Me().Instance {
 		t.Errorf("the registry's claim on the session = %+v, want B's", c)
 	}
 
@@ -255,7 +255,7 @@ func TestShareStaleClaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	me := b.share.me
+	me := b.share.Me()
 	claim := func(c store.Claim) {
 		t.Helper()
 		if !bs.makeDormant("test") && bs.Info().PID != 0 {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/leakcheck"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // tracker knows every call in flight, to name the ones that hang.
@@ -130,42 +131,42 @@ type soakPrompt struct {
 	prompt string
 	weight int
 	cost   float64
-	check  func(r *TurnResult, qo QueryOptions, allowed bool) string // "" when right
+	check  func(r *turn.Result, qo QueryOptions, allowed bool) string // "" when right
 }
 
 var soakPrompts = []soakPrompt{
-	{"hi", 30, plainCost, func(r *TurnResult, _ QueryOptions, _ bool) string {
+	{"hi", 30, plainCost, func(r *turn.Result, _ QueryOptions, _ bool) string {
 		if r.FinalText != hello || r.IsError || r.NumTurns != 1 {
 			return "plain turn"
 		}
 		return ""
 	}},
-	{"THINK", 10, thinkCost, func(r *TurnResult, qo QueryOptions, _ bool) string {
+	{"THINK", 10, thinkCost, func(r *turn.Result, qo QueryOptions, _ bool) string {
 		if r.FinalText != hello || (len(r.Thinking) == 1) != qo.IncludeThinking {
 			return "thinking turn"
 		}
 		return ""
 	}},
-	{"ERR400", 8, 0, func(r *TurnResult, _ QueryOptions, _ bool) string {
+	{"ERR400", 8, 0, func(r *turn.Result, _ QueryOptions, _ bool) string {
 		if r.FinalText != err400 || !r.IsError {
 			return "API error turn"
 		}
 		return ""
 	}},
-	{"TOOL_BASH[touch made_by_tool.txt && echo hi]", 17, askCost, func(r *TurnResult, _ QueryOptions, allowed bool) string {
+	{"TOOL_BASH[touch made_by_tool.txt && echo hi]", 17, askCost, func(r *turn.Result, _ QueryOptions, allowed bool) string {
 		if r.FinalText != toolSaid || len(r.ToolInvocations) != 1 || r.ToolInvocations[0].Name != "Bash" ||
 			r.ToolInvocations[0].IsError == allowed || (allowed && r.ToolInvocations[0].Output != "hi") {
 			return "tool turn"
 		}
 		return ""
 	}},
-	{"SLOW20", 25, plainCost, func(r *TurnResult, _ QueryOptions, _ bool) string {
+	{"SLOW20", 25, plainCost, func(r *turn.Result, _ QueryOptions, _ bool) string {
 		if r.FinalText != chunks(20) || r.IsError {
 			return "slow turn"
 		}
 		return ""
 	}},
-	{"SLOW100", 10, plainCost, func(r *TurnResult, _ QueryOptions, _ bool) string {
+	{"SLOW100", 10, plainCost, func(r *turn.Result, _ QueryOptions, _ bool) string {
 		if r.FinalText != chunks(100) || r.IsError {
 			return "slower turn"
 		}
@@ -448,22 +449,22 @@ func (w *soakWorker) queryOnce(q int) bool {
 		case 0: // no asker: the deny policy
 		case 1:
 			allowed = true
-			qo.AskPermission = func(context.Context, *PermissionRequest) (*claudeagent.PermissionResult, error) {
+			qo.AskPermission = func(context.Context, *turn.PermissionRequest) (*claudeagent.PermissionResult, error) {
 				return &claudeagent.PermissionResult{Behavior: "allow"}, nil
 			}
 		case 2:
-			qo.AskPermission = func(context.Context, *PermissionRequest) (*claudeagent.PermissionResult, error) {
+			qo.AskPermission = func(context.Context, *turn.PermissionRequest) (*claudeagent.PermissionResult, error) {
 				return claudeagent.Deny("soak says no"), nil
 			}
 		case 3: // never answers: the permission timeout denies
-			qo.AskPermission = func(ctx context.Context, _ *PermissionRequest) (*claudeagent.PermissionResult, error) {
+			qo.AskPermission = func(ctx context.Context, _ *turn.PermissionRequest) (*claudeagent.PermissionResult, error) {
 				<-ctx.Done()
 				return nil, ctx.Err()
 			}
 		}
 	}
-	qo.OnEvent = func(e Event) {
-		if e.Kind == EventTurnStarted {
+	qo.OnEvent = func(e turn.Event) {
+		if e.Kind == turn.EventTurnStarted {
 			st.pid(s.Info().PID)
 		}
 	}
@@ -493,7 +494,7 @@ func (w *soakWorker) queryOnce(q int) bool {
 		}))
 	}
 
-	var r *TurnResult
+	var r *turn.Result
 	var err error
 	start := time.Now()
 	st.queries.Add(1)

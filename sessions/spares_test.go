@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // sparePIDs returns the pids of the ready spares.
@@ -34,7 +35,7 @@ func TestSpareTaken(t *testing.T) {
 	m := newManager(t, Config{WarmSpares: 1, MaxLive: 4})
 	cwd := t.TempDir()
 	opts := CreateOptions{Cwd: cwd, SessionOptions: claudeagent.SessionOptions{Model: "sonnet"}}
-	m.WantSpares(opts)
+	m.spareOn(sessionCreated, opts)
 	pids := waitSpares(t, m, 1)
 	if m.LiveCount() != 1 {
 		t.Errorf("a spare does not count as live: %d", m.LiveCount())
@@ -60,8 +61,40 @@ func TestSpareTaken(t *testing.T) {
 	}
 }
 
+// TestSpareWantedOnCreate: a create wants warm spares for its options by
+// itself (the MCP layer used to ask for them after the create returned):
+// a spare for them starts, and the next create with them takes it; a
+// temporary session's create wants them too, but starts none until its
+// session ends (its collected run closes it).
+func TestSpareWantedOnCreate(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, Config{WarmSpares: 1, MaxLive: 4})
+	opts := CreateOptions{Cwd: t.TempDir(), SessionOptions: claudeagent.SessionOptions{Model: "sonnet"}}
+	first := create(t, m, opts)
+	spare := waitSpares(t, m, 1)[0]
+	if second := create(t, m, opts); second.Info().PID != spare || first.Info().PID == spare {
+		t.Errorf("the second create runs pid %d, not the spare %d its options' first create asked for", second.Info().PID, spare)
+	}
+
+	m = newManager(t, Config{WarmSpares: 1, MaxLive: 4})
+	tmp := opts
+	tmp.Temporary = true
+	s := create(t, m, tmp)
+	waitUntil(t, waitLimit, "the temporary session's options wanted", func() bool { return len(m.spares.Snapshot().Wanted) == 1 })
+	if sn := m.spares.Snapshot(); sn.Starting != 0 || len(sn.Ready) != 0 {
+		t.Errorf("a temporary session's create started a spare before its turn: %+v", sn)
+	}
+	r := startRun(t, s, "hi", RunOptions{})
+	waitDone(t, r)
+	if _, _, ok := r.Collect(); !ok {
+		t.Fatal("no result")
+	}
+	waitSpares(t, m, 1) // filled once the session ended
+}
+
 // TestSpareOnlyForSameOptions: a spare never serves a session whose options
-// differ in anything that reaches the CLI.
+// differ in anything that reaches the CLI. (Each create wants spares for
+// its own options, so the spare may be stopped as no longer wanted.)
 func TestSpareOnlyForSameOptions(t *testing.T) {
 	t.Parallel()
 	m := newManager(t, Config{WarmSpares: 1, MaxLive: 8, ProfileEnv: func(string) (map[string]string, error) {
@@ -69,7 +102,7 @@ func TestSpareOnlyForSameOptions(t *testing.T) {
 	}})
 	cwd := t.TempDir()
 	base := CreateOptions{Cwd: cwd, SessionOptions: claudeagent.SessionOptions{Model: "sonnet"}}
-	m.WantSpares(base)
+	m.spareOn(sessionCreated, base)
 	spare := waitSpares(t, m, 1)[0]
 	for _, o := range []CreateOptions{
 		{Cwd: t.TempDir(), SessionOptions: claudeagent.SessionOptions{Model: "sonnet"}},
@@ -84,9 +117,6 @@ func TestSpareOnlyForSameOptions(t *testing.T) {
 			t.Errorf("a spare of other options served %+v", o)
 		}
 	}
-	if got := sparePIDs(m); len(got) != 1 || got[0] != spare {
-		t.Errorf("the spare changed: %v", got)
-	}
 }
 
 // TestSpareGivesWay: a spare gives its live place to a session at once,
@@ -96,8 +126,10 @@ func TestSpareGivesWay(t *testing.T) {
 	t.Parallel()
 	t.Run("max_live", func(t *testing.T) {
 		t.Parallel()
-		m := newManager(t, Config{WarmSpares: 1, MaxLive: 2})
-		m.WantSpares(CreateOptions{Cwd: t.TempDir()})
+		// Two option sets: the creates' own (which they want) does not
+		// displace the spare's.
+		m := newManager(t, Config{WarmSpares: 2, MaxLive: 2})
+		m.spareOn(sessionCreated, CreateOptions{Cwd: t.TempDir()})
 		spare := waitSpares(t, m, 1)[0]
 		a := create(t, m, CreateOptions{})
 		b := create(t, m, CreateOptions{})
@@ -112,7 +144,7 @@ func TestSpareGivesWay(t *testing.T) {
 	t.Run("idle_timeout", func(t *testing.T) {
 		t.Parallel()
 		m := newManager(t, Config{WarmSpares: 1, MaxLive: 2, IdleTimeout: 300 * time.Millisecond})
-		m.WantSpares(CreateOptions{Cwd: t.TempDir()})
+		m.spareOn(sessionCreated, CreateOptions{Cwd: t.TempDir()})
 		spare := waitSpares(t, m, 1)[0]
 		waitUntil(t, waitLimit, "the spare stops", func() bool { return m.Spares() == 0 })
 		waitUntil(t, waitLimit, "its place is free", func() bool { return m.LiveCount() == 0 }) // after its process is gone
@@ -121,14 +153,14 @@ func TestSpareGivesWay(t *testing.T) {
 	t.Run("shutdown", func(t *testing.T) {
 		t.Parallel()
 		m := NewManager(fakeConfig(t, Config{WarmSpares: 2, MaxLive: 4}))
-		m.WantSpares(CreateOptions{Cwd: t.TempDir()})
-		m.WantSpares(CreateOptions{Cwd: t.TempDir()})
+		m.spareOn(sessionCreated, CreateOptions{Cwd: t.TempDir()})
+		m.spareOn(sessionCreated, CreateOptions{Cwd: t.TempDir()})
 		spares := waitSpares(t, m, 2)
 		m.Shutdown()
 		for _, pid := range spares {
 			checkGone(t, pid)
 		}
-		m.WantSpares(CreateOptions{Cwd: t.TempDir()})
+		m.spareOn(sessionCreated, CreateOptions{Cwd: t.TempDir()})
 		if m.Spares() != 0 || m.LiveCount() != 0 {
 			t.Errorf("spares after Shutdown: %d, live %d", m.Spares(), m.LiveCount())
 		}
@@ -136,7 +168,7 @@ func TestSpareGivesWay(t *testing.T) {
 	t.Run("max_live_1", func(t *testing.T) {
 		t.Parallel()
 		m := newManager(t, Config{WarmSpares: 1, MaxLive: 1})
-		m.WantSpares(CreateOptions{Cwd: t.TempDir()})
+		m.spareOn(sessionCreated, CreateOptions{Cwd: t.TempDir()})
 		if m.Spares() != 0 || m.LiveCount() != 0 {
 			t.Errorf("a spare with --max-live 1")
 		}
@@ -150,7 +182,7 @@ func TestSpareRefillAfterOneShot(t *testing.T) {
 	t.Parallel()
 	m := newManager(t, Config{WarmSpares: 1, MaxLive: 4})
 	opts := CreateOptions{Cwd: t.TempDir(), SessionOptions: claudeagent.SessionOptions{Model: "sonnet"}}
-	m.WantSpares(opts)
+	m.spareOn(sessionCreated, opts)
 	first := waitSpares(t, m, 1)[0]
 	tmp := opts
 	tmp.Temporary = true
@@ -162,8 +194,8 @@ func TestSpareRefillAfterOneShot(t *testing.T) {
 	// spare started at the take (the fake CLI starts in milliseconds)
 	// would be starting or ready.
 	var during []string
-	r := query(t, s, "SLOW2", QueryOptions{OnEvent: func(e Event) {
-		if e.Kind == EventText && during == nil {
+	r := query(t, s, "SLOW2", QueryOptions{OnEvent: func(e turn.Event) {
+		if e.Kind == turn.EventText && during == nil {
 			sn := m.spares.Snapshot()
 			during = append(during, fmt.Sprintf("ready %d, starting %d", len(sn.Ready), sn.Starting))
 		}
@@ -186,8 +218,9 @@ func TestSpareRefillWhenFull(t *testing.T) {
 	t.Parallel()
 	m := newManager(t, Config{WarmSpares: 1, MaxLive: 2})
 	create(t, m, CreateOptions{}) // other options: it keeps one place
+	waitSpares(t, m, 1)           // the spare its create wants, which the next want replaces
 	opts := CreateOptions{Cwd: t.TempDir(), SessionOptions: claudeagent.SessionOptions{Model: "sonnet"}}
-	m.WantSpares(opts)
+	m.spareOn(sessionCreated, opts)
 	first := waitSpares(t, m, 1)[0]
 	tmp := opts
 	tmp.Temporary = true

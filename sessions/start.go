@@ -13,6 +13,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // Starting a session's process (Session.ensureProcess and its steps) and the
@@ -25,7 +26,7 @@ import (
 // a live place (a warm spare, or the pool, queueing for a query),
 // launch (with the fallback for a lost transcript), then started or
 // startFailed.
-func (s *Session) ensureProcess(ctx context.Context, t *turn) error {
+func (s *Session) ensureProcess(ctx context.Context, t *turn.Turn) error {
 	if live, err := s.startable(); live || err != nil {
 		return err
 	}
@@ -39,23 +40,22 @@ func (s *Session) ensureProcess(ctx context.Context, t *turn) error {
 	if err != nil {
 		return err
 	}
-	resuming := opts.Resume != ""
-	p, resp := s.takeSpare(opts, fresh)
-	if p != nil {
-		opts.SessionID = p.SessionID()
+	var sp *live.Spare
+	var resp *claudeagent.InitializeResponse
+	if fresh {
+		sp, resp = s.takeSpare(opts)
 	}
-	if err := s.place(ctx, t, p != nil); err != nil {
+	if sp != nil { // its place became the session's
+		opts.SessionID = sp.SessionID()
+		return s.started(sp.Process(), resp, opts)
+	}
+	if err := s.place(ctx, t); err != nil {
 		s.setState(StateDormant)
 		return err
 	}
-	var proc *claudeagent.Process
-	if p != nil {
-		proc = p.Process()
-	} else {
-		proc, resp, opts, err = s.launch(ctx, opts)
-	}
+	proc, resp, opts, err := s.launch(ctx, opts)
 	if err != nil {
-		return s.startFailed(ctx, err, resuming, opts.Resume)
+		return s.startFailed(ctx, err, opts.Resume)
 	}
 	return s.started(proc, resp, opts)
 }
@@ -104,12 +104,11 @@ func (s *Session) admitStart() (opts claudeagent.Options, fresh bool, err error)
 
 // takeSpare takes a warm spare of the same options for a fresh session:
 // its place, process and Claude session id become the session's, and
-// the session answers its control requests. A new spare starts behind it:
-// for a session opened by OneShot when its turn is over (see
-// live.Spares.DeferRefill), for a created one at once (its first query
-// comes later).
-func (s *Session) takeSpare(opts claudeagent.Options, fresh bool) (*live.Spare, *claudeagent.InitializeResponse) {
-	if !fresh || !s.m.sparesOn() {
+// the session answers its control requests. When a new spare starts
+// behind it is spareOn's (a created session's at once, a one-shot's when
+// its turn is over).
+func (s *Session) takeSpare(opts claudeagent.Options) (*live.Spare, *claudeagent.InitializeResponse) {
+	if !s.m.sparesOn() {
 		return nil, nil
 	}
 	sp := s.m.spares.Take(live.SpareKey(opts), s.holder(), s.onControl)
@@ -117,40 +116,37 @@ func (s *Session) takeSpare(opts claudeagent.Options, fresh bool) (*live.Spare, 
 		return nil, nil
 	}
 	s.mu.Lock()
-	deferRefill := s.oneShot || s.opts.Temporary
-	s.mu.Unlock()
-	if deferRefill {
-		s.m.spares.DeferRefill()
-	} else {
-		go s.m.spares.Fill()
+	took := createTookSpare
+	if s.oneShot || s.opts.Temporary {
+		took = oneShotTookSpare
 	}
-	s.mu.Lock()
 	s.claudeSessionID = sp.SessionID()
 	s.mu.Unlock()
+	s.m.spareOn(took, CreateOptions{})
 	s.log.Debug("took a warm spare", "pid", sp.Process().PID())
 	return sp, sp.Initialized()
 }
 
-// place gets the session a live place (unless a spare's place became its
-// own): within the owner's --user-max-live, then from the pool. A query (t
-// set) waits its turn in the pool's queue; a create does not.
-func (s *Session) place(ctx context.Context, t *turn, spare bool) error {
-	var err error
-	if !spare {
-		queued := func(pos int) {
-			s.mu.Lock()
-			if s.state == StateStarting || s.state == StateQueued {
-				s.moveLocked(StateQueued)
-				s.queuePos = pos
-			}
-			s.mu.Unlock()
-			if t != nil {
-				t.emit(Event{Kind: EventQueued, Text: fmt.Sprintf("queued for a live claude process (--max-live %d): position %d", s.m.cfg.MaxLive, pos)})
-			}
+// place gets the session a live place: within the owner's
+// --user-max-live, then from the pool. A query (t set) waits its turn in
+// the pool's queue; a create does not.
+func (s *Session) place(ctx context.Context, t *turn.Turn) error {
+	queued := func(pos int) {
+		s.mu.Lock()
+		if s.state == StateStarting || s.state == StateQueued {
+			s.moveLocked(StateQueued)
+			s.queuePos = pos
 		}
-		if err = s.m.makeRoomFor(s); err == nil {
-			err = s.m.pool.Acquire(ctx, s.holder(), t != nil, queued)
-		}
+		s.mu.Unlock()
+		t.Emit(turn.Event{Kind: turn.EventQueued, Text: fmt.Sprintf("queued for a live claude process (--max-live %d): position %d", s.m.cfg.MaxLive, pos)})
+	}
+	err := s.m.makeRoomFor(s)
+	switch {
+	case err != nil:
+	case t != nil: // a query waits its turn
+		err = s.m.pool.Acquire(ctx, s.holder(), queued)
+	default:
+		err = s.m.pool.AcquireNow(s.holder())
 	}
 	s.mu.Lock()
 	s.queuePos = 0
@@ -187,16 +183,16 @@ func (s *Session) launch(ctx context.Context, opts claudeagent.Options) (*claude
 }
 
 // startFailed gives the live place back and leaves the session dormant,
-// or failed when resuming resume failed for a reason a retry does not
-// mend.
-func (s *Session) startFailed(ctx context.Context, err error, resuming bool, resume string) error {
+// or failed when resuming the conversation resume ("" for none) failed for
+// a reason a retry does not mend.
+func (s *Session) startFailed(ctx context.Context, err error, resume string) error {
 	s.m.pool.Release(s.holder())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state == StateClosed { // closed while starting
 		return fmt.Errorf("%w: %s", ErrClosed, s.ID)
 	}
-	if resuming && ctx.Err() == nil && !errors.Is(err, context.Canceled) && !errors.Is(err, claudeagent.ErrCLINotFound) {
+	if resume != "" && ctx.Err() == nil && !errors.Is(err, context.Canceled) && !errors.Is(err, claudeagent.ErrCLINotFound) {
 		s.moveLocked(StateFailed)
 		s.failure = fmt.Sprintf("resuming Claude session %s failed: %v", resume, err)
 		return fmt.Errorf("%w: %s", ErrFailed, s.failure)
@@ -241,7 +237,7 @@ func (s *Session) processOptions() claudeagent.Options {
 	opts := claudeagent.Options{
 		SessionOptions:        o.SessionOptions,
 		Cwd:                   s.cwdLocked(),
-		MCPConfig:             options.MCPConfig(o.MCPServers, o.StrictMCPConfig),
+		MCPConfig:             options.MCPConfig(&o),
 		StrictMCPConfig:       o.StrictMCPConfig,
 		Env:                   mergeEnv(subAgentEnv, s.profileEnv, s.m.ownerEnv(o.Owner), o.Env),
 		PermissionPromptStdio: true,

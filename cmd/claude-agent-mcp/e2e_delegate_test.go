@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakeapi"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 )
 
 // End-to-end tests of delegating real work: effort, the built-in tool set,
@@ -759,7 +759,7 @@ func TestE2EDelegateReplay(t *testing.T) {
 	// The CLI is gone, so nothing writes the transcript any more. 2.1.197
 	// writes it lazily and may not have written it yet: that is the case
 	// this recovery is for, too.
-	transcript := sessions.TranscriptPath(e.env, e.cwd, csid)
+	transcript := history.TranscriptPath(e.env, e.cwd, csid)
 	if err := os.Remove(transcript); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		t.Fatal(err)
 	} else if err != nil {

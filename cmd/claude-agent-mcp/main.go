@@ -298,9 +298,7 @@ func checkCLI(ctx context.Context, mgr *sessions.Manager, env map[string]string,
 	default:
 		logger.Info("claude CLI", "path", path, "version", v)
 	}
-	// Hosts start the server in the project: the first session is likely
-	// to work there with the default options.
-	mgr.WantSpares(sessions.CreateOptions{})
+	mgr.ServerStarted() // the first warm spares
 	if login {
 		checkLogin(ctx, path, env, logger)
 	}

@@ -226,7 +226,9 @@ func (s *Sender) deliver(u string, e Event) error {
 // statusError is an answer other than 2xx.
 type statusError int
 
-func (c statusError) Error() string { return fmt.Sprintf("the receiver answered %d %s", int(c), http.StatusText(int(c))) }
+func (c statusError) Error() string {
+	return fmt.Sprintf("the receiver answered %d %s", int(c), http.StatusText(int(c)))
+}
 
 func retryable(err error) bool {
 	var c statusError

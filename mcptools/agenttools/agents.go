@@ -29,7 +29,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/agentfile"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
 )
 
 // MaxToolBytes caps what an agent tool costs the host's model: its
@@ -207,16 +207,16 @@ func (a *Agents) applyLocked(set *agentfile.Set) {
 // this tool to continue, and overrides that may only tighten the agent's
 // session (call.go).
 type Arguments struct {
-	Prompt          string                `json:"prompt"`
-	SessionID       string                `json:"sessionId,omitempty"`
-	Cwd             string                `json:"cwd,omitempty"`
-	Images          []sessions.ImageInput `json:"images,omitempty"`
-	WaitSeconds     int                   `json:"waitSeconds,omitempty"`
-	Effort          string                `json:"effort,omitempty"`
-	MaxBudgetUSD    float64               `json:"maxBudgetUsd,omitempty"`
-	Tools           []string              `json:"tools,omitzero"`
-	DisallowedTools []string              `json:"disallowedTools,omitempty"`
-	PermissionMode  string                `json:"permissionMode,omitempty"`
+	Prompt          string         `json:"prompt"`
+	SessionID       string         `json:"sessionId,omitempty"`
+	Cwd             string         `json:"cwd,omitempty"`
+	Images          []images.Input `json:"images,omitempty"`
+	WaitSeconds     int            `json:"waitSeconds,omitempty"`
+	Effort          string         `json:"effort,omitempty"`
+	MaxBudgetUSD    float64        `json:"maxBudgetUsd,omitempty"`
+	Tools           []string       `json:"tools,omitzero"`
+	DisallowedTools []string       `json:"disallowedTools,omitempty"`
+	PermissionMode  string         `json:"permissionMode,omitempty"`
 }
 
 // agentInput is the input schema of every agent tool; agentParams are its

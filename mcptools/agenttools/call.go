@@ -18,6 +18,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/agentfile"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
 )
 
 // A call of an agent tool runs a session as the agent: --agents holds its
@@ -58,7 +59,7 @@ type Core interface {
 	Session(ctx context.Context, id string) (*sessions.Session, error)
 	// OneShot opens a kept session of the caller for a query that starts
 	// at once (sessions.Manager.OneShot), loading the query's images.
-	OneShot(ctx context.Context, opts sessions.CreateOptions, images []sessions.ImageInput) (*sessions.Session, []sessions.Image, error)
+	OneShot(ctx context.Context, opts sessions.CreateOptions, images []images.Input) (*sessions.Session, []images.Image, error)
 	// Launch starts a query in s and waits for it on behalf of the call:
 	// the call's result, or a task, or an input-required result.
 	Launch(ctx context.Context, req *mcp.CallToolRequest, s *sessions.Session, prompt string, ro sessions.RunOptions, wait time.Duration) (*mcp.CallToolResult, error)

@@ -58,6 +58,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/weborigin"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 //go:embed static
@@ -92,11 +93,11 @@ type Core struct {
 	RunningTask func(sessionID string) string
 	// Question says what a permission question asks, for a person (as the
 	// client's elicitation says it).
-	Question func(*sessions.PermissionRequest) string
+	Question func(*turn.PermissionRequest) string
 	// Answer maps a person's answer on a page — a decision (DecisionAllowOnce,
 	// DecisionAllowSession or DecisionDeny) and a reason — to the CLI's,
 	// as the client's answer to the elicitation is mapped.
-	Answer func(pr *sessions.PermissionRequest, decision, reason string) (*claudeagent.PermissionResult, error)
+	Answer func(pr *turn.PermissionRequest, decision, reason string) (*claudeagent.PermissionResult, error)
 }
 
 // Tokens is the bearer tokens of the HTTP transport, with which a person

@@ -12,6 +12,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // A run's feed is the dashboard's record of its turn: the steps so far, in
@@ -105,16 +106,16 @@ func (d *Dashboard) feedOf(sessionID string) *Feed {
 }
 
 // OnEvent records an event of the turn and wakes the pages that watch it.
-func (f *Feed) OnEvent(e sessions.Event) {
+func (f *Feed) OnEvent(e turn.Event) {
 	switch e.Kind {
-	case sessions.EventHeartbeat:
+	case turn.EventHeartbeat:
 		return
-	case sessions.EventTurnStarted, sessions.EventDone:
+	case turn.EventTurnStarted, turn.EventDone:
 		info := f.session.Info() // the cost before and after the turn
 		f.d.addSpend(spendSample{T: time.Now(), Session: f.session.ID, Name: info.Name, Owner: info.Owner, Cost: info.CostUSD})
 	}
 	text := e.Text
-	if e.Kind == sessions.EventDone && e.Text == "" {
+	if e.Kind == turn.EventDone && e.Text == "" {
 		text = "done"
 	}
 	st := uiStep{Kind: string(e.Kind), Text: textcut.Cut(text, stepTextBytes), Tool: e.Tool, ToolID: e.ToolID, IsError: e.IsError,
@@ -138,7 +139,7 @@ func (f *Feed) addStep(st uiStep) {
 		f.steps = f.steps[1:]
 		f.first++
 	}
-	if st.Kind == string(sessions.EventDone) {
+	if st.Kind == string(turn.EventDone) {
 		f.done = true
 	}
 }
@@ -250,7 +251,7 @@ type pendingQuestion struct {
 	id      string
 	session string
 	owner   string
-	req     *sessions.PermissionRequest
+	req     *turn.PermissionRequest
 	asked   time.Time
 	answer  chan *claudeagent.PermissionResult // the page's answer, once it won
 	won     atomic.Bool                        // an answer was taken: the first wins
@@ -267,9 +268,9 @@ var errNoPage = errors.New("its MCP client did not declare elicitation and no da
 // may answer it, the session's owner, if one is open; else the server's
 // policy answers at once (another user's page, an admin's too, does not
 // hold the question: they could not answer it).
-func (d *Dashboard) Asker(s *sessions.Session, elicit func(context.Context, *sessions.PermissionRequest) (*claudeagent.PermissionResult, error)) func(context.Context, *sessions.PermissionRequest) (*claudeagent.PermissionResult, error) {
+func (d *Dashboard) Asker(s *sessions.Session, elicit func(context.Context, *turn.PermissionRequest) (*claudeagent.PermissionResult, error)) func(context.Context, *turn.PermissionRequest) (*claudeagent.PermissionResult, error) {
 	owner := s.Info().Owner
-	return func(ctx context.Context, pr *sessions.PermissionRequest) (*claudeagent.PermissionResult, error) {
+	return func(ctx context.Context, pr *turn.PermissionRequest) (*claudeagent.PermissionResult, error) {
 		if elicit == nil && !d.watched(pr.SessionID, owner) {
 			return nil, errNoPage
 		}
@@ -384,7 +385,7 @@ func (d *Dashboard) answerQuestion(id, qid, decision, reason string) bool {
 }
 
 // question says what pr asks (Core.Question), or names its tool.
-func (d *Dashboard) question(pr *sessions.PermissionRequest) string {
+func (d *Dashboard) question(pr *turn.PermissionRequest) string {
 	if d.core.Question == nil {
 		return "Claude Code wants to use " + pr.ToolName
 	}
@@ -392,7 +393,7 @@ func (d *Dashboard) question(pr *sessions.PermissionRequest) string {
 }
 
 // answer maps a person's answer to the CLI's (Core.Answer).
-func (d *Dashboard) answer(pr *sessions.PermissionRequest, decision, reason string) (*claudeagent.PermissionResult, error) {
+func (d *Dashboard) answer(pr *turn.PermissionRequest, decision, reason string) (*claudeagent.PermissionResult, error) {
 	if d.core.Answer == nil {
 		return nil, errors.New("this dashboard cannot answer permission questions: it is not attached to a server")
 	}

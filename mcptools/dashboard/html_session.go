@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 )
 
 // A session's page and its panel (html.go has the writer, html_list.go
@@ -60,7 +60,7 @@ func (p sessionPage) pageLink(w *htmlWriter, cursor int, label markup) {
 
 // historyEntry writes an entry of the history: a prompt, a tool call, or
 // Claude's text.
-func historyEntry(w *htmlWriter, e sessions.HistoryEntry) {
+func historyEntry(w *htmlWriter, e history.Entry) {
 	w.el("div", attrs{at("class", "entry entry-"+e.Kind)}, func() {
 		switch e.Kind {
 		case "prompt":

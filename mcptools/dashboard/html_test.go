@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 )
 
 // hostile is what every string of a page's data holds in
@@ -58,7 +59,7 @@ func hostilePages() map[string]string {
 	}
 	others := []otherRow{{}}
 	charts := []spendChart{{Width: 480, Height: 140, Lines: []chartLine{{}, {}}}}
-	history := []sessions.HistoryEntry{{Time: time.Now()}, {}, {}, {}}
+	history := []history.Entry{{Time: time.Now()}, {}, {}, {}}
 	questions := []shownQuestion{{}, {}}
 	for _, v := range []any{&base, &rows, &others, &charts, &history, &questions} {
 		fillHostile(reflect.ValueOf(v).Elem(), "")

@@ -13,6 +13,8 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // The pages: the list of sessions (with the spend chart and the sessions
@@ -72,7 +74,7 @@ type sessionPage struct {
 	pageBase
 	Row       sessionRow
 	Questions []shownQuestion
-	History   []sessions.HistoryEntry
+	History   []history.Entry
 	Older     int // the cursor of the older page; -1 for none
 	Newer     int
 	Total     int
@@ -91,7 +93,7 @@ func (d *Dashboard) row(ctx context.Context, s *sessions.Session, withWorktree b
 	row := sessionRow{ID: i.SessionID, Name: i.Name, State: string(i.State), Model: i.Model, Cwd: i.Cwd, Owner: i.Owner,
 		Cost: i.CostUSD, Budget: s.Budget(), Queries: i.Queries, LimitNote: i.LimitNote}
 	if !i.LimitedUntil.IsZero() {
-		row.Limited = sessions.Limit{Until: i.LimitedUntil, Kind: i.LimitKind}.Describe(time.Now())
+		row.Limited = turn.Limit{Until: i.LimitedUntil, Kind: i.LimitKind}.Describe(time.Now())
 	}
 	if d.core.RunningTask != nil {
 		row.Task = d.core.RunningTask(i.SessionID)

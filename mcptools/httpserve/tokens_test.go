@@ -2,12 +2,13 @@ package httpserve
 
 import (
 	"context"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/tokenfile"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/tokenfile"
 )
 
 // Tests of the tokens file.

@@ -19,7 +19,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/run"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // Notifier turns a turn's events into MCP notifications for one tool call:
@@ -37,7 +38,7 @@ type Notifier struct {
 	mu       sync.Mutex
 	closed   bool
 	progress float64
-	last     sessions.Event
+	last     turn.Event
 }
 
 // Options configure a Notifier.
@@ -68,52 +69,52 @@ func New(ctx context.Context, req *mcp.CallToolRequest, sessionID string, opts O
 	return n
 }
 
-// OnEvent implements [sessions.Listener].
-func (n *Notifier) OnEvent(e sessions.Event) {
+// OnEvent implements [run.Listener].
+func (n *Notifier) OnEvent(e turn.Event) {
 	switch e.Kind {
-	case sessions.EventQueued:
+	case turn.EventQueued:
 		n.send("info", map[string]any{"type": "queued", "message": e.Text}, e.Text)
-	case sessions.EventTurnStarted:
+	case turn.EventTurnStarted:
 		n.send("", nil, "turn started")
-	case sessions.EventText:
+	case turn.EventText:
 		level := "info"
 		if e.IsError {
 			level = "error"
 		}
 		n.send(level, map[string]any{"type": "text", "text": n.cut(e.Text)}, "text: "+textcut.Cut(e.Text, 200))
-	case sessions.EventThinking:
+	case turn.EventThinking:
 		if n.opts.Thinking {
 			n.send("info", map[string]any{"type": "thinking", "text": n.cut(e.Text)}, "thinking: "+textcut.Cut(e.Text, 200))
 		}
-	case sessions.EventToolStarted:
+	case turn.EventToolStarted:
 		n.send("debug", map[string]any{"type": "tool_use", "tool": e.Tool, "id": e.ToolID, "input": e.Text},
 			fmt.Sprintf("tool %s started: %s", e.Tool, textcut.Cut(e.Text, 200)))
-	case sessions.EventToolFinished:
+	case turn.EventToolFinished:
 		status := "finished"
 		if e.IsError {
 			status = "failed"
 		}
 		n.send("debug", map[string]any{"type": "tool_result", "tool": e.Tool, "id": e.ToolID, "isError": e.IsError, "output": textcut.Cut(e.Text, 2000)},
 			fmt.Sprintf("tool %s %s", orTool(e.Tool), status))
-	case sessions.EventPermission:
+	case turn.EventPermission:
 		level := "info"
 		if e.IsError {
 			level = "warning"
 		}
 		n.send(level, map[string]any{"type": "permission", "tool": e.Tool, "id": e.ToolID, "denied": e.IsError, "message": e.Text}, "permission: "+e.Text)
-	case sessions.EventRetry:
+	case turn.EventRetry:
 		n.send("warning", map[string]any{"type": "api_retry", "message": e.Text}, e.Text)
-	case sessions.EventLimited:
+	case turn.EventLimited:
 		until := ""
 		if !e.Until.IsZero() {
 			until = e.Until.UTC().Format(time.RFC3339)
 		}
 		n.send("warning", map[string]any{"type": "limited", "until": until, "message": e.Text}, e.Text)
-	case sessions.EventLimitWarning:
+	case turn.EventLimitWarning:
 		n.send("warning", map[string]any{"type": "limit_warning", "message": e.Text}, e.Text)
-	case sessions.EventHeartbeat:
+	case turn.EventHeartbeat:
 		n.send("", nil, fmt.Sprintf("running for %s: %d API turn(s), %d tool call(s) so far", e.Elapsed.Round(time.Second), e.Turns, e.ToolsUsed))
-	case sessions.EventDone:
+	case turn.EventDone:
 		if e.IsError {
 			n.send("error", map[string]any{"type": "error", "message": e.Text}, "failed: "+textcut.Cut(e.Text, 200))
 		}
@@ -182,7 +183,7 @@ func (n *Notifier) Heartbeat(interval time.Duration, start time.Time) (stop func
 				n.mu.Lock()
 				last := n.last
 				n.mu.Unlock()
-				n.OnEvent(sessions.Event{Kind: sessions.EventHeartbeat, Elapsed: time.Since(start), Turns: last.Turns, ToolsUsed: last.ToolsUsed})
+				n.OnEvent(turn.Event{Kind: turn.EventHeartbeat, Elapsed: time.Since(start), Turns: last.Turns, ToolsUsed: last.ToolsUsed})
 			}
 		}
 	}()
@@ -195,7 +196,7 @@ func (n *Notifier) Heartbeat(interval time.Duration, start time.Time) (stop func
 // Seed starts the heartbeat's counts from how far the run has come, for a
 // call that attaches to a running query (claude_chat_wait), so that its
 // heartbeats do not report zero tool calls until the next event.
-func (n *Notifier) Seed(p sessions.Progress) {
+func (n *Notifier) Seed(p run.Progress) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.last.Kind == "" {
@@ -207,7 +208,7 @@ func (n *Notifier) Seed(p sessions.Progress) {
 func (n *Notifier) SawDone() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.last.Kind == sessions.EventDone
+	return n.last.Kind == turn.EventDone
 }
 
 // Close ends the notifications: nothing is sent after it.

@@ -9,7 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/mcptest"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // TestThinking: a thinking block is sent (as a log message and a progress
@@ -36,8 +36,8 @@ func TestThinking(t *testing.T) {
 		defer cs.Close()
 		req := &mcp.CallToolRequest{Session: ss, Params: &mcp.CallToolParamsRaw{Meta: mcp.Meta{"progressToken": "p"}}}
 		n := New(ctx, req, "s1", Options{Thinking: thinking})
-		n.OnEvent(sessions.Event{Kind: sessions.EventThinking, Text: "pondering"})
-		n.OnEvent(sessions.Event{Kind: sessions.EventDone})
+		n.OnEvent(turn.Event{Kind: turn.EventThinking, Text: "pondering"})
+		n.OnEvent(turn.Event{Kind: turn.EventDone})
 		n.Close()
 		events, err := rec.WaitEvents(ctx, "progress:done")
 		if err != nil {

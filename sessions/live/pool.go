@@ -65,11 +65,29 @@ func NewPool(cfg PoolConfig) *Pool {
 	return &Pool{cfg: cfg, live: map[Holder]bool{}, changed: make(chan struct{})}
 }
 
-// Acquire gives h a place. With wait false it fails at once when every
-// live process is busy; otherwise it queues, calling queued with h's
-// position (1 is next) whenever that changes, until a place is free, ctx
-// ends or the pool closes.
-func (p *Pool) Acquire(ctx context.Context, h Holder, wait bool, queued func(pos int)) error {
+// Acquire gives h a place, queueing when every live process is busy:
+// queued (nil: none) gets h's position (1 is next) whenever that changes,
+// until a place is free, ctx ends or the pool closes.
+func (p *Pool) Acquire(ctx context.Context, h Holder, queued func(pos int)) error {
+	return p.acquire(ctx, h, waitInQueue, queued)
+}
+
+// AcquireNow gives h a place, or fails at once when every live process is
+// busy (an idle holder is made to give its place up first, as for
+// Acquire).
+func (p *Pool) AcquireNow(h Holder) error {
+	return p.acquire(context.Background(), h, failAtOnce, nil)
+}
+
+// acquireMode says what an acquire does when every place is busy.
+type acquireMode uint8
+
+const (
+	failAtOnce acquireMode = iota
+	waitInQueue
+)
+
+func (p *Pool) acquire(ctx context.Context, h Holder, mode acquireMode, queued func(pos int)) error {
 	defer p.dequeue(h)
 	lastPos, failed := 0, 0
 	for {
@@ -101,7 +119,7 @@ func (p *Pool) Acquire(ctx context.Context, h Holder, wait bool, queued func(pos
 			continue
 		}
 		failed = 0
-		if !wait {
+		if mode == failAtOnce {
 			return fmt.Errorf("%w: all %d live claude processes (--max-live) are busy; retry when one is free, or close a session", p.cfg.ErrFull, p.cfg.Max)
 		}
 		if pos == 0 {

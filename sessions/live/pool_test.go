@@ -65,7 +65,7 @@ func (h *holder) evictions() []string {
 // the returned channel and the result to the other.
 func acquire(ctx context.Context, p *Pool, h Holder) (<-chan int, <-chan error) {
 	pos, done := make(chan int, 8), make(chan error, 1)
-	go func() { done <- p.Acquire(ctx, h, true, func(n int) { pos <- n }) }()
+	go func() { done <- p.Acquire(ctx, h, func(n int) { pos <- n }) }()
 	return pos, done
 }
 
@@ -93,12 +93,12 @@ func TestPoolPlaces(t *testing.T) {
 	if p.TryAcquire(c) || p.Count() != 2 {
 		t.Fatalf("TryAcquire beyond Max: count %d", p.Count())
 	}
-	err := p.Acquire(context.Background(), c, false, nil)
+	err := p.AcquireNow(c)
 	const want = "too many sessions: all 2 live claude processes (--max-live) are busy; retry when one is free, or close a session"
 	if !errors.Is(err, errFull) || err.Error() != want {
 		t.Errorf("Acquire with every holder busy: %v, want %q", err, want)
 	}
-	if err := p.Acquire(context.Background(), a, false, nil); err != nil {
+	if err := p.AcquireNow(a); err != nil {
 		t.Errorf("Acquire by a holder that has a place: %v", err)
 	}
 	p.Handover(b, d)
@@ -125,7 +125,7 @@ func TestPoolEvictsLRU(t *testing.T) {
 	t0 := time.Now()
 	recent.setIdle(t0.Add(time.Second))
 	old.setIdle(t0)
-	if err := p.Acquire(context.Background(), next, false, nil); err != nil {
+	if err := p.AcquireNow(next); err != nil {
 		t.Fatalf("Acquire with idle holders: %v", err)
 	}
 	if ev := old.evictions(); len(ev) != 1 || ev[0] != "max-live reached" {
@@ -140,7 +140,7 @@ func TestPoolEvictsLRU(t *testing.T) {
 	p2 := newPool(1, 4)
 	liar := &liarHolder{}
 	p2.TryAcquire(liar)
-	if err := p2.Acquire(context.Background(), &holder{pool: p2}, false, nil); !errors.Is(err, errFull) {
+	if err := p2.AcquireNow(&holder{pool: p2}); !errors.Is(err, errFull) {
 		t.Errorf("Acquire when the idle holder will not go: %v", err)
 	}
 	if n := liar.tries(); n != 3 {
@@ -191,7 +191,7 @@ func TestPoolQueue(t *testing.T) {
 	if p.Queued() != 2 || p.TryAcquire(d) {
 		t.Errorf("queued %d; TryAcquire jumped the queue", p.Queued())
 	}
-	err := p.Acquire(context.Background(), d, true, nil)
+	err := p.Acquire(context.Background(), d, nil)
 	const want = "too many sessions: all 1 live claude processes (--max-live) are busy and 2 queries already wait for one (--max-queue); retry later"
 	if !errors.Is(err, errFull) || err.Error() != want {
 		t.Errorf("Acquire beyond a full queue: %v, want %q", err, want)
@@ -234,7 +234,7 @@ func TestPoolQueue(t *testing.T) {
 	if p.TryAcquire(a) {
 		t.Error("TryAcquire after Close")
 	}
-	if err := p.Acquire(context.Background(), a, false, nil); err != errClosed {
+	if err := p.AcquireNow(a); err != errClosed {
 		t.Errorf("Acquire after Close: %v", err)
 	}
 }

@@ -183,24 +183,48 @@ func (st *Spares[O]) wanted(key string) bool {
 }
 
 // Want keeps spares for the option set opts (validated by the caller): it
-// becomes the newest of the Sets option sets spares are kept for, and the
-// spares of those no longer wanted stop. With fill, a spare is started for
-// every wanted set that lacks it, as far as there are free live places;
-// without, the stale spares stop in the background and nothing starts.
-func (st *Spares[O]) Want(opts O, fill bool) {
-	po, ok := st.cfg.Options(opts)
+// becomes the newest of the Sets option sets spares are kept for, the
+// spares of those no longer wanted stop, and a spare is started for every
+// wanted set that lacks it, as far as there are free live places.
+func (st *Spares[O]) Want(opts O) {
+	stale, ok := st.keep(opts)
 	if !ok {
 		return
 	}
+	for _, sp := range stale {
+		st.stop(sp, "its option set is no longer wanted")
+	}
+	st.Fill()
+}
+
+// WantLater is Want without the Fill: the stale spares stop in the
+// background and nothing starts until a later Fill (or RefillAfterTurn).
+func (st *Spares[O]) WantLater(opts O) {
+	if stale, _ := st.keep(opts); len(stale) > 0 {
+		go func() {
+			for _, sp := range stale {
+				st.stop(sp, "its option set is no longer wanted")
+			}
+		}()
+	}
+}
+
+// keep makes opts the newest wanted option set and takes the spares of
+// the sets no longer wanted off the list, to be stopped (Close waits for
+// them); false when no spare can serve opts.
+func (st *Spares[O]) keep(opts O) (stale []*Spare, ok bool) {
+	po, ok := st.cfg.Options(opts)
+	if !ok {
+		return nil, false
+	}
 	key := SpareKey(po)
 	st.mu.Lock()
+	defer st.mu.Unlock()
 	st.recent = slices.DeleteFunc(st.recent, func(w want[O]) bool { return w.key == key })
 	st.recent = append([]want[O]{{key, opts}}, st.recent...)
 	if len(st.recent) > st.cfg.Sets {
 		st.recent = st.recent[:st.cfg.Sets]
 	}
-	// Spares for option sets no longer wanted go first.
-	var stale []*Spare
 	st.ready = slices.DeleteFunc(st.ready, func(sp *Spare) bool {
 		if !st.wanted(sp.key) {
 			stale = append(stale, sp)
@@ -211,21 +235,8 @@ func (st *Spares[O]) Want(opts O, fill bool) {
 		}
 		return false
 	})
-	st.stopping += len(stale) // Close waits for these
-	st.mu.Unlock()
-	stop := func() {
-		for _, sp := range stale {
-			st.stop(sp, "its option set is no longer wanted")
-		}
-	}
-	if !fill {
-		if len(stale) > 0 {
-			go stop()
-		}
-		return
-	}
-	stop()
-	st.Fill()
+	st.stopping += len(stale)
+	return stale, true
 }
 
 // Fill starts a spare for each wanted option set that has none.

@@ -101,8 +101,8 @@ func TestSpareTake(t *testing.T) {
 	t.Parallel()
 	st, p := fakeSpares(t, 2, 4, nil)
 	a, b := t.TempDir(), t.TempDir()
-	st.Want(a, true)
-	st.Want(b, true)
+	st.Want(a)
+	st.Want(b)
 	waitUntil(t, "two spares", func() bool { return len(readySpares(st)) == 2 })
 	if sn := st.Snapshot(); len(sn.Wanted) != 2 || sn.Wanted[0] != SpareKey(claudeagent.Options{Cwd: b}) {
 		t.Errorf("wanted %v, want b's key first", sn.Wanted)
@@ -170,9 +170,9 @@ func TestSpareReplacedWhileStarting(t *testing.T) {
 			<-letA
 		}
 	})
-	st.Want(a, true) // starts a's spare in the background
+	st.Want(a) // starts a's spare in the background
 	receive(t, "a's start", aStarting)
-	st.Want(b, true) // b replaces a while a's spare is still starting
+	st.Want(b) // b replaces a while a's spare is still starting
 	close(letA)
 	waitUntil(t, "the starts to end and a spare to be ready", func() bool {
 		sn := st.Snapshot()

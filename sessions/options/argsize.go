@@ -93,7 +93,7 @@ func checkArgSizes(o *CreateOptions, lim argLimits, environ []string) error {
 	if lim.total == 0 {
 		return nil
 	}
-	p := claudeagent.Options{SessionOptions: o.SessionOptions, MCPConfig: MCPConfig(o.MCPServers, o.StrictMCPConfig),
+	p := claudeagent.Options{SessionOptions: o.SessionOptions, MCPConfig: MCPConfig(o),
 		StrictMCPConfig: o.StrictMCPConfig, PermissionPromptStdio: true}
 	type sized struct {
 		name string

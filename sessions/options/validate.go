@@ -139,11 +139,12 @@ func ValidateMCPServers(servers map[string]json.RawMessage) error {
 	return nil
 }
 
-// MCPConfig is the --mcp-config document for servers; with strict and no
-// servers, an empty one, so that --strict-mcp-config strips every server
-// explicitly.
-func MCPConfig(servers map[string]json.RawMessage, strict bool) string {
-	if len(servers) == 0 && !strict {
+// MCPConfig is the --mcp-config document for o's mcpServers; with
+// strictMcpConfig and no servers, an empty one, so that
+// --strict-mcp-config strips every server explicitly.
+func MCPConfig(o *CreateOptions) string {
+	servers := o.MCPServers
+	if len(servers) == 0 && !o.StrictMCPConfig {
 		return ""
 	}
 	if servers == nil {

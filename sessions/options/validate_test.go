@@ -108,7 +108,7 @@ func TestValidateMCPServers(t *testing.T) {
 		{"empty_name", map[string]json.RawMessage{"": raw(`{"command":"a"}`)}, "empty name"},
 	} {
 		err := ValidateMCPServers(tc.servers)
-		doc := MCPConfig(tc.servers, false)
+		doc := MCPConfig(&CreateOptions{MCPServers: tc.servers})
 		if tc.errPart != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.errPart) {
 				t.Errorf("%s: err = %v, want %q", tc.name, err, tc.errPart)

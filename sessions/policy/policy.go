@@ -236,7 +236,7 @@ func (g *Gate) Check(o *options.CreateOptions, ch Change) (map[string]string, er
 	}
 	effective := g.effectiveTools(o)
 	for _, u := range uses {
-		if err := g.checkUse(u, effective, slices.Contains(o.Operator, u.option)); err != nil {
+		if err := g.checkUse(u, effective, o); err != nil {
 			return nil, err
 		}
 	}
@@ -260,10 +260,10 @@ func (g *Gate) Check(o *options.CreateOptions, ch Change) (map[string]string, er
 	return g.cfg.ProfileEnv(o.Profile)
 }
 
-// checkUse checks one use: the ceilings first (they bind every caller),
-// then, for a remote caller, its class against --http-allow (unless the
-// operator chose the option's value).
-func (g *Gate) checkUse(u Use, effective []string, operator bool) error {
+// checkUse checks one use of o's: the ceilings first (they bind every
+// caller), then, for a remote caller, its class against --http-allow
+// (unless the operator chose the option's value, o.Operator).
+func (g *Gate) checkUse(u Use, effective []string, o *options.CreateOptions) error {
 	cfg := &g.cfg
 	for _, p := range u.paths {
 		// The roots first: what lies outside them is not described.
@@ -310,7 +310,7 @@ func (g *Gate) checkUse(u Use, effective []string, operator bool) error {
 		}
 		return fmt.Errorf("%s %s, and this server lets sessions run no programs (--allowed-tools-ceiling %s has no Bash)", u.what, why, strings.Join(cfg.ToolsCeiling, ","))
 	}
-	if !cfg.Remote || operator {
+	if !cfg.Remote || slices.Contains(o.Operator, u.option) {
 		return nil
 	}
 	if u.url != "" && g.internalURL(u.url) {

@@ -51,16 +51,20 @@ func elsewhereError(id string, c Claim) error {
 		ErrElsewhere, id, c.PID, c.Host)
 }
 
-// lostError is the error for a session whose claim passed to another
-// instance while its process ran here; c is that instance's claim, valid
-// when foreign.
-func lostError(id string, c Claim, foreign bool) error {
-	const lapsed = "this instance's claim on the session lapsed (this instance was paused, or could not renew the claim, for longer than the lease)"
-	const stopped = "this instance stopped its own claude process for the session before sending anything more to it"
-	if foreign {
-		return fmt.Errorf("%w: session %s runs on another claude-agent-mcp instance sharing this server's session registry (pid %d on host %s): %s and that instance took the session over, so %s; send the query to that instance (route by the Mcp-Session-Id header), or retry once the session is dormant there",
-			ErrElsewhere, id, c.PID, c.Host, lapsed, stopped)
-	}
+// The errors for a session whose claim passed to another instance while
+// its process ran here: takenOverError while that instance runs it (c is
+// its claim), releasedError once it has released it again.
+const (
+	lapsed  = "this instance's claim on the session lapsed (this instance was paused, or could not renew the claim, for longer than the lease)"
+	stopped = "this instance stopped its own claude process for the session before sending anything more to it"
+)
+
+func takenOverError(id string, c Claim) error {
+	return fmt.Errorf("%w: session %s runs on another claude-agent-mcp instance sharing this server's session registry (pid %d on host %s): %s and that instance took the session over, so %s; send the query to that instance (route by the Mcp-Session-Id header), or retry once the session is dormant there",
+		ErrElsewhere, id, c.PID, c.Host, lapsed, stopped)
+}
+
+func releasedError(id string) error {
 	return fmt.Errorf("%w: session %s was taken over by another claude-agent-mcp instance sharing this server's session registry: %s, so %s; that instance has released the session since: retry, and it resumes here with the conversation as that instance left it",
 		ErrElsewhere, id, lapsed, stopped)
 }

@@ -150,15 +150,26 @@ func (in *Merge) mergeOne(st *State, l Local, index map[string]int, now time.Tim
 	fenced := !starting && l.Live && (foreign || stale || h.Lost != nil)
 	if fenced {
 		why := h.Lost
-		if why == nil {
-			why = lostError(id, c, foreign)
+		switch {
+		case why != nil:
+		case foreign:
+			why = takenOverError(id, c)
+		default:
+			why = releasedError(id)
 		}
 		out.Lost[id] = why
 		if id == in.Claim {
 			out.ClaimErr = why
 		}
 	}
-	in.mergeEntry(st, l, i, inFile, fenced || foreign, h, out)
+	if !inFile {
+		i = -1
+	}
+	runner := runsHere
+	if fenced || foreign {
+		runner = runsElsewhere
+	}
+	in.mergeEntry(st, l, i, runner, h, out)
 	switch {
 	case fenced:
 	case starting && foreign:
@@ -179,14 +190,22 @@ func (in *Merge) mergeOne(st *State, l Local, index map[string]int, now time.Tim
 	}
 }
 
+// runner says which instance runs a session, or took it over, as a merge
+// sees it.
+type runner uint8
+
+const (
+	runsHere      runner = iota // this instance, or none
+	runsElsewhere               // another instance runs it or took it over
+)
+
 // mergeEntry decides whose record of the session wins: the stored one at
-// index i (when inFile) or the instance's. elsewhere is set when another
-// instance runs the session or took it over.
-func (in *Merge) mergeEntry(st *State, l Local, i int, inFile, elsewhere bool, h Held, out *Merged) {
+// index i (-1: the store has none) or the instance's.
+func (in *Merge) mergeEntry(st *State, l Local, i int, r runner, h Held, out *Merged) {
 	id := l.Entry.SessionID
 	prev, synced := in.Base[id]
 	mine := Key(l.Entry)
-	if !inFile {
+	if i < 0 {
 		st.Sessions = append(st.Sessions, l.Entry)
 		out.Base[id] = mine
 		return
@@ -195,7 +214,7 @@ func (in *Merge) mergeEntry(st *State, l Local, i int, inFile, elsewhere bool, h
 	takeStored := false
 	switch {
 	case stored == mine:
-	case elsewhere || prev == LostBase:
+	case r == runsElsewhere || prev == LostBase:
 		takeStored = true // the instance that runs it, or took it over, knows best
 	case l.Live && h.Gen != 0 && id != in.Claim:
 		// It runs on this instance under its claim: no other instance

@@ -107,7 +107,9 @@ var scenarios = []scenario{
 	// its own after it (two results). Both messages carry a uuid, as the
 	// server's do.
 	{name: "steer_tool", opts: claudeagent.Options{SessionOptions: claudeagent.SessionOptions{PermissionMode: "bypassPermissions"}},
-		run: func(s *session) error { return s.steer("TOOL_BASH[sleep 2; echo slept]", "STEERED also say hi", 1, false) }},
+		run: func(s *session) error {
+			return s.steer("TOOL_BASH[sleep 2; echo slept]", "STEERED also say hi", 1, false)
+		}},
 	{name: "steer_twice", opts: claudeagent.Options{IncludePartialMessages: true}, run: func(s *session) error {
 		if err := s.sendUserUUID("SLOW6", "00000000-0000-4000-8000-000000000001"); err != nil {
 			return err

@@ -1,4 +1,15 @@
-package sessions
+// Package turn is one turn of a session as the CLI's messages arrive: it
+// folds them into Events for whoever watches the query and into the
+// turn's Result (texts, thinking, tool calls, usage and cost, permission
+// denials, the usage limit the turn met), carrying what earlier turns of
+// the same query produced when a continuation follows a usage limit's
+// reset. It also holds the vocabulary of a query that the layers above
+// share: Event, Result, PermissionRequest, Limit, Deadline.
+//
+// It knows the CLI's messages (claudeagent) and the history's entries; it
+// must not know sessions, the manager, processes' lifecycle, the registry
+// or MCP.
+package turn
 
 import (
 	"encoding/json"
@@ -11,6 +22,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 )
 
 // EventKind names what happened during a turn.
@@ -70,7 +82,7 @@ type Usage struct {
 }
 
 // add adds v to u.
-func (u *Usage) add(v Usage) {
+func (u *Usage) Add(v Usage) {
 	u.InputTokens += v.InputTokens
 	u.OutputTokens += v.OutputTokens
 	u.CacheCreationInputTokens += v.CacheCreationInputTokens
@@ -84,9 +96,16 @@ type PermissionDenial struct {
 	ToolInput json.RawMessage `json:"toolInput,omitempty"`
 }
 
-// TurnResult is everything a query produced. A failed turn is still a
-// TurnResult, with IsError and ErrorText set and the rest as far as known.
-type TurnResult struct {
+// PermissionRequest is a tool call the CLI wants permission for.
+type PermissionRequest struct {
+	SessionID string
+	Cwd       string
+	*claudeagent.CanUseToolRequest
+}
+
+// Result is everything a query produced. A failed turn is still a
+// Result, with IsError and ErrorText set and the rest as far as known.
+type Result struct {
 	FinalText         string
 	StructuredOutput  json.RawMessage // with jsonSchema: the answer, validated by the CLI
 	Thinking          []string
@@ -121,9 +140,9 @@ type TurnResult struct {
 	LimitNote string
 }
 
-// turn aggregates the messages of one query. The session's pump goroutine
-// feeds it; the querying goroutine waits on done.
-type turn struct {
+// Turn aggregates the messages of one query. The session's pump goroutine
+// feeds it; the querying goroutine waits on Done.
+type Turn struct {
 	start   time.Time
 	uuid    string // of the user message that started it (t.mu)
 	onEvent func(Event)
@@ -131,7 +150,7 @@ type turn struct {
 
 	mu          sync.Mutex
 	texts       []string // assistant texts in order, for partial results
-	steps       []HistoryEntry
+	steps       []history.Entry
 	apiCalls    int // distinct assistant message ids: API round trips
 	lastMsgID   string
 	thinking    []string
@@ -148,7 +167,7 @@ type turn struct {
 	limits      turnLimits // the usage limit as the turn met it (limit.go)
 	carry       carried    // what the turns before a continuation produced (limit.go)
 
-	done     chan struct{} // closed when the turn ended; replaced by again (limit.go)
+	done     chan struct{} // closed when the turn ended; replaced by Again (limit.go)
 	finished bool          // done is closed
 	stopped  chan struct{} // closed once the query is interrupted: ends a wait for a usage limit
 
@@ -156,22 +175,29 @@ type turn struct {
 	ended  bool       // EventDone was emitted; later events are dropped
 }
 
-func newTurn(onEvent func(Event)) *turn {
+// New returns the turn of a query whose events go to onEvent (nil: none);
+// now is the clock of the usage limit's texts (nil: time.Now).
+func New(onEvent func(Event), now func() time.Time) *Turn {
 	if onEvent == nil {
 		onEvent = func(Event) {}
 	}
-	return &turn{start: time.Now(), uuid: uuid.NewString(), onEvent: onEvent, now: time.Now, toolIndex: map[string]int{},
+	if now == nil {
+		now = time.Now
+	}
+	return &Turn{start: time.Now(), uuid: uuid.NewString(), onEvent: onEvent, now: now, toolIndex: map[string]int{},
 		done: make(chan struct{}), stopped: make(chan struct{})}
 }
 
-// id is the uuid of the user message whose turn t waits for.
-func (t *turn) id() string {
+// ID is the uuid of the user message whose turn t waits for.
+func (t *Turn) ID() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.uuid
 }
 
-func (t *turn) emit(e Event) {
+// Emit sends e, with the turn's progress so far, to the query's events;
+// nothing after EventDone.
+func (t *Turn) Emit(e Event) {
 	t.mu.Lock()
 	e.Elapsed = time.Since(t.start)
 	e.Turns = t.apiCalls
@@ -188,9 +214,9 @@ func (t *turn) emit(e Event) {
 	t.onEvent(e)
 }
 
-// handle folds one CLI message into the turn; it reports whether the turn
+// Handle folds one CLI message into the turn; it reports whether the turn
 // has ended.
-func (t *turn) handle(m claudeagent.Message) bool {
+func (t *Turn) Handle(m claudeagent.Message) bool {
 	switch m := m.(type) {
 	case *claudeagent.SystemMessage:
 		t.handleSystem(m)
@@ -201,7 +227,7 @@ func (t *turn) handle(m claudeagent.Message) bool {
 	case *claudeagent.RateLimitEvent:
 		t.noteLimit(&m.Info)
 	case *claudeagent.ResultMessage:
-		if !m.Answers(t.id()) {
+		if !m.Answers(t.ID()) {
 			// A turn the CLI started by itself (a background task finished):
 			// not this query's end.
 			return false
@@ -219,14 +245,14 @@ func (t *turn) handle(m claudeagent.Message) bool {
 
 // handleSystem takes the model and session id of init, and reports API
 // retries and model fallbacks.
-func (t *turn) handleSystem(m *claudeagent.SystemMessage) {
+func (t *Turn) handleSystem(m *claudeagent.SystemMessage) {
 	switch m.Subtype {
 	case "init":
 		t.mu.Lock()
 		t.model, t.sessionID = m.Model, m.SessionID
 		t.mu.Unlock()
 	case "api_retry":
-		t.emit(Event{Kind: EventRetry, Text: "API error " + m.Error + "; retrying (attempt " + strconv.Itoa(m.Attempt) + " of " + strconv.Itoa(m.MaxRetries) + ")"})
+		t.Emit(Event{Kind: EventRetry, Text: "API error " + m.Error + "; retrying (attempt " + strconv.Itoa(m.Attempt) + " of " + strconv.Itoa(m.MaxRetries) + ")"})
 	case "model_fallback":
 		t.mu.Lock()
 		t.model = m.FallbackModel // the model that answers, not init's
@@ -235,13 +261,13 @@ func (t *turn) handleSystem(m *claudeagent.SystemMessage) {
 		if text == "" {
 			text = "switched from " + m.OriginalModel + " to " + m.FallbackModel + " (" + m.Trigger + ")"
 		}
-		t.emit(Event{Kind: EventRetry, Text: text})
+		t.Emit(Event{Kind: EventRetry, Text: text})
 	}
 }
 
 // handleAssistant counts the API round trips and takes the texts,
 // thinking and tool calls of an assistant message.
-func (t *turn) handleAssistant(m *claudeagent.AssistantMessage) {
+func (t *Turn) handleAssistant(m *claudeagent.AssistantMessage) {
 	t.mu.Lock()
 	if id := m.Message.ID; id != "" && id != t.lastMsgID {
 		t.apiCalls, t.lastMsgID = t.apiCalls+1, id
@@ -255,30 +281,30 @@ func (t *turn) handleAssistant(m *claudeagent.AssistantMessage) {
 		case "text":
 			t.mu.Lock()
 			t.texts = append(t.texts, b.Text)
-			t.steps = append(t.steps, HistoryEntry{Kind: "text", Text: b.Text, Time: time.Now()})
+			t.steps = append(t.steps, history.Entry{Kind: "text", Text: b.Text, Time: time.Now()})
 			t.mu.Unlock()
-			t.emit(Event{Kind: EventText, Text: b.Text, IsError: m.Error != ""})
+			t.Emit(Event{Kind: EventText, Text: b.Text, IsError: m.Error != ""})
 		case "thinking":
 			t.mu.Lock()
 			t.thinking = append(t.thinking, b.Thinking)
 			t.mu.Unlock()
-			t.emit(Event{Kind: EventThinking, Text: b.Thinking})
+			t.Emit(Event{Kind: EventThinking, Text: b.Thinking})
 		case "tool_use":
 			t.mu.Lock()
 			if _, seen := t.toolIndex[b.ID]; !seen {
 				t.toolIndex[b.ID] = len(t.tools)
 				t.tools = append(t.tools, ToolInvocation{ID: b.ID, Name: b.Name, Input: b.Input})
-				t.steps = append(t.steps, HistoryEntry{Kind: "tool", Tool: b.Name, ToolID: b.ID, Input: b.Input, Time: time.Now()})
+				t.steps = append(t.steps, history.Entry{Kind: "tool", Tool: b.Name, ToolID: b.ID, Input: b.Input, Time: time.Now()})
 			}
 			t.mu.Unlock()
-			t.emit(Event{Kind: EventToolStarted, Tool: b.Name, ToolID: b.ID, Text: SummarizeInput(b.Input, 300)})
+			t.Emit(Event{Kind: EventToolStarted, Tool: b.Name, ToolID: b.ID, Text: history.SummarizeInput(b.Input, 300)})
 		}
 	}
 }
 
 // handleToolResults pairs the tool results of a user message with their
 // calls.
-func (t *turn) handleToolResults(m *claudeagent.UserMessage) {
+func (t *Turn) handleToolResults(m *claudeagent.UserMessage) {
 	for _, b := range m.Blocks() {
 		if b.Type != "tool_result" {
 			continue
@@ -296,22 +322,23 @@ func (t *turn) handleToolResults(m *claudeagent.UserMessage) {
 			name = inv.Name
 		}
 		t.mu.Unlock()
-		t.emit(Event{Kind: EventToolFinished, Tool: name, ToolID: b.ToolUseID, IsError: b.IsError, Text: out})
+		t.Emit(Event{Kind: EventToolFinished, Tool: name, ToolID: b.ToolUseID, IsError: b.IsError, Text: out})
 	}
 }
 
-// fail ends the turn without a result message (the process died, or the
+// Fail ends the turn without a result message (the process died, or the
 // turn was abandoned).
-func (t *turn) fail(reason string) {
+func (t *Turn) Fail(reason string) {
 	t.mu.Lock()
 	if t.result == nil && t.failure == "" {
 		t.failure = reason
 	}
 	t.mu.Unlock()
-	t.finish()
+	t.Finish()
 }
 
-func (t *turn) finish() {
+// Finish ends the turn: Done is closed.
+func (t *Turn) Finish() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.finished {
@@ -320,15 +347,15 @@ func (t *turn) finish() {
 	}
 }
 
-// doneCh is closed when the turn has ended.
-func (t *turn) doneCh() <-chan struct{} {
+// Done is closed when the turn has ended.
+func (t *Turn) Done() <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.done
 }
 
-// force records that the turn's process had to be stopped, and why.
-func (t *turn) force(why string) {
+// Force records that the turn's process had to be stopped, and why.
+func (t *Turn) Force(why string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.interruptedLocked()
@@ -337,7 +364,9 @@ func (t *turn) force(why string) {
 	}
 }
 
-func (t *turn) markInterrupted() {
+// MarkInterrupted records that the query was interrupted, which also ends
+// its wait for a usage limit (see Stopped).
+func (t *Turn) MarkInterrupted() {
 	t.mu.Lock()
 	t.interruptedLocked()
 	t.mu.Unlock()
@@ -345,20 +374,22 @@ func (t *turn) markInterrupted() {
 
 // interruptedLocked marks the query interrupted, which ends its wait for
 // a usage limit; t.mu is held.
-func (t *turn) interruptedLocked() {
+func (t *Turn) interruptedLocked() {
 	if !t.interrupted {
 		t.interrupted = true
 		close(t.stopped)
 	}
 }
 
-func (t *turn) isInterrupted() bool {
+// Interrupted reports whether the query was interrupted.
+func (t *Turn) Interrupted() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.interrupted
 }
 
-func (t *turn) addDenial(d PermissionDenial) {
+// AddDenial records a tool call the turn was not allowed to make.
+func (t *Turn) AddDenial(d PermissionDenial) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, have := range t.denials {
@@ -369,28 +400,77 @@ func (t *turn) addDenial(d PermissionDenial) {
 	t.denials = append(t.denials, d)
 }
 
-// snapshot builds the result. prevCost is the process's cumulative cost
-// before this turn (the CLI reports a running total).
-func (t *turn) snapshot(prevCost float64, includeThinking bool) *TurnResult {
+// Stopped is closed once the query is interrupted: it ends a wait for a
+// usage limit's reset.
+func (t *Turn) Stopped() <-chan struct{} { return t.stopped }
+
+// MarkTimedOut records that the query's timeout (--query-timeout) ended it.
+func (t *Turn) MarkTimedOut() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	r := t.snapshotLocked(prevCost, includeThinking)
+	t.timedOut = true
+}
+
+// TotalCost is the process's cumulative cost as the turn's result reported
+// it; false when the turn has no result.
+func (t *Turn) TotalCost() (float64, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.result == nil {
+		return 0, false
+	}
+	return t.result.TotalCostUSD, true
+}
+
+// Steps are the turn's texts and tool calls as history entries, each tool
+// call with its result cut to history.ResultChars.
+func (t *Turn) Steps() []history.Entry {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]history.Entry, 0, len(t.steps))
+	for _, e := range t.steps {
+		if e.Kind == "tool" {
+			if i, ok := t.toolIndex[e.ToolID]; ok {
+				inv := t.tools[i]
+				e.Result, e.IsError = textcut.Cut(inv.Output, history.ResultChars), inv.IsError
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// Thinking says whether a result carries the turn's thinking texts.
+type Thinking bool
+
+// The values of Thinking.
+const (
+	WithoutThinking Thinking = false
+	WithThinking    Thinking = true
+)
+
+// Snapshot builds the result. prevCost is the process's cumulative cost
+// before this turn (the CLI reports a running total).
+func (t *Turn) Snapshot(prevCost float64, thinking Thinking) *Result {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := t.snapshotLocked(prevCost, thinking)
 	t.carry.addTo(r)
 	t.limitResultLocked(r)
 	return r
 }
 
-// snapshotLocked is snapshot of the latest turn alone (a continuation
+// snapshotLocked is Snapshot of the latest turn alone (a continuation
 // after a usage limit is one); t.mu is held.
-func (t *turn) snapshotLocked(prevCost float64, includeThinking bool) *TurnResult {
-	r := &TurnResult{
+func (t *Turn) snapshotLocked(prevCost float64, thinking Thinking) *Result {
+	r := &Result{
 		ClaudeSessionID: t.sessionID,
 		Model:           t.model,
 		Interrupted:     t.interrupted,
 		TimedOut:        t.timedOut,
 		ToolInvocations: append([]ToolInvocation(nil), t.tools...),
 	}
-	if includeThinking {
+	if thinking == WithThinking {
 		r.Thinking = append([]string{}, t.thinking...)
 	}
 	r.PermissionDenials = append(r.PermissionDenials, t.denials...)
@@ -450,21 +530,4 @@ func (t *turn) snapshotLocked(prevCost float64, includeThinking bool) *TurnResul
 		}
 	}
 	return r
-}
-
-// SummarizeInput renders a tool input for a person in at most n bytes: the
-// Bash command ("$ ls"), the file path, or compact JSON.
-func SummarizeInput(input json.RawMessage, n int) string {
-	var m map[string]any
-	if json.Unmarshal(input, &m) == nil {
-		if c, ok := m["command"].(string); ok && c != "" {
-			return textcut.Cut("$ "+c, n)
-		}
-		for _, k := range []string{"file_path", "notebook_path", "path", "pattern", "url", "query", "prompt"} {
-			if s, ok := m[k].(string); ok && s != "" {
-				return textcut.Cut(s, n)
-			}
-		}
-	}
-	return textcut.Cut(string(input), n)
 }

@@ -1,4 +1,14 @@
-package sessions
+// Package run is the one record of a running query: its events, handed to
+// one listener at a time, the partial text, the activity since the last
+// report, the permission questions it waits on, cancellation, and the
+// result, collected exactly once (or dropped when nobody collects it).
+// The calls that follow a query — the query call itself, a wait, an MCP
+// task, the dashboard — are views of its run.
+//
+// It knows a turn's events and result (package turn); it must not know
+// sessions, processes, the registry or MCP: what releasing a run's
+// session means is its Config's.
+package run
 
 import (
 	"context"
@@ -11,55 +21,65 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
-// RunOptions tune a run.
-type RunOptions struct {
-	IncludeThinking bool
-	Effort          string  // this query's effort (see QueryOptions)
-	Images          []Image // sent with the prompt
-	OnLimit         string  // what the query does at the usage limit (see QueryOptions)
-	// CloseAfter closes the session once the result is collected (or
-	// dropped).
-	CloseAfter bool
-	// Ask forwards a permission question to the caller at once (an
-	// elicitation on a client that can take one at any time). When nil and
-	// QueueQuestions is set, questions wait in the run for whoever serves
-	// them (see [Run.Questions]); when both are unset nobody can be asked
-	// and the manager's policy answers.
-	Ask            func(ctx context.Context, req *PermissionRequest) (*claudeagent.PermissionResult, error)
-	QueueQuestions bool
+// Config is what a run is told when it starts.
+type Config struct {
+	// Thinking is whether the run's result includes thinking texts.
+	Thinking bool
 	// Listener receives the turn's events from the first one on, until it
 	// is detached or replaced (see [Run.Attach]).
 	Listener Listener
-	// ReturnAfter makes StartRun return the run after this long even when its
-	// turn has not started yet (the process is still starting); 0 waits for
-	// the start. Errors that keep the turn from starting then come as the
-	// run's result.
-	ReturnAfter time.Duration
+	// Cancel cancels the query's context.
+	Cancel context.CancelFunc
+	// DropAfter is how long a result nobody collects is kept once the
+	// query has returned.
+	DropAfter time.Duration
+	// Release is called once, when the result is collected or dropped
+	// (not when a newer run supersedes it).
+	Release func()
+	// Log gets the run's drops.
+	Log func(msg string, args ...any)
 }
 
 // Listener receives a run's events, one at a time, in order.
 type Listener interface {
-	OnEvent(Event)
+	OnEvent(turn.Event)
 }
 
-// Run is one query started with [Session.StartRun]. It runs on its own
-// context, so it outlives the call that started it: the calls that follow
-// it — the query call itself, claude_chat_wait, an MCP task — are views of
-// the run. It carries the turn's events (to one listener at a time), what
-// is new since the last report, the permission questions it waits on, and
-// the result, which is collected exactly once.
+// Question is a permission question a run waits on until it is answered
+// (see [Run.Answer]), the permission timeout passes, or the run ends.
+type Question struct {
+	ID string
+	*turn.PermissionRequest
+	answer chan *claudeagent.PermissionResult
+}
+
+// Progress is how far a run has come.
+type Progress struct {
+	Elapsed   time.Duration
+	Turns     int           // API round trips
+	ToolsUsed int           // tool calls
+	LastStep  string        // what happened last, for a person
+	LastAt    time.Duration // when it happened, since the start
+	Text      string        // the assistant text so far
+	// LimitedUntil, while the query waits for the account's usage limit to
+	// reset, is the reset (zero otherwise); LimitKind which limit.
+	LimitedUntil time.Time
+	LimitKind    string
+}
+
+// Run is one query's record. It runs on its own context, so it outlives
+// the call that started it.
 type Run struct {
 	ID      string
-	session *Session
-	opts    RunOptions
+	cfg     Config
 	start   time.Time
-	cancel  context.CancelFunc
 	started chan struct{} // closed when the turn has started
 	onStart func()        // closes started, once
 	done    chan struct{} // closed when the query has returned
-	result  *TurnResult
+	result  *turn.Result
 	err     error
 
 	mu        sync.Mutex
@@ -80,94 +100,34 @@ type Run struct {
 	asked     chan struct{} // a token when a question was added
 }
 
-// Question is a permission question a run waits on until it is answered
-// (see [Run.Answer]), the permission timeout passes, or the run ends.
-type Question struct {
-	ID string
-	*PermissionRequest
-	answer chan *claudeagent.PermissionResult
-}
-
-// Progress is how far a run has come.
-type Progress struct {
-	Elapsed   time.Duration
-	Turns     int           // API round trips
-	ToolsUsed int           // tool calls
-	LastStep  string        // what happened last, for a person
-	LastAt    time.Duration // when it happened, since the start
-	Text      string        // the assistant text so far
-	// LimitedUntil, while the query waits for the account's usage limit to
-	// reset, is the reset (zero otherwise); LimitKind which limit.
-	LimitedUntil time.Time
-	LimitKind    string
-}
-
-// StartRun starts a query run in the background and returns once its turn has
-// started or it waits for a usage limit's reset (or after
-// RunOptions.ReturnAfter), or with the error that kept it
-// from starting (a busy session is refused at once). Cancelling ctx before the turn starts cancels the run;
-// afterwards only [Run.Cancel] does. A temporary session whose query cannot
-// start is discarded (see oneshot.go).
-func (s *Session) StartRun(ctx context.Context, prompt string, o RunOptions) (*Run, error) {
-	rctx, cancel := context.WithCancel(context.Background())
-	r := &Run{ID: uuid.NewString(), session: s, opts: o, start: time.Now(), cancel: cancel, listener: o.Listener,
-		started: make(chan struct{}), done: make(chan struct{}), asked: make(chan struct{}, 1)}
-	qo := QueryOptions{IncludeThinking: o.IncludeThinking, Effort: o.Effort, Images: o.Images, OnLimit: o.OnLimit, OnEvent: r.onEvent}
-	switch {
-	case o.Ask != nil:
-		qo.AskPermission = o.Ask
-	case o.QueueQuestions:
-		qo.AskPermission = r.queue
+// New returns the record of a query that starts now; its caller runs the
+// query and ends the record with Finish.
+func New(cfg Config) *Run {
+	if cfg.Log == nil {
+		cfg.Log = func(string, ...any) {}
 	}
+	r := &Run{ID: uuid.NewString(), cfg: cfg, start: time.Now(), listener: cfg.Listener,
+		started: make(chan struct{}), done: make(chan struct{}), asked: make(chan struct{}, 1)}
 	var startOnce sync.Once
 	r.onStart = func() { startOnce.Do(func() { close(r.started) }) }
-	go func() {
-		defer cancel()
-		r.result, r.err = s.Query(rctx, prompt, qo)
-		close(r.done)
-		r.finished()
-	}()
-	var early <-chan time.Time
-	if o.ReturnAfter > 0 {
-		t := time.NewTimer(o.ReturnAfter)
-		defer t.Stop()
-		early = t.C
-	}
-	select {
-	case <-r.started:
-	case <-early:
-	case <-r.done:
-		if r.err != nil {
-			s.m.endUnstarted(s, r.err) // a one-shot's query could not start
-			return nil, r.err
-		}
-	case <-ctx.Done():
-		cancel()
-		<-r.done
-		s.m.endUnstarted(s, ctx.Err())
-		return nil, ctx.Err()
-	}
-	s.mu.Lock()
-	old := s.run
-	s.run = r
-	s.mu.Unlock()
-	if old != nil {
-		old.supersede()
-	}
-	return r, nil
-}
-
-// CurrentRun returns the session's latest run whose result was not
-// collected yet (running or finished), or nil.
-func (s *Session) CurrentRun() *Run {
-	s.mu.Lock()
-	r := s.run
-	s.mu.Unlock()
-	if r == nil || r.Collected() {
-		return nil
-	}
 	return r
 }
+
+// Finish records the query's outcome: Done closes, and a result nobody
+// listens for is dropped after Config.DropAfter unless collected.
+func (r *Run) Finish(res *turn.Result, err error) {
+	r.result, r.err = res, err
+	close(r.done)
+	r.finished()
+}
+
+// TurnStarted is closed once the turn has started, or the query waits for
+// a usage limit's reset (as far as its caller is concerned, it started).
+func (r *Run) TurnStarted() <-chan struct{} { return r.started }
+
+// Err is the error that kept the query from running; valid once Done is
+// closed.
+func (r *Run) Err() error { return r.err }
 
 // SetOwner records who alone collects the run (say, an MCP task), so that
 // other views leave it alone.
@@ -184,11 +144,8 @@ func (r *Run) Owner() string {
 	return r.owner
 }
 
-// Session is the run's session.
-func (r *Run) Session() *Session { return r.session }
-
 // Thinking reports whether the run includes thinking texts.
-func (r *Run) Thinking() bool { return r.opts.IncludeThinking }
+func (r *Run) Thinking() bool { return r.cfg.Thinking }
 
 // Started is when the run started.
 func (r *Run) Started() time.Time { return r.start }
@@ -198,41 +155,42 @@ func (r *Run) Done() <-chan struct{} { return r.done }
 
 // Cancel interrupts the turn; the run then ends with what it produced and
 // Interrupted set. The session survives.
-func (r *Run) Cancel() { r.cancel() }
+func (r *Run) Cancel() { r.cfg.Cancel() }
 
-func (r *Run) onEvent(e Event) {
+// OnEvent takes one of the turn's events: the query's OnEvent.
+func (r *Run) OnEvent(e turn.Event) {
 	r.mu.Lock()
-	if e.Kind != EventHeartbeat && e.Kind != EventLimitWarning {
+	if e.Kind != turn.EventHeartbeat && e.Kind != turn.EventLimitWarning {
 		r.limited, r.limitKind = e.Until, e.Limit // set while the query waits for a reset, cleared by what comes next
 	}
 	switch e.Kind {
-	case EventQueued:
+	case turn.EventQueued:
 		r.lastStep = e.Text
-	case EventTurnStarted:
+	case turn.EventTurnStarted:
 		r.lastStep = "turn started"
-	case EventText:
+	case turn.EventText:
 		r.texts = append(r.texts, e.Text)
 		r.addStep("said: " + textcut.Cut(e.Text, 300))
-	case EventToolStarted:
+	case turn.EventToolStarted:
 		r.addStep(fmt.Sprintf("tool %s started: %s", e.Tool, textcut.Cut(e.Text, 200)))
-	case EventToolFinished:
+	case turn.EventToolFinished:
 		status := "finished"
 		if e.IsError {
 			status = "failed"
 		}
 		r.addStep(fmt.Sprintf("tool %s %s: %s", orUnknownTool(e.Tool), status, textcut.Cut(e.Text, 200)))
-	case EventPermission:
+	case turn.EventPermission:
 		r.addStep("permission: " + textcut.Cut(e.Text, 300))
-	case EventRetry:
+	case turn.EventRetry:
 		r.lastStep = textcut.Cut(e.Text, 300)
-	case EventLimited, EventLimitWarning:
+	case turn.EventLimited, turn.EventLimitWarning:
 		r.addStep(e.Text)
 	}
 	r.turns, r.tools = e.Turns, e.ToolsUsed
 	r.lastAt = time.Since(r.start)
 	l := r.listener
 	r.mu.Unlock()
-	if e.Kind == EventTurnStarted || e.Kind == EventLimited {
+	if e.Kind == turn.EventTurnStarted || e.Kind == turn.EventLimited {
 		r.onStart() // a query waiting for a usage limit's reset has started, as far as its caller is concerned
 	}
 	if l != nil {
@@ -303,8 +261,8 @@ func (r *Run) Collected() bool {
 
 // Collect returns the result of a finished run to its first caller only
 // (ok false for every later one, and while the run is still going), then
-// closes a temporary or closeAfter session.
-func (r *Run) Collect() (res *TurnResult, err error, ok bool) {
+// releases it (see Config.Release).
+func (r *Run) Collect() (res *turn.Result, err error, ok bool) {
 	select {
 	case <-r.done:
 	default:
@@ -313,7 +271,7 @@ func (r *Run) Collect() (res *TurnResult, err error, ok bool) {
 	if !r.take() {
 		return nil, nil, false
 	}
-	r.release()
+	r.cfg.Release()
 	return r.result, r.err, true
 }
 
@@ -331,18 +289,6 @@ func (r *Run) take() bool {
 	return true
 }
 
-// release closes the session when the run asked for that, or when it is
-// a one-shot's (see oneshot.go).
-func (r *Run) release() {
-	s := r.session
-	switch {
-	case s.opts.Temporary:
-		s.m.endOneShot(s)
-	case r.opts.CloseAfter:
-		_, _ = s.m.Close(s.ID)
-	}
-}
-
 // finished schedules the drop of a result nobody is waiting for.
 func (r *Run) finished() {
 	r.mu.Lock()
@@ -350,31 +296,32 @@ func (r *Run) finished() {
 	if r.listener != nil || r.collected {
 		return
 	}
-	r.dropTimer = time.AfterFunc(r.session.m.cfg.DropAfter, r.drop)
+	r.dropTimer = time.AfterFunc(r.cfg.DropAfter, r.Drop)
 }
 
-// drop gives up on a result nobody collected and releases the session as
-// a collection would.
-func (r *Run) drop() {
+// Drop gives up on a result nobody collected and releases the run as a
+// collection would: what happens Config.DropAfter after the query
+// returned, unless a listener is attached or it was collected.
+func (r *Run) Drop() {
 	if r.take() {
-		r.session.log.Info("dropping an uncollected query result", "run", r.ID)
-		r.release()
+		r.cfg.Log("dropping an uncollected query result", "run", r.ID)
+		r.cfg.Release()
 	}
 }
 
-// supersede drops the uncollected result of a run that a newer run of the
+// Supersede drops the uncollected result of a run that a newer run of the
 // same session replaced: its caller went on using the session, so neither
 // closeAfter nor the drop timer applies any more.
-func (r *Run) supersede() {
+func (r *Run) Supersede() {
 	if r.take() {
-		r.session.log.Info("a new query replaces an uncollected result", "run", r.ID)
+		r.cfg.Log("a new query replaces an uncollected result", "run", r.ID)
 	}
 }
 
-// queue is the AskPermission of a run whose questions wait for a view: it
+// Queue is the AskPermission of a run whose questions wait for a view: it
 // adds the question and blocks until it is answered or ctx ends (the
 // manager bounds it with the permission timeout and then applies policy).
-func (r *Run) queue(ctx context.Context, pr *PermissionRequest) (*claudeagent.PermissionResult, error) {
+func (r *Run) Queue(ctx context.Context, pr *turn.PermissionRequest) (*claudeagent.PermissionResult, error) {
 	q := &Question{ID: "permission-" + uuid.NewString(), PermissionRequest: pr, answer: make(chan *claudeagent.PermissionResult, 1)}
 	r.mu.Lock()
 	r.questions = append(r.questions, q)

@@ -1,4 +1,12 @@
-package sessions
+// Package images loads the images a caller sends with a prompt — files
+// resolved against the session's directory, or base64 data — checking
+// their count, size and type from the data, and renders a prompt with its
+// images as the content of a user message.
+//
+// It checks paths only through the function its caller gives (the policy
+// gate's allowed roots); it must not know sessions, the policy, the CLI's
+// process or MCP.
+package images
 
 import (
 	"encoding/base64"
@@ -9,7 +17,6 @@ import (
 	"slices"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
 )
 
 // Image is an image sent with a prompt.
@@ -18,30 +25,29 @@ type Image struct {
 	Data      []byte
 }
 
-// ImageInput is an image as a caller names it: a file, or base64 data with
+// Input is an image as a caller names it: a file, or base64 data with
 // its media type.
-type ImageInput struct {
+type Input struct {
 	Path      string `json:"path,omitempty"`
 	Data      string `json:"data,omitempty"`
 	MediaType string `json:"mediaType,omitempty"`
 }
 
-// ImageTypes are the media types the API takes.
-var ImageTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
+// Types are the media types the API takes.
+var Types = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
 
 // Limits on images, per prompt.
 const (
-	MaxImages     = 20
-	MaxImageBytes = 10 << 20
+	MaxCount = 20
+	MaxBytes = 10 << 20
 )
 
-// LoadImages reads a query's images: files are resolved against cwd and
-// must lie within the allowed roots; each image's bytes must be one of
-// ImageTypes (checked from the data, not only the name) and at most
-// MaxImageBytes.
-func (m *Manager) LoadImages(cwd string, in []ImageInput) ([]Image, error) {
-	if len(in) > MaxImages {
-		return nil, fmt.Errorf("too many images: %d, at most %d per prompt", len(in), MaxImages)
+// Load reads a query's images: files are resolved against cwd and must
+// pass checkPath (the allowed roots); each image's bytes must be one of
+// Types (checked from the data, not only the name) and at most MaxBytes.
+func Load(cwd string, in []Input, checkPath func(what, path string) error) ([]Image, error) {
+	if len(in) > MaxCount {
+		return nil, fmt.Errorf("too many images: %d, at most %d per prompt", len(in), MaxCount)
 	}
 	var out []Image
 	for i, im := range in {
@@ -62,11 +68,11 @@ func (m *Manager) LoadImages(cwd string, in []ImageInput) ([]Image, error) {
 			if err != nil || st.IsDir() {
 				return nil, fmt.Errorf("%s: %s is not a readable file", what, path)
 			}
-			if err := m.checkPath(what+" path", path); err != nil {
+			if err := checkPath(what+" path", path); err != nil {
 				return nil, err
 			}
-			if st.Size() > MaxImageBytes {
-				return nil, fmt.Errorf("%s: %s has %d bytes, more than the %d an image may have", what, path, st.Size(), MaxImageBytes)
+			if st.Size() > MaxBytes {
+				return nil, fmt.Errorf("%s: %s has %d bytes, more than the %d an image may have", what, path, st.Size(), MaxBytes)
 			}
 			if data, err = os.ReadFile(path); err != nil {
 				return nil, fmt.Errorf("%s: reading %s: %v", what, path, err)
@@ -76,14 +82,14 @@ func (m *Manager) LoadImages(cwd string, in []ImageInput) ([]Image, error) {
 			if data, err = base64.StdEncoding.DecodeString(im.Data); err != nil {
 				return nil, fmt.Errorf("%s: data is not base64: %v", what, err)
 			}
-			if len(data) > MaxImageBytes {
-				return nil, fmt.Errorf("%s: %d bytes, more than the %d an image may have", what, len(data), MaxImageBytes)
+			if len(data) > MaxBytes {
+				return nil, fmt.Errorf("%s: %d bytes, more than the %d an image may have", what, len(data), MaxBytes)
 			}
 		default:
 			return nil, fmt.Errorf("%s: give path, or data with mediaType", what)
 		}
 		sniffed := http.DetectContentType(data)
-		if !slices.Contains(ImageTypes, sniffed) {
+		if !slices.Contains(Types, sniffed) {
 			return nil, fmt.Errorf("%s: not an image of a type the model reads (%s); use PNG, JPEG, GIF or WebP", what, sniffed)
 		}
 		if im.MediaType != "" && im.MediaType != sniffed {
@@ -94,9 +100,9 @@ func (m *Manager) LoadImages(cwd string, in []ImageInput) ([]Image, error) {
 	return out, nil
 }
 
-// userContent is the content of a user message: the text alone, or the
-// text followed by image blocks.
-func userContent(prompt string, images []Image) any {
+// Content is the content of a user message: the text alone, or the text
+// followed by image blocks.
+func Content(prompt string, images []Image) any {
 	if len(images) == 0 {
 		return prompt
 	}
@@ -106,28 +112,4 @@ func userContent(prompt string, images []Image) any {
 			"type": "base64", "media_type": im.MediaType, "data": base64.StdEncoding.EncodeToString(im.Data)}})
 	}
 	return blocks
-}
-
-// LoadImages reads a query's images for s: image files pass the policy
-// gate first (over HTTP they read files of the server), then see
-// Manager.LoadImages.
-func (s *Session) LoadImages(in []ImageInput) ([]Image, error) {
-	cwd := s.Info().Cwd
-	var uses []policy.Use
-	for i, im := range in {
-		if im.Path == "" {
-			continue
-		}
-		path := im.Path
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(cwd, path)
-		}
-		uses = append(uses, policy.ImagePath(fmt.Sprintf("images[%d] path", i), path))
-	}
-	if len(uses) > 0 {
-		if err := s.gateChange("", nil, uses); err != nil {
-			return nil, err
-		}
-	}
-	return s.m.LoadImages(cwd, in)
 }
