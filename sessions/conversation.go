@@ -36,6 +36,11 @@ func (s *Session) History() []history.Entry {
 // recordTurn appends a finished turn to the history; s.mu is held.
 func (s *Session) recordTurn(prompt string, started time.Time, t *turn.Turn) {
 	s.addHistoryLocked(history.Entry{Kind: "prompt", Text: prompt, Time: started})
+	s.recordSteps(t)
+}
+
+// recordSteps adds the steps of t to the history; s.mu is held.
+func (s *Session) recordSteps(t *turn.Turn) {
 	for _, e := range t.Steps() {
 		s.addHistoryLocked(e)
 	}

@@ -31,9 +31,11 @@ func (s *Session) pump(p *claudeagent.Process, done chan struct{}) {
 			s.log.Debug("message outside a query", "type", m.Type())
 			continue
 		}
+		s.steerMu.Lock()
 		if t.Handle(m) {
-			t.Finish()
+			s.endTurn(t)
 		}
+		s.steerMu.Unlock()
 	}
 	exitErr := p.Wait()
 	s.m.pool.Release(s.holder())

@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
@@ -175,6 +176,8 @@ type Manager struct {
 
 	closing sync.WaitGroup // temporary sessions closing after their answer went out
 	quiet   *quiet.Quiet   // calls cfg.OnIdle when no query, create or spare start has run for a while
+
+	onFollowUp atomic.Pointer[func(*Run)] // told of each follow-up's run (steer.go)
 }
 
 // NewManager returns a manager. When cfg.Registry is set, the sessions it

@@ -43,7 +43,7 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*t
 	s.m.quiet.Begin()
 	defer s.m.quiet.End()
 	defer func() {
-		s.release()
+		s.handOff() // to a follow-up the turn left running (steer.go), else released
 		s.m.pool.Idle() // only now can the session give its process to a waiting query
 		s.m.spareOn(turnEnded, CreateOptions{})
 	}()
@@ -131,6 +131,7 @@ type turnEnd struct {
 	started  time.Time // when the prompt went out
 	prevCost float64   // the process's cost before the turn
 	replayed bool      // the prompt carried the recorded history (a lost transcript)
+	followUp bool      // the turn answers steered messages (steer.go): its prompt is in the turn before
 	thinking turn.Thinking
 }
 
@@ -148,7 +149,13 @@ func (qo QueryOptions) thinking() turn.Thinking {
 // limit it met; the session goes idle again.
 func (s *Session) finish(t *turn.Turn, end turnEnd) *turn.Result {
 	s.mu.Lock()
-	s.cur, s.curAsk = nil, nil
+	if s.cur == t { // else a follow-up runs (steer.go)
+		s.cur, s.curAsk = nil, nil
+	}
+	fu := s.followUp
+	if fu != nil && fu.turn == t {
+		s.followUp, fu = nil, nil // this is the follow-up's end
+	}
 	if total, ok := t.TotalCost(); ok {
 		s.procCost = total
 		s.forkPending = false // the fork exists now; later starts resume it
@@ -157,9 +164,13 @@ func (s *Session) finish(t *turn.Turn, end turnEnd) *turn.Result {
 	if end.replayed {
 		r.Recovered = "replayed"
 	}
-	if end.prompt != "" {
+	switch {
+	case end.followUp:
+		s.recordSteps(t)
+	case end.prompt != "":
 		s.recordTurn(end.prompt, end.started, t)
 	}
+	r.FollowUp = fu != nil && fu.after == t
 	s.noteLimitsLocked(t)
 	if r.ClaudeSessionID != "" {
 		s.setClaudeSessionIDLocked(r.ClaudeSessionID)
@@ -175,7 +186,7 @@ func (s *Session) finish(t *turn.Turn, end turnEnd) *turn.Result {
 	s.cost += r.CostUSD
 	s.lastUsed = time.Now()
 	s.explainLocked(r)
-	if s.state == StateRunning || s.state == StateInterrupting {
+	if fu == nil && (s.state == StateRunning || s.state == StateInterrupting) {
 		if s.proc != nil {
 			s.moveLocked(StateIdle)
 		} else {

@@ -59,7 +59,7 @@ func (r *Run) Session() *Session { return r.session }
 func (s *Session) StartRun(ctx context.Context, prompt string, o RunOptions) (*Run, error) {
 	rctx, cancel := context.WithCancel(context.Background())
 	r := &Run{session: s}
-	r.Run = run.New(run.Config{Thinking: o.IncludeThinking, Listener: o.Listener, Cancel: cancel,
+	r.Run = run.New(run.Config{Prompt: prompt, Thinking: o.IncludeThinking, Listener: o.Listener, Cancel: cancel,
 		DropAfter: s.m.cfg.DropAfter, Release: func() { s.releaseRun(o.CloseAfter) }, Log: s.log.Info})
 	qo := QueryOptions{IncludeThinking: o.IncludeThinking, Effort: o.Effort, Images: o.Images, OnLimit: o.OnLimit, OnEvent: r.OnEvent}
 	switch {
@@ -106,7 +106,11 @@ func (s *Session) StartRun(ctx context.Context, prompt string, o RunOptions) (*R
 // dropped, when the run asked for that (closeAfter) or the session is a
 // one-shot's (see oneshot.go).
 func (s *Session) releaseRun(closeAfter bool) {
+	s.mu.Lock()
+	following := s.followUp != nil // its run's release ends the one-shot
+	s.mu.Unlock()
 	switch {
+	case s.opts.Temporary && following:
 	case s.opts.Temporary:
 		s.m.endOneShot(s)
 	case closeAfter:
@@ -118,10 +122,13 @@ func (s *Session) releaseRun(closeAfter bool) {
 // collected yet (running or finished), or nil.
 func (s *Session) CurrentRun() *Run {
 	s.mu.Lock()
-	r := s.run
+	r, follow := s.run, s.followRun
 	s.mu.Unlock()
-	if r == nil || r.Collected() {
-		return nil
+	if r != nil && !r.Collected() {
+		return r
 	}
-	return r
+	if follow != nil && !follow.Collected() {
+		return follow // a follow-up's, once the query's was collected (steer.go)
+	}
+	return nil
 }

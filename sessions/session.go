@@ -100,6 +100,9 @@ type Session struct {
 	// never hold it while calling a Manager method that locks (lock order:
 	// Manager.mu, then Session.mu).
 	mu sync.Mutex
+	// steerMu orders a message steered into the running turn with the
+	// end of that turn (steer.go); taken before mu.
+	steerMu sync.Mutex
 
 	// The state machine (state.go).
 	state   State
@@ -117,6 +120,9 @@ type Session struct {
 
 	queuePos      int           // while queued: the position, 1 is next
 	run           *Run          // the latest run whose result may still be collected
+	followUp      *followUp     // the turn the CLI runs for steered messages, while it runs (steer.go)
+	followRun     *Run          // the latest follow-up's run, whose result may still be collected
+	textFollowers int           // who follow the running turn's text as it streams (FollowText)
 	worktreeFinal *WorktreeInfo // what close did with the worktree
 	idleTimer     *time.Timer
 	oneShot       bool // opened by OneShot: its query follows at once

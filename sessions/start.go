@@ -207,6 +207,7 @@ func (s *Session) started(p *claudeagent.Process, resp *claudeagent.InitializeRe
 	stopping := s.m.shuttingDown() // before s.mu: the manager's lock comes first
 	s.mu.Lock()
 	s.proc, s.procCost, s.procEffort, s.everStarted = p, 0, opts.Effort, true
+	p.KeepPartials(s.textFollowers > 0)
 	s.pumpDone = make(chan struct{})
 	s.models = resp.Models
 	if s.model == "" || s.opts.Model != "" {
@@ -241,8 +242,11 @@ func (s *Session) processOptions() claudeagent.Options {
 		StrictMCPConfig:       o.StrictMCPConfig,
 		Env:                   mergeEnv(subAgentEnv, s.profileEnv, s.m.ownerEnv(o.Owner), o.Env),
 		PermissionPromptStdio: true,
-		OnControlRequest:      s.onControl,
-		Ceiling:               s.m.policy.Ceiling(&o, s.cwdLocked()),
+		// Text deltas, dropped undecoded unless someone follows the text
+		// (FollowText).
+		IncludePartialMessages: true,
+		OnControlRequest:       s.onControl,
+		Ceiling:                s.m.policy.Ceiling(&o, s.cwdLocked()),
 	}
 	opts.SettingSources = s.m.policy.SettingSources(&o)
 	if opts.Tools == nil && s.m.cfg.ToolsCeiling != nil {

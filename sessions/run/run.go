@@ -26,6 +26,11 @@ import (
 
 // Config is what a run is told when it starts.
 type Config struct {
+	// Prompt is what the query sent: for a page opened in the middle of
+	// the turn. Steered marks the run of a follow-up, whose prompt is the
+	// messages steered into the turn before.
+	Prompt  string
+	Steered bool
 	// Thinking is whether the run's result includes thinking texts.
 	Thinking bool
 	// Listener receives the turn's events from the first one on, until it
@@ -63,7 +68,8 @@ type Progress struct {
 	ToolsUsed int           // tool calls
 	LastStep  string        // what happened last, for a person
 	LastAt    time.Duration // when it happened, since the start
-	Text      string        // the assistant text so far
+	Text      string        // the assistant text so far, the message being written included
+	Partial   string        // the message being written, so far (partial messages)
 	// LimitedUntil, while the query waits for the account's usage limit to
 	// reset, is the reset (zero otherwise); LimitKind which limit.
 	LimitedUntil time.Time
@@ -87,6 +93,7 @@ type Run struct {
 	activity  []string
 	reported  int
 	texts     []string
+	partial   strings.Builder // the text being written: deltas since the last whole text
 	turns     int // API round trips, as of the latest event
 	tools     int // tool calls, likewise
 	lastStep  string
@@ -144,6 +151,10 @@ func (r *Run) Owner() string {
 	return r.owner
 }
 
+// Prompt is what the query sent (the steered messages, for a follow-up,
+// with Steered true).
+func (r *Run) Prompt() (prompt string, steered bool) { return r.cfg.Prompt, r.cfg.Steered }
+
 // Thinking reports whether the run includes thinking texts.
 func (r *Run) Thinking() bool { return r.cfg.Thinking }
 
@@ -170,7 +181,14 @@ func (r *Run) OnEvent(e turn.Event) {
 		r.lastStep = "turn started"
 	case turn.EventText:
 		r.texts = append(r.texts, e.Text)
+		r.partial.Reset() // the whole text replaces its deltas
 		r.addStep("said: " + textcut.Cut(e.Text, 300))
+	case turn.EventTextDelta:
+		if r.partial.Len() < maxPartialBytes {
+			r.partial.WriteString(e.Text)
+		}
+	case turn.EventSteer:
+		r.addStep("steered: " + textcut.Cut(e.Text, 300))
 	case turn.EventToolStarted:
 		r.addStep(fmt.Sprintf("tool %s started: %s", e.Tool, textcut.Cut(e.Text, 200)))
 	case turn.EventToolFinished:
@@ -238,9 +256,17 @@ func (r *Run) Progress() Progress {
 }
 
 func (r *Run) progressLocked() Progress {
+	texts := r.texts
+	if r.partial.Len() > 0 {
+		texts = append(texts[:len(texts):len(texts)], r.partial.String())
+	}
 	return Progress{Elapsed: time.Since(r.start), Turns: r.turns, ToolsUsed: r.tools, LastStep: r.lastStep, LastAt: r.lastAt,
-		Text: strings.Join(r.texts, "\n\n"), LimitedUntil: r.limited, LimitKind: r.limitKind}
+		Text: strings.Join(texts, "\n\n"), Partial: r.partial.String(), LimitedUntil: r.limited, LimitKind: r.limitKind}
 }
+
+// maxPartialBytes bounds the text a run keeps of a message being written
+// (its whole text, when it comes, replaces it).
+const maxPartialBytes = 1 << 20
 
 // TakeActivity returns what happened since the last call (steps for a
 // person: texts, tool calls, permission answers).

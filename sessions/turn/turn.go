@@ -33,6 +33,8 @@ const (
 	EventQueued       EventKind = "queued" // waiting for a live process, before the turn starts
 	EventTurnStarted  EventKind = "turn_started"
 	EventText         EventKind = "text"
+	EventTextDelta    EventKind = "text_delta" // a piece of the text the model is writing (partial messages)
+	EventSteer        EventKind = "steer"      // a message written into the running turn (Session.Steer)
 	EventThinking     EventKind = "thinking"
 	EventToolStarted  EventKind = "tool_started"
 	EventToolFinished EventKind = "tool_finished"
@@ -138,6 +140,10 @@ type Result struct {
 	// LimitNote is the CLI's warning that the usage limit is near, for a
 	// person; "" without one.
 	LimitNote string
+	// FollowUp is set when a message steered into the turn was not folded
+	// into it: the CLI answers it in a turn of its own, which the session
+	// runs on (collected like any run, see Session.Steer).
+	FollowUp bool
 }
 
 // Turn aggregates the messages of one query. The session's pump goroutine
@@ -165,6 +171,7 @@ type Turn struct {
 	forced      string // why the process was stopped to end the turn
 	denials     []PermissionDenial
 	limits      turnLimits // the usage limit as the turn met it (limit.go)
+	steering               // messages steered into the turn (steer.go)
 	carry       carried    // what the turns before a continuation produced (limit.go)
 
 	done     chan struct{} // closed when the turn ended; replaced by Again (limit.go)
@@ -185,7 +192,7 @@ func New(onEvent func(Event), now func() time.Time) *Turn {
 		now = time.Now
 	}
 	return &Turn{start: time.Now(), uuid: uuid.NewString(), onEvent: onEvent, now: now, toolIndex: map[string]int{},
-		done: make(chan struct{}), stopped: make(chan struct{})}
+		done: make(chan struct{}), stopped: make(chan struct{}), steering: steering{seen: make(chan struct{})}}
 }
 
 // ID is the uuid of the user message whose turn t waits for.
@@ -217,6 +224,7 @@ func (t *Turn) Emit(e Event) {
 // Handle folds one CLI message into the turn; it reports whether the turn
 // has ended.
 func (t *Turn) Handle(m claudeagent.Message) bool {
+	t.seenOnce.Do(func() { close(t.seen) })
 	switch m := m.(type) {
 	case *claudeagent.SystemMessage:
 		t.handleSystem(m)
@@ -226,8 +234,10 @@ func (t *Turn) Handle(m claudeagent.Message) bool {
 		t.handleToolResults(m)
 	case *claudeagent.RateLimitEvent:
 		t.noteLimit(&m.Info)
+	case *claudeagent.StreamEvent:
+		t.handleStream(m)
 	case *claudeagent.ResultMessage:
-		if !m.Answers(t.ID()) {
+		if !t.answeredBy(m) {
 			// A turn the CLI started by itself (a background task finished):
 			// not this query's end.
 			return false
@@ -311,6 +321,7 @@ func (t *Turn) handleToolResults(m *claudeagent.UserMessage) {
 		}
 		out := b.ResultText()
 		t.mu.Lock()
+		t.toolResults++
 		i, ok := t.toolIndex[b.ToolUseID]
 		var name string
 		if ok {
