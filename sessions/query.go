@@ -43,7 +43,7 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*t
 	s.m.quiet.Begin()
 	defer s.m.quiet.End()
 	defer func() {
-		s.handOff() // to a follow-up the turn left running (steer.go), else released
+		s.handOff()     // to a follow-up the turn left running (steer.go), else released
 		s.m.pool.Idle() // only now can the session give its process to a waiting query
 		s.m.spareOn(turnEnded, CreateOptions{})
 	}()

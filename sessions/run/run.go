@@ -94,8 +94,8 @@ type Run struct {
 	reported  int
 	texts     []string
 	partial   strings.Builder // the text being written: deltas since the last whole text
-	turns     int // API round trips, as of the latest event
-	tools     int // tool calls, likewise
+	turns     int             // API round trips, as of the latest event
+	tools     int             // tool calls, likewise
 	lastStep  string
 	lastAt    time.Duration // when the latest event came, since start
 	limited   time.Time     // while the query waits for a usage limit to reset: the reset
