@@ -11,12 +11,32 @@ import (
 // userKey carries the calling user in a request's context.
 type userKey struct{}
 
-// withUser puts the user of req (its bearer token's) into ctx.
+// grantKey carries the --http-allow classes the caller's OAuth token
+// grants ([]string), when it narrows them (sessions.GrantKey).
+type grantKey struct{}
+
+// withUser puts the user of req (its bearer token's) into ctx, and the
+// classes its token grants when they narrow --http-allow.
 func withUser(ctx context.Context, req mcp.Request) context.Context {
-	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
-		return context.WithValue(ctx, userKey{}, ex.TokenInfo.UserID)
+	ex := req.GetExtra()
+	if ex == nil || ex.TokenInfo == nil {
+		return ctx
+	}
+	ctx = context.WithValue(ctx, userKey{}, ex.TokenInfo.UserID)
+	if g, ok := ex.TokenInfo.Extra[sessions.GrantKey].([]string); ok {
+		ctx = context.WithValue(ctx, grantKey{}, g)
 	}
 	return ctx
+}
+
+// grantOf is the classes the caller's token grants, nil when it does not
+// narrow --http-allow (see sessions.CreateOptions.Grant).
+func grantOf(ctx context.Context) *[]string {
+	g, ok := ctx.Value(grantKey{}).([]string)
+	if !ok {
+		return nil
+	}
+	return &g
 }
 
 // userOf is the calling user: the bearer token's over HTTP, "" on stdio.

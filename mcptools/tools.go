@@ -179,10 +179,12 @@ func (h *handlers) session(ctx context.Context, id string) (*sessions.Session, e
 }
 
 // owned fills in the owner of a new session: the caller (over HTTP, the
-// bearer token's user). Everything else a caller may or may not choose is
-// the policy gate's (sessions/gate.go).
+// bearer token's user), and what their OAuth token grants. Everything
+// else a caller may or may not choose is the policy gate's
+// (sessions/gate.go).
 func owned(ctx context.Context, o *sessions.CreateOptions) {
 	o.Owner = userOf(ctx)
+	o.Grant = grantOf(ctx)
 }
 
 // persisted is false (a pointer to it) when sessions should survive a

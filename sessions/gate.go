@@ -17,6 +17,13 @@ import (
 // policy.HTTPAllowNames).
 func HTTPAllowNames() []string { return policy.HTTPAllowNames() }
 
+// GrantKey is the key, in the Extra of a request's auth.TokenInfo (the
+// go-sdk's), of the --http-allow classes its OAuth token's scopes grant
+// ([]string; absent: all of --http-allow). The HTTP transport sets it; the
+// tools make it the CreateOptions.Grant of the sessions the caller
+// creates.
+const GrantKey = "claude-agent-mcp.grant"
+
 // newPolicy is the gate of cfg; its questions about conversations go to m.
 func newPolicy(m *Manager, cfg Config) *policy.Gate {
 	return policy.New(policy.Config{

@@ -328,3 +328,33 @@ func TestGateOperatorModeSwitched(t *testing.T) {
 		t.Errorf("after a caller's switch the mode is still the operator's: %v", op)
 	}
 }
+
+// TestGateGrantKept: a session's grant (its creator's OAuth scopes) binds
+// its later changes — a mode switch that --http-allow would open but the
+// grant does not is refused naming --oauth-scope-classes — and goes with
+// the session into its registry entry and back.
+func TestGateGrantKept(t *testing.T) {
+	wd, _ := os.Getwd()
+	m := newManager(t, Config{Remote: true, RemoteAllow: []string{"widens-permissions"}, AllowedRoots: []string{wd, os.TempDir()}})
+	grant := []string{"reads-files"}
+	s := create(t, m, CreateOptions{Owner: "alice", Grant: &grant})
+	if err := s.SetPermissionMode(ctxFor(t), "acceptEdits"); err == nil || !strings.Contains(err.Error(), "--oauth-scope-classes") {
+		t.Errorf("switching to acceptEdits with a grant without widens-permissions = %v, want refused naming --oauth-scope-classes", err)
+	}
+	s.mu.Lock()
+	e := s.entryLocked()
+	s.mu.Unlock()
+	if e.Grant == nil || !slices.Equal(*e.Grant, grant) {
+		t.Fatalf("the registry entry's grant = %v, want %v", e.Grant, grant)
+	}
+	e.Options.Grant = nil // as the entry is read back: the field is not in the options' JSON
+	restored := newSession(m, e.Options)
+	restored.applyEntryLocked(e)
+	if g := restored.opts.Grant; g == nil || !slices.Equal(*g, grant) {
+		t.Errorf("the restored session's grant = %v, want %v", g, grant)
+	}
+	other := create(t, m, CreateOptions{Owner: "bob"})
+	if err := other.SetPermissionMode(ctxFor(t), "acceptEdits"); err != nil {
+		t.Errorf("switching to acceptEdits without a grant, --http-allow widens-permissions: %v", err)
+	}
+}

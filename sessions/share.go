@@ -60,6 +60,7 @@ func (s *Session) entryLocked() store.Entry {
 		Resumable: s.resumable, ForkPending: s.forkPending, Model: s.model,
 		Created: s.created, LastUsed: s.lastUsed, Queries: s.queries, CostUSD: s.cost, Usage: store.Usage(s.usage),
 		Options: s.opts, Worktree: s.worktree, Owner: s.opts.Owner, Operator: s.opts.Operator, AgentTool: s.opts.AgentTool,
+		Grant: s.opts.Grant,
 	}
 }
 
@@ -68,6 +69,7 @@ func (s *Session) entryLocked() store.Entry {
 func (s *Session) applyEntryLocked(e store.Entry) {
 	opts := e.Options
 	opts.Owner, opts.Operator, opts.AgentTool, opts.Env, opts.Temporary = e.Owner, e.Operator, e.AgentTool, s.opts.Env, s.opts.Temporary
+	opts.Grant = e.Grant
 	s.opts = opts
 	s.claudeSessionID, s.resumable, s.forkPending = e.ClaudeSessionID, e.Resumable, e.ForkPending
 	s.pastClaudeSessionIDs = slices.Clone(e.PastClaudeSessionIDs)
@@ -219,7 +221,7 @@ func (m *Manager) restore() {
 // restoreOne makes a dormant session of a registry entry, refused when
 // today's policy does not let it run.
 func (m *Manager) restoreOne(e store.Entry) *Session {
-	e.Options.Owner, e.Options.Operator, e.Options.AgentTool = e.Owner, e.Operator, e.AgentTool
+	e.Options.Owner, e.Options.Operator, e.Options.AgentTool, e.Options.Grant = e.Owner, e.Operator, e.AgentTool, e.Grant
 	s := newSession(m, e.Options) // not shared yet: no lock needed below
 	s.ID = e.SessionID
 	s.log = m.log.With("session_id", s.ID)

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/e2eenv"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakeapi"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/mcptest"
 )
 
@@ -62,6 +64,9 @@ type httpE2EOptions struct {
 	audit bool     // --audit-log <home>/audit.log
 	args  []string
 	noCLI bool // serve without a claude CLI (nor fake API): the protocol alone
+	// fakeCLI serves with the fake CLI (the test binary, see main_test.go)
+	// instead of the real one: no fake API.
+	fakeCLI bool
 	// setup, when set, runs before the server starts, with its home and
 	// cwd (files the CLI would find by itself).
 	setup func(home, cwd string)
@@ -93,12 +98,19 @@ func startHTTPE2E(t *testing.T, o httpE2EOptions) *httpE2E {
 		bin = serverBinary(t)
 	}
 	e := &httpE2E{tokens: map[string]string{}, hashes: map[string]string{}}
-	if o.noCLI {
+	switch {
+	case o.fakeCLI:
+		e.home = t.TempDir()
+		var env map[string]string
+		e.claude, env = fakecli.Command(t)
+		e.env = map[string]string{"HOME": e.home}
+		maps.Copy(e.env, env)
+	case o.noCLI:
 		e.home = t.TempDir()
 		e.env = map[string]string{"HOME": e.home}
 		// No CLI: nothing is spawned, not even a spare session.
 		e.claude = filepath.Join(e.home, "no-claude-here")
-	} else {
+	default:
 		e.claude = e2eenv.FindClaude(t)
 		api, err := fakeapi.Start()
 		if err != nil {

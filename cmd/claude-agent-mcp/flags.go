@@ -64,6 +64,9 @@ type config struct {
 	http              string
 	tokensFile        string
 	publicURL         string
+	oauthIssuer       string
+	oauthUserClaim    string
+	oauthScopeClasses string
 	httpMaxSessions   int
 	httpSessionIdle   time.Duration
 	httpAllow         string
@@ -118,7 +121,10 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.DurationVar(&c.taskTTL, "task-ttl", mcptools.DefaultTaskTTL, "how long a finished task's result is kept for tasks/get (from the task's creation)")
 	fs.StringVar(&c.http, "http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:8787) at /mcp instead of stdio (default: none, serve stdio)")
 	fs.StringVar(&c.tokensFile, "tokens-file", "", "bearer tokens for --http: one USER:SHA256HEX line per token (the SHA-256 of the token, never the token); reloaded on SIGHUP. CLAUDE_AGENT_MCP_TOKEN adds one token for user default (default: none)")
-	fs.StringVar(&c.publicURL, "public-url", "", "the URL clients reach --http at (default http://ADDR), for the protected resource metadata")
+	fs.StringVar(&c.publicURL, "public-url", "", "the URL clients reach --http at (default http://ADDR), for the protected resource metadata; with --oauth-issuer, a token's audience must be it or its /mcp")
+	fs.StringVar(&c.oauthIssuer, "oauth-issuer", "", "accept bearer JWTs of this OAuth/OpenID issuer over --http (its discovery document and keys are read at start; needs --public-url): signed by its keys, not expired, issued by it for this server; other tokens still go to --tokens-file (default: none)")
+	fs.StringVar(&c.oauthUserClaim, "oauth-user-claim", "sub", "the claim of an --oauth-issuer token that names its user (letters, digits, '.', '_', '@', '-')")
+	fs.StringVar(&c.oauthScopeClasses, "oauth-scope-classes", "", "the --http-allow classes an --oauth-issuer token's scopes grant, as scope=class,class;scope=class: a token's sessions may use only the classes of its scopes, all within --http-allow (default: none, every token has all of --http-allow)")
 	fs.IntVar(&c.httpMaxSessions, "http-max-sessions", httpserve.DefaultHTTPMaxSessions, "MCP sessions (of clients before protocol 2026-07-28) that --http holds at once, a user a tenth of them (at least 10); beyond, a new one gets 503")
 	fs.DurationVar(&c.httpSessionIdle, "http-session-idle", httpserve.DefaultHTTPSessionIdle, "close an MCP session of those (see --http-max-sessions) after this long without a request (its client opens a new one); 0 never")
 	fs.StringVar(&c.httpAllow, "http-allow", "", "classes of session options allowed over --http (comma-separated): reads-files, runs-programs, widens-permissions, internal-urls; or, as before, mcp-servers, settings, bypass, paths (= reads-files), profiles (default: none)")

@@ -22,7 +22,7 @@ var flagGroups = []flagGroup{
 	{"Policy", []string{"permission-policy", "permission-timeout", "allowed-permission-modes", "allowed-roots",
 		"allowed-tools-ceiling", "allow-session-mcp-servers", "setting-sources", "accept-no-landlock", "max-depth", "max-session-budget-usd", "max-total-budget-usd"}},
 	{"Tasks (MCP tasks, for clients that take them)", []string{"tasks", "task-after", "task-ttl"}},
-	{"HTTP and teams", []string{"http", "public-url", "tokens-file", "http-allow", "user-max-sessions", "user-max-live",
+	{"HTTP and teams", []string{"http", "public-url", "tokens-file", "oauth-issuer", "oauth-user-claim", "oauth-scope-classes", "http-allow", "user-max-sessions", "user-max-live",
 		"user-max-budget-usd", "per-user-config-dir", "http-max-sessions", "http-session-idle"}},
 	{"Performance and limits", []string{"max-live", "max-queue", "warm-spares", "idle-timeout", "max-frame-bytes", "max-prompt-bytes"}},
 	{"Dashboard", []string{"ui", "ui-admins"}},

@@ -25,6 +25,9 @@ type settings struct {
 	tools    mcptools.Options
 	profiles map[string]map[string]string
 	agents   agentfile.Config // Sources 0: no agent tools
+	// oauthScopes are the --http-allow classes of each scope
+	// (--oauth-scope-classes; nil: none given).
+	oauthScopes map[string][]string
 	// kernel is the Landlock ABI that enforces the sessions' ceilings, or
 	// why there is none (noKernel).
 	kernel   int
@@ -37,8 +40,10 @@ func (c *config) check() (*settings, error) {
 	k := &checks{}
 	userMaxLive := c.checkLimits(k)
 	allow := c.checkRemote(k)
+	scopes := c.checkOAuth(k, allow)
 	c.checkSizes(k)
 	st := c.baseSettings(userMaxLive, allow)
+	st.oauthScopes = scopes
 	c.checkPolicy(k, &st.sessions)
 	c.checkKernel(k, st)
 	c.loadFiles(k, st)
@@ -135,8 +140,8 @@ func (c *config) checkRemote(k *checks) []string {
 	}
 	if c.http != "" {
 		k.add(c.checkHTTP())
-	} else if c.tokensFile != "" || c.httpAllow != "" || c.publicURL != "" {
-		k.add(errors.New("--tokens-file, --http-allow and --public-url need --http"))
+	} else if c.tokensFile != "" || c.httpAllow != "" || c.publicURL != "" || c.oauthIssuer != "" {
+		k.add(errors.New("--tokens-file, --oauth-issuer, --http-allow and --public-url need --http"))
 	}
 	k.add(c.checkUI())
 	return allow

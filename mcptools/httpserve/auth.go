@@ -241,7 +241,7 @@ func (h *HTTPHandler) trackCalls(next mcp.MethodHandler) mcp.MethodHandler {
 		defer cancel(nil)
 		c := h.track(user, &inflight{cancel: cancel, call: true})
 		defer h.untrack(user, c)
-		if !h.o.Tokens.Has(user) { // revoked since its request's token was checked
+		if h.revoked(ex.TokenInfo) { // since its request's token was checked
 			return nil, fmt.Errorf("refusing %s: %w", method, errRevoked)
 		}
 		res, err := next(ctx, method, req)

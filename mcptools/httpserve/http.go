@@ -50,8 +50,12 @@ import (
 // HTTPOptions configure the HTTP handler.
 type HTTPOptions struct {
 	// Tokens authenticates requests; nil serves without authentication
-	// (loopback only; see the command).
+	// (loopback only; see the command), unless OAuth is set.
 	Tokens *Tokens
+	// OAuth, when set, verifies the bearer tokens that are JWTs (see
+	// OAuth); the others go to Tokens (none, when nil). The protected
+	// resource metadata names its issuer.
+	OAuth *OAuth
 	// BaseURL is the server's public URL (scheme and host), for the
 	// protected resource metadata that a 401 points to; its origin is the
 	// server's own (see sameOrigin).
@@ -152,26 +156,26 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) *HTTPHandler {
 	if o.UserMaxSessions <= 0 {
 		o.UserMaxSessions = min(o.MaxSessions, max(o.MaxSessions/10, 10))
 	}
+	if o.OAuth != nil && o.Tokens == nil {
+		o.Tokens = &Tokens{} // no file: every token that is not a JWT is unknown
+	}
 	h := &HTTPHandler{o: o, srv: srv, log: o.Logger, mux: http.NewServeMux(), origin: weborigin.Of(o.BaseURL),
-		bodies: byteBudget{limit: o.MaxBodyBytesInFlight},
-		live:   map[string]map[*inflight]struct{}{}, mcpSess: map[string]string{}, opening: map[string]int{}}
+		metaURL: strings.TrimRight(o.BaseURL, "/") + metaPath,
+		bodies:  byteBudget{limit: o.MaxBodyBytesInFlight},
+		live:    map[string]map[*inflight]struct{}{}, mcpSess: map[string]string{}, opening: map[string]int{}}
 	get := func(*http.Request) *mcp.Server { return srv }
 	sdkLog := slog.New(debuglog.Handler(o.Logger.Handler()))
 	h.stateful = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: sdkLog, MaxRequestBodyBytes: o.MaxBodyBytes,
 		SessionTimeout: o.SessionIdle})
 	h.stateless = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true, Logger: sdkLog,
 		MaxRequestBodyBytes: o.MaxBodyBytes, PropagateRequestCancellation: true})
-	const metaPath = "/.well-known/oauth-protected-resource"
 	if o.Tokens != nil {
-		h.metaURL = strings.TrimRight(o.BaseURL, "/") + metaPath
-		h.authed = auth.RequireBearerToken(h.verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: h.metaURL, AllowMissingExpiration: true})(
+		h.authed = auth.RequireBearerToken(h.verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: h.metaURL,
+			AllowMissingExpiration: true, ClockSkew: OAuthLeeway})(
 			http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				h.serveUser(w, r, auth.TokenInfoFromContext(r.Context()).UserID)
+				h.serveUser(w, r, auth.TokenInfoFromContext(r.Context()))
 			}))
-		h.mux.Handle(metaPath, auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
-			Resource: strings.TrimRight(o.BaseURL, "/") + "/mcp", BearerMethodsSupported: []string{"header"},
-			ResourceName: "claude-agent-mcp",
-		}))
+		h.serveMetadata()
 		srv.AddReceivingMiddleware(h.trackCalls)
 	}
 	h.mux.HandleFunc("/mcp", h.serveMCP)
@@ -187,6 +191,28 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) *HTTPHandler {
 	return h
 }
 
+// metaPath is the protected resource metadata's path (RFC 9728); it is
+// served at metaPath+"/mcp" too, the path RFC 9728 gives the metadata of
+// the resource /mcp.
+const metaPath = "/.well-known/oauth-protected-resource"
+
+// serveMetadata serves the protected resource metadata, which a 401's
+// WWW-Authenticate points to: the resource (/mcp), and with OAuth its
+// authorization server and the scopes that grant --http-allow classes.
+func (h *HTTPHandler) serveMetadata() {
+	meta := &oauthex.ProtectedResourceMetadata{
+		Resource: strings.TrimRight(h.o.BaseURL, "/") + "/mcp", BearerMethodsSupported: []string{"header"},
+		ResourceName: "claude-agent-mcp",
+	}
+	if h.o.OAuth != nil {
+		meta.AuthorizationServers = []string{h.o.OAuth.Issuer()}
+		meta.ScopesSupported = h.o.OAuth.Scopes()
+	}
+	handler := auth.ProtectedResourceMetadataHandler(meta)
+	h.mux.Handle(metaPath, handler)
+	h.mux.Handle(metaPath+"/mcp", handler)
+}
+
 func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
 // serveMCP serves /mcp: the origin, then the token.
@@ -196,7 +222,7 @@ func (h *HTTPHandler) serveMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.o.Tokens == nil {
-		h.serveUser(w, r, "")
+		h.serveUser(w, r, nil)
 		return
 	}
 	if f := strings.Fields(r.Header.Get("Authorization")); len(f) != 2 || !strings.EqualFold(f[0], "bearer") {
@@ -205,8 +231,17 @@ func (h *HTTPHandler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	h.authed.ServeHTTP(w, r)
 }
 
-// verify checks a bearer token; a failure is logged and reported.
+// verify checks a bearer token: a JWT against the OAuth issuer when there
+// is one, any other against the tokens file. A failure is logged and
+// reported.
 func (h *HTTPHandler) verify(ctx context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
+	if h.o.OAuth != nil && looksLikeJWT(token) {
+		info, err := h.o.OAuth.verify(ctx, token)
+		if err != nil {
+			h.authFailed(r, err.Error())
+		}
+		return info, err
+	}
 	info, err := h.o.Tokens.verify(ctx, token, r)
 	if err != nil {
 		h.authFailed(r, "unknown token")
@@ -214,16 +249,26 @@ func (h *HTTPHandler) verify(ctx context.Context, token string, r *http.Request)
 	return info, err
 }
 
-// serveUser serves an authenticated request of user ("" without tokens):
-// tracked for revocation, its body read (within the limits), its deadlines
-// set for a long call or stream, then handed to the SDK.
-func (h *HTTPHandler) serveUser(w http.ResponseWriter, r *http.Request, user string) {
+// revoked reports whether the user of info has lost their token since it
+// was checked: they are no longer in the tokens file. (A JWT stands until
+// it expires, which every request checks.)
+func (h *HTTPHandler) revoked(info *auth.TokenInfo) bool {
+	return !fromOAuth(info) && !h.o.Tokens.Has(info.UserID)
+}
+
+// serveUser serves an authenticated request of the user of info (nil
+// without tokens): tracked for revocation, its body read (within the
+// limits), its deadlines set for a long call or stream, then handed to the
+// SDK.
+func (h *HTTPHandler) serveUser(w http.ResponseWriter, r *http.Request, info *auth.TokenInfo) {
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
-	if h.o.Tokens != nil {
+	user := ""
+	if info != nil {
+		user = info.UserID
 		c := h.track(user, &inflight{cancel: cancel})
 		defer h.untrack(user, c)
-		if !h.o.Tokens.Has(user) { // revoked since its token was checked
+		if h.revoked(info) { // since its token was checked
 			w.Header().Set("WWW-Authenticate", fmt.Sprintf("Bearer resource_metadata=%q", h.metaURL))
 			http.Error(w, "invalid token: revoked", http.StatusUnauthorized)
 			return
@@ -241,7 +286,7 @@ func (h *HTTPHandler) serveUser(w http.ResponseWriter, r *http.Request, user str
 	case modernRequest(r, body):
 		h.stateless.ServeHTTP(dw, r)
 	case r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "":
-		h.openSession(dw, r, user)
+		h.openSession(dw, r, info)
 	default:
 		h.stateful.ServeHTTP(dw, r)
 	}

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
 )
 
 // The limits of the HTTP transport: timeouts of the connections, request
@@ -174,7 +176,11 @@ func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request) (body []b
 // openSession serves a POST without Mcp-Session-Id to the stateful handler
 // (the initialize of a session) within the caps on stateful sessions
 // (503 beyond), and records the session it opens as user's.
-func (h *HTTPHandler) openSession(w http.ResponseWriter, r *http.Request, user string) {
+func (h *HTTPHandler) openSession(w http.ResponseWriter, r *http.Request, info *auth.TokenInfo) {
+	user := ""
+	if info != nil {
+		user = info.UserID
+	}
 	if msg := h.admitSession(user); msg != "" {
 		w.Header().Set("Retry-After", "60")
 		http.Error(w, msg, http.StatusServiceUnavailable)
@@ -192,7 +198,7 @@ func (h *HTTPHandler) openSession(w http.ResponseWriter, r *http.Request, user s
 		}
 		h.mu.Unlock()
 		// Revoked while it opened: Revoke did not see it.
-		if id != "" && h.o.Tokens != nil && !h.o.Tokens.Has(user) {
+		if id != "" && info != nil && h.revoked(info) {
 			var wg sync.WaitGroup
 			h.closeSessions(&wg, map[string]bool{id: true})
 			wg.Wait()

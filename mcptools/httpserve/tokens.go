@@ -38,6 +38,10 @@ var (
 	tokenUserRE = regexp.MustCompile(`^[A-Za-z0-9._@-]{1,64}$`)
 )
 
+// validUser reports whether u may name a user: it names a directory
+// under --per-user-config-dir.
+func validUser(u string) bool { return tokenUserRE.MatchString(u) && u != "." && u != ".." }
+
 // LoadTokens reads the tokens file (path "" for none) and adds the single
 // token (raw; "" for none) as user "default". No token at all is no error:
 // every request is then refused (see Users).
@@ -78,7 +82,7 @@ func (t *Tokens) Reload() (removed []string, err error) {
 				return nil, fmt.Errorf("--tokens-file %s line %d: want USER:SHA256HEX (the SHA-256 of the token, 64 hex digits; never the token itself)", t.path, n)
 			}
 			user := line[:i]
-			if !tokenUserRE.MatchString(user) || user == "." || user == ".." {
+			if !validUser(user) {
 				return nil, fmt.Errorf(`--tokens-file %s line %d: the user name must be 1 to 64 letters, digits, '.', '_', '@' or '-', and not "." or ".." (it names a directory under --per-user-config-dir)`, t.path, n)
 			}
 			byHash[strings.ToLower(line[i+1:])] = user

@@ -45,6 +45,11 @@ type CreateOptions struct {
 	// other tools: only that tool continues it. Never a tool parameter;
 	// persisted with the registry entry.
 	AgentTool string `json:"-"`
+	// Grant, when not nil, narrows --http-allow for this session to the
+	// classes it lists: those the scopes of the creator's OAuth token were
+	// given (--oauth-scope-classes). nil: all of --http-allow. Never a
+	// tool parameter; persisted with the registry entry.
+	Grant *[]string `json:"-"`
 }
 
 // AgentNames are the names of the agents o defines (agents), sorted.

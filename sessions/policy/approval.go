@@ -70,7 +70,7 @@ func (g *Gate) approvedPath(o *options.CreateOptions, cwd, p string) error {
 	if err := g.CheckPath("the path", p); err != nil {
 		return err
 	}
-	if !g.cfg.Remote || g.remoteClass(ReadsFiles) {
+	if !g.cfg.Remote || g.remoteClass(o, ReadsFiles) {
 		return nil
 	}
 	own := append([]string{cwd, o.Cwd}, o.AddDirs...)
@@ -96,7 +96,7 @@ func (g *Gate) updateAllowed(o *options.CreateOptions, cwd string, u claudeagent
 	}
 	switch {
 	case u.Type == "addRules" && (u.Behavior == "allow" || u.Behavior == ""):
-		if g.cfg.Remote && !g.remoteClass(WidensPermissions) {
+		if g.cfg.Remote && !g.remoteClass(o, WidensPermissions) {
 			return false
 		}
 		for _, r := range body.Rules {

@@ -27,7 +27,7 @@ func (g *Gate) Ceiling(o *options.CreateOptions, cwd string) *ceiling.Ceiling {
 	}
 	c := &ceiling.Ceiling{NoPrograms: !g.mayRunPrograms(o)}
 	switch {
-	case g.cfg.Remote && !g.remoteClass(ReadsFiles):
+	case g.cfg.Remote && !g.remoteClass(o, ReadsFiles):
 		c.Files = true
 		c.Write = append(c.Write, cwd, o.Cwd)
 		c.Write = append(c.Write, o.AddDirs...)
@@ -55,7 +55,7 @@ func (g *Gate) mayRunPrograms(o *options.CreateOptions) bool {
 	if t := g.cfg.ToolsCeiling; t != nil && !slices.Contains(t, "Bash") {
 		return false
 	}
-	if g.cfg.Remote && !g.remoteClass(RunsPrograms) {
+	if g.cfg.Remote && !g.remoteClass(o, RunsPrograms) {
 		if t := g.effectiveTools(o); t != nil && !slices.Contains(t, "Bash") {
 			return false
 		}
@@ -63,14 +63,15 @@ func (g *Gate) mayRunPrograms(o *options.CreateOptions) bool {
 	return true
 }
 
-// remoteClass reports whether --http-allow opens class c as a whole to
-// remote callers (by its name, or an earlier release's name for all of
-// it).
-func (g *Gate) remoteClass(c Class) bool {
+// remoteClass reports whether --http-allow, as o's grant narrows it,
+// opens class c as a whole to remote callers (by its name, or an earlier
+// release's name for all of it).
+func (g *Gate) remoteClass(o *options.CreateOptions, c Class) bool {
+	allow := g.remoteAllow(o)
 	for _, n := range classNames {
-		if n.c == c && slices.Contains(g.cfg.RemoteAllow, n.name) {
+		if n.c == c && slices.Contains(allow, n.name) {
 			return true
 		}
 	}
-	return c == ReadsFiles && slices.Contains(g.cfg.RemoteAllow, "paths")
+	return c == ReadsFiles && slices.Contains(allow, "paths")
 }

@@ -235,8 +235,9 @@ func (g *Gate) Check(o *options.CreateOptions, ch Change) (map[string]string, er
 		uses = append(uses, Use{what: "permissionMode", modes: []string{"default"}})
 	}
 	effective := g.effectiveTools(o)
+	allow := g.remoteAllow(o)
 	for _, u := range uses {
-		if err := g.checkUse(u, effective, o); err != nil {
+		if err := g.checkUse(u, effective, allow, o); err != nil {
 			return nil, err
 		}
 	}
@@ -261,9 +262,10 @@ func (g *Gate) Check(o *options.CreateOptions, ch Change) (map[string]string, er
 }
 
 // checkUse checks one use of o's: the ceilings first (they bind every
-// caller), then, for a remote caller, its class against --http-allow
-// (unless the operator chose the option's value, o.Operator).
-func (g *Gate) checkUse(u Use, effective []string, o *options.CreateOptions) error {
+// caller), then, for a remote caller, its class against allow
+// (--http-allow as the session's grant narrows it; see remoteAllow),
+// unless the operator chose the option's value (o.Operator).
+func (g *Gate) checkUse(u Use, effective, allow []string, o *options.CreateOptions) error {
 	cfg := &g.cfg
 	for _, p := range u.paths {
 		// The roots first: what lies outside them is not described.
@@ -319,17 +321,28 @@ func (g *Gate) checkUse(u Use, effective []string, o *options.CreateOptions) err
 	if u.class == Harmless && !u.unclassified {
 		return nil
 	}
-	if g.remoteAllowed(u) {
+	if g.remoteAllowed(u, allow) {
 		return nil
+	}
+	if g.remoteAllowed(u, g.cfg.RemoteAllow) {
+		return fmt.Errorf("%s is off for this session: the operator allows it over HTTP (--http-allow), but the scopes of the OAuth token that created it do not grant it (--oauth-scope-classes); create the session with a token that has such a scope", u.what)
 	}
 	return refusal(u)
 }
 
-// remoteAllowed reports whether --http-allow opens u to remote callers.
-// Reading files is open without it when --allowed-roots bounds every path
-// (checked above).
-func (g *Gate) remoteAllowed(u Use) bool {
-	allow := g.cfg.RemoteAllow
+// remoteAllow is --http-allow as o's grant narrows it: the names both
+// hold (an OAuth token's scopes; CreateOptions.Grant).
+func (g *Gate) remoteAllow(o *options.CreateOptions) []string {
+	if o.Grant == nil {
+		return g.cfg.RemoteAllow
+	}
+	return slices.DeleteFunc(slices.Clone(g.cfg.RemoteAllow), func(n string) bool { return !slices.Contains(*o.Grant, n) })
+}
+
+// remoteAllowed reports whether allow (see remoteAllow) opens u to remote
+// callers. Reading files is open without it when --allowed-roots bounds
+// every path (checked above).
+func (g *Gate) remoteAllowed(u Use, allow []string) bool {
 	if u.also != "" && slices.Contains(allow, u.also) {
 		return true
 	}

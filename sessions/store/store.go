@@ -88,6 +88,7 @@ type Entry struct {
 	Owner                string                `json:"owner,omitempty"`
 	Operator             []string              `json:"operator,omitempty"`  // options the operator chose (CreateOptions.Operator)
 	AgentTool            string                `json:"agentTool,omitempty"` // the agent tool that started it (CreateOptions.AgentTool)
+	Grant                *[]string             `json:"grant,omitempty"`     // the classes its creator's token granted (CreateOptions.Grant)
 }
 
 // Usage is the token usage an entry records: the sum of its turns'.
