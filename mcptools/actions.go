@@ -18,6 +18,7 @@ var toolActions = map[string]string{
 	"claude_session_close":   actionSteer,
 	"claude_chat_query":      actionRun,
 	"claude_chat_interrupt":  actionSteer,
+	"claude_chat_steer":      actionRun, // the message may be answered in a turn of its own
 	"claude_chat_model":      actionSteer,
 	"claude_chat_mode":       actionSteer,
 	"claude_direct_query":    actionRun,

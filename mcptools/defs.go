@@ -25,7 +25,7 @@ func (h *handlers) tools() []tool {
 		newTool(&mcp.Tool{
 			Name:  "claude_session_create",
 			Title: "Create a session",
-			Description: `Start a Claude Code session in cwd for multi-step work: then claude_chat_query, and claude_session_close when done. ` +
+			Description: `Start a Claude Code session in cwd: then claude_chat_query, and claude_session_close when done. ` +
 				`Example: {"cwd": "/repo", "model": "sonnet"}`,
 			// Open world: the protocol's default.
 			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false)},
@@ -33,7 +33,7 @@ func (h *handlers) tools() []tool {
 		newTool(&mcp.Tool{
 			Name:        "claude_session_close",
 			Title:       "Close a session",
-			Description: `Close a session and stop its process. Example: {"sessionId": "4b1c…"}`,
+			Description: `Close a session and stop its process for good.`,
 			// Destructive: the protocol's default.
 			Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(false)},
 		}, h.close),
@@ -47,9 +47,15 @@ func (h *handlers) tools() []tool {
 			// No annotations: the defaults (destructive, open world) are right.
 		}, h.query),
 		newTool(&mcp.Tool{
+			Name:  "claude_chat_steer",
+			Title: "Steer a query",
+			Description: `Send a message into a running query. Example: {"sessionId": "4b1c…", "message": "Skip the docs"}`,
+			// No annotations: a message is a prompt (destructive, open world).
+		}, h.steer),
+		newTool(&mcp.Tool{
 			Name:        "claude_chat_interrupt",
-			Title:       "Interrupt a query",
-			Description: `Stop a session's running query. Example: {"sessionId": "4b1c…"}`,
+			Title:       "Interrupt",
+			Description: `Stop a session's running query; it stays.`,
 			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)},
 		}, h.interrupt),
 		newTool(&mcp.Tool{
@@ -60,33 +66,33 @@ func (h *handlers) tools() []tool {
 		}, h.model),
 		newTool(&mcp.Tool{
 			Name:        "claude_chat_mode",
-			Title:       "Switch permission mode",
+			Title:       "Switch mode",
 			Description: `Switch a session's permission mode. Example: {"sessionId": "4b1c…", "permissionMode": "plan"}`,
 			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)},
 		}, h.mode),
 		newTool(&mcp.Tool{
 			Name:  "claude_direct_query",
 			Title: "One-off query",
-			Description: `One-off task: a prompt in a temporary session; parameters as in claude_chat_query and claude_session_create. ` +
+			Description: `One-off prompt in a temporary session; parameters as in claude_chat_query and claude_session_create. ` +
 				`Example: {"prompt": "Summarise README.md", "cwd": "/repo"}`,
 			// No annotations: the defaults (destructive, open world) are right.
 		}, h.direct),
 		newTool(&mcp.Tool{
 			Name:        "claude_session_list",
 			Title:       "List sessions",
-			Description: `List sessions: state, model, cwd, cost. Example: {}`,
+			Description: `List sessions: name, state, activity, cost.`,
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
 		}, h.list),
 		newTool(&mcp.Tool{
 			Name:        "claude_chat_wait",
 			Title:       "Wait for a query",
-			Description: `Get the result of a query that returned status running. Example: {"sessionId": "4b1c…"}`,
+			Description: `Get the result of a query that returned status running.`,
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 		}, h.wait),
 		newTool(&mcp.Tool{
 			Name:        "claude_session_history",
 			Title:       "Session history",
-			Description: `Page through a session's conversation. Example: {"sessionId": "4b1c…"}`,
+			Description: `Page through a session's conversation. Example: {"sessionId": "4b1c…", "limit": 9}`,
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
 		}, h.history),
 	}
@@ -114,6 +120,14 @@ func newTool[In, Out any](def *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) tool {
 	if _, ok := any(*new(In)).(DirectInput); ok {
 		in.Required = []string{"prompt"}
 		check, in = in, directSchema(in.CloneSchemas())
+	}
+	if p := in.Properties["images"]; p != nil && p.Items != nil {
+		// Listed: what an item is (its description names the fields);
+		// checked: the fields too.
+		if in == check {
+			in = in.CloneSchemas()
+		}
+		in.Properties["images"].Items = &jsonschema.Schema{Type: "object"}
 	}
 	def.InputSchema = in
 	out := mustSchema[Out]()
@@ -240,13 +254,14 @@ func shape(s *jsonschema.Schema, keys []string) {
 // outputKeys are the fields an output schema lists, by result type: what
 // a caller reads first.
 var outputKeys = map[reflect.Type][]string{
-	reflect.TypeFor[QueryOutput]():     {"finalText", "status"},
+	reflect.TypeFor[QueryOutput]():     {"finalText"},
 	reflect.TypeFor[CreateOutput]():    {"sessionId"},
 	reflect.TypeFor[CloseOutput]():     {"closed"},
+	reflect.TypeFor[SteerOutput]():     {"sent"},
 	reflect.TypeFor[InterruptOutput](): {"interrupted"},
 	reflect.TypeFor[ModelOutput]():     {"resolvedModel"},
 	reflect.TypeFor[ModeOutput]():      {"permissionMode"},
-	reflect.TypeFor[HistoryOutput]():   {"entries", "olderCursor"},
+	reflect.TypeFor[HistoryOutput]():   {"entries"},
 	reflect.TypeFor[ListOutput]():      {"sessions"},
 }
 

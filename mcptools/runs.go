@@ -152,7 +152,12 @@ func (h *handlers) finalResult(s *sessions.Session, r *turn.Result, err error) (
 	if !s.Info().Temporary {
 		out.Persisted = h.persisted()
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: resultText(s.ID, r)}}, IsError: r.IsError}, out, nil
+	text := resultText(s.ID, r)
+	if r.FollowUp {
+		out.FollowUp = &FollowUpOutput{Status: "running"}
+		text += followUpNote(s.ID)
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: r.IsError}, out, nil
 }
 
 // running describes a query that is still running: its text so far and
@@ -186,7 +191,7 @@ func (h *handlers) running(r *sessions.Run) (*mcp.CallToolResult, QueryOutput, e
 // WaitInput is claude_chat_wait's arguments.
 type WaitInput struct {
 	SessionID   string `json:"sessionId"`
-	WaitSeconds int    `json:"waitSeconds,omitempty" jsonschema:"Return status running after this long"`
+	WaitSeconds int    `json:"waitSeconds,omitempty" jsonschema:"Seconds, then status running"`
 }
 
 func (h *handlers) wait(ctx context.Context, req *mcp.CallToolRequest, in WaitInput) (*mcp.CallToolResult, QueryOutput, error) {

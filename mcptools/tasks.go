@@ -99,7 +99,11 @@ func (h *handlers) newTask(ctx context.Context, tool string, r *sessions.Run) *t
 			t.finish(taskFailed, "the result was collected elsewhere", nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the result was collected elsewhere"})
 			return
 		}
-		t.complete(h, r.Session(), res, err)
+		var follow *turn.Result
+		if err == nil && res.FollowUp {
+			follow = awaitFollowUp(r.Session()) // it ends the task
+		}
+		t.complete(h, r.Session(), res, err, follow)
 		auditTaskEnded(h.audit, t)
 	}()
 	return t
@@ -108,7 +112,7 @@ func (h *handlers) newTask(ctx context.Context, tool string, r *sessions.Run) *t
 // complete records the end of the turn: completed with exactly the result
 // the synchronous call would have returned, cancelled when tasks/cancel (or
 // closing the session) took the turn down, failed for a protocol error.
-func (t *task) complete(h *handlers, s *sessions.Session, res *turn.Result, err error) {
+func (t *task) complete(h *handlers, s *sessions.Session, res *turn.Result, err error, follow *turn.Result) {
 	t.mu.Lock()
 	cancelled := t.cancelled
 	t.mu.Unlock()
@@ -131,6 +135,10 @@ func (t *task) complete(h *handlers, s *sessions.Session, res *turn.Result, err 
 	case cerr != nil:
 		callRes = &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: cerr.Error()}}, IsError: true}
 	default:
+		if follow != nil {
+			out.FollowUp = followUpOf(follow)
+			callRes.Content = []mcp.Content{&mcp.TextContent{Text: resultText(s.ID, res) + followUpText(s.ID, follow)}}
+		}
 		callRes.StructuredContent = out
 	}
 	msg := "Completed."

@@ -323,7 +323,7 @@ func TestTaskFailed(t *testing.T) {
 	t.Parallel()
 	h := &handlers{opts: Options{MaxResultChars: 100}}
 	tk := &task{id: "t", created: time.Now(), ttl: time.Hour}
-	tk.complete(h, nil, nil, fmt.Errorf("%w: boom", sessions.ErrBusy))
+	tk.complete(h, nil, nil, fmt.Errorf("%w: boom", sessions.ErrBusy), nil)
 	st := tk.state()
 	var rpcErr *jsonrpc.Error
 	if st.Status != taskFailed || st.Error == nil || st.Result != nil || !errors.As(error(st.Error), &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams {

@@ -147,6 +147,7 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 		h.inputs[t.def.Name] = t.input
 	}
 	h.attachDashboard(opts.Dashboard)
+	mgr.OnFollowUp(h.followUpStarted)
 	if h.agents = opts.Agents; h.agents != nil {
 		h.dynamicAction = func(name string) (string, bool) {
 			if h.agents.Has(name) {
@@ -556,7 +557,7 @@ func (h *handlers) list(ctx context.Context, req *mcp.CallToolRequest, in ListIn
 			Name: i.Name, Effort: i.Effort, Worktree: s.WorktreeInfo(ctx), AgentTool: i.AgentTool,
 			LimitedUntil: rfc3339(i.LimitedUntil), LimitNote: i.LimitNote,
 		})
-		fmt.Fprintf(&b, "- %s (claudeSessionId %s): %s, %s, %d queries, cwd %s%s\n", i.SessionID, i.ClaudeSessionID, i.State, orUnknown(i.Model), i.Queries, i.Cwd, sessionLimit(i))
+		fmt.Fprintf(&b, "- %s: %s. %s, %d queries, $%.4f, cwd %s (claudeSessionId %s)%s\n", sessionLabel(i), doingNow(s, i), orUnknown(i.Model), i.Queries, i.CostUSD, i.Cwd, i.ClaudeSessionID, sessionLimit(i))
 	}
 	return textResult(b.String()), out, nil
 }

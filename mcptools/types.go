@@ -43,11 +43,11 @@ type CloseOutput struct {
 type QueryInput struct {
 	SessionID       string         `json:"sessionId"`
 	Prompt          string         `json:"prompt"`
-	Images          []images.Input `json:"images,omitempty" jsonschema:"A path, or base64 data and mediaType"`
+	Images          []images.Input `json:"images,omitempty" jsonschema:"Each {path} or {data, mediaType}"`
 	Effort          string         `json:"effort,omitempty"`
 	CloseAfter      bool           `json:"closeAfter,omitempty"`
 	IncludeThinking bool           `json:"includeThinking,omitempty"`
-	WaitSeconds     int            `json:"waitSeconds,omitempty" jsonschema:"Return status running after this long"`
+	WaitSeconds     int            `json:"waitSeconds,omitempty" jsonschema:"Seconds, then status running"`
 	OnUsageLimit    string         `json:"onUsageLimit,omitempty"`
 }
 
@@ -97,6 +97,7 @@ type QueryOutput struct {
 	Metadata         Metadata               `json:"metadata"`
 	Worktree         *sessions.WorktreeInfo `json:"worktree,omitempty" jsonschema:"The session's git worktree: where it is and what changed in it."`
 	Persisted        *bool                  `json:"persisted,omitempty" jsonschema:"false when the server cannot write its session registry: the session will not survive a restart."`
+	FollowUp         *FollowUpOutput        `json:"followUp,omitempty" jsonschema:"A message steered into the query is answered in a turn of its own: running (claude_chat_wait returns it), or, for a task, its answer."`
 }
 
 // InterruptOutput is claude_chat_interrupt's result.
@@ -176,7 +177,7 @@ type ListOutput struct {
 // HistoryInput is claude_session_history's arguments.
 type HistoryInput struct {
 	SessionID string `json:"sessionId"`
-	Cursor    string `json:"cursor,omitempty" jsonschema:"olderCursor or newerCursor of a page"`
+	Cursor    string `json:"cursor,omitempty" jsonschema:"olderCursor or newerCursor"`
 	Limit     int    `json:"limit,omitempty"`
 }
 
