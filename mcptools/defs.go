@@ -47,8 +47,8 @@ func (h *handlers) tools() []tool {
 			// No annotations: the defaults (destructive, open world) are right.
 		}, h.query),
 		newTool(&mcp.Tool{
-			Name:  "claude_chat_steer",
-			Title: "Steer a query",
+			Name:        "claude_chat_steer",
+			Title:       "Steer a query",
 			Description: `Send a message into a running query. Example: {"sessionId": "4b1c…", "message": "Skip the docs"}`,
 			// No annotations: a message is a prompt (destructive, open world).
 		}, h.steer),
