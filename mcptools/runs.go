@@ -42,6 +42,9 @@ func (h *handlers) launch(ctx context.Context, req *mcp.CallToolRequest, s *sess
 	default:
 		ro.Ask = ask
 	}
+	if n.WantsText() {
+		defer s.FollowText()() // from the turn's first delta (await follows too)
+	}
 	r, err := s.StartRun(ctx, prompt, ro)
 	if err != nil {
 		n.Close()
@@ -66,6 +69,9 @@ func (h *handlers) await(ctx context.Context, req *mcp.CallToolRequest, n *notif
 	n.Seed(h.attach(r, n))
 	defer n.Close()
 	defer h.detach(r, n)
+	if n.WantsText() {
+		defer r.Session().FollowText()()
+	}
 	slot := taskSlotFrom(ctx)
 	if slot != nil {
 		// A task, unless the turn ends within the grace.

@@ -13,8 +13,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -39,7 +41,12 @@ type Notifier struct {
 	closed   bool
 	progress float64
 	last     turn.Event
+	partial  strings.Builder // the text being written (deltas since the last whole text)
+	sentAt   time.Time       // when the text so far was last sent
 }
+
+// textEvery is how often the text being written is sent, at most.
+const textEvery = 250 * time.Millisecond
 
 // Options configure a Notifier.
 type Options struct {
@@ -76,7 +83,14 @@ func (n *Notifier) OnEvent(e turn.Event) {
 		n.send("info", map[string]any{"type": "queued", "message": e.Text}, e.Text)
 	case turn.EventTurnStarted:
 		n.send("", nil, "turn started")
+	case turn.EventTextDelta:
+		if text, ok := n.textSoFar(e.Text); ok {
+			n.send("info", map[string]any{"type": "text_so_far", "text": n.cut(text)}, "writing: "+tail(text, 200))
+		}
 	case turn.EventText:
+		n.mu.Lock()
+		n.partial.Reset() // the whole text replaces its deltas
+		n.mu.Unlock()
 		level := "info"
 		if e.IsError {
 			level = "error"
@@ -202,6 +216,38 @@ func (n *Notifier) Seed(p run.Progress) {
 	if n.last.Kind == "" {
 		n.last.Turns, n.last.ToolsUsed = p.Turns, p.ToolsUsed
 	}
+}
+
+// WantsText reports whether the call follows the turn's text as it is
+// written (it carries a progress token): then the session's text deltas
+// are wanted (sessions.Session.FollowText).
+func (n *Notifier) WantsText() bool { return n.token != nil }
+
+// textSoFar adds a delta to the text being written and returns that text
+// when it is time to send it again (throttled to textEvery).
+func (n *Notifier) textSoFar(delta string) (string, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.partial.Len() < 1<<20 {
+		n.partial.WriteString(delta)
+	}
+	if time.Since(n.sentAt) < textEvery {
+		return "", false
+	}
+	n.sentAt = time.Now()
+	return n.partial.String(), true
+}
+
+// tail is the end of s, at most n bytes, whole characters.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := len(s) - n
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return "…" + s[i:]
 }
 
 // SawDone reports whether the turn's done event was sent through n.

@@ -3,6 +3,7 @@ package notify
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,5 +50,58 @@ func TestThinking(t *testing.T) {
 		if !n.SawDone() {
 			t.Errorf("Thinking %v: SawDone is false after the done event", thinking)
 		}
+	}
+}
+
+// TestTextSoFar: a call with a progress token follows the text being
+// written: the first delta is sent with the text so far, the next ones
+// within textEvery are held back, the first after it carries them all;
+// the whole text then starts the next afresh.
+func TestTextSoFar(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "notify", Version: "1"}, &mcp.ServerOptions{
+		//lint:ignore SA1019 the logging capability serves clients of protocols before 2026-07-28
+		Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}})
+	st, ct := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	rec := mcptest.NewRecorder("notify", nil)
+	cs, err := rec.Connect(ctx, ct, "2025-11-25")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	n := New(ctx, &mcp.CallToolRequest{Session: ss, Params: &mcp.CallToolParamsRaw{Meta: mcp.Meta{"progressToken": "p"}}}, "s1", Options{})
+	if !n.WantsText() {
+		t.Fatal("a call with a progress token does not want the text")
+	}
+	n.OnEvent(turn.Event{Kind: turn.EventTextDelta, Text: "Hel"})
+	n.OnEvent(turn.Event{Kind: turn.EventTextDelta, Text: "lo "}) // held back
+	n.mu.Lock()
+	n.sentAt = time.Time{} // textEvery has passed
+	n.mu.Unlock()
+	n.OnEvent(turn.Event{Kind: turn.EventTextDelta, Text: "world"})
+	n.OnEvent(turn.Event{Kind: turn.EventText, Text: "Hello world"})
+	n.OnEvent(turn.Event{Kind: turn.EventDone})
+	n.Close()
+	events, err := rec.WaitEvents(ctx, "progress:done")
+	if err != nil {
+		t.Fatalf("%v (%q)", err, events)
+	}
+	var writing []string
+	for _, e := range events {
+		if strings.HasPrefix(e, "progress:writing: ") {
+			writing = append(writing, strings.TrimPrefix(e, "progress:writing: "))
+		}
+	}
+	if !slices.Equal(writing, []string{"Hel", "Hello world"}) {
+		t.Errorf("the text so far was sent as %q, want [Hel, Hello world]", writing)
+	}
+	if plain := New(ctx, &mcp.CallToolRequest{Session: ss, Params: &mcp.CallToolParamsRaw{}}, "s1", Options{}); plain.WantsText() {
+		t.Error("a call without a progress token wants the text")
 	}
 }
