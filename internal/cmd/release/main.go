@@ -6,7 +6,7 @@
 //
 //	release bundle -bin PATH -os GOOS -arch GOARCH -version V -out DIR
 //	release serverjson -checksums FILE -version V -out FILE
-//	release check -dist DIR -version V
+//	release check -dist DIR [-version V]
 //
 // bundle writes DIR/claude-agent-mcp_V_GOOS_GOARCH.mcpb, the Claude Desktop
 // bundle of one build: packaging/mcpb/manifest.json for that platform (its
@@ -28,10 +28,12 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 )
 
 // The project's names, as the release publishes them.
@@ -88,7 +90,32 @@ func run(args []string, stdout io.Writer) error {
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
+		if *version == "" {
+			v, err := distVersion(*dist)
+			if err != nil {
+				return fmt.Errorf("reading the version of %s (or give -version): %w", *dist, err)
+			}
+			*version = v
+		}
 		return checkDist(*dist, *version, *schema, stdout)
 	}
 	return fmt.Errorf("unknown subcommand %q: want bundle, serverjson or check", args[0])
+}
+
+// distVersion is the version GoReleaser wrote to DIR/metadata.json.
+func distVersion(dist string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dist, "metadata.json"))
+	if err != nil {
+		return "", err
+	}
+	var m struct {
+		Version string `json:"version"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return "", err
+	}
+	if m.Version == "" {
+		return "", fmt.Errorf("no version in %s/metadata.json", dist)
+	}
+	return m.Version, nil
 }
