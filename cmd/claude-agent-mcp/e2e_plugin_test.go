@@ -1,3 +1,8 @@
+//go:build !windows
+
+// The plugin's server entry is a sh script (plugin/bin/claude-agent-mcp):
+// not on Windows.
+
 package main
 
 // The Claude Code plugin (plugin/, listed by the marketplace in
@@ -39,6 +44,10 @@ const (
 	// pluginListTool is claude_session_list as the host model sees it.
 	pluginListTool = "mcp__plugin_" + pluginName + "_claude-agent__claude_session_list"
 	pluginCallID   = "toolu_dashlink_list"
+	// pluginMinVersion is the oldest CLI the plugin is tested with.
+	pluginMinVersion = "2.1.330"
+	// pluginMaxSearches bounds the host model's ToolSearch calls.
+	pluginMaxSearches = 5
 )
 
 func TestE2EPlugin(t *testing.T) {
@@ -142,7 +151,7 @@ func pluginModel(r *fakeapi.Request) *fakeapi.Reply {
 			searches++
 		}
 	}
-	if searches >= hostMaxSearches {
+	if searches >= pluginMaxSearches {
 		return fakeapi.TextReply(fmt.Sprintf("%s was not loaded after %d ToolSearch calls", pluginListTool, searches))
 	}
 	return fakeapi.ToolUseReply("", fakeapi.ToolUse(fmt.Sprintf("toolu_dashlink_search_%d", searches+1), "ToolSearch",
@@ -150,7 +159,7 @@ func pluginModel(r *fakeapi.Request) *fakeapi.Reply {
 }
 
 // requirePluginCLI returns the CLI to install the plugin with: one older
-// than hostMinVersion (2.1.330, the newest supported) skips the test,
+// than pluginMinVersion (the newest supported) skips the test,
 // except under CI=true, where it fails.
 func requirePluginCLI(t *testing.T) string {
 	t.Helper()
@@ -161,11 +170,11 @@ func requirePluginCLI(t *testing.T) string {
 	if err != nil {
 		t.Fatalf("the CLI's version: %v", err)
 	}
-	if claudeagent.CompareVersions(v, hostMinVersion) < 0 {
+	if claudeagent.CompareVersions(v, pluginMinVersion) < 0 {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("the CLI at %s is %s; the plugin test needs %s or newer (CI=true)", claude, v, hostMinVersion)
+			t.Fatalf("the CLI at %s is %s; the plugin test needs %s or newer (CI=true)", claude, v, pluginMinVersion)
 		}
-		t.Skipf("the CLI at %s is %s; the plugin test needs %s or newer", claude, v, hostMinVersion)
+		t.Skipf("the CLI at %s is %s; the plugin test needs %s or newer", claude, v, pluginMinVersion)
 	}
 	return claude
 }
