@@ -140,6 +140,9 @@ func (s *Session) onControl(ctx context.Context, req *claudeagent.ControlRequest
 	s.mu.Lock()
 	t, ask, cwd := s.cur, s.curAsk, s.cwdLocked()
 	s.mu.Unlock()
+	if ask != nil {
+		s.m.alert(Alert{Session: s, Tool: c.ToolName}) // someone may answer: tell them it waits
+	}
 	res := s.m.decidePermission(ctx, &turn.PermissionRequest{SessionID: s.ID, Cwd: cwd, CanUseToolRequest: c}, ask)
 	res = s.boundApproval(c, cwd, res)
 	if t != nil {

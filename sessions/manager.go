@@ -46,6 +46,10 @@ type Config struct {
 	// start has run for a second after the last one ended (the server
 	// gives memory back to the system then).
 	OnIdle func()
+	// OnAlert, if set, is told when a turn ends and when a turn waits for
+	// a permission answer (the --notify webhooks); it is called on the
+	// session's goroutines and must not block.
+	OnAlert func(Alert)
 	// MaxSessions caps open sessions (live or dormant); default 64.
 	MaxSessions int
 	// MaxLive caps live claude processes; starting one more makes the

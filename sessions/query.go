@@ -198,6 +198,9 @@ func (s *Session) finish(t *turn.Turn, end turnEnd) *turn.Result {
 	s.m.share.AddSpent(owner, r.CostUSD)
 	s.resetIdleTimer()
 	s.m.persist()
+	if end.prompt != "" || end.followUp {
+		s.m.alert(Alert{Session: s, Result: r})
+	}
 	t.Emit(turn.Event{Kind: turn.EventDone, IsError: r.IsError, Text: r.ErrorText})
 	return r
 }

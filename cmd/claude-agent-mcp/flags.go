@@ -82,6 +82,7 @@ type config struct {
 	maxAgentTools     int
 	ui                string
 	uiAdmins          string
+	notify            urlList
 
 	fromEnv map[string]string // flags set from their environment twin → the variable
 }
@@ -139,6 +140,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.agentsFile, "agents-file", "", "operator file of agents (JSON or YAML), which may also set their session options (see README) (default: none)")
 	fs.IntVar(&c.maxAgentTools, "max-agent-tools", agenttools.DefaultMaxTools, "most agents served as tools; the others are named in a warning")
 	fs.StringVar(&c.ui, "ui", "", "serve a live web dashboard of the sessions: on stdio at this loopback address (on = 127.0.0.1 with a free port), its link with a secret logged at start and in claude_session_list; with --http give on: it is /ui there, signed in with a bearer token (default: none)")
+	fs.Var(&c.notify, "notify", "POST a JSON alert to this `URL` when a turn finishes, fails, stops on a budget or waits for a permission answer; repeatable (an ntfy topic, a Slack incoming webhook: see README, Alerts) (default none)")
 	fs.StringVar(&c.uiAdmins, "ui-admins", "", "users (comma-separated) whose dashboard over --http shows every user's sessions (default: none, each sees their own)")
 	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
 	fs.BoolVar(&c.printSetup, "print-setup", false, "print how to register this binary with Claude Code (the claude mcp add line at user scope, and a .mcp.json entry, with its absolute path) and exit")

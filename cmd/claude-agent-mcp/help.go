@@ -25,7 +25,7 @@ var flagGroups = []flagGroup{
 	{"HTTP and teams", []string{"http", "public-url", "tokens-file", "oauth-issuer", "oauth-user-claim", "oauth-scope-classes", "http-allow", "user-max-sessions", "user-max-live",
 		"user-max-budget-usd", "per-user-config-dir", "http-max-sessions", "http-session-idle"}},
 	{"Performance and limits", []string{"max-live", "max-queue", "warm-spares", "idle-timeout", "max-frame-bytes", "max-prompt-bytes"}},
-	{"Dashboard", []string{"ui", "ui-admins"}},
+	{"Dashboard and alerts", []string{"ui", "ui-admins", "notify"}},
 	{"Agents as tools", []string{"agent-sources", "agents-dir", "agents-file", "max-agent-tools"}},
 	{"Logging", []string{"log-level", "audit-log", "audit-prompts"}},
 	{"Commands (print, then exit)", []string{"print-setup", "version"}},

@@ -155,6 +155,11 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 	mcfg.Env = map[string]string{DepthEnv: strconv.Itoa(depth + 1), ServerMarkerEnv: marker}
 	mcfg.Logger = logger
 	logEnforcement(st, logger)
+	alerter := newNotifier(c.notify, logger)
+	if alerter != nil {
+		mcfg.OnAlert = alerter.onAlert
+		defer alerter.close() // after the sessions' shutdown (deferred later)
+	}
 	path, err := c.statePath()
 	if err != nil {
 		return err
@@ -186,6 +191,9 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 	}
 	defer stopUI()
 	opts.Dashboard = dash
+	if alerter != nil && dash != nil {
+		alerter.dash.Store(dash)
+	}
 	srv := mcptools.NewServer(mgr, opts)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -199,6 +199,12 @@ func (d *Dashboard) URL() string {
 	return base + d.root + "/?secret=" + d.secret
 }
 
+// SessionURL is the address of session id's page, without the sign-in
+// secret (for links sent elsewhere: whoever opens one signs in first).
+func (d *Dashboard) SessionURL(id string) string {
+	return strings.TrimRight(d.o.BaseURL, "/") + d.root + "/s/" + url.PathEscape(id)
+}
+
 // Mount is called by the HTTP handler that serves the dashboard at /ui,
 // at baseURL: sign-ins then use its bearer tokens (nil: it serves without
 // authentication, and nobody signs in), and the pages are at /ui (a

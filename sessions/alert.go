@@ -1,0 +1,18 @@
+package sessions
+
+import "github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
+
+// Alert is what Config.OnAlert is told: a turn of Session ended (Result)
+// or waits for a permission answer (Result nil, Tool the tool asking).
+type Alert struct {
+	Session *Session
+	Result  *turn.Result
+	Tool    string
+}
+
+// alert tells Config.OnAlert, if set.
+func (m *Manager) alert(a Alert) {
+	if m.cfg.OnAlert != nil {
+		m.cfg.OnAlert(a)
+	}
+}
