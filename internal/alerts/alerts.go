@@ -42,7 +42,7 @@ type Event struct {
 	Kind         Kind      `json:"event"`
 	SessionID    string    `json:"sessionId"`
 	Name         string    `json:"name,omitempty"`
-	User         string    `json:"user,omitempty"`
+	User         string    `json:"user"` // "" on stdio
 	State        string    `json:"state"`
 	CostUSD      float64   `json:"costUsd"`
 	Answer       string    `json:"answer,omitempty"` // its first AnswerChars characters
