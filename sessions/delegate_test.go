@@ -15,6 +15,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 )
 
 // TestDelegationValidation: each delegation option is checked at create,
@@ -315,7 +316,7 @@ func TestReplayAfterLostTranscript(t *testing.T) {
 	if r := query(t, s, "and now?", QueryOptions{}); r.Recovered != "" || r.IsError {
 		t.Errorf("the query after the replay: %+v", r)
 	}
-	if got := s.Info(); got.State != StateIdle || got.ClaudeSessionID != r.ClaudeSessionID {
+	if got := s.Info(); got.State != state.Idle || got.ClaudeSessionID != r.ClaudeSessionID {
 		t.Errorf("after the replay: %+v", got)
 	}
 }

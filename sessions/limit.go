@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
@@ -107,8 +108,8 @@ func (s *Session) limitInfoLocked(in *Info) {
 func (s *Session) wakeParkedLocked() {
 	if t := s.parked; t != nil {
 		t.MarkInterrupted()
-		if s.cur == t && s.state == StateRunning {
-			s.moveLocked(StateInterrupting) // a query arriving now waits for this one's end
+		if s.cur == t && s.st.State() == state.Running {
+			s.st.MoveLocked(state.Interrupting) // a query arriving now waits for this one's end
 		}
 	}
 }
@@ -155,7 +156,7 @@ func (s *Session) park(ctx context.Context, t *turn.Turn, l turn.Limit, qo Query
 		return false
 	}
 	s.mu.Lock()
-	closed := s.state == StateClosed
+	closed := s.st.State() == state.Closed
 	if !closed {
 		s.parked, s.limit = t, &l
 	}

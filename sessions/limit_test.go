@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
@@ -77,7 +78,7 @@ func TestUsageLimitWaitsAndGoesOn(t *testing.T) {
 	if len(limited) != 1 || !limited[0].Until.Equal(limitReset) || !strings.Contains(limited[0].Text, "limited until "+limitReset.UTC().Format(time.RFC3339)) {
 		t.Errorf("limited events %+v, want one with the reset %s", limited, limitReset)
 	}
-	if !parked.LimitedUntil.Equal(limitReset) || parked.State != StateRunning || parked.LimitKind != "five_hour" {
+	if !parked.LimitedUntil.Equal(limitReset) || parked.State != state.Running || parked.LimitKind != "five_hour" {
 		t.Errorf("Info while parked = %+v, want running, limited until %s", parked, limitReset)
 	}
 	if !clk.now().After(limitReset) {
@@ -90,7 +91,7 @@ func TestUsageLimitWaitsAndGoesOn(t *testing.T) {
 		t.Errorf("cost %v, usage %+v, turns %d: want both turns' (the refused one cost nothing)", r.CostUSD, r.Usage, r.NumTurns)
 	}
 	in := s.Info()
-	if !in.LimitedUntil.IsZero() || in.Queries != 1 || in.State != StateIdle {
+	if !in.LimitedUntil.IsZero() || in.Queries != 1 || in.State != state.Idle {
 		t.Errorf("Info after = %+v", in)
 	}
 }
@@ -110,7 +111,7 @@ func TestUsageLimitFail(t *testing.T) {
 		!strings.Contains(r.ErrorText, "You've hit your session limit") {
 		t.Errorf("result = %+v", r)
 	}
-	if in := s.Info(); !in.LimitedUntil.Equal(limitReset) || in.State != StateIdle {
+	if in := s.Info(); !in.LimitedUntil.Equal(limitReset) || in.State != state.Idle {
 		t.Errorf("Info = %+v, want idle, limited until %s", in, limitReset)
 	}
 
@@ -226,7 +227,7 @@ func TestUsageLimitInterrupt(t *testing.T) {
 				}
 				return
 			}
-			if st := stateOf(s); st != StateIdle {
+			if st := stateOf(s); st != state.Idle {
 				t.Errorf("state after = %s, want idle", st)
 			}
 		})

@@ -34,6 +34,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/sharing"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
@@ -256,9 +257,9 @@ func (m *Manager) Create(ctx context.Context, opts CreateOptions) (*Session, err
 	if err != nil {
 		return nil, err
 	}
-	if err = s.own(ctx, ownerCreate); err == nil {
+	if err = s.st.Own(ctx, state.Create); err == nil {
 		err = s.ensureProcess(ctx, nil)
-		s.release()
+		s.st.Release()
 	}
 	if errors.Is(err, ErrTooMany) && !errors.Is(err, ErrShuttingDown) {
 		// Every live process is busy: the session is made all the same and

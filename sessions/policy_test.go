@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 )
 
 // TestPolicyAfterRestart: sessions made under a loose policy are listed as
@@ -55,7 +56,7 @@ func TestPolicyAfterRestart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if in := s.Info(); in.State != StateRefused || !strings.Contains(in.Failure, tc.flag) {
+		if in := s.Info(); in.State != state.Refused || !strings.Contains(in.Failure, tc.flag) {
 			t.Errorf("restored session (%s): state %s, failure %q; want refused naming %s", tc.flag, in.State, in.Failure, tc.flag)
 		}
 		_, err = s.Query(ctxFor(t), "hi", QueryOptions{})
@@ -106,7 +107,7 @@ func TestPolicyAtEveryStart(t *testing.T) {
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "--allowed-roots") {
 		t.Fatalf("query after the cwd became a link out of the roots: %v", err)
 	}
-	if in := s.Info(); in.State != StateRefused {
+	if in := s.Info(); in.State != state.Refused {
 		t.Errorf("state %s, want refused", in.State)
 	}
 
@@ -124,7 +125,7 @@ func TestPolicyAtEveryStart(t *testing.T) {
 	if r := query(t, s, "hi", QueryOptions{}); r.IsError {
 		t.Fatalf("query after the cwd came back: %+v", r)
 	}
-	if in := s.Info(); in.State != StateIdle || in.Failure != "" {
+	if in := s.Info(); in.State != state.Idle || in.Failure != "" {
 		t.Errorf("after a good start: state %s, failure %q", in.State, in.Failure)
 	}
 }

@@ -10,10 +10,11 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
-// A query: its admission (Session.enter, state.go), the claim of the live
+// A query: its admission (state.Machine.Enter), the claim of the live
 // process, the prompt, the wait for the turn's end (interrupting it on
 // cancellation or the query timeout), and the result recorded in the
 // session.
@@ -37,13 +38,16 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*t
 	if err := ValidateOnLimit(qo.OnLimit); err != nil {
 		return nil, err
 	}
-	if err := s.enter(ctx); err != nil {
+	busy := fmt.Errorf("%w: session %s is already running a query", ErrBusy, s.ID)
+	// Behind an interrupted query: at most the interrupt's acknowledgement
+	// time and the stop of a process that gives none.
+	if err := s.st.Enter(ctx, busy, s.m.cfg.InterruptAck+3*time.Second); err != nil {
 		return nil, err
 	}
 	s.m.quiet.Begin()
 	defer s.m.quiet.End()
 	defer func() {
-		s.release()
+		s.st.Release()
 		s.m.pool.Idle() // only now can the session give its process to a waiting query
 		s.m.spareOn(turnEnded, CreateOptions{})
 	}()
@@ -175,11 +179,11 @@ func (s *Session) finish(t *turn.Turn, end turnEnd) *turn.Result {
 	s.cost += r.CostUSD
 	s.lastUsed = time.Now()
 	s.explainLocked(r)
-	if s.state == StateRunning || s.state == StateInterrupting {
+	if s.st.State() == state.Running || s.st.State() == state.Interrupting {
 		if s.proc != nil {
-			s.moveLocked(StateIdle)
+			s.st.MoveLocked(state.Idle)
 		} else {
-			s.moveLocked(StateDormant) // stopped during the interrupt (see pump)
+			s.st.MoveLocked(state.Dormant) // stopped during the interrupt (see pump)
 		}
 	}
 	owner := s.opts.Owner
@@ -229,12 +233,12 @@ func (s *Session) claimProcess(ctx context.Context, t *turn.Turn, ask func(conte
 			return nil, 0, err
 		}
 		s.mu.Lock()
-		p, closed := s.proc, s.state == StateClosed
+		p, closed := s.proc, s.st.State() == state.Closed
 		if p != nil && !closed {
 			// In the same critical section as the check: a process that
 			// ends from now on fails t (see pump).
 			s.cur, s.curAsk = t, ask
-			s.moveLocked(StateRunning)
+			s.st.MoveLocked(state.Running)
 			if why == forQuery {
 				s.queries++
 			}
@@ -327,8 +331,8 @@ func (s *Session) abort(t *turn.Turn, p *claudeagent.Process) {
 func (s *Session) interruptTurn(ctx context.Context, t *turn.Turn, p *claudeagent.Process) bool {
 	t.MarkInterrupted()
 	s.mu.Lock()
-	if s.cur == t && s.state == StateRunning {
-		s.moveLocked(StateInterrupting) // a query arriving now waits for this turn's end
+	if s.cur == t && s.st.State() == state.Running {
+		s.st.MoveLocked(state.Interrupting) // a query arriving now waits for this turn's end
 	}
 	s.mu.Unlock()
 	ack := s.m.cfg.InterruptAck

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
@@ -49,7 +50,7 @@ func TestRegistryRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := rs.Info()
-	if in.State != StateDormant || in.PID != 0 || in.ClaudeSessionID != before.ClaudeSessionID || in.Queries != 1 ||
+	if in.State != state.Dormant || in.PID != 0 || in.ClaudeSessionID != before.ClaudeSessionID || in.Queries != 1 ||
 		!approx(in.CostUSD, plainCost) || in.Model != defaultModel || in.Profile != "work" || in.Cwd != before.Cwd || in.Usage != r.Usage {
 		t.Errorf("restored = %+v\nbefore   = %+v", in, before)
 	}
@@ -65,7 +66,7 @@ func TestRegistryRestore(t *testing.T) {
 	if pr.ok && !strings.Contains(pr.environ, "PROFILE_MARKER=restored") {
 		t.Errorf("the resumed CLI lacks the profile's environment")
 	}
-	if got := rs.Info(); got.Queries != 2 || got.State != StateIdle {
+	if got := rs.Info(); got.Queries != 2 || got.State != state.Idle {
 		t.Errorf("after the query: %+v", got)
 	}
 
@@ -73,7 +74,7 @@ func TestRegistryRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in := b.Info(); in.State != StateRefused || !strings.Contains(in.Failure, `no profile "gone"`) {
+	if in := b.Info(); in.State != state.Refused || !strings.Contains(in.Failure, `no profile "gone"`) {
 		t.Errorf("session with a missing profile: %+v", in)
 	}
 	if _, err := b.Query(ctxFor(t), "hi", QueryOptions{}); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), `no profile "gone"`) {

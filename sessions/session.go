@@ -15,6 +15,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
@@ -62,7 +63,7 @@ type Info struct {
 	Cwd             string
 	Model           string
 	PermissionMode  string
-	State           State
+	State           state.State
 	Created         time.Time
 	LastUsed        time.Time
 	Queries         int
@@ -88,7 +89,7 @@ type Info struct {
 
 // Session is one conversation with Claude Code. Its process may come and
 // go (dormant sessions resume with --resume); its id stays. Its fields are
-// grouped by what they describe: its state machine (see State), its
+// grouped by what they describe: its state machine (package state), its
 // record (what the registry keeps), its live process and running turn,
 // and its history; mu guards them all.
 type Session struct {
@@ -96,18 +97,13 @@ type Session struct {
 	m   *Manager
 	log *slog.Logger
 
-	// mu guards everything below (see State for the lock discipline);
+	// mu guards everything below (see state.State for the lock discipline);
 	// never hold it while calling a Manager method that locks (lock order:
 	// Manager.mu, then Session.mu).
 	mu sync.Mutex
 
-	// The state machine (state.go).
-	state   State
-	owner   owner         // who drives the process now (see State)
-	owned   uint64        // how many times the session was owned: which ownership this is
-	waiting bool          // a query waits for a create or dormancy to end
-	changed chan struct{} // closed and replaced when state or owner change
-	failure string        // why it is refused or failed
+	st      *state.Machine // its state and owner (package state)
+	failure string         // why it is refused or failed
 
 	opts CreateOptions
 	sessionRecord
@@ -153,6 +149,10 @@ type liveProcess struct {
 	curAsk      func(ctx context.Context, req *turn.PermissionRequest) (*claudeagent.PermissionResult, error)
 }
 
+// onMove, when set (by the tests, before any session exists), sees every
+// move of a session's state, allowed or not; s.mu is held.
+var onMove func(s *Session, from, to state.State)
+
 func newSession(m *Manager, opts CreateOptions) *Session {
 	id := uuid.NewString()
 	now := time.Now()
@@ -160,11 +160,17 @@ func newSession(m *Manager, opts CreateOptions) *Session {
 		ID:            id,
 		m:             m,
 		log:           m.log.With("session_id", id),
-		changed:       make(chan struct{}),
 		opts:          opts,
-		state:         StateStarting,
 		sessionRecord: sessionRecord{created: now, lastUsed: now},
 	}
+	s.st = state.New(&s.mu, func(from, to state.State) {
+		if !state.Allowed(from, to) {
+			s.log.Error("a session state transition the table does not allow", "from", from, "to", to)
+		}
+		if onMove != nil {
+			onMove(s, from, to)
+		}
+	})
 	switch {
 	case opts.ResumeSessionID != "" && !opts.ForkSession:
 		s.claudeSessionID, s.resumable = opts.ResumeSessionID, true
@@ -204,15 +210,15 @@ func (s *Session) Info() Info {
 		Owner:         s.opts.Owner,
 		AgentTool:     s.opts.AgentTool,
 		SessionID:     s.ID, ClaudeSessionID: s.claudeSessionID, Cwd: s.cwdLocked(), Model: s.model,
-		PermissionMode: s.opts.PermissionMode, State: s.state, Created: s.created, LastUsed: s.lastUsed,
+		PermissionMode: s.opts.PermissionMode, State: s.st.State(), Created: s.created, LastUsed: s.lastUsed,
 		Queries: s.queries, Usage: s.usage, CostUSD: s.cost, Profile: s.opts.Profile, Failure: s.failure,
 	}
 	if in.PermissionMode == "" {
 		in.PermissionMode = "default"
 	}
 	s.limitInfoLocked(&in)
-	if in.State == StateInterrupting {
-		in.State = StateRunning // the turn has not ended
+	if in.State == state.Interrupting {
+		in.State = state.Running // the turn has not ended
 	}
 	if s.proc != nil {
 		in.PID = s.proc.PID()
@@ -221,10 +227,10 @@ func (s *Session) Info() Info {
 }
 
 func (s *Session) usableLocked() error {
-	switch s.state {
-	case StateClosed:
+	switch s.st.State() {
+	case state.Closed:
 		return fmt.Errorf("%w: %s", ErrClosed, s.ID)
-	case StateFailed:
+	case state.Failed:
 		return fmt.Errorf("%w: %s: %s", ErrFailed, s.ID, s.failure)
 	}
 	return nil

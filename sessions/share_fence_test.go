@@ -11,6 +11,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/sharing"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 )
 
 // testClock is a clock the test moves forward: time.Now plus an offset
@@ -81,7 +82,7 @@ func (fx *fencing) takeOver(t *testing.T) {
 func (fx *fencing) checkFenced(t *testing.T, marker string) {
 	t.Helper()
 	checkGone(t, fx.pidA)
-	if in := fx.s.Info(); in.State != StateDormant || in.PID != 0 {
+	if in := fx.s.Info(); in.State != state.Dormant || in.PID != 0 {
 		t.Errorf("A's copy of the session: state %s, pid %d; want dormant without a process", in.State, in.PID)
 	}
 	if n := fx.a.LiveCount(); n != 0 {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
@@ -72,7 +73,7 @@ func TestShareSavesMerge(t *testing.T) {
 	if err != nil {
 		t.Fatalf("B looking up A's session: %v", err)
 	}
-	if in := bs1.Info(); in.State != StateDormant || in.Queries != 1 || in.ClaudeSessionID != s1.Info().ClaudeSessionID {
+	if in := bs1.Info(); in.State != state.Dormant || in.Queries != 1 || in.ClaudeSessionID != s1.Info().ClaudeSessionID {
 		t.Errorf("B's copy of s1 = %+v", in)
 	}
 	// The first time A's process still runs (A claims the session), the
@@ -117,7 +118,7 @@ func TestShareClosedStaysClosed(t *testing.T) {
 	if !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "closed on another") {
 		t.Errorf("query on B after A closed the session: %v", err)
 	}
-	if in := bs.Info(); in.State != StateClosed {
+	if in := bs.Info(); in.State != state.Closed {
 		t.Errorf("B's copy is %s, want closed", in.State)
 	}
 	if _, err := b.Get(s.ID); !errors.Is(err, ErrNotFound) {
@@ -200,7 +201,7 @@ func TestShareAdoptResume(t *testing.T) {
 	if n := b.LiveCount(); n != 0 {
 		t.Errorf("B started %d process(es) for a session A runs", n)
 	}
-	if st := bs.Info().State; st != StateDormant {
+	if st := bs.Info().State; st != state.Dormant {
 		t.Errorf("B's copy is %s, want dormant", st)
 	}
 
@@ -213,7 +214,7 @@ func TestShareAdoptResume(t *testing.T) {
 		t.Errorf("query on B: %+v", r)
 	}
 	pr.checkArg(t, "--resume="+csid, true)
-	if in := bs.Info(); in.Queries != 2 || in.State != StateIdle {
+	if in := bs.Info(); in.Queries != 2 || in.State != state.Idle {
 		t.Errorf("B's session after its query: %+v", in)
 	}
 	if c := readRegistry(t, path).Live[s.ID]; c.Instance != b.share.Me().Instance {
@@ -369,7 +370,7 @@ func TestShareCloseSeen(t *testing.T) {
 	if got, want := sortedIDs(b.List()...), sortedIDs(kept); !slices.Equal(got, want) {
 		t.Errorf("B lists %v after A closed %s, want %v", got, s.ID, want)
 	}
-	if st := bs.Info().State; st != StateClosed {
+	if st := bs.Info().State; st != state.Closed {
 		t.Errorf("B's copy is %s, want closed", st)
 	}
 	if _, err := b.Get(s.ID); !errors.Is(err, ErrNotFound) {
@@ -475,7 +476,7 @@ func TestShareTombstoneHorizon(t *testing.T) {
 	if ids := registryIDs(path); slices.Contains(ids, s.ID) {
 		t.Errorf("B brought back the closed session whose tombstone was dropped: %v", ids)
 	}
-	if st := bs.Info().State; st != StateClosed {
+	if st := bs.Info().State; st != state.Closed {
 		t.Errorf("B's copy is %s, want closed", st)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
@@ -33,7 +34,7 @@ func (s *Session) ensureProcess(ctx context.Context, t *turn.Turn) error {
 	// Another instance sharing the registry may run the session, or have
 	// run it since: claim it, taking over what that instance recorded.
 	if err := s.m.claimInRegistry(s); err != nil {
-		s.setState(StateDormant)
+		s.st.Move(state.Dormant)
 		return err
 	}
 	opts, fresh, err := s.admitStart()
@@ -50,7 +51,7 @@ func (s *Session) ensureProcess(ctx context.Context, t *turn.Turn) error {
 		return s.started(sp.Process(), resp, opts)
 	}
 	if err := s.place(ctx, t); err != nil {
-		s.setState(StateDormant)
+		s.st.Move(state.Dormant)
 		return err
 	}
 	proc, resp, opts, err := s.launch(ctx, opts)
@@ -82,7 +83,7 @@ func (s *Session) admitStart() (opts claudeagent.Options, fresh bool, err error)
 	env, err := s.m.admit(&o)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.state == StateClosed {
+	if s.st.State() == state.Closed {
 		return opts, false, fmt.Errorf("%w: %s", ErrClosed, s.ID)
 	}
 	if err != nil {
@@ -91,12 +92,12 @@ func (s *Session) admitStart() (opts claudeagent.Options, fresh bool, err error)
 		err = s.m.checkDir("worktree", s.worktree.Cwd())
 	}
 	if err != nil {
-		s.moveLocked(StateRefused)
+		s.st.MoveLocked(state.Refused)
 		s.failure = err.Error()
 		return opts, false, fmt.Errorf("%w: session %s cannot run: %w", ErrRefused, s.ID, err)
 	}
 	s.profileEnv, s.failure = env, ""
-	s.moveLocked(StateStarting)
+	s.st.MoveLocked(state.Starting)
 	opts = s.processOptions()
 	fresh = opts.Resume == "" && !s.everStarted && s.worktree == nil
 	return opts, fresh, nil
@@ -133,8 +134,8 @@ func (s *Session) takeSpare(opts claudeagent.Options) (*live.Spare, *claudeagent
 func (s *Session) place(ctx context.Context, t *turn.Turn) error {
 	queued := func(pos int) {
 		s.mu.Lock()
-		if s.state == StateStarting || s.state == StateQueued {
-			s.moveLocked(StateQueued)
+		if s.st.State() == state.Starting || s.st.State() == state.Queued {
+			s.st.MoveLocked(state.Queued)
 			s.queuePos = pos
 		}
 		s.mu.Unlock()
@@ -150,8 +151,8 @@ func (s *Session) place(ctx context.Context, t *turn.Turn) error {
 	}
 	s.mu.Lock()
 	s.queuePos = 0
-	if s.state == StateQueued {
-		s.moveLocked(StateStarting)
+	if s.st.State() == state.Queued {
+		s.st.MoveLocked(state.Starting)
 	}
 	s.mu.Unlock()
 	return err
@@ -189,15 +190,15 @@ func (s *Session) startFailed(ctx context.Context, err error, resume string) err
 	s.m.pool.Release(s.holder())
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.state == StateClosed { // closed while starting
+	if s.st.State() == state.Closed { // closed while starting
 		return fmt.Errorf("%w: %s", ErrClosed, s.ID)
 	}
 	if resume != "" && ctx.Err() == nil && !errors.Is(err, context.Canceled) && !errors.Is(err, claudeagent.ErrCLINotFound) {
-		s.moveLocked(StateFailed)
+		s.st.MoveLocked(state.Failed)
 		s.failure = fmt.Sprintf("resuming Claude session %s failed: %v", resume, err)
 		return fmt.Errorf("%w: %s", ErrFailed, s.failure)
 	}
-	s.moveLocked(StateDormant)
+	s.st.MoveLocked(state.Dormant)
 	return err
 }
 
@@ -216,9 +217,9 @@ func (s *Session) started(p *claudeagent.Process, resp *claudeagent.InitializeRe
 		}
 		s.model = s.resolveModel(requested)
 	}
-	closed := s.state == StateClosed || stopping
+	closed := s.st.State() == state.Closed || stopping
 	if !closed {
-		s.moveLocked(StateIdle)
+		s.st.MoveLocked(state.Idle)
 	}
 	done := s.pumpDone
 	s.mu.Unlock()
