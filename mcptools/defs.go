@@ -11,6 +11,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/limitwait"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
 )
 
 // The tool definitions. Every host session pays for them in context, so
@@ -260,11 +262,11 @@ func flat(s *jsonschema.Schema) {
 // inputProperties refine derived input schemas by parameter name: the one
 // definition of each pattern and enumeration the tools share.
 var inputProperties = map[string]func(*jsonschema.Schema){
-	"permissionMode": func(s *jsonschema.Schema) { s.Enum = enumOf(sessions.PermissionModes) },
-	"effort":         func(s *jsonschema.Schema) { s.Enum = enumOf(sessions.EffortLevels) },
-	"onUsageLimit":   func(s *jsonschema.Schema) { s.Enum = enumOf(sessions.OnLimits) },
+	"permissionMode": func(s *jsonschema.Schema) { s.Enum = enumOf(options.PermissionModes) },
+	"effort":         func(s *jsonschema.Schema) { s.Enum = enumOf(options.EffortLevels) },
+	"onUsageLimit":   func(s *jsonschema.Schema) { s.Enum = enumOf(limitwait.OnLimits) },
 	"settingSources": func(s *jsonschema.Schema) {
-		s.Items = &jsonschema.Schema{Type: "string", Enum: enumOf(sessions.SettingSources)}
+		s.Items = &jsonschema.Schema{Type: "string", Enum: enumOf(options.SettingSources)}
 	},
 }
 

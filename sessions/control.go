@@ -9,6 +9,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
@@ -20,11 +21,11 @@ import (
 // Interrupt interrupts the running query, if any, and reports whether one
 // was running, and whether its process had to be stopped because it did
 // not acknowledge the interrupt (see interruptTurn). The query returns with
-// Interrupted set. A query waiting for a usage limit's reset (limit.go)
+// Interrupted set. A query waiting for a usage limit's reset (package limitwait)
 // stops waiting; the CLI, which runs no turn then, is not asked.
 func (s *Session) Interrupt(ctx context.Context) (running, forced bool) {
 	s.mu.Lock()
-	t, p, parked := s.cur, s.proc, s.parked != nil
+	t, p, parked := s.cur, s.proc, s.limits.Parked != nil
 	if parked {
 		// Waiting for a usage limit's reset: no turn runs in the CLI.
 		s.wakeParkedLocked()
@@ -42,7 +43,7 @@ func (s *Session) Interrupt(ctx context.Context) (running, forced bool) {
 // SetModel switches the model and returns the resolved id ("" when it
 // cannot be known). A dormant session uses it when it resumes.
 func (s *Session) SetModel(ctx context.Context, model string) (string, error) {
-	if err := ValidateModel(model); err != nil {
+	if err := options.ValidateModel(model); err != nil {
 		return "", err
 	}
 	if err := s.gateChange("model", func(o *CreateOptions) { o.Model = model }, nil); err != nil {
@@ -75,11 +76,11 @@ func (s *Session) SetModel(ctx context.Context, model string) (string, error) {
 
 // SetPermissionMode switches the permission mode.
 func (s *Session) SetPermissionMode(ctx context.Context, mode string) error {
-	if err := ValidatePermissionMode(mode); err != nil {
+	if err := options.ValidatePermissionMode(mode); err != nil {
 		return err
 	}
 	if mode == "" {
-		return errors.New("permissionMode is empty: pass one of " + strings.Join(PermissionModes, ", "))
+		return errors.New("permissionMode is empty: pass one of " + strings.Join(options.PermissionModes, ", "))
 	}
 	if err := s.gateChange("permissionMode", func(o *CreateOptions) { o.PermissionMode = mode }, nil); err != nil {
 		return err

@@ -10,6 +10,8 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/limitwait"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
@@ -27,7 +29,7 @@ import (
 //
 // The steps: enter (the query owns the session, see State), check
 // (budget, effort, onLimit), hold the prompt back while the session is
-// limited (limit.go), claim the live process (starting it), send the
+// limited (package limitwait), claim the live process (starting it), send the
 // prompt, wait for the turn's end — and, after a usage limit's reset, for
 // the turn of its continuation —, then finish (the result and the
 // session's record of it).
@@ -35,7 +37,7 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*t
 	if err := ValidatePrompt(prompt); err != nil {
 		return nil, err
 	}
-	if err := ValidateOnLimit(qo.OnLimit); err != nil {
+	if err := limitwait.ValidateOnLimit(qo.OnLimit); err != nil {
 		return nil, err
 	}
 	busy := fmt.Errorf("%w: session %s is already running a query", ErrBusy, s.ID)
@@ -60,7 +62,8 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*t
 	dl := turn.NewDeadline(s.m.cfg.QueryTimeout)
 	defer dl.Stop()
 	started := time.Now()
-	if !s.holdBack(ctx, t, qo, dl) {
+	lw := s.limitDriver(qo)
+	if !lw.HoldBack(ctx, t, dl) {
 		return s.finish(t, turnEnd{started: started, thinking: qo.thinking()}), nil
 	}
 	p, prevCost, err := s.claimProcess(ctx, t, qo.AskPermission, forQuery)
@@ -71,7 +74,7 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*t
 	dl.Arm(s.m.now())
 	replay := s.send(ctx, t, p, prompt, qo)
 	s.wait(ctx, t, p, dl)
-	p, prevCost = s.afterLimits(ctx, t, p, qo, dl, prevCost)
+	p, prevCost = lw.After(ctx, t, p, dl, prevCost)
 	if qo.Effort != "" && p != nil {
 		s.mu.Lock()
 		back := s.opts.Effort
@@ -92,7 +95,7 @@ func (s *Session) check(qo QueryOptions) error {
 	if qo.Effort == "" {
 		return nil
 	}
-	if err := ValidateEffort(qo.Effort); err != nil {
+	if err := options.ValidateEffort(qo.Effort); err != nil {
 		return err
 	}
 	return s.gateChange("effort", func(o *CreateOptions) { o.Effort = qo.Effort }, nil)
@@ -164,7 +167,7 @@ func (s *Session) finish(t *turn.Turn, end turnEnd) *turn.Result {
 	if end.prompt != "" {
 		s.recordTurn(end.prompt, end.started, t)
 	}
-	s.noteLimitsLocked(t)
+	s.limits.Note(t.LimitOutcome(), s.m.now(), s.log)
 	if r.ClaudeSessionID != "" {
 		s.setClaudeSessionIDLocked(r.ClaudeSessionID)
 	} else {

@@ -13,6 +13,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/limitwait"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
@@ -48,8 +49,8 @@ type QueryOptions struct {
 	// before Query returns.
 	OnEvent func(turn.Event)
 	// OnLimit is what the query does when the account's usage limit refuses
-	// it: OnLimitWait ("" too) waits for the reset and goes on, OnLimitFail
-	// ends at once (see limit.go).
+	// it: limitwait.OnWait ("" too) waits for the reset and goes on,
+	// limitwait.OnFail ends at once.
 	OnLimit string
 	// AskPermission asks the caller about a tool call; nil (or an error)
 	// applies the manager's policy.
@@ -108,8 +109,8 @@ type Session struct {
 	opts CreateOptions
 	sessionRecord
 	liveProcess
-	history history.Buffer // the conversation as the session keeps it in memory (conversation.go)
-	limitState
+	history history.Buffer  // the conversation as the session keeps it in memory (conversation.go)
+	limits  limitwait.Shown // what it shows of the usage limit (limit.go)
 
 	queuePos      int           // while queued: the position, 1 is next
 	run           *Run          // the latest run whose result may still be collected
@@ -216,7 +217,7 @@ func (s *Session) Info() Info {
 	if in.PermissionMode == "" {
 		in.PermissionMode = "default"
 	}
-	s.limitInfoLocked(&in)
+	in.LimitedUntil, in.LimitKind, in.LimitNote = s.limits.Info(s.m.now())
 	if in.State == state.Interrupting {
 		in.State = state.Running // the turn has not ended
 	}

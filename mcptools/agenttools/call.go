@@ -19,6 +19,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/agentfile"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
 )
 
 // A call of an agent tool runs a session as the agent: --agents holds its
@@ -199,7 +200,7 @@ func agentSession(ag *agentfile.Agent, in Arguments) (sessions.CreateOptions, er
 		caller = append(caller, "maxBudgetUsd")
 	}
 	if in.Tools != nil {
-		if err := sessions.ValidateToolNames("tools", in.Tools); err != nil {
+		if err := options.ValidateToolNames("tools", in.Tools); err != nil {
 			return sessions.CreateOptions{}, err
 		}
 		if def.Tools != nil {
@@ -229,7 +230,7 @@ func agentSession(ag *agentfile.Agent, in Arguments) (sessions.CreateOptions, er
 	}
 	run := *ag
 	run.Definition, run.Operator = def, op
-	if !sessions.ValidAgentName(ag.Name) { // runs under a name sessions accept
+	if !options.ValidAgentName(ag.Name) { // runs under a name sessions accept
 		run.Name = strings.TrimLeft(ag.ToolName, "_-")
 		if run.Name == "" {
 			run.Name = "agent"
@@ -291,7 +292,7 @@ func checkEffort(ag *agentfile.Agent, effort string) error {
 
 // checkMode checks that mode is no more permissive than ag's.
 func checkMode(ag *agentfile.Agent, mode string) error {
-	if err := sessions.ValidatePermissionMode(mode); err != nil {
+	if err := options.ValidatePermissionMode(mode); err != nil {
 		return err
 	}
 	limit := cmp.Or(ag.Operator.PermissionMode, ag.PermissionMode, "default")
