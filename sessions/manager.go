@@ -31,6 +31,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/quiet"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/cli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/sharing"
@@ -170,9 +171,7 @@ type Manager struct {
 	store  store.Store       // the registry (cfg.Registry), nil for none
 	policy *policy.Gate      // the one policy gate (see gate)
 
-	cliMu      sync.Mutex
-	cliPath    string
-	cliVersion string
+	cli *cli.Launcher // starts the claude processes
 
 	closing sync.WaitGroup // temporary sessions closing after their answer went out
 	quiet   *quiet.Quiet   // calls cfg.OnIdle when no query, create or spare start has run for a while
@@ -213,8 +212,10 @@ func NewManager(cfg Config) *Manager {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	m := &Manager{cfg: cfg, log: logger, sessions: map[string]*Session{}, quiet: quiet.New(cfg.OnIdle)}
-	newLive(m)
 	m.policy = newPolicy(m, cfg)
+	m.cli = cli.New(cli.Config{Path: cfg.CLIPath, Env: cfg.Env, CloseStage: cfg.CloseStage, StartTimeout: cfg.StartTimeout,
+		Bypass: m.policy.BypassAvailable})
+	newLive(m)
 	path := ""
 	if cfg.Registry != nil {
 		m.store, path = cfg.Registry, cfg.Registry.Path()
@@ -228,23 +229,7 @@ func NewManager(cfg Config) *Manager {
 func (m *Manager) Config() Config { return m.cfg }
 
 // CLI resolves the claude binary and checks its version, once.
-func (m *Manager) CLI(ctx context.Context) (path, version string, err error) {
-	m.cliMu.Lock()
-	defer m.cliMu.Unlock()
-	if m.cliPath != "" {
-		return m.cliPath, m.cliVersion, nil
-	}
-	path, err = claudeagent.FindCLI(m.cfg.CLIPath)
-	if err != nil {
-		return "", "", err
-	}
-	version, err = claudeagent.CLIVersionEnv(ctx, path, m.cfg.Env)
-	if err != nil {
-		return "", "", err
-	}
-	m.cliPath, m.cliVersion = path, version
-	return path, version, nil
-}
+func (m *Manager) CLI(ctx context.Context) (path, version string, err error) { return m.cli.Find(ctx) }
 
 // Create validates opts, starts a session's process and initializes it.
 // When every live process (MaxLive) is busy, the session is made without

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"strings"
 
 	"github.com/google/uuid"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/cli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
@@ -163,7 +163,7 @@ func (s *Session) place(ctx context.Context, t *turn.Turn) error {
 // carries the conversation as this server recorded it; opts are the
 // options of the start that counts.
 func (s *Session) launch(ctx context.Context, opts claudeagent.Options) (*claudeagent.Process, *claudeagent.InitializeResponse, claudeagent.Options, error) {
-	p, resp, err := s.m.startProcess(ctx, opts, s.log)
+	p, resp, err := s.m.cli.Start(ctx, opts, s.log)
 	if err == nil || opts.Resume == "" || !strings.Contains(err.Error(), "No conversation found") || !s.canReplay() {
 		return p, resp, opts, err
 	}
@@ -175,7 +175,7 @@ func (s *Session) launch(ctx context.Context, opts claudeagent.Options) (*claude
 	s.mu.Unlock()
 	s.log.Warn("the CLI has no transcript to resume (it was killed before writing it); starting a fresh conversation seeded with the session's recorded history",
 		"lost_claude_session_id", lost, "claude_session_id", opts.SessionID)
-	p, resp, err = s.m.startProcess(ctx, opts, s.log)
+	p, resp, err = s.m.cli.Start(ctx, opts, s.log)
 	if err != nil {
 		err = fmt.Errorf("the conversation's transcript was lost and a fresh start failed too: %w; close this session and create a new one (its history still shows what was said)", err)
 		opts.Resume = lost // so the session is marked failed
@@ -240,7 +240,7 @@ func (s *Session) processOptions() claudeagent.Options {
 		Cwd:                   s.cwdLocked(),
 		MCPConfig:             options.MCPConfig(&o),
 		StrictMCPConfig:       o.StrictMCPConfig,
-		Env:                   mergeEnv(subAgentEnv, s.profileEnv, s.m.ownerEnv(o.Owner), o.Env),
+		Env:                   cli.MergeEnv(cli.SubAgentEnv, s.profileEnv, s.m.ownerEnv(o.Owner), o.Env),
 		PermissionPromptStdio: true,
 		OnControlRequest:      s.onControl,
 		Ceiling:               s.m.policy.Ceiling(&o, s.cwdLocked()),
@@ -262,69 +262,4 @@ func (s *Session) processOptions() claudeagent.Options {
 		opts.SessionID = s.claudeSessionID
 	}
 	return opts
-}
-
-// subAgentEnv keeps a session's work inside its turns: no background tasks,
-// workflows or cron jobs, whose results would come in turns the CLI starts
-// by itself, after the query returned, where nobody reads them. (Agent
-// sub-agents then run in the foreground and their report is part of the
-// turn.) A profile or Env may override them.
-var subAgentEnv = map[string]string{
-	"CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1",
-	"CLAUDE_CODE_DISABLE_WORKFLOWS":        "1",
-	"CLAUDE_CODE_DISABLE_CRON":             "1",
-}
-
-// startProcess starts and initializes a CLI. On failure the process is gone
-// and the error carries its exit code and stderr tail when it died.
-func (m *Manager) startProcess(ctx context.Context, opts claudeagent.Options, log *slog.Logger) (*claudeagent.Process, *claudeagent.InitializeResponse, error) {
-	path, _, err := m.CLI(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	opts.Path = path
-	opts.Logger = log
-	opts.CloseTimeout = m.cfg.CloseStage
-	opts.AllowDangerouslySkipPermissions = m.BypassAvailable()
-	opts.Env = mergeEnv(m.cfg.Env, opts.Env)
-	p, err := claudeagent.Start(ctx, opts)
-	if err != nil {
-		return nil, nil, err
-	}
-	ictx, cancel := context.WithTimeout(ctx, m.cfg.StartTimeout)
-	defer cancel()
-	resp, err := p.Initialize(ictx, claudeagent.InitializeRequest{})
-	if err == nil {
-		return p, resp, nil
-	}
-	died := false
-	select {
-	case <-p.Exited():
-		died = true
-	default:
-		p.Kill()
-	}
-	<-p.Done()
-	if exitErr := p.Wait(); died && exitErr != nil {
-		return nil, nil, fmt.Errorf("starting claude: %w", exitErr)
-	}
-	if tail := p.StderrTail(); tail != "" {
-		return nil, nil, fmt.Errorf("starting claude: %w; stderr: %s", err, tail)
-	}
-	return nil, nil, fmt.Errorf("starting claude: %w", err)
-}
-
-// mergeEnv returns the variables of every map, later ones winning; nil when
-// there are none.
-func mergeEnv(maps ...map[string]string) map[string]string {
-	var out map[string]string
-	for _, m := range maps {
-		for k, v := range m {
-			if out == nil {
-				out = map[string]string{}
-			}
-			out[k] = v
-		}
-	}
-	return out
 }
