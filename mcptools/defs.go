@@ -10,9 +10,9 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/limitwait"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/worktree"
 )
 
 // The tool definitions. Every host session pays for them in context, so
@@ -273,8 +273,8 @@ var inputProperties = map[string]func(*jsonschema.Schema){
 // schemaTypes: raw JSON in results and options is always an object (a
 // tool's input, an MCP server's entry).
 var schemaTypes = map[reflect.Type]*jsonschema.Schema{
-	reflect.TypeFor[json.RawMessage]():         {Type: "object"},
-	reflect.TypeFor[sessions.WorktreeOption](): {Type: "string"},
+	reflect.TypeFor[json.RawMessage](): {Type: "object"},
+	reflect.TypeFor[worktree.Option](): {Type: "string"},
 }
 
 func enumOf(vals []string) []any {
@@ -303,7 +303,7 @@ func legacyForm(name string, raw json.RawMessage) error {
 	switch name {
 	case "worktree":
 		if w := string(raw); w == "true" || w == "false" {
-			return fmt.Errorf("worktree %s: worktree is a string: a name, or %q for one the server picks (leave it out for none)", w, sessions.WorktreeAuto)
+			return fmt.Errorf("worktree %s: worktree is a string: a name, or %q for one the server picks (leave it out for none)", w, worktree.Auto)
 		}
 	case "settings":
 		var path string

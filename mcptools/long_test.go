@@ -14,6 +14,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
 // TestWaitSecondsAndChatWait: a slow turn with waitSeconds returns status
@@ -280,7 +281,7 @@ func TestHistoryCapped(t *testing.T) {
 // TestPersistedFalse: a registry that cannot be written makes create and
 // query results say persisted: false.
 func TestPersistedFalse(t *testing.T) {
-	reg := sessions.NewRegistry("/dev/null/cannot/sessions.json", nil)
+	reg := store.NewFile("/dev/null/cannot/sessions.json", nil)
 	f := newFakeServer(t, "2025-11-25", sessions.Config{Registry: reg}, Options{})
 	_, out := f.call(t, "claude_session_create", map[string]any{"cwd": t.TempDir()}, nil)
 	if out["persisted"] != false {
@@ -290,7 +291,7 @@ func TestPersistedFalse(t *testing.T) {
 	if out["persisted"] != false {
 		t.Errorf("query with an unwritable registry: persisted = %v", out["persisted"])
 	}
-	good := newFakeServer(t, "2025-11-25", sessions.Config{Registry: sessions.NewRegistry(filepath.Join(t.TempDir(), "s.json"), nil)}, Options{})
+	good := newFakeServer(t, "2025-11-25", sessions.Config{Registry: store.NewFile(filepath.Join(t.TempDir(), "s.json"), nil)}, Options{})
 	if _, out := good.call(t, "claude_session_create", map[string]any{"cwd": t.TempDir()}, nil); out["persisted"] != nil {
 		t.Errorf("create with a good registry: persisted = %v, want it left out", out["persisted"])
 	}

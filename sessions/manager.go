@@ -37,6 +37,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/sharing"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/worktree"
 )
 
 // Config configures a [Manager]. Zero values select the defaults.
@@ -137,7 +138,7 @@ type Config struct {
 	// (CLAUDE_AGENT_MCP_DEPTH); at MaxDepth or beyond, Create refuses.
 	Depth, MaxDepth int
 	// Registry persists sessions across restarts; nil keeps them in memory.
-	Registry *Registry
+	Registry *store.File
 	// Lease is how long a claim on a session in a shared registry holds
 	// without renewal (it is renewed every third of it); 0 means
 	// $CLAUDE_AGENT_MCP_LEASE (a testing knob), else 60 s.
@@ -303,7 +304,7 @@ func (m *Manager) Open(ctx context.Context, opts CreateOptions) (*Session, error
 		if name == "" {
 			name = "session-" + s.ID[:8]
 		}
-		w, err := m.makeWorktree(ctx, opts.Cwd, name)
+		w, err := worktree.Make(ctx, opts.Cwd, name, m.checkPath) // its repository within the allowed roots
 		if err != nil {
 			m.mu.Lock()
 			delete(m.sessions, s.ID)

@@ -17,7 +17,9 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/worktree"
 )
 
 // Errors callers branch on.
@@ -32,6 +34,9 @@ var (
 	ErrDepthExceeded = policy.ErrDepthExceeded
 	ErrRefused       = errors.New("refused by the server's policy")
 	ErrBudget        = errors.New("budget spent")
+	// ErrElsewhere is the error for a session whose process runs on another
+	// server instance sharing the registry.
+	ErrElsewhere = store.ErrElsewhere
 )
 
 // CreateOptions describe a session (see options.CreateOptions).
@@ -77,7 +82,7 @@ type Info struct {
 	Temporary       bool
 	Name            string
 	Effort          string
-	Worktree        *Worktree
+	Worktree        *worktree.Worktree
 	Owner           string
 	AgentTool       string
 	// LimitedUntil is when the usage limit its latest query met resets,
@@ -112,9 +117,9 @@ type Session struct {
 	history history.Buffer  // the conversation as the session keeps it in memory (conversation.go)
 	limits  limitwait.Shown // what it shows of the usage limit (limit.go)
 
-	queuePos      int           // while queued: the position, 1 is next
-	run           *Run          // the latest run whose result may still be collected
-	worktreeFinal *WorktreeInfo // what close did with the worktree
+	queuePos      int            // while queued: the position, 1 is next
+	run           *Run           // the latest run whose result may still be collected
+	worktreeFinal *worktree.Info // what close did with the worktree
 	idleTimer     *time.Timer
 	oneShot       bool // opened by OneShot: its query follows at once
 }
@@ -127,7 +132,7 @@ type sessionRecord struct {
 	resumable            bool     // a transcript exists, so --resume works
 	forkPending          bool     // a fork whose first turn has not run: fork again on start
 	model                string
-	worktree             *Worktree
+	worktree             *worktree.Worktree
 	created              time.Time
 	lastUsed             time.Time
 	queries              int
@@ -268,7 +273,7 @@ func (s *Session) hasWorktree() bool {
 
 // WorktreeInfo reports the session's worktree as it is now (what close did
 // with it, once closed); nil without one.
-func (s *Session) WorktreeInfo(ctx context.Context) *WorktreeInfo {
+func (s *Session) WorktreeInfo(ctx context.Context) *worktree.Info {
 	s.mu.Lock()
 	w, final := s.worktree, s.worktreeFinal
 	s.mu.Unlock()

@@ -37,7 +37,7 @@ func readRegistry(t testing.TB, path string) store.State {
 
 func registryIDs(path string) []string {
 	var ids []string
-	for _, e := range NewRegistry(path, nil).Load() {
+	for _, e := range store.NewFile(path, nil).Load() {
 		ids = append(ids, e.SessionID)
 	}
 	slices.Sort(ids)
@@ -84,7 +84,7 @@ func TestShareSavesMerge(t *testing.T) {
 			t.Fatal("could not make s1 dormant")
 		}
 		create(t, b, CreateOptions{}) // B writes the registry
-		for _, e := range NewRegistry(path, nil).Load() {
+		for _, e := range store.NewFile(path, nil).Load() {
 			if e.SessionID == s1.ID && e.Queries != want {
 				t.Errorf("after B's write the registry says s1 ran %d queries, want A's %d", e.Queries, want)
 			}
@@ -134,7 +134,7 @@ func TestShareClosedStaysClosed(t *testing.T) {
 	if _, ok := readRegistry(t, path).Closed[s.ID]; !ok {
 		t.Errorf("no tombstone for the closed session")
 	}
-	c := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	c := newManager(t, Config{Registry: store.NewFile(path, nil)})
 	if _, err := c.Get(s.ID); !errors.Is(err, ErrNotFound) {
 		t.Errorf("a third instance brings the closed session back: %v", err)
 	}
@@ -174,7 +174,7 @@ func TestShareCosts(t *testing.T) {
 	}
 	a.Shutdown()
 	b.Shutdown()
-	c := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	c := newManager(t, Config{Registry: store.NewFile(path, nil)})
 	if got := c.Spent(); !near(got, alice+bob) {
 		t.Errorf("after a restart %v spent, want %v", got, alice+bob)
 	}
@@ -247,11 +247,11 @@ func TestShareAdoptResume(t *testing.T) {
 func TestShareStaleClaim(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "sessions.json")
-	a := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	a := newManager(t, Config{Registry: store.NewFile(path, nil)})
 	s := create(t, a, CreateOptions{})
 	query(t, s, "hi", QueryOptions{})
 	a.Shutdown()
-	b := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	b := newManager(t, Config{Registry: store.NewFile(path, nil)})
 	bs, err := b.Get(s.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -263,7 +263,7 @@ func TestShareStaleClaim(t *testing.T) {
 			t.Fatal("could not make the session dormant")
 		}
 		c.Instance = "another"
-		if _, err := NewRegistry(path, nil).Update(func(f *store.State, _ time.Time) {
+		if _, err := store.NewFile(path, nil).Update(func(f *store.State, _ time.Time) {
 			f.Live = map[string]store.Claim{s.ID: c}
 		}); err != nil {
 			t.Fatal(err)
@@ -298,8 +298,8 @@ func TestShareConcurrentSaves(t *testing.T) {
 		t.Parallel()
 		path := filepath.Join(t.TempDir(), "sessions.json")
 		managers := []*Manager{
-			newManager(t, Config{Registry: NewRegistry(path, nil)}),
-			newManager(t, Config{Registry: NewRegistry(path, nil)}),
+			newManager(t, Config{Registry: store.NewFile(path, nil)}),
+			newManager(t, Config{Registry: store.NewFile(path, nil)}),
 		}
 		var (
 			wg    sync.WaitGroup
@@ -384,8 +384,8 @@ func TestShareCloseSeen(t *testing.T) {
 func TestShareUserQuota(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "sessions.json")
-	a := newManager(t, Config{Registry: NewRegistry(path, nil), UserMaxSessions: 2})
-	b := newManager(t, Config{Registry: NewRegistry(path, nil), UserMaxSessions: 2})
+	a := newManager(t, Config{Registry: store.NewFile(path, nil), UserMaxSessions: 2})
+	b := newManager(t, Config{Registry: store.NewFile(path, nil), UserMaxSessions: 2})
 	x := create(t, a, CreateOptions{Owner: "alice"})
 	create(t, b, CreateOptions{Owner: "alice"})
 	refused := func(m *Manager, name string, opts CreateOptions) {
@@ -421,8 +421,8 @@ func TestShareUserQuota(t *testing.T) {
 func TestShareAdoptQuota(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "sessions.json")
-	b := newManager(t, Config{Registry: NewRegistry(path, nil), UserMaxSessions: 1})
-	a := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	b := newManager(t, Config{Registry: store.NewFile(path, nil), UserMaxSessions: 1})
+	a := newManager(t, Config{Registry: store.NewFile(path, nil)})
 	x := create(t, a, CreateOptions{Owner: "alice"})
 	y := create(t, a, CreateOptions{Owner: "alice"})
 	bob := create(t, a, CreateOptions{Owner: "bob"})
@@ -446,10 +446,10 @@ func TestShareAdoptQuota(t *testing.T) {
 func TestShareTombstoneHorizon(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "sessions.json")
-	ra := NewRegistry(path, nil)
+	ra := store.NewFile(path, nil)
 	ra.MaxTombstones = 3
 	a := newManager(t, Config{Registry: ra})
-	b := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	b := newManager(t, Config{Registry: store.NewFile(path, nil)})
 	s := create(t, a, CreateOptions{})
 	bs, err := b.Get(s.ID)
 	if err != nil {
@@ -487,8 +487,8 @@ func TestShareTombstoneHorizon(t *testing.T) {
 func TestConversationOwner(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "sessions.json")
-	a := newManager(t, Config{Registry: NewRegistry(path, nil)}, fakecli.EnvNoTranscript, "1")
-	b := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	a := newManager(t, Config{Registry: store.NewFile(path, nil)}, fakecli.EnvNoTranscript, "1")
+	b := newManager(t, Config{Registry: store.NewFile(path, nil)})
 	s := create(t, a, CreateOptions{Owner: "alice"})
 	query(t, s, "hi", QueryOptions{})
 	first := s.Info().ClaudeSessionID
@@ -519,7 +519,7 @@ func TestConversationOwner(t *testing.T) {
 	if _, err := a.Close(s.ID); err != nil {
 		t.Fatal(err)
 	}
-	c := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	c := newManager(t, Config{Registry: store.NewFile(path, nil)})
 	for name, m := range map[string]*Manager{"A": a, "B": b, "C": c} {
 		check(m, name+" after the close", first, "alice", true)
 		check(m, name+" after the close", second, "alice", true)
@@ -544,5 +544,5 @@ func TestConversationOwner(t *testing.T) {
 func sharedPair(t *testing.T) (path string, a, b *Manager) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "sessions.json")
-	return path, newManager(t, Config{Registry: NewRegistry(path, nil)}), newManager(t, Config{Registry: NewRegistry(path, nil)})
+	return path, newManager(t, Config{Registry: store.NewFile(path, nil)}), newManager(t, Config{Registry: store.NewFile(path, nil)})
 }

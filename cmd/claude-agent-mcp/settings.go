@@ -18,6 +18,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
 // settings is what serving needs, every flag checked.
@@ -303,5 +304,5 @@ func (c *config) statePath() (string, error) {
 	if c.stateFile != "" {
 		return filepath.Abs(c.stateFile)
 	}
-	return sessions.DefaultRegistryPath()
+	return store.DefaultPath()
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/worktree"
 )
 
 // A call of an agent tool runs a session as the agent: --agents holds its
@@ -243,7 +244,7 @@ func agentSession(ag *agentfile.Agent, in Arguments) (sessions.CreateOptions, er
 	so.Plugins = op.Plugins
 	so.DisallowedTools = in.DisallowedTools // also for the session, whatever --agent makes of the definition's
 	o := sessions.CreateOptions{Cwd: in.Cwd, SessionOptions: so, MCPServers: op.MCPServers, Profile: op.Profile,
-		Worktree: sessions.WorktreeOption{On: op.Worktree.On, Name: op.Worktree.Name}, AgentTool: ag.ToolName}
+		Worktree: worktree.Option{On: op.Worktree.On, Name: op.Worktree.Name}, AgentTool: ag.ToolName}
 	if ag.Source != agentfile.SourceProject {
 		o.Operator = operatorOptions(&o, caller)
 	}
