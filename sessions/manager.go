@@ -33,6 +33,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/quiet"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/cli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/permission"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/sharing"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
@@ -172,6 +173,8 @@ type Manager struct {
 	store  store.Store       // the registry (cfg.Registry), nil for none
 	policy *policy.Gate      // the one policy gate (see gate)
 
+	permissions permission.Policy // answers the permission questions nobody else answered
+
 	cli *cli.Launcher // starts the claude processes
 
 	closing sync.WaitGroup // temporary sessions closing after their answer went out
@@ -214,6 +217,7 @@ func NewManager(cfg Config) *Manager {
 	}
 	m := &Manager{cfg: cfg, log: logger, sessions: map[string]*Session{}, quiet: quiet.New(cfg.OnIdle)}
 	m.policy = newPolicy(m, cfg)
+	m.permissions = permission.Policy{Timeout: cfg.PermissionTimeout, Answer: cfg.PermissionPolicy, Log: logger}
 	m.cli = cli.New(cli.Config{Path: cfg.CLIPath, Env: cfg.Env, CloseStage: cfg.CloseStage, StartTimeout: cfg.StartTimeout,
 		Bypass: m.policy.BypassAvailable})
 	newLive(m)
