@@ -1,22 +1,26 @@
 // Package sessions manages Claude Code sessions: the [Manager] facade the
 // MCP layer calls (ids, create, one-shot queries, limits, shutdown), each
-// [Session]'s state machine (state.go) and process lifecycle, its queries
-// and their runs bound to it ([Run]), the usage limit's waits, budgets
-// and idle reaping, and the manager's side of the live pool with its queue
+// [Session]'s process lifecycle, its queries and their runs bound to it
+// ([Run]), budgets and idle reaping, and the manager's side of its
+// subpackages: the state machine (package state), the usage limit's waits
+// (package limitwait, through limitQuery), the live pool with its queue
 // and warm spares (package live, pooling.go: spareOn decides when a spare
-// starts), of the policy gate and of the registry shared by instances.
+// starts), the policy gate and the registry shared by instances.
 //
 // It owns its sessions: each live Session owns one claudeagent.Process and
 // one pump goroutine that feeds the running turn. It must not know MCP
-// wire types, how a turn's messages become events and a result (package
-// turn), a run's record (package run), the history's bounds and the
-// transcript's format (package history), how images are checked (package
-// images), the registry's file format or its merge (package store,
-// reached through store.Store with plain records), this instance's claims
-// and the costs it has not written yet (package sharing), the policy's classes
-// (package policy, reached through Manager.gate), git (package worktree),
-// or how live places are counted and spares kept (package live). None of
-// its subpackages imports it.
+// wire types, the table of a session's states (package state), how a
+// query waits for a usage limit's reset (package limitwait), how a CLI is
+// found and started (package cli), how permission questions are decided
+// (package permission), how a turn's messages become events and a result
+// (package turn), a run's record (package run), the history's bounds and
+// the transcript's format (package history), how images are checked
+// (package images), the registry's file format or its merge (package
+// store, reached through store.Store with plain records), this instance's
+// claims and the costs it has not written yet (package sharing), the
+// policy's classes (package policy, reached through Manager.gate), git
+// (package worktree), or how live places are counted and spares kept
+// (package live). None of its subpackages imports it.
 package sessions
 
 import (
