@@ -6,6 +6,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 )
 
 // userKey carries the calling user in a request's context.
@@ -65,7 +66,7 @@ func (h *handlers) counts(ctx context.Context) (open, live, queued int) {
 		if i.PID != 0 {
 			live++
 		}
-		if i.State == sessions.StateQueued {
+		if i.State == state.Queued {
 			queued++
 		}
 	}

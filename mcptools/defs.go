@@ -10,7 +10,9 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/limitwait"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/worktree"
 )
 
 // The tool definitions. Every host session pays for them in context, so
@@ -275,19 +277,19 @@ func flat(s *jsonschema.Schema) {
 // inputProperties refine derived input schemas by parameter name: the one
 // definition of each pattern and enumeration the tools share.
 var inputProperties = map[string]func(*jsonschema.Schema){
-	"permissionMode": func(s *jsonschema.Schema) { s.Enum = enumOf(sessions.PermissionModes) },
-	"effort":         func(s *jsonschema.Schema) { s.Enum = enumOf(sessions.EffortLevels) },
-	"onUsageLimit":   func(s *jsonschema.Schema) { s.Enum = enumOf(sessions.OnLimits) },
+	"permissionMode": func(s *jsonschema.Schema) { s.Enum = enumOf(options.PermissionModes) },
+	"effort":         func(s *jsonschema.Schema) { s.Enum = enumOf(options.EffortLevels) },
+	"onUsageLimit":   func(s *jsonschema.Schema) { s.Enum = enumOf(limitwait.OnLimits) },
 	"settingSources": func(s *jsonschema.Schema) {
-		s.Items = &jsonschema.Schema{Type: "string", Enum: enumOf(sessions.SettingSources)}
+		s.Items = &jsonschema.Schema{Type: "string", Enum: enumOf(options.SettingSources)}
 	},
 }
 
 // schemaTypes: raw JSON in results and options is always an object (a
 // tool's input, an MCP server's entry).
 var schemaTypes = map[reflect.Type]*jsonschema.Schema{
-	reflect.TypeFor[json.RawMessage]():         {Type: "object"},
-	reflect.TypeFor[sessions.WorktreeOption](): {Type: "string"},
+	reflect.TypeFor[json.RawMessage](): {Type: "object"},
+	reflect.TypeFor[worktree.Option](): {Type: "string"},
 }
 
 func enumOf(vals []string) []any {
@@ -316,7 +318,7 @@ func legacyForm(name string, raw json.RawMessage) error {
 	switch name {
 	case "worktree":
 		if w := string(raw); w == "true" || w == "false" {
-			return fmt.Errorf("worktree %s: worktree is a string: a name, or %q for one the server picks (leave it out for none)", w, sessions.WorktreeAuto)
+			return fmt.Errorf("worktree %s: worktree is a string: a name, or %q for one the server picks (leave it out for none)", w, worktree.Auto)
 		}
 	case "settings":
 		var path string

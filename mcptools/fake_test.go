@@ -16,6 +16,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/mcptest"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 )
 
 // fakeServer connects an in-memory client to a server whose sessions run
@@ -167,7 +168,7 @@ func TestFakeCancellationInterrupts(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for s.Info().State != sessions.StateRunning {
+	for s.Info().State != state.Running {
 		if time.Now().After(deadline) {
 			t.Fatal("query never started")
 		}
@@ -178,7 +179,7 @@ func TestFakeCancellationInterrupts(t *testing.T) {
 		t.Error("cancelled call returned no error to the client")
 	}
 	deadline = time.Now().Add(10 * time.Second)
-	for s.Info().State != sessions.StateIdle {
+	for s.Info().State != state.Idle {
 		if time.Now().After(deadline) {
 			t.Fatalf("session did not return to idle after cancellation: %s", s.Info().State)
 		}

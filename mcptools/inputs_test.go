@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 )
 
 // TestWaitSecondsClamped: a waitSeconds too large for a time.Duration is
@@ -117,5 +118,5 @@ func TestMissingCLIHint(t *testing.T) {
 // runningQuery reports whether session id has a query running.
 func runningQuery(m *sessions.Manager, id string) bool {
 	s, err := m.Get(id)
-	return err == nil && s.Info().State == sessions.StateRunning
+	return err == nil && s.Info().State == state.Running
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
 // TestWaitSecondsAndChatWait: a slow turn with waitSeconds returns status
@@ -203,7 +205,7 @@ func TestQueuedQuery(t *testing.T) {
 		_, err := f.cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "claude_chat_query", Arguments: map[string]any{"sessionId": a, "prompt": "SLOW4"}})
 		done <- err
 	}()
-	waitFor(t, "A running", func() bool { s, _ := f.mgr.Get(a); return s.Info().State == sessions.StateRunning })
+	waitFor(t, "A running", func() bool { s, _ := f.mgr.Get(a); return s.Info().State == state.Running })
 	res, out := f.call(t, "claude_session_create", map[string]any{"cwd": t.TempDir()}, nil)
 	b := out["sessionId"].(string)
 	if out["active"] != false || !strings.Contains(resText(res), "starts with its first query") {
@@ -218,7 +220,7 @@ func TestQueuedQuery(t *testing.T) {
 		}
 		queried <- res
 	}()
-	waitFor(t, "B queued", func() bool { s, _ := f.mgr.Get(b); return s.Info().State == sessions.StateQueued })
+	waitFor(t, "B queued", func() bool { s, _ := f.mgr.Get(b); return s.Info().State == state.Queued })
 	_, list := f.call(t, "claude_session_list", map[string]any{"sessionId": b}, nil)
 	if info := list["sessions"].([]any)[0].(map[string]any); info["state"] != "queued" || info["queuePosition"] != float64(1) || list["queued"] != float64(1) {
 		t.Errorf("list while queued: %v", list)
@@ -279,7 +281,7 @@ func TestHistoryCapped(t *testing.T) {
 // TestPersistedFalse: a registry that cannot be written makes create and
 // query results say persisted: false.
 func TestPersistedFalse(t *testing.T) {
-	reg := sessions.NewRegistry("/dev/null/cannot/sessions.json", nil)
+	reg := store.NewFile("/dev/null/cannot/sessions.json", nil)
 	f := newFakeServer(t, "2025-11-25", sessions.Config{Registry: reg}, Options{})
 	_, out := f.call(t, "claude_session_create", map[string]any{"cwd": t.TempDir()}, nil)
 	if out["persisted"] != false {
@@ -289,7 +291,7 @@ func TestPersistedFalse(t *testing.T) {
 	if out["persisted"] != false {
 		t.Errorf("query with an unwritable registry: persisted = %v", out["persisted"])
 	}
-	good := newFakeServer(t, "2025-11-25", sessions.Config{Registry: sessions.NewRegistry(filepath.Join(t.TempDir(), "s.json"), nil)}, Options{})
+	good := newFakeServer(t, "2025-11-25", sessions.Config{Registry: store.NewFile(filepath.Join(t.TempDir(), "s.json"), nil)}, Options{})
 	if _, out := good.call(t, "claude_session_create", map[string]any{"cwd": t.TempDir()}, nil); out["persisted"] != nil {
 		t.Errorf("create with a good registry: persisted = %v, want it left out", out["persisted"])
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
@@ -126,7 +127,7 @@ func sessionLabel(i sessions.Info) string {
 // waits for a permission answer; else its state.
 func doingNow(s *sessions.Session, i sessions.Info) string {
 	switch i.State {
-	case sessions.StateRunning:
+	case state.Running:
 		r := s.CurrentRun()
 		if r == nil {
 			return "running"
@@ -143,13 +144,13 @@ func doingNow(s *sessions.Session, i sessions.Info) string {
 			doing += "; now: " + textcut.Cut(p.LastStep, 120)
 		}
 		return doing
-	case sessions.StateQueued:
+	case state.Queued:
 		return fmt.Sprintf("queued for a live process (#%d)", i.QueuePosition)
-	case sessions.StateIdle:
+	case state.Idle:
 		return "idle since " + i.LastUsed.Format(time.TimeOnly)
-	case sessions.StateDormant:
+	case state.Dormant:
 		return "dormant (its next query resumes it)"
-	case sessions.StateRefused, sessions.StateFailed:
+	case state.Refused, state.Failed:
 		return string(i.State) + ": " + i.Failure
 	}
 	return string(i.State)

@@ -17,6 +17,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/run"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
@@ -121,7 +122,7 @@ func (t *task) complete(h *handlers, s *sessions.Session, res *turn.Result, err 
 		case cancelled:
 			t.finish(taskCancelled, "Cancelled; the session is kept and takes the next query.", nil, nil)
 			return
-		case s.Info().State == sessions.StateClosed:
+		case s.Info().State == state.Closed:
 			t.finish(taskCancelled, "Cancelled: the session was closed.", nil, nil)
 			return
 		}

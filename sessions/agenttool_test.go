@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"testing"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
 // TestAgentToolPersisted: the agent tool that started a session survives a
@@ -12,7 +14,7 @@ import (
 func TestAgentToolPersisted(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "sessions.json")
-	m1 := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	m1 := newManager(t, Config{Registry: store.NewFile(path, nil)})
 	s := create(t, m1, CreateOptions{Cwd: t.TempDir(), AgentTool: "reviewer"})
 	plain := create(t, m1, CreateOptions{Cwd: t.TempDir()})
 	query(t, s, "hi", QueryOptions{})
@@ -21,7 +23,7 @@ func TestAgentToolPersisted(t *testing.T) {
 	}
 	m1.Shutdown()
 
-	entries := NewRegistry(path, nil).Load()
+	entries := store.NewFile(path, nil).Load()
 	if len(entries) != 2 {
 		t.Fatalf("the registry holds %d sessions, want 2", len(entries))
 	}
@@ -31,7 +33,7 @@ func TestAgentToolPersisted(t *testing.T) {
 			t.Errorf("entry %s: agentTool %q, want %q", e.SessionID, e.AgentTool, want)
 		}
 	}
-	m2 := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	m2 := newManager(t, Config{Registry: store.NewFile(path, nil)})
 	for id, want := range map[string]string{s.ID: "reviewer", plain.ID: ""} {
 		got, err := m2.Get(id)
 		if err != nil {

@@ -8,23 +8,24 @@ import (
 	"strings"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/permission"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // What reaches a running session besides a prompt: an interrupt, model
 // and permission mode switches (each through the policy gate), and the
-// CLI's permission questions (onControl, decidePermission).
+// CLI's permission questions (onControl; package permission decides).
 
 // Interrupt interrupts the running query, if any, and reports whether one
 // was running, and whether its process had to be stopped because it did
 // not acknowledge the interrupt (see interruptTurn). The query returns with
-// Interrupted set. A query waiting for a usage limit's reset (limit.go)
+// Interrupted set. A query waiting for a usage limit's reset (package limitwait)
 // stops waiting; the CLI, which runs no turn then, is not asked.
 func (s *Session) Interrupt(ctx context.Context) (running, forced bool) {
 	s.mu.Lock()
-	t, p, parked := s.cur, s.proc, s.parked != nil
+	t, p, parked := s.cur, s.proc, s.limits.Parked != nil
 	if parked {
 		// Waiting for a usage limit's reset: no turn runs in the CLI.
 		s.wakeParkedLocked()
@@ -42,46 +43,34 @@ func (s *Session) Interrupt(ctx context.Context) (running, forced bool) {
 // SetModel switches the model and returns the resolved id ("" when it
 // cannot be known). A dormant session uses it when it resumes.
 func (s *Session) SetModel(ctx context.Context, model string) (string, error) {
-	if err := ValidateModel(model); err != nil {
+	if err := options.ValidateModel(model); err != nil {
 		return "", err
 	}
-	if err := s.gateChange("model", func(o *CreateOptions) { o.Model = model }, nil); err != nil {
-		return "", err
-	}
-	s.mu.Lock()
-	if err := s.usableLocked(); err != nil {
-		s.mu.Unlock()
-		return "", err
-	}
-	p := s.proc
-	s.mu.Unlock()
-	if p != nil {
-		if err := s.m.fence(s); err != nil { // the claim may have passed to another instance
-			return "", err
-		}
-		if err := p.SetModel(ctx, model); err != nil {
-			return "", fmt.Errorf("switching model of session %s: %w", s.ID, err)
-		}
-	}
-	s.mu.Lock()
-	s.opts.Model = model
-	s.opts.Operator = callerChose(s.opts.Operator, "model")
-	s.model = s.resolveModel(model)
-	resolved := s.model
-	s.mu.Unlock()
-	s.m.persist()
-	return resolved, nil
+	var resolved string
+	err := s.switchOption(ctx, "model", func(o *CreateOptions) { o.Model = model },
+		func(p *claudeagent.Process) error { return p.SetModel(ctx, model) },
+		func() { s.model = s.resolveModel(model); resolved = s.model })
+	return resolved, err
 }
 
 // SetPermissionMode switches the permission mode.
 func (s *Session) SetPermissionMode(ctx context.Context, mode string) error {
-	if err := ValidatePermissionMode(mode); err != nil {
+	if err := options.ValidatePermissionMode(mode); err != nil {
 		return err
 	}
 	if mode == "" {
-		return errors.New("permissionMode is empty: pass one of " + strings.Join(PermissionModes, ", "))
+		return errors.New("permissionMode is empty: pass one of " + strings.Join(options.PermissionModes, ", "))
 	}
-	if err := s.gateChange("permissionMode", func(o *CreateOptions) { o.PermissionMode = mode }, nil); err != nil {
+	return s.switchOption(ctx, "permissionMode", func(o *CreateOptions) { o.PermissionMode = mode },
+		func(p *claudeagent.Process) error { return p.SetPermissionMode(ctx, mode) }, nil)
+}
+
+// switchOption switches the session's option (its JSON name) as apply
+// changes it: through the gate, then in the live process (send), if any,
+// then in the session's options, a value the caller chose; after runs
+// then too, s.mu held.
+func (s *Session) switchOption(ctx context.Context, option string, apply func(o *CreateOptions), send func(*claudeagent.Process) error, after func()) error {
+	if err := s.gateChange(option, apply, nil); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -95,13 +84,16 @@ func (s *Session) SetPermissionMode(ctx context.Context, mode string) error {
 		if err := s.m.fence(s); err != nil { // the claim may have passed to another instance
 			return err
 		}
-		if err := p.SetPermissionMode(ctx, mode); err != nil {
-			return fmt.Errorf("switching permission mode of session %s: %w", s.ID, err)
+		if err := send(p); err != nil {
+			return fmt.Errorf("switching %s of session %s: %w", option, s.ID, err)
 		}
 	}
 	s.mu.Lock()
-	s.opts.PermissionMode = mode
-	s.opts.Operator = callerChose(s.opts.Operator, "permissionMode")
+	apply(&s.opts)
+	s.opts.Operator = callerChose(s.opts.Operator, option)
+	if after != nil {
+		after()
+	}
 	s.mu.Unlock()
 	s.m.persist()
 	return nil
@@ -143,15 +135,9 @@ func (s *Session) onControl(ctx context.Context, req *claudeagent.ControlRequest
 	if ask != nil {
 		s.m.alert(Alert{Session: s, Tool: c.ToolName}) // someone may answer: tell them it waits
 	}
-	res := s.m.decidePermission(ctx, &turn.PermissionRequest{SessionID: s.ID, Cwd: cwd, CanUseToolRequest: c}, ask)
+	res := s.m.permissions.Decide(ctx, &turn.PermissionRequest{SessionID: s.ID, Cwd: cwd, CanUseToolRequest: c}, ask)
 	res = s.boundApproval(c, cwd, res)
-	if t != nil {
-		if res.Behavior == "deny" {
-			t.AddDenial(turn.PermissionDenial{ToolName: c.ToolName, ToolUseID: c.ToolUseID, ToolInput: c.Input})
-		}
-		t.Emit(turn.Event{Kind: turn.EventPermission, Tool: c.ToolName, ToolID: c.ToolUseID, IsError: res.Behavior == "deny",
-			Text: permissionSummary(c, res)})
-	}
+	permission.Record(t, c, res)
 	return res, nil
 }
 
@@ -178,46 +164,4 @@ func (s *Session) boundApproval(c *claudeagent.CanUseToolRequest, cwd string, re
 	out := *res
 	out.UpdatedPermissions = kept
 	return &out
-}
-
-func permissionSummary(c *claudeagent.CanUseToolRequest, res *claudeagent.PermissionResult) string {
-	if res.Behavior == "deny" {
-		return fmt.Sprintf("denied %s (%s): %s", c.ToolName, history.SummarizeInput(c.Input, 300), res.Message)
-	}
-	return fmt.Sprintf("allowed %s (%s)", c.ToolName, history.SummarizeInput(c.Input, 300))
-}
-
-// decidePermission asks the caller when it can, else applies the policy.
-// It always returns an answer, within the permission timeout.
-func (m *Manager) decidePermission(ctx context.Context, req *turn.PermissionRequest,
-	ask func(context.Context, *turn.PermissionRequest) (*claudeagent.PermissionResult, error)) *claudeagent.PermissionResult {
-	why := "the caller cannot be asked (its MCP client did not declare elicitation)"
-	if ask != nil {
-		actx, cancel := context.WithTimeout(ctx, m.cfg.PermissionTimeout)
-		res, err := ask(actx, req)
-		cancel()
-		switch {
-		case err == nil && res != nil:
-			if res.Behavior == "allow" && len(res.UpdatedInput) == 0 {
-				// The CLI rejects an allow without updatedInput.
-				res.UpdatedInput = claudeagent.Allow(req.Input).UpdatedInput
-			}
-			return res
-		case errors.Is(err, context.DeadlineExceeded):
-			why = fmt.Sprintf("the caller did not answer within %s", m.cfg.PermissionTimeout)
-		case ctx.Err() != nil:
-			why = "the request was cancelled"
-		default:
-			why = fmt.Sprintf("asking the caller failed (%v)", err)
-		}
-		m.log.Info("permission question unanswered; applying policy", "tool", req.ToolName, "why", why, "policy", m.cfg.PermissionPolicy)
-	}
-	if m.cfg.PermissionPolicy == "allow" {
-		return claudeagent.Allow(req.Input)
-	}
-	rule := req.ToolName
-	return claudeagent.Deny(fmt.Sprintf(
-		"Permission to use %s was denied: %s and the server's policy is to deny. "+
-			"To allow it, the caller can switch the session's permission mode (e.g. to acceptEdits or bypassPermissions) "+
-			"or create the session with allowedTools including %q.", req.ToolName, why, rule))
 }

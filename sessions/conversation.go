@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/cli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
@@ -55,7 +56,7 @@ func (s *Session) setHistoryLocked(h []history.Entry) { s.history.Set(h, s.trans
 
 // transcriptPath is this session's transcript; s.mu is held.
 func (s *Session) transcriptPath() string {
-	env := mergeEnv(s.m.cfg.Env, s.profileEnv, s.m.ownerEnv(s.opts.Owner), s.opts.Env)
+	env := cli.MergeEnv(s.m.cfg.Env, s.profileEnv, s.m.ownerEnv(s.opts.Owner), s.opts.Env)
 	id := s.claudeSessionID
 	if s.forkPending || id == "" {
 		id = s.opts.ResumeSessionID // the fork's own transcript does not exist yet

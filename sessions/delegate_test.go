@@ -15,6 +15,9 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/worktree"
 )
 
 // TestDelegationValidation: each delegation option is checked at create,
@@ -90,26 +93,26 @@ func TestDelegationValidation(t *testing.T) {
 func TestWorktreeOptionJSON(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
-		want WorktreeOption
+		want worktree.Option
 		out  string
 	}{
-		{`"feature"`, WorktreeOption{On: true, Name: "feature"}, `"feature"`},
-		{`"auto"`, WorktreeOption{On: true}, `true`},
-		{`""`, WorktreeOption{}, `false`},
-		{`true`, WorktreeOption{On: true}, `true`},
-		{`false`, WorktreeOption{}, `false`},
+		{`"feature"`, worktree.Option{On: true, Name: "feature"}, `"feature"`},
+		{`"auto"`, worktree.Option{On: true}, `true`},
+		{`""`, worktree.Option{}, `false`},
+		{`true`, worktree.Option{On: true}, `true`},
+		{`false`, worktree.Option{}, `false`},
 	} {
-		var w WorktreeOption
+		var w worktree.Option
 		if err := json.Unmarshal([]byte(tc.in), &w); err != nil || w != tc.want {
 			t.Errorf("%s reads as %+v (%v), want %+v", tc.in, w, err, tc.want)
 		}
 		out, _ := json.Marshal(w)
-		var back WorktreeOption
+		var back worktree.Option
 		if string(out) != tc.out || json.Unmarshal(out, &back) != nil || back != w {
 			t.Errorf("%+v writes %s, reading back %+v; want %s", w, out, back, tc.out)
 		}
 	}
-	var w WorktreeOption
+	var w worktree.Option
 	if err := json.Unmarshal([]byte(`5`), &w); err == nil || !strings.Contains(err.Error(), `a name, or "auto"`) {
 		t.Errorf("a number: %v", err)
 	}
@@ -156,7 +159,7 @@ func TestBudgets(t *testing.T) {
 	t.Run("total", func(t *testing.T) {
 		t.Parallel()
 		path := filepath.Join(t.TempDir(), "sessions.json")
-		m := newManager(t, Config{MaxTotalBudgetUSD: 0.0005, Registry: NewRegistry(path, nil)})
+		m := newManager(t, Config{MaxTotalBudgetUSD: 0.0005, Registry: store.NewFile(path, nil)})
 		a := create(t, m, CreateOptions{})
 		b := create(t, m, CreateOptions{})
 		query(t, a, "hi", QueryOptions{})
@@ -169,7 +172,7 @@ func TestBudgets(t *testing.T) {
 		// Closing sessions does not give the money back, nor does a restart.
 		m.Close(a.ID)
 		m.Shutdown()
-		m2 := newManager(t, Config{MaxTotalBudgetUSD: 0.0005, Registry: NewRegistry(path, nil)})
+		m2 := newManager(t, Config{MaxTotalBudgetUSD: 0.0005, Registry: store.NewFile(path, nil)})
 		if got := m2.Spent(); got < 0.00054 {
 			t.Errorf("spent after a restart = %v", got)
 		}
@@ -315,7 +318,7 @@ func TestReplayAfterLostTranscript(t *testing.T) {
 	if r := query(t, s, "and now?", QueryOptions{}); r.Recovered != "" || r.IsError {
 		t.Errorf("the query after the replay: %+v", r)
 	}
-	if got := s.Info(); got.State != StateIdle || got.ClaudeSessionID != r.ClaudeSessionID {
+	if got := s.Info(); got.State != state.Idle || got.ClaudeSessionID != r.ClaudeSessionID {
 		t.Errorf("after the replay: %+v", got)
 	}
 }
@@ -346,7 +349,7 @@ func TestWorktrees(t *testing.T) {
 	t.Parallel()
 	repo := gitRepo(t)
 	m := newManager(t, Config{})
-	s := create(t, m, CreateOptions{Cwd: filepath.Join(repo, "sub"), Worktree: WorktreeOption{On: true, Name: "feature"}})
+	s := create(t, m, CreateOptions{Cwd: filepath.Join(repo, "sub"), Worktree: worktree.Option{On: true, Name: "feature"}})
 	w := s.Info().Worktree
 	wantPath := filepath.Join(repo, ".claude", "worktrees", "feature")
 	if w == nil || w.Path != wantPath || w.Branch != "worktree-feature" || s.Info().Cwd != filepath.Join(wantPath, "sub") {
@@ -363,11 +366,11 @@ func TestWorktrees(t *testing.T) {
 		t.Errorf("the worktree shows in the repository's status: %s", status)
 	}
 	// A second session on the same repository gets its own.
-	s2 := create(t, m, CreateOptions{Cwd: repo, Worktree: WorktreeOption{On: true}})
+	s2 := create(t, m, CreateOptions{Cwd: repo, Worktree: worktree.Option{On: true}})
 	if w2 := s2.Info().Worktree; w2 == nil || w2.Path == wantPath || !strings.HasPrefix(w2.Branch, "worktree-session-") {
 		t.Errorf("second worktree = %+v", w2)
 	}
-	if _, err := m.Create(ctxFor(t), CreateOptions{Cwd: repo, Worktree: WorktreeOption{On: true, Name: "feature"}}); err == nil || !strings.Contains(err.Error(), "exists already") {
+	if _, err := m.Create(ctxFor(t), CreateOptions{Cwd: repo, Worktree: worktree.Option{On: true, Name: "feature"}}); err == nil || !strings.Contains(err.Error(), "exists already") {
 		t.Errorf("a worktree name in use: %v", err)
 	}
 
@@ -398,10 +401,10 @@ func TestWorktrees(t *testing.T) {
 		t.Errorf("its branch is still there: %s", out)
 	}
 
-	if _, err := m.Create(ctxFor(t), CreateOptions{Cwd: t.TempDir(), Worktree: WorktreeOption{On: true}}); err == nil || !strings.Contains(err.Error(), "not inside a git repository") {
+	if _, err := m.Create(ctxFor(t), CreateOptions{Cwd: t.TempDir(), Worktree: worktree.Option{On: true}}); err == nil || !strings.Contains(err.Error(), "not inside a git repository") {
 		t.Errorf("worktree outside a repository: %v", err)
 	}
-	if _, err := m.Create(ctxFor(t), CreateOptions{Cwd: repo, Worktree: WorktreeOption{On: true, Name: "../x"}}); err == nil || !strings.Contains(err.Error(), "invalid worktree name") {
+	if _, err := m.Create(ctxFor(t), CreateOptions{Cwd: repo, Worktree: worktree.Option{On: true, Name: "../x"}}); err == nil || !strings.Contains(err.Error(), "invalid worktree name") {
 		t.Errorf("a bad worktree name: %v", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/leakcheck"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
@@ -110,10 +111,10 @@ func query(tb testing.TB, s *Session, prompt string, qo QueryOptions) *turn.Resu
 
 // stateOf is the session's state as it is, interrupting included (Info
 // reports it as running).
-func stateOf(s *Session) State {
+func stateOf(s *Session) state.State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.state
+	return s.st.State()
 }
 
 func approx(a, b float64) bool { return math.Abs(a-b) < 1e-12 }

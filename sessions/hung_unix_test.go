@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 )
 
 // A child that hangs (here: SIGSTOP) must not make anything wait longer
@@ -33,7 +35,7 @@ func TestHungChild(t *testing.T) {
 	}
 	resumes := func(t *testing.T, s *Session, old int) {
 		t.Helper()
-		if got := s.Info(); got.State != StateDormant || got.PID != 0 {
+		if got := s.Info(); got.State != state.Dormant || got.PID != 0 {
 			t.Errorf("after the stop: state %s pid %d, want dormant", got.State, got.PID)
 		}
 		checkGone(t, old)
@@ -80,7 +82,7 @@ func TestHungChild(t *testing.T) {
 		}
 		stop(t, pid)
 		go s.Interrupt(ctxFor(t))
-		waitUntil(t, waitLimit, "the interrupt under way", func() bool { return stateOf(s) == StateInterrupting })
+		waitUntil(t, waitLimit, "the interrupt under way", func() bool { return stateOf(s) == state.Interrupting })
 		r, err := s.Query(ctxFor(t), "hi", QueryOptions{})
 		if err != nil || r.FinalText != hello {
 			t.Fatalf("the query during the interrupt: %+v, %v", r, err)

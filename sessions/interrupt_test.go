@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
@@ -72,7 +73,7 @@ func TestInterrupt(t *testing.T) {
 	if p.dur > 5*time.Second {
 		t.Errorf("the interrupted query took %s (the slow turn runs 10 s)", p.dur)
 	}
-	if in := s.Info(); in.State != StateIdle || in.PID != pid {
+	if in := s.Info(); in.State != state.Idle || in.PID != pid {
 		t.Errorf("after the interrupt: %+v (want idle, pid %d)", in, pid)
 	}
 	r = query(t, s, "hi", QueryOptions{})
@@ -177,7 +178,7 @@ func TestCancelQuery(t *testing.T) {
 		if !r.Interrupted || r.TerminalReason != "aborted_tools" {
 			t.Errorf("result = %+v", r)
 		}
-		if in := s.Info(); in.State != StateIdle || in.PID != pid {
+		if in := s.Info(); in.State != state.Idle || in.PID != pid {
 			t.Errorf("after cancelling: %+v (want idle, pid %d)", in, pid)
 		}
 		if r := query(t, s, "hi", QueryOptions{}); r.FinalText != hello {
@@ -224,7 +225,7 @@ func TestQueryTimeout(t *testing.T) {
 		if p.dur < 500*time.Millisecond || p.dur > 5*time.Second {
 			t.Errorf("the query took %s", p.dur)
 		}
-		if in := s.Info(); in.State != StateIdle || in.PID != pid {
+		if in := s.Info(); in.State != state.Idle || in.PID != pid {
 			t.Errorf("after the timeout: %+v (want idle, pid %d)", in, pid)
 		}
 		if r := query(t, s, "hi", QueryOptions{}); r.FinalText != hello || r.TimedOut {
@@ -249,7 +250,7 @@ func TestQueryTimeout(t *testing.T) {
 			t.Errorf("the query took %s to return, want at most %s", p.dur, limit)
 		}
 		checkGone(t, in.PID)
-		if got := s.Info(); got.State != StateDormant || got.PID != 0 {
+		if got := s.Info(); got.State != state.Dormant || got.PID != 0 {
 			t.Errorf("after the kill: state %q pid %d, want dormant", got.State, got.PID)
 		}
 		var pr probe

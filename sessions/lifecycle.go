@@ -6,6 +6,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 )
 
 // A session's process after its start: the pump that feeds the running
@@ -43,8 +44,8 @@ func (s *Session) pump(p *claudeagent.Process, done chan struct{}) {
 	t := s.cur
 	if s.proc == p {
 		s.proc = nil
-		if s.state != StateInterrupting { // an interrupted turn's end settles it (Session.finish)
-			s.moveLocked(StateDormant)
+		if s.st.State() != state.Interrupting { // an interrupted turn's end settles it (Session.finish)
+			s.st.MoveLocked(state.Dormant)
 		}
 	}
 	s.mu.Unlock()
@@ -80,11 +81,11 @@ func (s *Session) noteSystem(m *claudeagent.SystemMessage) {
 // process. It returns when the process is gone.
 func (s *Session) close() {
 	s.mu.Lock()
-	if s.state == StateClosed {
+	if s.st.State() == state.Closed {
 		s.mu.Unlock()
 		return
 	}
-	s.moveLocked(StateClosed)
+	s.st.MoveLocked(state.Closed)
 	s.wakeParkedLocked()
 	if s.idleTimer != nil {
 		s.idleTimer.Stop()
@@ -144,7 +145,7 @@ func (s *Session) stopProcess(p *claudeagent.Process) {
 func (s *Session) idleSince() (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.lastUsed, s.state == StateIdle && s.cur == nil && s.proc != nil
+	return s.lastUsed, s.st.State() == state.Idle && s.cur == nil && s.proc != nil
 }
 
 // makeDormant stops an idle session's process; the next query resumes it.
@@ -153,16 +154,16 @@ func (s *Session) idleSince() (time.Time, bool) {
 func (s *Session) makeDormant(reason string) bool {
 	s.mu.Lock()
 	p := s.proc
-	if s.owner != ownerNone || p == nil || s.state != StateIdle {
+	if s.st.Owner() != state.Nobody || p == nil || s.st.State() != state.Idle {
 		s.mu.Unlock()
 		return false
 	}
-	s.setOwnerLocked(ownerDormancy)
+	s.st.SetOwnerLocked(state.Dormancy)
 	s.mu.Unlock()
-	defer s.release()
+	defer s.st.Release()
 	s.log.Info("making session dormant", "reason", reason)
 	s.stopProcess(p)
-	s.setState(StateDormant)
+	s.st.Move(state.Dormant)
 	return true
 }
 

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 )
 
 // A CLI that dies mid-turn: the query returns at once with the exit code
@@ -33,7 +35,7 @@ func TestCrashMidTurn(t *testing.T) {
 		t.Errorf("ClaudeSessionID = %q, want %q", r.ClaudeSessionID, in.ClaudeSessionID)
 	}
 	checkGone(t, in.PID)
-	if got := s.Info(); got.State != StateDormant || got.PID != 0 || m.LiveCount() != 0 {
+	if got := s.Info(); got.State != state.Dormant || got.PID != 0 || m.LiveCount() != 0 {
 		t.Errorf("after the crash: %+v, LiveCount %d", got, m.LiveCount())
 	}
 
@@ -51,7 +53,7 @@ func TestCrashMidTurn(t *testing.T) {
 	pr.checkArg(t, "--session-id="+in.ClaudeSessionID, false)
 
 	// An idle process that dies leaves the session dormant, not broken.
-	waitUntil(t, 10*time.Second, "the idle process to die", func() bool { return s.Info().State == StateDormant })
+	waitUntil(t, 10*time.Second, "the idle process to die", func() bool { return s.Info().State == state.Dormant })
 	checkGone(t, pr.pid)
 	var pr2 probe
 	r = query(t, s, "hi", QueryOptions{OnEvent: pr2.onEvent(s)})
@@ -72,7 +74,7 @@ func TestResumeWithExpiredContext(t *testing.T) {
 	s := create(t, m, CreateOptions{})
 	query(t, s, "hi", QueryOptions{})
 	create(t, m, CreateOptions{}) // s goes dormant
-	if st := s.Info().State; st != StateDormant {
+	if st := s.Info().State; st != state.Dormant {
 		t.Fatalf("state = %q, want dormant", st)
 	}
 	for _, c := range []struct {
@@ -94,7 +96,7 @@ func TestResumeWithExpiredContext(t *testing.T) {
 		if err == nil {
 			t.Errorf("%s: Query succeeded with a dead context", c.name)
 		}
-		if in := s.Info(); in.State == StateFailed {
+		if in := s.Info(); in.State == state.Failed {
 			t.Errorf("%s: the session failed for good: %s", c.name, in.Failure)
 		}
 	}
@@ -123,7 +125,7 @@ func TestCloseDuringFailingStart(t *testing.T) {
 			// starting, so nothing reads the map meanwhile).
 			cfg.Env["FAKE_CLAUDE_IGNORE_CONTROL"] = "initialize"
 			p := startQuery(ctxFor(t), a, "hi", QueryOptions{})
-			waitUntil(t, 10*time.Second, "the start", func() bool { return a.Info().State == StateStarting })
+			waitUntil(t, 10*time.Second, "the start", func() bool { return a.Info().State == state.Starting })
 			if _, err := m.Close(a.ID); err != nil {
 				t.Fatal(err)
 			}
@@ -135,7 +137,7 @@ func TestCloseDuringFailingStart(t *testing.T) {
 			if p.err == nil {
 				t.Errorf("query on a session closed while starting: %+v", p.r)
 			}
-			if in := a.Info(); in.State != StateClosed {
+			if in := a.Info(); in.State != state.Closed {
 				t.Errorf("after the failed start the closed session is %q (%s)", in.State, in.Failure)
 			}
 			if _, err := a.Query(ctxFor(t), "hi", QueryOptions{}); !errors.Is(err, ErrClosed) {
@@ -197,7 +199,7 @@ func TestMaxLive(t *testing.T) {
 	query(t, a, "hi", QueryOptions{})
 	aIn := a.Info()
 	b := create(t, m, CreateOptions{})
-	if got := a.Info(); got.State != StateDormant || got.PID != 0 {
+	if got := a.Info(); got.State != state.Dormant || got.PID != 0 {
 		t.Errorf("a after b started: state %q pid %d, want dormant", got.State, got.PID)
 	}
 	checkGone(t, aIn.PID)
@@ -211,11 +213,11 @@ func TestMaxLive(t *testing.T) {
 		t.Errorf("a resumed: %+v", r)
 	}
 	pr.checkArg(t, "--resume="+aIn.ClaudeSessionID, true)
-	if got := b.Info(); got.State != StateDormant {
+	if got := b.Info(); got.State != state.Dormant {
 		t.Errorf("b after a resumed: state %q, want dormant", got.State)
 	}
 	checkGone(t, bPID)
-	if got := a.Info(); got.State != StateIdle || got.Queries != 2 {
+	if got := a.Info(); got.State != state.Idle || got.Queries != 2 {
 		t.Errorf("a = %+v", got)
 	}
 	close(stop)
@@ -236,7 +238,7 @@ func TestIdleTimeout(t *testing.T) {
 		t.Fatalf("slow query: %+v", r)
 	}
 	in := s.Info()
-	waitUntil(t, 10*time.Second, "the session to go dormant", func() bool { return s.Info().State == StateDormant })
+	waitUntil(t, 10*time.Second, "the session to go dormant", func() bool { return s.Info().State == state.Dormant })
 	checkGone(t, pr0.pid)
 	if n := m.LiveCount(); n != 0 {
 		t.Errorf("LiveCount = %d", n)
@@ -280,7 +282,7 @@ func TestCloseWhileQuery(t *testing.T) {
 	if _, err := m.Get(s.ID); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Get after Close: %v", err)
 	}
-	if st := s.Info().State; st != StateClosed {
+	if st := s.Info().State; st != state.Closed {
 		t.Errorf("state = %q", st)
 	}
 	if _, err := s.Query(ctxFor(t), "hi", QueryOptions{}); !errors.Is(err, ErrClosed) {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/limitwait"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
@@ -77,25 +79,25 @@ func TestUsageLimitWaitsAndGoesOn(t *testing.T) {
 	if len(limited) != 1 || !limited[0].Until.Equal(limitReset) || !strings.Contains(limited[0].Text, "limited until "+limitReset.UTC().Format(time.RFC3339)) {
 		t.Errorf("limited events %+v, want one with the reset %s", limited, limitReset)
 	}
-	if !parked.LimitedUntil.Equal(limitReset) || parked.State != StateRunning || parked.LimitKind != "five_hour" {
+	if !parked.LimitedUntil.Equal(limitReset) || parked.State != state.Running || parked.LimitKind != "five_hour" {
 		t.Errorf("Info while parked = %+v, want running, limited until %s", parked, limitReset)
 	}
 	if !clk.now().After(limitReset) {
 		t.Errorf("the query went on at %s, before the reset %s", clk.now(), limitReset)
 	}
-	if got := sentTexts(t, log); len(got) != 2 || got[0] != limitPrompt || got[1] != limitContinuation {
+	if got := sentTexts(t, log); len(got) != 2 || got[0] != limitPrompt || got[1] != limitwait.Continuation {
 		t.Errorf("the CLI read %q, want the prompt once, then the continuation", got)
 	}
 	if !approx(r.CostUSD, plainCost) || r.Usage != (turn.Usage{InputTokens: 10, OutputTokens: 9}) || r.NumTurns != 2 {
 		t.Errorf("cost %v, usage %+v, turns %d: want both turns' (the refused one cost nothing)", r.CostUSD, r.Usage, r.NumTurns)
 	}
 	in := s.Info()
-	if !in.LimitedUntil.IsZero() || in.Queries != 1 || in.State != StateIdle {
+	if !in.LimitedUntil.IsZero() || in.Queries != 1 || in.State != state.Idle {
 		t.Errorf("Info after = %+v", in)
 	}
 }
 
-// TestUsageLimitFail: with OnLimitFail the query ends at once with the
+// TestUsageLimitFail: with limitwait.OnFail the query ends at once with the
 // limit; the session shows it; the next query is held back unsent while
 // it lasts (failing at once too, or waiting — and then interrupted, or
 // cancelled — without sending); at the reset a waiting one is sent, once.
@@ -103,18 +105,18 @@ func TestUsageLimitFail(t *testing.T) {
 	t.Parallel()
 	m, clk, log := limitManager(t, Config{}, time.Hour)
 	s := create(t, m, CreateOptions{})
-	r := query(t, s, limitPrompt, QueryOptions{OnLimit: OnLimitFail})
+	r := query(t, s, limitPrompt, QueryOptions{OnLimit: limitwait.OnFail})
 	if !r.IsError || !r.LimitedUntil.Equal(limitReset) || r.LimitKind != "five_hour" ||
 		!strings.Contains(r.ErrorText, "limited until "+limitReset.UTC().Format(time.RFC3339)+" (in 1h0m0s, the 5-hour limit)") ||
 		!strings.Contains(r.ErrorText, "onUsageLimit fail") || !strings.Contains(r.ErrorText, "the session's next query continues") ||
 		!strings.Contains(r.ErrorText, "You've hit your session limit") {
 		t.Errorf("result = %+v", r)
 	}
-	if in := s.Info(); !in.LimitedUntil.Equal(limitReset) || in.State != StateIdle {
+	if in := s.Info(); !in.LimitedUntil.Equal(limitReset) || in.State != state.Idle {
 		t.Errorf("Info = %+v, want idle, limited until %s", in, limitReset)
 	}
 
-	r = query(t, s, "second", QueryOptions{OnLimit: OnLimitFail})
+	r = query(t, s, "second", QueryOptions{OnLimit: limitwait.OnFail})
 	if !r.IsError || !r.LimitedUntil.Equal(limitReset) || !strings.Contains(r.ErrorText, "the prompt was not sent") {
 		t.Errorf("held back, failing: %+v", r)
 	}
@@ -226,7 +228,7 @@ func TestUsageLimitInterrupt(t *testing.T) {
 				}
 				return
 			}
-			if st := stateOf(s); st != StateIdle {
+			if st := stateOf(s); st != state.Idle {
 				t.Errorf("state after = %s, want idle", st)
 			}
 		})
@@ -280,16 +282,5 @@ func TestUsageLimitWarning(t *testing.T) {
 	}
 	if in := s.Info(); !strings.HasPrefix(in.LimitNote, want) || !in.LimitedUntil.IsZero() {
 		t.Errorf("Info = %+v", in)
-	}
-}
-
-func TestValidateOnLimit(t *testing.T) {
-	for _, v := range []string{"", "wait", "fail"} {
-		if err := ValidateOnLimit(v); err != nil {
-			t.Errorf("%q: %v", v, err)
-		}
-	}
-	if err := ValidateOnLimit("retry"); err == nil || !strings.Contains(err.Error(), "wait") {
-		t.Errorf("retry: %v", err)
 	}
 }

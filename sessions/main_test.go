@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 )
 
 // TestMain lets the test binary double as the fake claude CLI (see
@@ -27,34 +28,29 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// move is one change of a session's state.
-type move struct{ from, to State }
-
-func (mv move) String() string { return string(mv.from) + "→" + string(mv.to) }
-
 // moveLog is every move of every session, by session.
 type moveLog struct {
 	mu  sync.Mutex
-	by  map[*Session][]move
+	by  map[*Session][]state.Move
 	bad []string
 }
 
 var moves moveLog
 
-func (l *moveLog) record(s *Session, from, to State) {
+func (l *moveLog) record(s *Session, from, to state.State) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.by == nil {
-		l.by = map[*Session][]move{}
+		l.by = map[*Session][]state.Move{}
 	}
-	l.by[s] = append(l.by[s], move{from, to})
-	if !allowed(from, to) {
+	l.by[s] = append(l.by[s], state.Move{From: from, To: to})
+	if !state.Allowed(from, to) {
 		l.bad = append(l.bad, fmt.Sprintf("session %s: %s→%s", s.ID, from, to))
 	}
 }
 
 // of returns the moves of s so far.
-func (l *moveLog) of(s *Session) []move {
+func (l *moveLog) of(s *Session) []state.Move {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Clone(l.by[s])

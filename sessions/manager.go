@@ -1,22 +1,26 @@
 // Package sessions manages Claude Code sessions: the [Manager] facade the
 // MCP layer calls (ids, create, one-shot queries, limits, shutdown), each
-// [Session]'s state machine (state.go) and process lifecycle, its queries
-// and their runs bound to it ([Run]), the usage limit's waits, budgets
-// and idle reaping, and the manager's side of the live pool with its queue
+// [Session]'s process lifecycle, its queries and their runs bound to it
+// ([Run]), budgets and idle reaping, and the manager's side of its
+// subpackages: the state machine (package state), the usage limit's waits
+// (package limitwait, through limitQuery), the live pool with its queue
 // and warm spares (package live, pooling.go: spareOn decides when a spare
-// starts), of the policy gate and of the registry shared by instances.
+// starts), the policy gate and the registry shared by instances.
 //
 // It owns its sessions: each live Session owns one claudeagent.Process and
 // one pump goroutine that feeds the running turn. It must not know MCP
-// wire types, how a turn's messages become events and a result (package
-// turn), a run's record (package run), the history's bounds and the
-// transcript's format (package history), how images are checked (package
-// images), the registry's file format or its merge (package store,
-// reached through store.Store with plain records), this instance's claims
-// and the costs it has not written yet (package sharing), the policy's classes
-// (package policy, reached through Manager.gate), git (package worktree),
-// or how live places are counted and spares kept (package live). None of
-// its subpackages imports it.
+// wire types, the table of a session's states (package state), how a
+// query waits for a usage limit's reset (package limitwait), how a CLI is
+// found and started (package cli), how permission questions are decided
+// (package permission), how a turn's messages become events and a result
+// (package turn), a run's record (package run), the history's bounds and
+// the transcript's format (package history), how images are checked
+// (package images), the registry's file format or its merge (package
+// store, reached through store.Store with plain records), this instance's
+// claims and the costs it has not written yet (package sharing), the
+// policy's classes (package policy, reached through Manager.gate), git
+// (package worktree), or how live places are counted and spares kept
+// (package live). None of its subpackages imports it.
 package sessions
 
 import (
@@ -32,10 +36,14 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/quiet"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/cli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/permission"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/sharing"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/worktree"
 )
 
 // Config configures a [Manager]. Zero values select the defaults.
@@ -140,7 +148,7 @@ type Config struct {
 	// (CLAUDE_AGENT_MCP_DEPTH); at MaxDepth or beyond, Create refuses.
 	Depth, MaxDepth int
 	// Registry persists sessions across restarts; nil keeps them in memory.
-	Registry *Registry
+	Registry *store.File
 	// Lease is how long a claim on a session in a shared registry holds
 	// without renewal (it is renewed every third of it); 0 means
 	// $CLAUDE_AGENT_MCP_LEASE (a testing knob), else 60 s.
@@ -174,9 +182,9 @@ type Manager struct {
 	store  store.Store       // the registry (cfg.Registry), nil for none
 	policy *policy.Gate      // the one policy gate (see gate)
 
-	cliMu      sync.Mutex
-	cliPath    string
-	cliVersion string
+	permissions permission.Policy // answers the permission questions nobody else answered
+
+	cli *cli.Launcher // starts the claude processes
 
 	closing sync.WaitGroup // temporary sessions closing after their answer went out
 	quiet   *quiet.Quiet   // calls cfg.OnIdle when no query, create or spare start has run for a while
@@ -219,8 +227,11 @@ func NewManager(cfg Config) *Manager {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	m := &Manager{cfg: cfg, log: logger, sessions: map[string]*Session{}, quiet: quiet.New(cfg.OnIdle)}
-	newLive(m)
 	m.policy = newPolicy(m, cfg)
+	m.permissions = permission.Policy{Timeout: cfg.PermissionTimeout, Answer: cfg.PermissionPolicy, Log: logger}
+	m.cli = cli.New(cli.Config{Path: cfg.CLIPath, Env: cfg.Env, CloseStage: cfg.CloseStage, StartTimeout: cfg.StartTimeout,
+		Bypass: m.policy.BypassAvailable})
+	newLive(m)
 	path := ""
 	if cfg.Registry != nil {
 		m.store, path = cfg.Registry, cfg.Registry.Path()
@@ -234,23 +245,7 @@ func NewManager(cfg Config) *Manager {
 func (m *Manager) Config() Config { return m.cfg }
 
 // CLI resolves the claude binary and checks its version, once.
-func (m *Manager) CLI(ctx context.Context) (path, version string, err error) {
-	m.cliMu.Lock()
-	defer m.cliMu.Unlock()
-	if m.cliPath != "" {
-		return m.cliPath, m.cliVersion, nil
-	}
-	path, err = claudeagent.FindCLI(m.cfg.CLIPath)
-	if err != nil {
-		return "", "", err
-	}
-	version, err = claudeagent.CLIVersionEnv(ctx, path, m.cfg.Env)
-	if err != nil {
-		return "", "", err
-	}
-	m.cliPath, m.cliVersion = path, version
-	return path, version, nil
-}
+func (m *Manager) CLI(ctx context.Context) (path, version string, err error) { return m.cli.Find(ctx) }
 
 // Create validates opts, starts a session's process and initializes it.
 // When every live process (MaxLive) is busy, the session is made without
@@ -263,9 +258,9 @@ func (m *Manager) Create(ctx context.Context, opts CreateOptions) (*Session, err
 	if err != nil {
 		return nil, err
 	}
-	if err = s.own(ctx, ownerCreate); err == nil {
+	if err = s.st.Own(ctx, state.Create); err == nil {
 		err = s.ensureProcess(ctx, nil)
-		s.release()
+		s.st.Release()
 	}
 	if errors.Is(err, ErrTooMany) && !errors.Is(err, ErrShuttingDown) {
 		// Every live process is busy: the session is made all the same and
@@ -324,7 +319,7 @@ func (m *Manager) Open(ctx context.Context, opts CreateOptions) (*Session, error
 		if name == "" {
 			name = "session-" + s.ID[:8]
 		}
-		w, err := m.makeWorktree(ctx, opts.Cwd, name)
+		w, err := worktree.Make(ctx, opts.Cwd, name, m.checkPath) // its repository within the allowed roots
 		if err != nil {
 			m.mu.Lock()
 			delete(m.sessions, s.ID)

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
 // TestPolicyAfterRestart: sessions made under a loose policy are listed as
@@ -25,7 +27,7 @@ func TestPolicyAfterRestart(t *testing.T) {
 	outside := t.TempDir()
 	path := filepath.Join(t.TempDir(), "sessions.json")
 
-	m1 := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	m1 := newManager(t, Config{Registry: store.NewFile(path, nil)})
 	good := create(t, m1, CreateOptions{Cwd: inside, SessionOptions: claudeagent.SessionOptions{PermissionMode: "plan"}})
 	escaped := create(t, m1, CreateOptions{Cwd: outside, SessionOptions: claudeagent.SessionOptions{PermissionMode: "plan"}})
 	addDir := create(t, m1, CreateOptions{Cwd: inside, SessionOptions: claudeagent.SessionOptions{PermissionMode: "plan", AddDirs: []string{outside}}})
@@ -39,7 +41,7 @@ func TestPolicyAfterRestart(t *testing.T) {
 	}
 	m1.Shutdown()
 
-	m2 := newManager(t, Config{Registry: NewRegistry(path, nil), AllowedRoots: []string{root}, AllowedModes: []string{"plan"},
+	m2 := newManager(t, Config{Registry: store.NewFile(path, nil), AllowedRoots: []string{root}, AllowedModes: []string{"plan"},
 		NoSessionMCPServers: true, ToolsCeiling: []string{"Read", "Grep"}})
 	if n := m2.Count(); n != 7 {
 		t.Fatalf("restored %d sessions, want all 7", n)
@@ -55,7 +57,7 @@ func TestPolicyAfterRestart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if in := s.Info(); in.State != StateRefused || !strings.Contains(in.Failure, tc.flag) {
+		if in := s.Info(); in.State != state.Refused || !strings.Contains(in.Failure, tc.flag) {
 			t.Errorf("restored session (%s): state %s, failure %q; want refused naming %s", tc.flag, in.State, in.Failure, tc.flag)
 		}
 		_, err = s.Query(ctxFor(t), "hi", QueryOptions{})
@@ -67,7 +69,7 @@ func TestPolicyAfterRestart(t *testing.T) {
 		t.Errorf("refused sessions started %d process(es)", n)
 	}
 	// Nothing was deleted: the registry still holds every session.
-	if got := NewRegistry(path, nil).Load(); len(got) != 7 {
+	if got := store.NewFile(path, nil).Load(); len(got) != 7 {
 		t.Errorf("the registry holds %d sessions, want 7", len(got))
 	}
 	// The session the new policy allows runs and continues its conversation.
@@ -106,7 +108,7 @@ func TestPolicyAtEveryStart(t *testing.T) {
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "--allowed-roots") {
 		t.Fatalf("query after the cwd became a link out of the roots: %v", err)
 	}
-	if in := s.Info(); in.State != StateRefused {
+	if in := s.Info(); in.State != state.Refused {
 		t.Errorf("state %s, want refused", in.State)
 	}
 
@@ -124,7 +126,7 @@ func TestPolicyAtEveryStart(t *testing.T) {
 	if r := query(t, s, "hi", QueryOptions{}); r.IsError {
 		t.Fatalf("query after the cwd came back: %+v", r)
 	}
-	if in := s.Info(); in.State != StateIdle || in.Failure != "" {
+	if in := s.Info(); in.State != state.Idle || in.Failure != "" {
 		t.Errorf("after a good start: state %s, failure %q", in.State, in.Failure)
 	}
 }
@@ -134,7 +136,7 @@ func TestPolicyAtEveryStart(t *testing.T) {
 func TestMaxSessionsRestore(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "sessions.json")
-	m1 := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	m1 := newManager(t, Config{Registry: store.NewFile(path, nil)})
 	var made []*Session
 	for range 4 {
 		s := create(t, m1, CreateOptions{})
@@ -142,7 +144,7 @@ func TestMaxSessionsRestore(t *testing.T) {
 		made = append(made, s)
 	}
 	m1.Shutdown()
-	m2 := newManager(t, Config{Registry: NewRegistry(path, nil), MaxSessions: 2})
+	m2 := newManager(t, Config{Registry: store.NewFile(path, nil), MaxSessions: 2})
 	if n := m2.Count(); n != 2 {
 		t.Fatalf("restored %d sessions with --max-sessions 2", n)
 	}

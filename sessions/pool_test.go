@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
@@ -47,15 +48,15 @@ func TestQueueBeyondMaxLive(t *testing.T) {
 	b := create(t, m, CreateOptions{})
 	c := create(t, m, CreateOptions{})
 	d := create(t, m, CreateOptions{})
-	if in := b.Info(); in.PID != 0 || in.State != StateStarting && in.State != StateDormant {
+	if in := b.Info(); in.PID != 0 || in.State != state.Starting && in.State != state.Dormant {
 		t.Errorf("a session made while every process is busy: %+v", in)
 	}
 	ql := &queueLog{queued: map[string][]string{}}
 	pb := startQuery(ctxFor(t), b, "hi", QueryOptions{OnEvent: ql.on("b")})
-	waitUntil(t, waitLimit, "b queued", func() bool { return b.Info().State == StateQueued })
+	waitUntil(t, waitLimit, "b queued", func() bool { return b.Info().State == state.Queued })
 	pc := startQuery(ctxFor(t), c, "hi", QueryOptions{OnEvent: ql.on("c")})
 	waitUntil(t, waitLimit, "c queued", func() bool { return c.Info().QueuePosition == 2 })
-	if in := b.Info(); in.State != StateQueued || in.QueuePosition != 1 {
+	if in := b.Info(); in.State != state.Queued || in.QueuePosition != 1 {
 		t.Errorf("b while queued: %+v", in)
 	}
 	if n := m.Queued(); n != 2 {
@@ -104,7 +105,7 @@ func TestQueueCancel(t *testing.T) {
 	c := create(t, m, CreateOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	pb := startQuery(ctx, b, "hi", QueryOptions{})
-	waitUntil(t, waitLimit, "b queued", func() bool { return b.Info().State == StateQueued })
+	waitUntil(t, waitLimit, "b queued", func() bool { return b.Info().State == state.Queued })
 	pc := startQuery(ctxFor(t), c, "hi", QueryOptions{})
 	waitUntil(t, waitLimit, "c queued", func() bool { return c.Info().QueuePosition == 2 })
 	cancel()
@@ -117,7 +118,7 @@ func TestQueueCancel(t *testing.T) {
 		t.Errorf("the cancelled queued query: %v", pb.err)
 	}
 	waitUntil(t, waitLimit, "c moves up", func() bool { return c.Info().QueuePosition == 1 })
-	if got := b.Info().State; got == StateQueued {
+	if got := b.Info().State; got == state.Queued {
 		t.Errorf("b is still queued after its cancel")
 	}
 	running.wait(t, waitLimit)
@@ -139,7 +140,7 @@ func TestPoolEvictsLRU(t *testing.T) {
 	if third.Info().PID == 0 {
 		t.Fatal("the third session got no process although two were idle")
 	}
-	if old.Info().State != StateDormant || recent.Info().State != StateIdle {
+	if old.Info().State != state.Dormant || recent.Info().State != state.Idle {
 		t.Errorf("after a third create: old %s, recent %s; want old dormant", old.Info().State, recent.Info().State)
 	}
 }

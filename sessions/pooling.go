@@ -25,7 +25,7 @@ func newLive(m *Manager) {
 		StartTimeout: cfg.StartTimeout,
 		Log:          m.log,
 		Options:      m.freshOptions,
-		Start:        m.startProcess,
+		Start:        m.cli.Start,
 		Begin:        m.quiet.Begin,
 		End:          m.quiet.End,
 	})

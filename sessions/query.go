@@ -10,10 +10,13 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/limitwait"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
-// A query: its admission (Session.enter, state.go), the claim of the live
+// A query: its admission (state.Machine.Enter), the claim of the live
 // process, the prompt, the wait for the turn's end (interrupting it on
 // cancellation or the query timeout), and the result recorded in the
 // session.
@@ -26,7 +29,7 @@ import (
 //
 // The steps: enter (the query owns the session, see State), check
 // (budget, effort, onLimit), hold the prompt back while the session is
-// limited (limit.go), claim the live process (starting it), send the
+// limited (package limitwait), claim the live process (starting it), send the
 // prompt, wait for the turn's end — and, after a usage limit's reset, for
 // the turn of its continuation —, then finish (the result and the
 // session's record of it).
@@ -34,10 +37,13 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*t
 	if err := ValidatePrompt(prompt); err != nil {
 		return nil, err
 	}
-	if err := ValidateOnLimit(qo.OnLimit); err != nil {
+	if err := limitwait.ValidateOnLimit(qo.OnLimit); err != nil {
 		return nil, err
 	}
-	if err := s.enter(ctx); err != nil {
+	busy := fmt.Errorf("%w: session %s is already running a query", ErrBusy, s.ID)
+	// Behind an interrupted query: at most the interrupt's acknowledgement
+	// time and the stop of a process that gives none.
+	if err := s.st.Enter(ctx, busy, s.m.cfg.InterruptAck+3*time.Second); err != nil {
 		return nil, err
 	}
 	s.m.quiet.Begin()
@@ -56,7 +62,8 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*t
 	dl := turn.NewDeadline(s.m.cfg.QueryTimeout)
 	defer dl.Stop()
 	started := time.Now()
-	if !s.holdBack(ctx, t, qo, dl) {
+	lw := s.limitDriver(qo)
+	if !lw.HoldBack(ctx, t, dl) {
 		return s.finish(t, turnEnd{started: started, thinking: qo.thinking()}), nil
 	}
 	p, prevCost, err := s.claimProcess(ctx, t, qo.AskPermission, forQuery)
@@ -67,7 +74,7 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*t
 	dl.Arm(s.m.now())
 	replay := s.send(ctx, t, p, prompt, qo)
 	s.wait(ctx, t, p, dl)
-	p, prevCost = s.afterLimits(ctx, t, p, qo, dl, prevCost)
+	p, prevCost = lw.After(ctx, t, p, dl, prevCost)
 	if qo.Effort != "" && p != nil {
 		s.mu.Lock()
 		back := s.opts.Effort
@@ -88,7 +95,7 @@ func (s *Session) check(qo QueryOptions) error {
 	if qo.Effort == "" {
 		return nil
 	}
-	if err := ValidateEffort(qo.Effort); err != nil {
+	if err := options.ValidateEffort(qo.Effort); err != nil {
 		return err
 	}
 	return s.gateChange("effort", func(o *CreateOptions) { o.Effort = qo.Effort }, nil)
@@ -171,7 +178,7 @@ func (s *Session) finish(t *turn.Turn, end turnEnd) *turn.Result {
 		s.recordTurn(end.prompt, end.started, t)
 	}
 	r.FollowUp = fu != nil && fu.after == t
-	s.noteLimitsLocked(t)
+	s.limits.Note(t.LimitOutcome(), s.m.now(), s.log)
 	if r.ClaudeSessionID != "" {
 		s.setClaudeSessionIDLocked(r.ClaudeSessionID)
 	} else {
@@ -186,11 +193,11 @@ func (s *Session) finish(t *turn.Turn, end turnEnd) *turn.Result {
 	s.cost += r.CostUSD
 	s.lastUsed = time.Now()
 	s.explainLocked(r)
-	if fu == nil && (s.state == StateRunning || s.state == StateInterrupting) {
+	if fu == nil && (s.st.State() == state.Running || s.st.State() == state.Interrupting) {
 		if s.proc != nil {
-			s.moveLocked(StateIdle)
+			s.st.MoveLocked(state.Idle)
 		} else {
-			s.moveLocked(StateDormant) // stopped during the interrupt (see pump)
+			s.st.MoveLocked(state.Dormant) // stopped during the interrupt (see pump)
 		}
 	}
 	owner := s.opts.Owner
@@ -243,12 +250,12 @@ func (s *Session) claimProcess(ctx context.Context, t *turn.Turn, ask func(conte
 			return nil, 0, err
 		}
 		s.mu.Lock()
-		p, closed := s.proc, s.state == StateClosed
+		p, closed := s.proc, s.st.State() == state.Closed
 		if p != nil && !closed {
 			// In the same critical section as the check: a process that
 			// ends from now on fails t (see pump).
 			s.cur, s.curAsk = t, ask
-			s.moveLocked(StateRunning)
+			s.st.MoveLocked(state.Running)
 			if why == forQuery {
 				s.queries++
 			}
@@ -341,8 +348,8 @@ func (s *Session) abort(t *turn.Turn, p *claudeagent.Process) {
 func (s *Session) interruptTurn(ctx context.Context, t *turn.Turn, p *claudeagent.Process) bool {
 	t.MarkInterrupted()
 	s.mu.Lock()
-	if s.cur == t && s.state == StateRunning {
-		s.moveLocked(StateInterrupting) // a query arriving now waits for this turn's end
+	if s.cur == t && s.st.State() == state.Running {
+		s.st.MoveLocked(state.Interrupting) // a query arriving now waits for this turn's end
 	}
 	s.mu.Unlock()
 	ack := s.m.cfg.InterruptAck

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
@@ -23,7 +24,7 @@ func TestCreateInfoQuery(t *testing.T) {
 	cwd := t.TempDir()
 	s := create(t, m, CreateOptions{Cwd: cwd})
 	in := s.Info()
-	if in.State != StateIdle {
+	if in.State != state.Idle {
 		t.Errorf("State = %q, want idle", in.State)
 	}
 	checkAlive(t, in.PID)
@@ -61,7 +62,7 @@ func TestCreateInfoQuery(t *testing.T) {
 		t.Errorf("result = %+v", r)
 	}
 	in2 := s.Info()
-	if in2.State != StateIdle || in2.PID != in.PID || in2.Queries != 1 || in2.Usage != r.Usage ||
+	if in2.State != state.Idle || in2.PID != in.PID || in2.Queries != 1 || in2.Usage != r.Usage ||
 		!approx(in2.CostUSD, plainCost) || !in2.LastUsed.After(in.LastUsed) {
 		t.Errorf("Info after the query = %+v", in2)
 	}
@@ -120,7 +121,7 @@ func TestPerTurnCost(t *testing.T) {
 			// A new process starts its total from zero.
 			pid := s.Info().PID
 			create(t, m, CreateOptions{}) // MaxLive 1: s goes dormant
-			if st := s.Info().State; st != StateDormant {
+			if st := s.Info().State; st != state.Dormant {
 				t.Fatalf("state = %q, want dormant", st)
 			}
 			checkGone(t, pid)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestRegistryRestore(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "sessions.json")
-	m1 := newManager(t, Config{Registry: NewRegistry(path, nil), ProfileEnv: func(name string) (map[string]string, error) {
+	m1 := newManager(t, Config{Registry: store.NewFile(path, nil), ProfileEnv: func(name string) (map[string]string, error) {
 		return map[string]string{"PROFILE_MARKER": "secret-first"}, nil
 	}})
 	s := create(t, m1, CreateOptions{Profile: "work"})
@@ -35,7 +36,7 @@ func TestRegistryRestore(t *testing.T) {
 		t.Errorf("the registry holds a profile's environment:\n%s", data)
 	}
 
-	m2 := newManager(t, Config{Registry: NewRegistry(path, nil), ProfileEnv: func(name string) (map[string]string, error) {
+	m2 := newManager(t, Config{Registry: store.NewFile(path, nil), ProfileEnv: func(name string) (map[string]string, error) {
 		if name == "work" {
 			return map[string]string{"PROFILE_MARKER": "restored"}, nil
 		}
@@ -49,7 +50,7 @@ func TestRegistryRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := rs.Info()
-	if in.State != StateDormant || in.PID != 0 || in.ClaudeSessionID != before.ClaudeSessionID || in.Queries != 1 ||
+	if in.State != state.Dormant || in.PID != 0 || in.ClaudeSessionID != before.ClaudeSessionID || in.Queries != 1 ||
 		!approx(in.CostUSD, plainCost) || in.Model != defaultModel || in.Profile != "work" || in.Cwd != before.Cwd || in.Usage != r.Usage {
 		t.Errorf("restored = %+v\nbefore   = %+v", in, before)
 	}
@@ -65,7 +66,7 @@ func TestRegistryRestore(t *testing.T) {
 	if pr.ok && !strings.Contains(pr.environ, "PROFILE_MARKER=restored") {
 		t.Errorf("the resumed CLI lacks the profile's environment")
 	}
-	if got := rs.Info(); got.Queries != 2 || got.State != StateIdle {
+	if got := rs.Info(); got.Queries != 2 || got.State != state.Idle {
 		t.Errorf("after the query: %+v", got)
 	}
 
@@ -73,7 +74,7 @@ func TestRegistryRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in := b.Info(); in.State != StateRefused || !strings.Contains(in.Failure, `no profile "gone"`) {
+	if in := b.Info(); in.State != state.Refused || !strings.Contains(in.Failure, `no profile "gone"`) {
 		t.Errorf("session with a missing profile: %+v", in)
 	}
 	if _, err := b.Query(ctxFor(t), "hi", QueryOptions{}); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), `no profile "gone"`) {
@@ -85,7 +86,7 @@ func TestRegistryRestore(t *testing.T) {
 	if _, err := m2.Close(broken.ID); err != nil {
 		t.Errorf("closing a refused session: %v", err)
 	}
-	if got := NewRegistry(path, nil).Load(); len(got) != 1 || got[0].SessionID != s.ID || got[0].Queries != 2 {
+	if got := store.NewFile(path, nil).Load(); len(got) != 1 || got[0].SessionID != s.ID || got[0].Queries != 2 {
 		t.Errorf("registry after close = %+v", got)
 	}
 }
@@ -99,7 +100,7 @@ func TestRegistryCorruptManager(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"version":1,"sessions":[{"sessionId":`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := NewRegistry(path, nil)
+	r := store.NewFile(path, nil)
 	m := newManager(t, Config{Registry: r})
 	if n := m.Count(); n != 0 {
 		t.Errorf("Count = %d", n)
@@ -108,7 +109,7 @@ func TestRegistryCorruptManager(t *testing.T) {
 		t.Errorf("moved-aside files: %v", aside)
 	}
 	create(t, m, CreateOptions{})
-	if got := NewRegistry(path, nil).Load(); len(got) != 1 {
+	if got := store.NewFile(path, nil).Load(); len(got) != 1 {
 		t.Errorf("after a create the registry holds %+v", got)
 	}
 }
@@ -120,7 +121,7 @@ func TestRegistryCorruptManager(t *testing.T) {
 func TestRegistryTombstonesBounded(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "sessions.json")
-	r := NewRegistry(path, nil)
+	r := store.NewFile(path, nil)
 	r.MaxTombstones = 40
 	m := newManager(t, Config{Registry: r})
 	cwd := t.TempDir()
@@ -182,7 +183,7 @@ func TestRegistryTombstonesBounded(t *testing.T) {
 // reached ("at-cap-µs/cycle"); "first-µs/cycle" is of the first 500.
 func BenchmarkRegistryCreateClose(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "sessions.json")
-	m := newManager(b, Config{Registry: NewRegistry(path, nil)})
+	m := newManager(b, Config{Registry: store.NewFile(path, nil)})
 	cwd := b.TempDir()
 	ctx := ctxFor(b)
 	var times []time.Duration

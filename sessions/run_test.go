@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
@@ -108,7 +109,7 @@ func TestRunBusyAndCancel(t *testing.T) {
 	if !ok || err != nil || !res.Interrupted || res.IsError {
 		t.Fatalf("cancelled run: %+v, %v", res, err)
 	}
-	if got := s.Info().State; got != StateIdle {
+	if got := s.Info().State; got != state.Idle {
 		t.Errorf("session state after the cancel = %s", got)
 	}
 }

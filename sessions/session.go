@@ -13,9 +13,13 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/limitwait"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/worktree"
 )
 
 // Errors callers branch on.
@@ -30,6 +34,9 @@ var (
 	ErrDepthExceeded = policy.ErrDepthExceeded
 	ErrRefused       = errors.New("refused by the server's policy")
 	ErrBudget        = errors.New("budget spent")
+	// ErrElsewhere is the error for a session whose process runs on another
+	// server instance sharing the registry.
+	ErrElsewhere = store.ErrElsewhere
 )
 
 // CreateOptions describe a session (see options.CreateOptions).
@@ -47,8 +54,8 @@ type QueryOptions struct {
 	// before Query returns.
 	OnEvent func(turn.Event)
 	// OnLimit is what the query does when the account's usage limit refuses
-	// it: OnLimitWait ("" too) waits for the reset and goes on, OnLimitFail
-	// ends at once (see limit.go).
+	// it: limitwait.OnWait ("" too) waits for the reset and goes on,
+	// limitwait.OnFail ends at once.
 	OnLimit string
 	// AskPermission asks the caller about a tool call; nil (or an error)
 	// applies the manager's policy.
@@ -62,7 +69,7 @@ type Info struct {
 	Cwd             string
 	Model           string
 	PermissionMode  string
-	State           State
+	State           state.State
 	Created         time.Time
 	LastUsed        time.Time
 	Queries         int
@@ -75,7 +82,7 @@ type Info struct {
 	Temporary       bool
 	Name            string
 	Effort          string
-	Worktree        *Worktree
+	Worktree        *worktree.Worktree
 	Owner           string
 	AgentTool       string
 	// LimitedUntil is when the usage limit its latest query met resets,
@@ -88,7 +95,7 @@ type Info struct {
 
 // Session is one conversation with Claude Code. Its process may come and
 // go (dormant sessions resume with --resume); its id stays. Its fields are
-// grouped by what they describe: its state machine (see State), its
+// grouped by what they describe: its state machine (package state), its
 // record (what the registry keeps), its live process and running turn,
 // and its history; mu guards them all.
 type Session struct {
@@ -96,7 +103,7 @@ type Session struct {
 	m   *Manager
 	log *slog.Logger
 
-	// mu guards everything below (see State for the lock discipline);
+	// mu guards everything below (see state.State for the lock discipline);
 	// never hold it while calling a Manager method that locks (lock order:
 	// Manager.mu, then Session.mu).
 	mu sync.Mutex
@@ -104,26 +111,21 @@ type Session struct {
 	// end of that turn (steer.go); taken before mu.
 	steerMu sync.Mutex
 
-	// The state machine (state.go).
-	state   State
-	owner   owner         // who drives the process now (see State)
-	owned   uint64        // how many times the session was owned: which ownership this is
-	waiting bool          // a query waits for a create or dormancy to end
-	changed chan struct{} // closed and replaced when state or owner change
-	failure string        // why it is refused or failed
+	st      *state.Machine // its state and owner (package state)
+	failure string         // why it is refused or failed
 
 	opts CreateOptions
 	sessionRecord
 	liveProcess
-	history history.Buffer // the conversation as the session keeps it in memory (conversation.go)
-	limitState
+	history history.Buffer  // the conversation as the session keeps it in memory (conversation.go)
+	limits  limitwait.Shown // what it shows of the usage limit (limit.go)
 
-	queuePos      int           // while queued: the position, 1 is next
-	run           *Run          // the latest run whose result may still be collected
-	followUp      *followUp     // the turn the CLI runs for steered messages, while it runs (steer.go)
-	followRun     *Run          // the latest follow-up's run, whose result may still be collected
-	textFollowers int           // who follow the running turn's text as it streams (FollowText)
-	worktreeFinal *WorktreeInfo // what close did with the worktree
+	queuePos      int            // while queued: the position, 1 is next
+	run           *Run           // the latest run whose result may still be collected
+	followUp      *followUp      // the turn the CLI runs for steered messages, while it runs (steer.go)
+	followRun     *Run           // the latest follow-up's run, whose result may still be collected
+	textFollowers int            // who follow the running turn's text as it streams (FollowText)
+	worktreeFinal *worktree.Info // what close did with the worktree
 	idleTimer     *time.Timer
 	oneShot       bool // opened by OneShot: its query follows at once
 }
@@ -136,7 +138,7 @@ type sessionRecord struct {
 	resumable            bool     // a transcript exists, so --resume works
 	forkPending          bool     // a fork whose first turn has not run: fork again on start
 	model                string
-	worktree             *Worktree
+	worktree             *worktree.Worktree
 	created              time.Time
 	lastUsed             time.Time
 	queries              int
@@ -159,6 +161,10 @@ type liveProcess struct {
 	curAsk      func(ctx context.Context, req *turn.PermissionRequest) (*claudeagent.PermissionResult, error)
 }
 
+// onMove, when set (by the tests, before any session exists), sees every
+// move of a session's state, allowed or not; s.mu is held.
+var onMove func(s *Session, from, to state.State)
+
 func newSession(m *Manager, opts CreateOptions) *Session {
 	id := uuid.NewString()
 	now := time.Now()
@@ -166,11 +172,17 @@ func newSession(m *Manager, opts CreateOptions) *Session {
 		ID:            id,
 		m:             m,
 		log:           m.log.With("session_id", id),
-		changed:       make(chan struct{}),
 		opts:          opts,
-		state:         StateStarting,
 		sessionRecord: sessionRecord{created: now, lastUsed: now},
 	}
+	s.st = state.New(&s.mu, func(from, to state.State) {
+		if !state.Allowed(from, to) {
+			s.log.Error("a session state transition the table does not allow", "from", from, "to", to)
+		}
+		if onMove != nil {
+			onMove(s, from, to)
+		}
+	})
 	switch {
 	case opts.ResumeSessionID != "" && !opts.ForkSession:
 		s.claudeSessionID, s.resumable = opts.ResumeSessionID, true
@@ -210,15 +222,15 @@ func (s *Session) Info() Info {
 		Owner:         s.opts.Owner,
 		AgentTool:     s.opts.AgentTool,
 		SessionID:     s.ID, ClaudeSessionID: s.claudeSessionID, Cwd: s.cwdLocked(), Model: s.model,
-		PermissionMode: s.opts.PermissionMode, State: s.state, Created: s.created, LastUsed: s.lastUsed,
+		PermissionMode: s.opts.PermissionMode, State: s.st.State(), Created: s.created, LastUsed: s.lastUsed,
 		Queries: s.queries, Usage: s.usage, CostUSD: s.cost, Profile: s.opts.Profile, Failure: s.failure,
 	}
 	if in.PermissionMode == "" {
 		in.PermissionMode = "default"
 	}
-	s.limitInfoLocked(&in)
-	if in.State == StateInterrupting {
-		in.State = StateRunning // the turn has not ended
+	in.LimitedUntil, in.LimitKind, in.LimitNote = s.limits.Info(s.m.now())
+	if in.State == state.Interrupting {
+		in.State = state.Running // the turn has not ended
 	}
 	if s.proc != nil {
 		in.PID = s.proc.PID()
@@ -227,10 +239,10 @@ func (s *Session) Info() Info {
 }
 
 func (s *Session) usableLocked() error {
-	switch s.state {
-	case StateClosed:
+	switch s.st.State() {
+	case state.Closed:
 		return fmt.Errorf("%w: %s", ErrClosed, s.ID)
-	case StateFailed:
+	case state.Failed:
 		return fmt.Errorf("%w: %s: %s", ErrFailed, s.ID, s.failure)
 	}
 	return nil
@@ -267,7 +279,7 @@ func (s *Session) hasWorktree() bool {
 
 // WorktreeInfo reports the session's worktree as it is now (what close did
 // with it, once closed); nil without one.
-func (s *Session) WorktreeInfo(ctx context.Context) *WorktreeInfo {
+func (s *Session) WorktreeInfo(ctx context.Context) *worktree.Info {
 	s.mu.Lock()
 	w, final := s.worktree, s.worktreeFinal
 	s.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
@@ -39,7 +40,7 @@ func (s *Session) shared() bool {
 	return s.sharedLocked()
 }
 
-func (s *Session) sharedLocked() bool { return !s.opts.Temporary && s.state != StateClosed }
+func (s *Session) sharedLocked() bool { return !s.opts.Temporary && s.st.State() != state.Closed }
 
 // local is the session as a merge sees it; ok is false for a session the
 // registry does not keep.
@@ -49,7 +50,7 @@ func (s *Session) local() (l store.Local, ok bool) {
 	if !s.sharedLocked() {
 		return store.Local{}, false
 	}
-	live := s.proc != nil || s.state == StateStarting || s.state == StateQueued || s.state == StateRunning
+	live := s.proc != nil || s.st.State() == state.Starting || s.st.State() == state.Queued || s.st.State() == state.Running
 	return store.Local{Entry: s.entryLocked(), Live: live, Running: s.proc != nil}, true
 }
 
@@ -135,7 +136,7 @@ func (m *Manager) claimInRegistry(s *Session) error {
 	if !m.share.Known(s.ID) {
 		return nil
 	}
-	s.setState(StateStarting) // so that no merge meanwhile releases the claim
+	s.st.Move(state.Starting) // so that no merge meanwhile releases the claim
 	return m.sync(s)
 }
 
@@ -227,11 +228,11 @@ func (m *Manager) restoreOne(e store.Entry) *Session {
 	s.log = m.log.With("session_id", s.ID)
 	s.applyEntryLocked(e)
 	if _, err := m.admit(&s.opts); err != nil {
-		s.moveLocked(StateRefused)
+		s.st.MoveLocked(state.Refused)
 		s.failure = err.Error()
 		s.log.Warn("restored a session that the server's policy refuses to run", "reason", err)
 	} else {
-		s.moveLocked(StateDormant)
+		s.st.MoveLocked(state.Dormant)
 	}
 	s.loadHistory()
 	return s

@@ -11,6 +11,8 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/sharing"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
 // testClock is a clock the test moves forward: time.Now plus an offset
@@ -47,8 +49,8 @@ func newFencing(t *testing.T) *fencing {
 	t.Helper()
 	dir := t.TempDir()
 	fx := &fencing{path: filepath.Join(dir, "sessions.json"), clk: &testClock{}, inputA: filepath.Join(dir, "input-a.jsonl")}
-	fx.a = newManager(t, Config{Registry: NewRegistry(fx.path, nil), now: fx.clk.now}, fakecli.EnvInputLog, fx.inputA)
-	fx.b = newManager(t, Config{Registry: NewRegistry(fx.path, nil), now: fx.clk.now})
+	fx.a = newManager(t, Config{Registry: store.NewFile(fx.path, nil), now: fx.clk.now}, fakecli.EnvInputLog, fx.inputA)
+	fx.b = newManager(t, Config{Registry: store.NewFile(fx.path, nil), now: fx.clk.now})
 	fx.s = create(t, fx.a, CreateOptions{})
 	query(t, fx.s, "hi", QueryOptions{})
 	fx.pidA = fx.s.Info().PID
@@ -81,7 +83,7 @@ func (fx *fencing) takeOver(t *testing.T) {
 func (fx *fencing) checkFenced(t *testing.T, marker string) {
 	t.Helper()
 	checkGone(t, fx.pidA)
-	if in := fx.s.Info(); in.State != StateDormant || in.PID != 0 {
+	if in := fx.s.Info(); in.State != state.Dormant || in.PID != 0 {
 		t.Errorf("A's copy of the session: state %s, pid %d; want dormant without a process", in.State, in.PID)
 	}
 	if n := fx.a.LiveCount(); n != 0 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
@@ -85,7 +86,7 @@ func (m *Manager) userSessionsLocked(owner, except string) int {
 	ids := map[string]bool{}
 	for id, s := range m.sessions {
 		s.mu.Lock()
-		if id != except && s.opts.Owner == owner && s.state != StateClosed {
+		if id != except && s.opts.Owner == owner && s.st.State() != state.Closed {
 			ids[id] = true
 		}
 		s.mu.Unlock()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
@@ -36,7 +37,7 @@ func readRegistry(t testing.TB, path string) store.State {
 
 func registryIDs(path string) []string {
 	var ids []string
-	for _, e := range NewRegistry(path, nil).Load() {
+	for _, e := range store.NewFile(path, nil).Load() {
 		ids = append(ids, e.SessionID)
 	}
 	slices.Sort(ids)
@@ -72,7 +73,7 @@ func TestShareSavesMerge(t *testing.T) {
 	if err != nil {
 		t.Fatalf("B looking up A's session: %v", err)
 	}
-	if in := bs1.Info(); in.State != StateDormant || in.Queries != 1 || in.ClaudeSessionID != s1.Info().ClaudeSessionID {
+	if in := bs1.Info(); in.State != state.Dormant || in.Queries != 1 || in.ClaudeSessionID != s1.Info().ClaudeSessionID {
 		t.Errorf("B's copy of s1 = %+v", in)
 	}
 	// The first time A's process still runs (A claims the session), the
@@ -83,7 +84,7 @@ func TestShareSavesMerge(t *testing.T) {
 			t.Fatal("could not make s1 dormant")
 		}
 		create(t, b, CreateOptions{}) // B writes the registry
-		for _, e := range NewRegistry(path, nil).Load() {
+		for _, e := range store.NewFile(path, nil).Load() {
 			if e.SessionID == s1.ID && e.Queries != want {
 				t.Errorf("after B's write the registry says s1 ran %d queries, want A's %d", e.Queries, want)
 			}
@@ -117,7 +118,7 @@ func TestShareClosedStaysClosed(t *testing.T) {
 	if !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "closed on another") {
 		t.Errorf("query on B after A closed the session: %v", err)
 	}
-	if in := bs.Info(); in.State != StateClosed {
+	if in := bs.Info(); in.State != state.Closed {
 		t.Errorf("B's copy is %s, want closed", in.State)
 	}
 	if _, err := b.Get(s.ID); !errors.Is(err, ErrNotFound) {
@@ -133,7 +134,7 @@ func TestShareClosedStaysClosed(t *testing.T) {
 	if _, ok := readRegistry(t, path).Closed[s.ID]; !ok {
 		t.Errorf("no tombstone for the closed session")
 	}
-	c := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	c := newManager(t, Config{Registry: store.NewFile(path, nil)})
 	if _, err := c.Get(s.ID); !errors.Is(err, ErrNotFound) {
 		t.Errorf("a third instance brings the closed session back: %v", err)
 	}
@@ -173,7 +174,7 @@ func TestShareCosts(t *testing.T) {
 	}
 	a.Shutdown()
 	b.Shutdown()
-	c := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	c := newManager(t, Config{Registry: store.NewFile(path, nil)})
 	if got := c.Spent(); !near(got, alice+bob) {
 		t.Errorf("after a restart %v spent, want %v", got, alice+bob)
 	}
@@ -200,7 +201,7 @@ func TestShareAdoptResume(t *testing.T) {
 	if n := b.LiveCount(); n != 0 {
 		t.Errorf("B started %d process(es) for a session A runs", n)
 	}
-	if st := bs.Info().State; st != StateDormant {
+	if st := bs.Info().State; st != state.Dormant {
 		t.Errorf("B's copy is %s, want dormant", st)
 	}
 
@@ -213,7 +214,7 @@ func TestShareAdoptResume(t *testing.T) {
 		t.Errorf("query on B: %+v", r)
 	}
 	pr.checkArg(t, "--resume="+csid, true)
-	if in := bs.Info(); in.Queries != 2 || in.State != StateIdle {
+	if in := bs.Info(); in.Queries != 2 || in.State != state.Idle {
 		t.Errorf("B's session after its query: %+v", in)
 	}
 	if c := readRegistry(t, path).Live[s.ID]; c.Instance != b.share.Me().Instance {
@@ -246,11 +247,11 @@ func TestShareAdoptResume(t *testing.T) {
 func TestShareStaleClaim(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "sessions.json")
-	a := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	a := newManager(t, Config{Registry: store.NewFile(path, nil)})
 	s := create(t, a, CreateOptions{})
 	query(t, s, "hi", QueryOptions{})
 	a.Shutdown()
-	b := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	b := newManager(t, Config{Registry: store.NewFile(path, nil)})
 	bs, err := b.Get(s.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -262,7 +263,7 @@ func TestShareStaleClaim(t *testing.T) {
 			t.Fatal("could not make the session dormant")
 		}
 		c.Instance = "another"
-		if _, err := NewRegistry(path, nil).Update(func(f *store.State, _ time.Time) {
+		if _, err := store.NewFile(path, nil).Update(func(f *store.State, _ time.Time) {
 			f.Live = map[string]store.Claim{s.ID: c}
 		}); err != nil {
 			t.Fatal(err)
@@ -297,8 +298,8 @@ func TestShareConcurrentSaves(t *testing.T) {
 		t.Parallel()
 		path := filepath.Join(t.TempDir(), "sessions.json")
 		managers := []*Manager{
-			newManager(t, Config{Registry: NewRegistry(path, nil)}),
-			newManager(t, Config{Registry: NewRegistry(path, nil)}),
+			newManager(t, Config{Registry: store.NewFile(path, nil)}),
+			newManager(t, Config{Registry: store.NewFile(path, nil)}),
 		}
 		var (
 			wg    sync.WaitGroup
@@ -369,7 +370,7 @@ func TestShareCloseSeen(t *testing.T) {
 	if got, want := sortedIDs(b.List()...), sortedIDs(kept); !slices.Equal(got, want) {
 		t.Errorf("B lists %v after A closed %s, want %v", got, s.ID, want)
 	}
-	if st := bs.Info().State; st != StateClosed {
+	if st := bs.Info().State; st != state.Closed {
 		t.Errorf("B's copy is %s, want closed", st)
 	}
 	if _, err := b.Get(s.ID); !errors.Is(err, ErrNotFound) {
@@ -383,8 +384,8 @@ func TestShareCloseSeen(t *testing.T) {
 func TestShareUserQuota(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "sessions.json")
-	a := newManager(t, Config{Registry: NewRegistry(path, nil), UserMaxSessions: 2})
-	b := newManager(t, Config{Registry: NewRegistry(path, nil), UserMaxSessions: 2})
+	a := newManager(t, Config{Registry: store.NewFile(path, nil), UserMaxSessions: 2})
+	b := newManager(t, Config{Registry: store.NewFile(path, nil), UserMaxSessions: 2})
 	x := create(t, a, CreateOptions{Owner: "alice"})
 	create(t, b, CreateOptions{Owner: "alice"})
 	refused := func(m *Manager, name string, opts CreateOptions) {
@@ -420,8 +421,8 @@ func TestShareUserQuota(t *testing.T) {
 func TestShareAdoptQuota(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "sessions.json")
-	b := newManager(t, Config{Registry: NewRegistry(path, nil), UserMaxSessions: 1})
-	a := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	b := newManager(t, Config{Registry: store.NewFile(path, nil), UserMaxSessions: 1})
+	a := newManager(t, Config{Registry: store.NewFile(path, nil)})
 	x := create(t, a, CreateOptions{Owner: "alice"})
 	y := create(t, a, CreateOptions{Owner: "alice"})
 	bob := create(t, a, CreateOptions{Owner: "bob"})
@@ -445,10 +446,10 @@ func TestShareAdoptQuota(t *testing.T) {
 func TestShareTombstoneHorizon(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "sessions.json")
-	ra := NewRegistry(path, nil)
+	ra := store.NewFile(path, nil)
 	ra.MaxTombstones = 3
 	a := newManager(t, Config{Registry: ra})
-	b := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	b := newManager(t, Config{Registry: store.NewFile(path, nil)})
 	s := create(t, a, CreateOptions{})
 	bs, err := b.Get(s.ID)
 	if err != nil {
@@ -475,7 +476,7 @@ func TestShareTombstoneHorizon(t *testing.T) {
 	if ids := registryIDs(path); slices.Contains(ids, s.ID) {
 		t.Errorf("B brought back the closed session whose tombstone was dropped: %v", ids)
 	}
-	if st := bs.Info().State; st != StateClosed {
+	if st := bs.Info().State; st != state.Closed {
 		t.Errorf("B's copy is %s, want closed", st)
 	}
 }
@@ -486,8 +487,8 @@ func TestShareTombstoneHorizon(t *testing.T) {
 func TestConversationOwner(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "sessions.json")
-	a := newManager(t, Config{Registry: NewRegistry(path, nil)}, fakecli.EnvNoTranscript, "1")
-	b := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	a := newManager(t, Config{Registry: store.NewFile(path, nil)}, fakecli.EnvNoTranscript, "1")
+	b := newManager(t, Config{Registry: store.NewFile(path, nil)})
 	s := create(t, a, CreateOptions{Owner: "alice"})
 	query(t, s, "hi", QueryOptions{})
 	first := s.Info().ClaudeSessionID
@@ -518,7 +519,7 @@ func TestConversationOwner(t *testing.T) {
 	if _, err := a.Close(s.ID); err != nil {
 		t.Fatal(err)
 	}
-	c := newManager(t, Config{Registry: NewRegistry(path, nil)})
+	c := newManager(t, Config{Registry: store.NewFile(path, nil)})
 	for name, m := range map[string]*Manager{"A": a, "B": b, "C": c} {
 		check(m, name+" after the close", first, "alice", true)
 		check(m, name+" after the close", second, "alice", true)
@@ -543,5 +544,5 @@ func TestConversationOwner(t *testing.T) {
 func sharedPair(t *testing.T) (path string, a, b *Manager) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "sessions.json")
-	return path, newManager(t, Config{Registry: NewRegistry(path, nil)}), newManager(t, Config{Registry: NewRegistry(path, nil)})
+	return path, newManager(t, Config{Registry: store.NewFile(path, nil)}), newManager(t, Config{Registry: store.NewFile(path, nil)})
 }

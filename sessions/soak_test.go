@@ -18,6 +18,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/leakcheck"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
@@ -397,7 +398,7 @@ func (w *soakWorker) run(n int) {
 		}
 		refusedSince = time.Time{}
 		q++
-		if _, err := w.m.Get(w.s.ID); err != nil && w.s.Info().State != StateClosed {
+		if _, err := w.m.Get(w.s.ID); err != nil && w.s.Info().State != state.Closed {
 			w.t.Errorf("worker %d: session %s is gone from the manager but %s", w.id, w.s.ID, w.s.Info().State)
 		}
 		if w.rng.IntN(100) < 5 {
@@ -405,7 +406,7 @@ func (w *soakWorker) run(n int) {
 			// just as the next query arrives.
 			time.Sleep(time.Duration(45+w.rng.IntN(20)) * time.Millisecond)
 		}
-		if w.s.Info().State == StateClosed {
+		if w.s.Info().State == state.Closed {
 			w.st.recreates.Add(1)
 			w.create()
 			continue
@@ -522,7 +523,7 @@ func (w *soakWorker) queryOnce(q int) bool {
 		// refusal stopped it: the session is gone, so the worker needs a
 		// new one before it tries again.
 		if closeFired {
-			if st := s.Info().State; st != StateClosed {
+			if st := s.Info().State; st != state.Closed {
 				fail("closed while refused, but the session is %s", st)
 			}
 			w.st.recreates.Add(1)

@@ -4,15 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"strings"
 
 	"github.com/google/uuid"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/cli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
@@ -33,7 +34,7 @@ func (s *Session) ensureProcess(ctx context.Context, t *turn.Turn) error {
 	// Another instance sharing the registry may run the session, or have
 	// run it since: claim it, taking over what that instance recorded.
 	if err := s.m.claimInRegistry(s); err != nil {
-		s.setState(StateDormant)
+		s.st.Move(state.Dormant)
 		return err
 	}
 	opts, fresh, err := s.admitStart()
@@ -50,7 +51,7 @@ func (s *Session) ensureProcess(ctx context.Context, t *turn.Turn) error {
 		return s.started(sp.Process(), resp, opts)
 	}
 	if err := s.place(ctx, t); err != nil {
-		s.setState(StateDormant)
+		s.st.Move(state.Dormant)
 		return err
 	}
 	proc, resp, opts, err := s.launch(ctx, opts)
@@ -82,7 +83,7 @@ func (s *Session) admitStart() (opts claudeagent.Options, fresh bool, err error)
 	env, err := s.m.admit(&o)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.state == StateClosed {
+	if s.st.State() == state.Closed {
 		return opts, false, fmt.Errorf("%w: %s", ErrClosed, s.ID)
 	}
 	if err != nil {
@@ -91,12 +92,12 @@ func (s *Session) admitStart() (opts claudeagent.Options, fresh bool, err error)
 		err = s.m.checkDir("worktree", s.worktree.Cwd())
 	}
 	if err != nil {
-		s.moveLocked(StateRefused)
+		s.st.MoveLocked(state.Refused)
 		s.failure = err.Error()
 		return opts, false, fmt.Errorf("%w: session %s cannot run: %w", ErrRefused, s.ID, err)
 	}
 	s.profileEnv, s.failure = env, ""
-	s.moveLocked(StateStarting)
+	s.st.MoveLocked(state.Starting)
 	opts = s.processOptions()
 	fresh = opts.Resume == "" && !s.everStarted && s.worktree == nil
 	return opts, fresh, nil
@@ -133,8 +134,8 @@ func (s *Session) takeSpare(opts claudeagent.Options) (*live.Spare, *claudeagent
 func (s *Session) place(ctx context.Context, t *turn.Turn) error {
 	queued := func(pos int) {
 		s.mu.Lock()
-		if s.state == StateStarting || s.state == StateQueued {
-			s.moveLocked(StateQueued)
+		if s.st.State() == state.Starting || s.st.State() == state.Queued {
+			s.st.MoveLocked(state.Queued)
 			s.queuePos = pos
 		}
 		s.mu.Unlock()
@@ -150,8 +151,8 @@ func (s *Session) place(ctx context.Context, t *turn.Turn) error {
 	}
 	s.mu.Lock()
 	s.queuePos = 0
-	if s.state == StateQueued {
-		s.moveLocked(StateStarting)
+	if s.st.State() == state.Queued {
+		s.st.MoveLocked(state.Starting)
 	}
 	s.mu.Unlock()
 	return err
@@ -162,7 +163,7 @@ func (s *Session) place(ctx context.Context, t *turn.Turn) error {
 // carries the conversation as this server recorded it; opts are the
 // options of the start that counts.
 func (s *Session) launch(ctx context.Context, opts claudeagent.Options) (*claudeagent.Process, *claudeagent.InitializeResponse, claudeagent.Options, error) {
-	p, resp, err := s.m.startProcess(ctx, opts, s.log)
+	p, resp, err := s.m.cli.Start(ctx, opts, s.log)
 	if err == nil || opts.Resume == "" || !strings.Contains(err.Error(), "No conversation found") || !s.canReplay() {
 		return p, resp, opts, err
 	}
@@ -174,7 +175,7 @@ func (s *Session) launch(ctx context.Context, opts claudeagent.Options) (*claude
 	s.mu.Unlock()
 	s.log.Warn("the CLI has no transcript to resume (it was killed before writing it); starting a fresh conversation seeded with the session's recorded history",
 		"lost_claude_session_id", lost, "claude_session_id", opts.SessionID)
-	p, resp, err = s.m.startProcess(ctx, opts, s.log)
+	p, resp, err = s.m.cli.Start(ctx, opts, s.log)
 	if err != nil {
 		err = fmt.Errorf("the conversation's transcript was lost and a fresh start failed too: %w; close this session and create a new one (its history still shows what was said)", err)
 		opts.Resume = lost // so the session is marked failed
@@ -189,15 +190,15 @@ func (s *Session) startFailed(ctx context.Context, err error, resume string) err
 	s.m.pool.Release(s.holder())
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.state == StateClosed { // closed while starting
+	if s.st.State() == state.Closed { // closed while starting
 		return fmt.Errorf("%w: %s", ErrClosed, s.ID)
 	}
 	if resume != "" && ctx.Err() == nil && !errors.Is(err, context.Canceled) && !errors.Is(err, claudeagent.ErrCLINotFound) {
-		s.moveLocked(StateFailed)
+		s.st.MoveLocked(state.Failed)
 		s.failure = fmt.Sprintf("resuming Claude session %s failed: %v", resume, err)
 		return fmt.Errorf("%w: %s", ErrFailed, s.failure)
 	}
-	s.moveLocked(StateDormant)
+	s.st.MoveLocked(state.Dormant)
 	return err
 }
 
@@ -217,9 +218,9 @@ func (s *Session) started(p *claudeagent.Process, resp *claudeagent.InitializeRe
 		}
 		s.model = s.resolveModel(requested)
 	}
-	closed := s.state == StateClosed || stopping
+	closed := s.st.State() == state.Closed || stopping
 	if !closed {
-		s.moveLocked(StateIdle)
+		s.st.MoveLocked(state.Idle)
 	}
 	done := s.pumpDone
 	s.mu.Unlock()
@@ -240,7 +241,7 @@ func (s *Session) processOptions() claudeagent.Options {
 		Cwd:                   s.cwdLocked(),
 		MCPConfig:             options.MCPConfig(&o),
 		StrictMCPConfig:       o.StrictMCPConfig,
-		Env:                   mergeEnv(subAgentEnv, s.profileEnv, s.m.ownerEnv(o.Owner), o.Env),
+		Env:                   cli.MergeEnv(cli.SubAgentEnv, s.profileEnv, s.m.ownerEnv(o.Owner), o.Env),
 		PermissionPromptStdio: true,
 		// Text deltas, dropped undecoded unless someone follows the text
 		// (FollowText).
@@ -265,69 +266,4 @@ func (s *Session) processOptions() claudeagent.Options {
 		opts.SessionID = s.claudeSessionID
 	}
 	return opts
-}
-
-// subAgentEnv keeps a session's work inside its turns: no background tasks,
-// workflows or cron jobs, whose results would come in turns the CLI starts
-// by itself, after the query returned, where nobody reads them. (Agent
-// sub-agents then run in the foreground and their report is part of the
-// turn.) A profile or Env may override them.
-var subAgentEnv = map[string]string{
-	"CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1",
-	"CLAUDE_CODE_DISABLE_WORKFLOWS":        "1",
-	"CLAUDE_CODE_DISABLE_CRON":             "1",
-}
-
-// startProcess starts and initializes a CLI. On failure the process is gone
-// and the error carries its exit code and stderr tail when it died.
-func (m *Manager) startProcess(ctx context.Context, opts claudeagent.Options, log *slog.Logger) (*claudeagent.Process, *claudeagent.InitializeResponse, error) {
-	path, _, err := m.CLI(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	opts.Path = path
-	opts.Logger = log
-	opts.CloseTimeout = m.cfg.CloseStage
-	opts.AllowDangerouslySkipPermissions = m.BypassAvailable()
-	opts.Env = mergeEnv(m.cfg.Env, opts.Env)
-	p, err := claudeagent.Start(ctx, opts)
-	if err != nil {
-		return nil, nil, err
-	}
-	ictx, cancel := context.WithTimeout(ctx, m.cfg.StartTimeout)
-	defer cancel()
-	resp, err := p.Initialize(ictx, claudeagent.InitializeRequest{})
-	if err == nil {
-		return p, resp, nil
-	}
-	died := false
-	select {
-	case <-p.Exited():
-		died = true
-	default:
-		p.Kill()
-	}
-	<-p.Done()
-	if exitErr := p.Wait(); died && exitErr != nil {
-		return nil, nil, fmt.Errorf("starting claude: %w", exitErr)
-	}
-	if tail := p.StderrTail(); tail != "" {
-		return nil, nil, fmt.Errorf("starting claude: %w; stderr: %s", err, tail)
-	}
-	return nil, nil, fmt.Errorf("starting claude: %w", err)
-}
-
-// mergeEnv returns the variables of every map, later ones winning; nil when
-// there are none.
-func mergeEnv(maps ...map[string]string) map[string]string {
-	var out map[string]string
-	for _, m := range maps {
-		for k, v := range m {
-			if out == nil {
-				out = map[string]string{}
-			}
-			out[k] = v
-		}
-	}
-	return out
 }

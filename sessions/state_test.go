@@ -13,25 +13,14 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
-// edge is a move the transition table allows (see State).
-type edge = move
+// edge is a move the transition table allows (see state.State).
+type edge struct{ from, to state.State }
 
-// tableEdges are the moves of the transition table: its rows, and the
-// move of every state but closed to closed.
-func tableEdges() []edge {
-	var out []edge
-	for from, tos := range transitions {
-		for _, to := range tos {
-			out = append(out, edge{from, to})
-		}
-		if from != StateClosed {
-			out = append(out, edge{from, StateClosed})
-		}
-	}
-	return out
-}
+func (e edge) move() state.Move { return state.Move{From: e.from, To: e.to} }
 
 // stateScenarios drive a session (or a few) through moves of the table;
 // each names the moves it must make.
@@ -40,19 +29,19 @@ var stateScenarios = []struct {
 	edges []edge
 	run   func(t *testing.T) []*Session
 }{
-	{"life", []edge{{StateStarting, StateIdle}, {StateIdle, StateRunning}, {StateRunning, StateIdle},
-		{StateIdle, StateDormant}, {StateDormant, StateStarting}, {StateDormant, StateClosed}}, scenarioLife},
-	{"queued", []edge{{StateStarting, StateDormant}, {StateStarting, StateQueued}, {StateQueued, StateStarting},
-		{StateQueued, StateClosed}}, scenarioQueued},
-	{"interrupt", []edge{{StateRunning, StateInterrupting}, {StateInterrupting, StateIdle}, {StateIdle, StateClosed}}, scenarioInterrupt},
-	{"interrupt_unacknowledged", []edge{{StateRunning, StateInterrupting}, {StateInterrupting, StateDormant}}, scenarioInterruptStop},
-	{"crash", []edge{{StateRunning, StateDormant}}, scenarioCrash},
-	{"close_running", []edge{{StateRunning, StateClosed}}, scenarioCloseRunning},
-	{"close_interrupting", []edge{{StateInterrupting, StateClosed}}, scenarioCloseInterrupting},
-	{"close_starting", []edge{{StateStarting, StateClosed}}, scenarioCloseStarting},
-	{"refused", []edge{{StateDormant, StateRefused}, {StateRefused, StateStarting}, {StateRefused, StateClosed}}, scenarioRefused},
-	{"restored_refused", []edge{{StateStarting, StateRefused}}, scenarioRestoredRefused},
-	{"failed", []edge{{StateStarting, StateFailed}, {StateFailed, StateClosed}}, scenarioFailed},
+	{"life", []edge{{state.Starting, state.Idle}, {state.Idle, state.Running}, {state.Running, state.Idle},
+		{state.Idle, state.Dormant}, {state.Dormant, state.Starting}, {state.Dormant, state.Closed}}, scenarioLife},
+	{"queued", []edge{{state.Starting, state.Dormant}, {state.Starting, state.Queued}, {state.Queued, state.Starting},
+		{state.Queued, state.Closed}}, scenarioQueued},
+	{"interrupt", []edge{{state.Running, state.Interrupting}, {state.Interrupting, state.Idle}, {state.Idle, state.Closed}}, scenarioInterrupt},
+	{"interrupt_unacknowledged", []edge{{state.Running, state.Interrupting}, {state.Interrupting, state.Dormant}}, scenarioInterruptStop},
+	{"crash", []edge{{state.Running, state.Dormant}}, scenarioCrash},
+	{"close_running", []edge{{state.Running, state.Closed}}, scenarioCloseRunning},
+	{"close_interrupting", []edge{{state.Interrupting, state.Closed}}, scenarioCloseInterrupting},
+	{"close_starting", []edge{{state.Starting, state.Closed}}, scenarioCloseStarting},
+	{"refused", []edge{{state.Dormant, state.Refused}, {state.Refused, state.Starting}, {state.Refused, state.Closed}}, scenarioRefused},
+	{"restored_refused", []edge{{state.Starting, state.Refused}}, scenarioRestoredRefused},
+	{"failed", []edge{{state.Starting, state.Failed}, {state.Failed, state.Closed}}, scenarioFailed},
 }
 
 // TestStateTransitions drives every move of the transition table on
@@ -60,16 +49,16 @@ var stateScenarios = []struct {
 // names. (TestMain fails the run on any move the table does not allow.)
 func TestStateTransitions(t *testing.T) {
 	t.Parallel()
-	covered := map[edge]bool{}
+	covered := map[state.Move]bool{}
 	for _, sc := range stateScenarios {
 		for _, e := range sc.edges {
-			if !allowed(e.from, e.to) {
-				t.Errorf("scenario %s names %s, which the table does not allow", sc.name, e)
+			if !state.Allowed(e.from, e.to) {
+				t.Errorf("scenario %s names %s, which the table does not allow", sc.name, e.move())
 			}
-			covered[e] = true
+			covered[e.move()] = true
 		}
 	}
-	for _, e := range tableEdges() {
+	for _, e := range state.Moves() {
 		if !covered[e] {
 			t.Errorf("no scenario drives %s", e)
 		}
@@ -77,13 +66,13 @@ func TestStateTransitions(t *testing.T) {
 	for _, sc := range stateScenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
-			var made []move
+			var made []state.Move
 			for _, s := range sc.run(t) {
 				made = append(made, moves.of(s)...)
 			}
 			for _, e := range sc.edges {
-				if !slices.Contains(made, e) {
-					t.Errorf("%s not made; the moves: %v", e, made)
+				if !slices.Contains(made, e.move()) {
+					t.Errorf("%s not made; the moves: %v", e.move(), made)
 				}
 			}
 		})
@@ -117,17 +106,17 @@ func scenarioQueued(t *testing.T) []*Session {
 	b := create(t, m, CreateOptions{}) // every live place busy: dormant
 	c := create(t, m, CreateOptions{})
 	pb := startQuery(ctxFor(t), b, "hi", QueryOptions{})
-	waitUntil(t, waitLimit, "b queued", func() bool { return stateOf(b) == StateQueued })
+	waitUntil(t, waitLimit, "b queued", func() bool { return stateOf(b) == state.Queued })
 	cctx, cancel := context.WithCancel(ctxFor(t))
 	defer cancel()
 	pc := startQuery(cctx, c, "hi", QueryOptions{})
-	waitUntil(t, waitLimit, "c queued", func() bool { return stateOf(c) == StateQueued })
+	waitUntil(t, waitLimit, "c queued", func() bool { return stateOf(c) == state.Queued })
 	if _, err := m.Close(c.ID); err != nil {
 		t.Fatal(err)
 	}
 	cancel() // it leaves the queue
 	<-pc.done
-	if st := stateOf(c); st != StateClosed || pc.err == nil {
+	if st := stateOf(c); st != state.Closed || pc.err == nil {
 		t.Errorf("a session closed while queued: %s, its query %v", st, pc.err)
 	}
 	running.wait(t, waitLimit)
@@ -143,7 +132,7 @@ func scenarioInterrupt(t *testing.T) []*Session {
 	p := startQuery(ctxFor(t), s, "SLOW", QueryOptions{})
 	p.waitStarted(t)
 	interruptUntilDone(t, s, p)
-	if r := p.wait(t, waitLimit); !r.Interrupted || stateOf(s) != StateIdle {
+	if r := p.wait(t, waitLimit); !r.Interrupted || stateOf(s) != state.Idle {
 		t.Errorf("after the interrupt: %s, %+v", stateOf(s), r)
 	}
 	if _, err := m.Close(s.ID); err != nil {
@@ -160,7 +149,7 @@ func scenarioInterruptStop(t *testing.T) []*Session {
 	if running, forced := s.Interrupt(ctxFor(t)); !running || !forced {
 		t.Errorf("Interrupt = running %v, forced %v; want both", running, forced)
 	}
-	if r := p.wait(t, waitLimit); !r.Interrupted || stateOf(s) != StateDormant {
+	if r := p.wait(t, waitLimit); !r.Interrupted || stateOf(s) != state.Dormant {
 		t.Errorf("after the unacknowledged interrupt: %s, %+v", stateOf(s), r)
 	}
 	return []*Session{s}
@@ -169,7 +158,7 @@ func scenarioInterruptStop(t *testing.T) []*Session {
 func scenarioCrash(t *testing.T) []*Session {
 	m := newManager(t, Config{}, "FAKE_CLAUDE_DIE_AFTER_MS", "300")
 	s := create(t, m, CreateOptions{})
-	if r := query(t, s, "SLOW", QueryOptions{}); !r.IsError || stateOf(s) != StateDormant {
+	if r := query(t, s, "SLOW", QueryOptions{}); !r.IsError || stateOf(s) != state.Dormant {
 		t.Errorf("after the crash: %s, %+v", stateOf(s), r)
 	}
 	return []*Session{s}
@@ -207,12 +196,12 @@ func scenarioCloseStarting(t *testing.T) []*Session {
 	create(t, m, CreateOptions{})                        // a goes dormant
 	cfg.Env["FAKE_CLAUDE_IGNORE_CONTROL"] = "initialize" // nothing is starting now
 	p := startQuery(ctxFor(t), a, "hi", QueryOptions{})
-	waitUntil(t, waitLimit, "the start", func() bool { return stateOf(a) == StateStarting })
+	waitUntil(t, waitLimit, "the start", func() bool { return stateOf(a) == state.Starting })
 	if _, err := m.Close(a.ID); err != nil {
 		t.Fatal(err)
 	}
 	<-p.done
-	if p.err == nil || stateOf(a) != StateClosed || m.LiveCount() != 0 {
+	if p.err == nil || stateOf(a) != state.Closed || m.LiveCount() != 0 {
 		t.Errorf("closed during its start: query %v, state %s, %d live", p.err, stateOf(a), m.LiveCount())
 	}
 	return []*Session{a}
@@ -233,7 +222,7 @@ func scenarioRefused(t *testing.T) []*Session {
 			t.Fatal("could not make the session dormant")
 		}
 		withdrawn.Store(true)
-		if _, err := s.Query(ctxFor(t), "hi", QueryOptions{}); !errors.Is(err, ErrRefused) || stateOf(s) != StateRefused {
+		if _, err := s.Query(ctxFor(t), "hi", QueryOptions{}); !errors.Is(err, ErrRefused) || stateOf(s) != state.Refused {
 			t.Errorf("a query under a stricter policy: %v, state %s", err, stateOf(s))
 		}
 		withdrawn.Store(false)
@@ -249,10 +238,10 @@ func scenarioRefused(t *testing.T) []*Session {
 
 func scenarioRestoredRefused(t *testing.T) []*Session {
 	path := filepath.Join(t.TempDir(), "sessions.json")
-	m1 := newManager(t, Config{Registry: NewRegistry(path, nil), ProfileEnv: func(string) (map[string]string, error) { return nil, nil }})
+	m1 := newManager(t, Config{Registry: store.NewFile(path, nil), ProfileEnv: func(string) (map[string]string, error) { return nil, nil }})
 	s := create(t, m1, CreateOptions{Profile: "gone"})
 	m1.Shutdown()
-	m2 := newManager(t, Config{Registry: NewRegistry(path, nil), ProfileEnv: func(name string) (map[string]string, error) {
+	m2 := newManager(t, Config{Registry: store.NewFile(path, nil), ProfileEnv: func(name string) (map[string]string, error) {
 		return nil, fmt.Errorf("no profile %q", name)
 	}})
 	rs, err := m2.Get(s.ID)
@@ -281,7 +270,7 @@ func scenarioFailed(t *testing.T) []*Session {
 func waitingOf(s *Session) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.waiting
+	return s.st.Waiting()
 }
 
 // TestStateAdmission: who may drive a session's process (see State). A
@@ -318,13 +307,13 @@ func TestStateAdmission(t *testing.T) {
 		}
 		<-interrupted
 	})
-	for _, who := range []owner{ownerCreate, ownerDormancy} {
+	for _, who := range []state.Owner{state.Create, state.Dormancy} {
 		t.Run(fmt.Sprintf("waits_for_owner_%d", who), func(t *testing.T) {
 			t.Parallel()
 			m := newManager(t, Config{})
 			s := create(t, m, CreateOptions{})
 			s.mu.Lock()
-			s.setOwnerLocked(who)
+			s.st.SetOwnerLocked(who)
 			s.mu.Unlock()
 			if s.makeDormant("test") {
 				t.Errorf("dormancy took a session somebody owns")
@@ -334,7 +323,7 @@ func TestStateAdmission(t *testing.T) {
 			if _, err := s.Query(ctxFor(t), "hi", QueryOptions{}); !errors.Is(err, ErrBusy) {
 				t.Errorf("a second query while the first waits: %v, want ErrBusy", err)
 			}
-			s.release()
+			s.st.Release()
 			if r := p.wait(t, waitLimit); r.FinalText != hello {
 				t.Errorf("the waiting query: %+v", r)
 			}
@@ -359,6 +348,6 @@ func interrupting(t *testing.T, ack time.Duration) (m *Manager, s *Session, p *p
 		defer close(interrupted)
 		s.Interrupt(ctxFor(t))
 	}()
-	waitUntil(t, waitLimit, "the interrupt under way", func() bool { return stateOf(s) == StateInterrupting })
+	waitUntil(t, waitLimit, "the interrupt under way", func() bool { return stateOf(s) == state.Interrupting })
 	return m, s, p, interrupted
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/run"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
@@ -53,14 +54,14 @@ func (s *Session) Steer(ctx context.Context, message string, imgs []images.Image
 	s.steerMu.Lock() // the pump takes it to end a turn (see pump)
 	defer s.steerMu.Unlock()
 	s.mu.Lock()
-	t, p, state, fu := s.cur, s.proc, s.state, s.followUp
+	t, p, st, fu := s.cur, s.proc, s.st.State(), s.followUp
 	s.mu.Unlock()
 	switch {
-	case state == StateQueued:
+	case st == state.Queued:
 		return fmt.Errorf("%w: session %s waits for a live process and its query has not started yet; steer it once it runs", ErrNotRunning, s.ID)
-	case state == StateInterrupting:
+	case st == state.Interrupting:
 		return fmt.Errorf("%w: session %s is interrupting its query; send the message with claude_chat_query once it is idle", ErrNotRunning, s.ID)
-	case t == nil || p == nil || state != StateRunning || isDone(t.Done()):
+	case t == nil || p == nil || st != state.Running || isDone(t.Done()):
 		return fmt.Errorf("%w: session %s is %s; send the message with claude_chat_query", ErrNotRunning, s.ID, s.Info().State)
 	case fu != nil && fu.turn == t && !fu.named && !isDone(t.Seen()):
 		return fmt.Errorf("%w: session %s is about to answer a message steered into it; steer again once its turn runs", ErrNotRunning, s.ID)
@@ -156,7 +157,7 @@ func (s *Session) handOff() {
 	pending := s.followUp != nil
 	s.mu.Unlock()
 	if !pending {
-		s.release()
+		s.st.Release()
 	}
 }
 

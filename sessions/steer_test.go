@@ -9,6 +9,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
@@ -74,7 +75,7 @@ func TestSteerFolded(t *testing.T) {
 	if res.FollowUp || res.IsError || !strings.Contains(res.FinalText, "Tool said: slept") {
 		t.Errorf("result %+v: want the tool turn's answer and no follow-up", res)
 	}
-	if st := stateOf(s); st != StateIdle || s.CurrentRun() != nil {
+	if st := stateOf(s); st != state.Idle || s.CurrentRun() != nil {
 		t.Errorf("after the query: state %s, current run %v", st, s.CurrentRun())
 	}
 	kinds, texts := steps(s)
@@ -122,7 +123,7 @@ func TestSteerFollowUp(t *testing.T) {
 	if fres.IsError || fres.FollowUp || fres.FinalText != "Hello from fake API (n_messages=1)" {
 		t.Errorf("the follow-up's result %+v", fres)
 	}
-	if st := stateOf(s); st != StateIdle {
+	if st := stateOf(s); st != state.Idle {
 		t.Errorf("after the follow-up: state %s", st)
 	}
 	next := query(t, s, "hi", QueryOptions{})

@@ -35,6 +35,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/stdio"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
 // Stamped by goreleaser.
@@ -165,7 +166,7 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 		return err
 	}
 	if path != "" {
-		mcfg.Registry = sessions.NewRegistry(path, logger)
+		mcfg.Registry = store.NewFile(path, logger)
 		if err := mcfg.Registry.CheckWritable(); err != nil {
 			logger.Error("the session registry cannot be written: sessions will not survive a restart (results say persisted: false)", "path", path, "err", err)
 		} else {

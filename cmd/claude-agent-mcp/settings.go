@@ -17,6 +17,8 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/ceiling"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
 // settings is what serving needs, every flag checked.
@@ -204,19 +206,19 @@ func (c *config) checkPolicy(k *checks, cfg *sessions.Config) {
 		k.bad("permission-policy", c.permissionPolicy, "use deny or allow")
 	}
 	for _, m := range splitList(c.allowedModes, ",") {
-		if err := sessions.ValidatePermissionMode(m); err != nil {
-			k.bad("allowed-permission-modes", m, "use "+strings.Join(sessions.PermissionModes, ", "))
+		if err := options.ValidatePermissionMode(m); err != nil {
+			k.bad("allowed-permission-modes", m, "use "+strings.Join(options.PermissionModes, ", "))
 		}
 		cfg.AllowedModes = append(cfg.AllowedModes, m)
 	}
 	for _, r := range splitList(c.allowedRoots, string(os.PathListSeparator)) {
-		abs, err := sessions.ValidateDir("--allowed-roots entry", r)
+		abs, err := options.ValidateDir("--allowed-roots entry", r)
 		k.add(err)
 		cfg.AllowedRoots = append(cfg.AllowedRoots, abs)
 	}
 	if c.toolsCeiling != "" {
 		cfg.ToolsCeiling = append([]string{}, splitList(c.toolsCeiling, ",")...)
-		k.add(sessions.ValidateToolNames("--allowed-tools-ceiling", cfg.ToolsCeiling))
+		k.add(options.ValidateToolNames("--allowed-tools-ceiling", cfg.ToolsCeiling))
 	}
 	cfg.SettingSources = c.checkSettingSources(k)
 }
@@ -232,22 +234,22 @@ func (c *config) checkSettingSources(k *checks) []string {
 	case v == "" && c.http != "":
 		v = "none"
 	case v == "":
-		v = strings.Join(sessions.SettingSources, ",")
+		v = strings.Join(options.SettingSources, ",")
 	}
 	sources := []string{}
 	if v == "none" {
 		return sources
 	}
 	for _, src := range splitList(v, ",") {
-		if !slices.Contains(sessions.SettingSources, src) {
-			k.bad("setting-sources", src, "use a comma-separated list of "+strings.Join(sessions.SettingSources, ", ")+", or none")
+		if !slices.Contains(options.SettingSources, src) {
+			k.bad("setting-sources", src, "use a comma-separated list of "+strings.Join(options.SettingSources, ", ")+", or none")
 			continue
 		}
 		if !slices.Contains(sources, src) {
 			sources = append(sources, src)
 		}
 	}
-	if len(sources) == len(sessions.SettingSources) {
+	if len(sources) == len(options.SettingSources) {
 		return nil // the CLI's own default: no flag
 	}
 	return sources
@@ -307,5 +309,5 @@ func (c *config) statePath() (string, error) {
 	if c.stateFile != "" {
 		return filepath.Abs(c.stateFile)
 	}
-	return sessions.DefaultRegistryPath()
+	return store.DefaultPath()
 }

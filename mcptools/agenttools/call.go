@@ -19,6 +19,8 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/agentfile"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/worktree"
 )
 
 // A call of an agent tool runs a session as the agent: --agents holds its
@@ -199,7 +201,7 @@ func agentSession(ag *agentfile.Agent, in Arguments) (sessions.CreateOptions, er
 		caller = append(caller, "maxBudgetUsd")
 	}
 	if in.Tools != nil {
-		if err := sessions.ValidateToolNames("tools", in.Tools); err != nil {
+		if err := options.ValidateToolNames("tools", in.Tools); err != nil {
 			return sessions.CreateOptions{}, err
 		}
 		if def.Tools != nil {
@@ -229,7 +231,7 @@ func agentSession(ag *agentfile.Agent, in Arguments) (sessions.CreateOptions, er
 	}
 	run := *ag
 	run.Definition, run.Operator = def, op
-	if !sessions.ValidAgentName(ag.Name) { // runs under a name sessions accept
+	if !options.ValidAgentName(ag.Name) { // runs under a name sessions accept
 		run.Name = strings.TrimLeft(ag.ToolName, "_-")
 		if run.Name == "" {
 			run.Name = "agent"
@@ -242,7 +244,7 @@ func agentSession(ag *agentfile.Agent, in Arguments) (sessions.CreateOptions, er
 	so.Plugins = op.Plugins
 	so.DisallowedTools = in.DisallowedTools // also for the session, whatever --agent makes of the definition's
 	o := sessions.CreateOptions{Cwd: in.Cwd, SessionOptions: so, MCPServers: op.MCPServers, Profile: op.Profile,
-		Worktree: sessions.WorktreeOption{On: op.Worktree.On, Name: op.Worktree.Name}, AgentTool: ag.ToolName}
+		Worktree: worktree.Option{On: op.Worktree.On, Name: op.Worktree.Name}, AgentTool: ag.ToolName}
 	if ag.Source != agentfile.SourceProject {
 		o.Operator = operatorOptions(&o, caller)
 	}
@@ -291,7 +293,7 @@ func checkEffort(ag *agentfile.Agent, effort string) error {
 
 // checkMode checks that mode is no more permissive than ag's.
 func checkMode(ag *agentfile.Agent, mode string) error {
-	if err := sessions.ValidatePermissionMode(mode); err != nil {
+	if err := options.ValidatePermissionMode(mode); err != nil {
 		return err
 	}
 	limit := cmp.Or(ag.Operator.PermissionMode, ag.PermissionMode, "default")

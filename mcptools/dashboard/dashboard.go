@@ -58,6 +58,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/weborigin"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
@@ -146,7 +147,7 @@ type Dashboard struct {
 	subs     map[*subscriber]struct{}
 	pending  map[string]*pendingQuestion // the dashboard's own questions, by id
 	spend    []spendSample
-	others   []sessions.RegistryEntry // other instances' sessions, as last read
+	others   []store.Entry // other instances' sessions, as last read
 	othersAt time.Time
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
 // Tests of the dashboard in process: the sign-in (the stdio secret, bearer
@@ -775,9 +776,9 @@ func TestDashboardOtherInstances(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "sessions.json")
 	// This instance starts first: a session made elsewhere later is the
 	// other's (one that is in the registry at start is restored here).
-	mgr := sessions.NewManager(sessions.Config{CLIPath: path, Env: env, Registry: sessions.NewRegistry(state, nil)})
+	mgr := sessions.NewManager(sessions.Config{CLIPath: path, Env: env, Registry: store.NewFile(state, nil)})
 	t.Cleanup(mgr.Shutdown)
-	other := sessions.NewManager(sessions.Config{CLIPath: path, Env: env, Registry: sessions.NewRegistry(state, nil)})
+	other := sessions.NewManager(sessions.Config{CLIPath: path, Env: env, Registry: store.NewFile(state, nil)})
 	t.Cleanup(other.Shutdown)
 	s, err := other.Create(context.Background(), sessions.CreateOptions{Cwd: t.TempDir(), SessionOptions: claudeagent.SessionOptions{Name: "elsewhere"}})
 	if err != nil {

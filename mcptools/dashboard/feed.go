@@ -12,6 +12,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
@@ -73,7 +74,7 @@ func (d *Dashboard) Watch(s *sessions.Session) *Feed {
 	// The feeds of closed sessions go (looked at without d.mu: Info
 	// takes the session's lock).
 	for _, other := range feeds {
-		if other.session.Info().State == sessions.StateClosed {
+		if other.session.Info().State == state.Closed {
 			other.Abandon()
 		}
 	}

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/worktree"
 )
 
 // hostile is what every string of a page's data holds in
@@ -54,7 +54,7 @@ const testRoot = uiPrefix + "/c3RkaW8tcm9vdC0xMjM0"
 func hostilePages() map[string]string {
 	base := pageBase{HTTP: true, Admin: true}
 	rows := []sessionRow{
-		{Worktree: &sessions.WorktreeInfo{ChangedFiles: []string{"", ""}}, Running: true, Cost: 1, Budget: 2, Questions: 1},
+		{Worktree: &worktree.Info{ChangedFiles: []string{"", ""}}, Running: true, Cost: 1, Budget: 2, Questions: 1},
 		{Queries: 1},
 	}
 	others := []otherRow{{}}

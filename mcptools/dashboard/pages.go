@@ -14,7 +14,9 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/worktree"
 )
 
 // The pages: the list of sessions (with the spend chart and the sessions
@@ -44,7 +46,7 @@ type signinPage struct {
 // sessionRow is a session in the list.
 type sessionRow struct {
 	ID, Name, State, Model, Cwd, Owner, Task string
-	Worktree                                 *sessions.WorktreeInfo
+	Worktree                                 *worktree.Info
 	Running                                  bool
 	Since                                    int64 // the running turn's start, Unix ms
 	Elapsed                                  string
@@ -155,7 +157,7 @@ func (d *Dashboard) serveList(w http.ResponseWriter, r *http.Request, si *signin
 // otherInstances returns the registry's sessions (read at most every two
 // seconds): those another instance holds are the ones this one has not
 // open.
-func (d *Dashboard) otherInstances() []sessions.RegistryEntry {
+func (d *Dashboard) otherInstances() []store.Entry {
 	reg := d.mgr.Config().Registry
 	if reg == nil {
 		return nil
