@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -116,8 +117,8 @@ func TestInspectorSchemaPortability(t *testing.T) {
 	}
 	tools, findings := inspectorSchemaCheck(t, insp, []string{"CLAUDE_AGENT_MCP_CLAUDE_PATH=" + fake,
 		"CLAUDE_AGENT_MCP_STATE_FILE=" + filepath.Join(dir, "state.json")}, serverBinary(t))
-	if len(tools) != 10 {
-		t.Errorf("the Inspector lists %d tools, want 10: %v", len(tools), tools)
+	if want := len(mcptools.Tools()); len(tools) != want {
+		t.Errorf("the Inspector lists %d tools, want %d: %v", len(tools), want, tools)
 	}
 	for tool, fs := range findings {
 		for _, f := range fs {
