@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -333,5 +334,48 @@ func TestOptionTooLongForOneArgument(t *testing.T) {
 	}
 	if n := len(e.starts(t)); n != 0 {
 		t.Errorf("%d CLI start(s), want none", n)
+	}
+}
+
+// TestAgentToolSteer: an agent tool's running session takes a message
+// (claude_chat_steer widens nothing: it is a prompt); answered in a turn of
+// its own, the agent tool's result says followUp and claude_chat_wait
+// returns the answer.
+func TestAgentToolSteer(t *testing.T) {
+	e := newAgentEnv(t)
+	writeAgent(t, e.project, "writer.md", "You write.", "name: writer", "description: Writes")
+	e.serve(t, "2025-11-25", sessions.Config{}, 0)
+	type result struct {
+		res *mcp.CallToolResult
+		out map[string]any
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, out := e.call(t, "writer", map[string]any{"prompt": "SLOW6", "cwd": t.TempDir()}, nil)
+		done <- result{res, out}
+	}()
+	var sid string
+	deadline := time.Now().Add(10 * time.Second)
+	for sid == "" && time.Now().Before(deadline) { // polling: the session exists only once the call runs
+		for _, s := range e.mgr.List() {
+			if s.CurrentRun() != nil {
+				sid = s.ID
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if sid == "" {
+		t.Fatal("the agent tool's session did not start running")
+	}
+	if res, out := e.call(t, "claude_chat_steer", map[string]any{"sessionId": sid, "message": "STEERED also say hi"}, nil); res.IsError || out["sent"] != true {
+		t.Fatalf("steer: %s", resText(res))
+	}
+	r := <-done
+	fu, _ := r.out["followUp"].(map[string]any)
+	if r.res.IsError || fu["status"] != "running" {
+		t.Fatalf("the agent tool's result: %s %v", resText(r.res), r.out)
+	}
+	if res, w := e.call(t, "claude_chat_wait", map[string]any{"sessionId": sid}, nil); res.IsError || w["finalText"] != "Hello from fake API (n_messages=1)" {
+		t.Errorf("claude_chat_wait: %s %v", resText(res), w)
 	}
 }
