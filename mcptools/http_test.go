@@ -112,6 +112,7 @@ func TestHTTPUsers(t *testing.T) {
 				"claude_chat_query":      {"sessionId": sid, "prompt": "x"},
 				"claude_session_history": {"sessionId": sid},
 				"claude_chat_interrupt":  {"sessionId": sid},
+				"claude_chat_steer":      {"sessionId": sid, "message": "x"},
 				"claude_chat_model":      {"sessionId": sid, "model": "opus"},
 				"claude_session_close":   {"sessionId": sid},
 				"claude_session_list":    {"sessionId": sid},
