@@ -187,6 +187,7 @@ type rig struct {
 	warm   *server // --warm-spares 1, --max-live 4: the defaults
 	cold   *server // --warm-spares 0
 	full   *server // --max-live 2, kept full
+	ui     *server // --ui on: the 2 MB answer with and without a page (page.go)
 	chat   string  // a warm session on warm
 	direct *claudeagent.Process
 	// spare is bigCLI's counterpart of the spares server's spare: a CLI
@@ -214,7 +215,10 @@ func (r *rig) start(ctx context.Context) error {
 	if r.full, err = b.startServer(ctx, "max-live-2", b.c.claude, nil, "--max-live", "2"); err != nil {
 		return err
 	}
-	for _, s := range []*server{r.warm, r.full} {
+	if r.ui, err = b.startServer(ctx, "ui", b.c.claude, nil, "--ui", "on"); err != nil {
+		return err
+	}
+	for _, s := range []*server{r.warm, r.full, r.ui} {
 		if err := s.log.waitSpares(ctx, 1); err != nil {
 			return err
 		}
@@ -246,7 +250,7 @@ func (r *rig) close() {
 			p.Close()
 		}
 	}
-	for _, s := range []*server{r.peer, r.full, r.cold, r.warm} {
+	for _, s := range []*server{r.peer, r.ui, r.full, r.cold, r.warm} {
 		if s != nil {
 			s.stop()
 		}
@@ -380,6 +384,8 @@ func (r *rig) serverVariants() []variant {
 		{"first_turn_cli", r.firstTurnCLI},
 		{"bigtext_server", r.bigServer},
 		{"bigtext_cli", r.bigCLI},
+		{"bigtext_ui", func(ctx context.Context) (time.Duration, error) { return r.bigOnUI(ctx, false) }},
+		{"bigtext_page", func(ctx context.Context) (time.Duration, error) { return r.bigOnUI(ctx, true) }},
 	}
 }
 
