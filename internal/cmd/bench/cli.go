@@ -17,15 +17,25 @@ import (
 // startCLI starts and initializes the real CLI with the options a session
 // with the default options gets from the server.
 func (b *bench) startCLI(ctx context.Context) (*claudeagent.Process, error) {
+	return b.startCLIWith(ctx, true)
+}
+
+// startCLIWith is startCLI with or without --include-partial-messages.
+// The server runs every CLI with it and drops the text deltas undecoded
+// while nobody follows the text; the CLI driven directly is run the same
+// way, so that the ratios measure the server. bigtext_cli_plain, without
+// the flag, shows what the flag costs the CLI itself.
+func (b *bench) startCLIWith(ctx context.Context, partials bool) (*claudeagent.Process, error) {
 	ctx, cancel := context.WithTimeout(ctx, callLimit)
 	defer cancel()
 	p, err := claudeagent.Start(ctx, claudeagent.Options{
 		Path: b.c.claude, Cwd: b.proj, Env: b.env, PermissionPromptStdio: true,
-		SessionID: uuid.NewString(), CloseTimeout: 5 * time.Second,
+		SessionID: uuid.NewString(), CloseTimeout: 5 * time.Second, IncludePartialMessages: partials,
 	})
 	if err != nil {
 		return nil, err
 	}
+	p.KeepPartials(false)
 	if _, err := p.Initialize(ctx, claudeagent.InitializeRequest{}); err != nil {
 		_ = p.Close()
 		return nil, fmt.Errorf("initialize: %w (stderr: %s)", err, p.StderrTail())

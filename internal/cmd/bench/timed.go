@@ -384,6 +384,7 @@ func (r *rig) serverVariants() []variant {
 		{"first_turn_cli", r.firstTurnCLI},
 		{"bigtext_server", r.bigServer},
 		{"bigtext_cli", r.bigCLI},
+		{"bigtext_cli_plain", r.bigCLIPlain},
 		{"bigtext_ui", func(ctx context.Context) (time.Duration, error) { return r.bigOnUI(ctx, false) }},
 		{"bigtext_page", func(ctx context.Context) (time.Duration, error) { return r.bigOnUI(ctx, true) }},
 	}
@@ -469,6 +470,25 @@ func (r *rig) firstTurnCLI(ctx context.Context) (time.Duration, error) {
 			err = p.Wait()
 		}
 		r.b.extra["cli_close"] = append(r.b.extra["cli_close"], time.Since(start))
+	}
+	return d, err
+}
+
+// bigCLIPlain is the 2 MB turn through a CLI started without
+// --include-partial-messages (after an untimed "hi"): against bigtext_cli,
+// what the flag costs the CLI itself.
+func (r *rig) bigCLIPlain(ctx context.Context) (time.Duration, error) {
+	p, err := r.b.startCLIWith(ctx, false)
+	if err != nil {
+		return 0, err
+	}
+	defer p.Close()
+	if _, err := cliTurn(ctx, p, "hi"); err != nil {
+		return 0, err
+	}
+	res, d, err := r.cliTurn(ctx, p, "BIGTEXT")
+	if err == nil && len(res.Result) < 2_000_000 {
+		err = fmt.Errorf("BIGTEXT through the CLI: %d bytes, want 2 MB", len(res.Result))
 	}
 	return d, err
 }
