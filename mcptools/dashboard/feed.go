@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,7 +56,17 @@ type Feed struct {
 	next  uint64 // seq of the next step; steps are numbered from 1
 	bytes int
 	done  bool
+	// The text being written (partial messages): the deltas since the
+	// last whole text, bounded by maxPartialBytes, kept as one text rather
+	// than a step per delta (a minute of deltas would flood the window).
+	// partialGen counts its resets (a whole text replaced it).
+	partial    strings.Builder
+	partialGen uint64
 }
+
+// maxPartialBytes bounds the text being written that a feed keeps (its
+// whole text, when it comes, replaces it).
+const maxPartialBytes = 1 << 20
 
 // Watch starts the feed of a run about to start in s; it is the
 // session's current feed from now on. The run's listener hands the feed
@@ -110,6 +121,14 @@ func (f *Feed) OnEvent(e turn.Event) {
 	switch e.Kind {
 	case turn.EventHeartbeat:
 		return
+	case turn.EventTextDelta:
+		f.mu.Lock()
+		if f.partial.Len()+len(e.Text) <= maxPartialBytes {
+			f.partial.WriteString(e.Text)
+		}
+		f.mu.Unlock()
+		f.d.poke(f.session.ID, f.owner)
+		return
 	case turn.EventTurnStarted, turn.EventDone:
 		info := f.session.Info() // the cost before and after the turn
 		f.d.addSpend(spendSample{T: time.Now(), Session: f.session.ID, Name: info.Name, Owner: info.Owner, Cost: info.CostUSD})
@@ -132,6 +151,10 @@ func (f *Feed) addStep(st uiStep) {
 	st.Seq = f.next
 	f.next++
 	f.steps = append(f.steps, st)
+	if st.Kind == string(turn.EventText) && f.partial.Len() > 0 {
+		f.partial.Reset() // the whole text replaces its deltas
+		f.partialGen++
+	}
 	f.bytes += len(st.Text) + 64
 	for len(f.steps) > 1 && (len(f.steps) > f.d.maxSteps || f.bytes > f.d.maxStepBytes) {
 		f.bytes -= len(f.steps[0].Text) + 64
@@ -157,6 +180,20 @@ func (f *Feed) since(seq uint64) (steps []uiStep, lost bool) {
 		return nil, lost
 	}
 	return append([]uiStep(nil), f.steps[seq-f.first:]...), lost
+}
+
+// partialSince returns the text being written as a reader that has seen
+// its first off bytes of generation gen should get it: the bytes after
+// off, or, when it was reset since (a whole text replaced it), the whole
+// of the new one with reset set.
+func (f *Feed) partialSince(gen uint64, off int) (newGen uint64, text string, reset bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cur := f.partial.String()
+	if gen != f.partialGen || off > len(cur) {
+		return f.partialGen, cur, true
+	}
+	return gen, cur[off:], false
 }
 
 // state is whether the feed's turn has ended, and its run (nil until
