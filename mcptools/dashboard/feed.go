@@ -48,6 +48,7 @@ type Feed struct {
 	owner   string
 	id      string // the run's id once bound (a placeholder before)
 	start   time.Time
+	prev    *Feed // the session's feed before, back if this run does not start
 
 	mu    sync.Mutex
 	run   *sessions.Run
@@ -75,6 +76,7 @@ const maxPartialBytes = 1 << 20
 func (d *Dashboard) Watch(s *sessions.Session) *Feed {
 	f := &Feed{d: d, session: s, owner: s.Info().Owner, id: uuid.NewString(), start: time.Now(), first: 1, next: 1}
 	d.mu.Lock()
+	f.prev = d.feeds[s.ID] // f is not shared yet
 	d.feeds[s.ID] = f
 	feeds := make([]*Feed, 0, len(d.feeds))
 	for _, other := range d.feeds {
@@ -85,7 +87,7 @@ func (d *Dashboard) Watch(s *sessions.Session) *Feed {
 	// takes the session's lock).
 	for _, other := range feeds {
 		if other.session.Info().State == sessions.StateClosed {
-			other.Abandon()
+			other.forget()
 		}
 	}
 	d.poke(s.ID, f.owner)
@@ -96,17 +98,38 @@ func (d *Dashboard) Watch(s *sessions.Session) *Feed {
 func (f *Feed) Bind(r *sessions.Run) {
 	f.mu.Lock()
 	f.run = r
+	f.prev = nil // its run started: the feed before is gone for good
 	f.mu.Unlock()
 }
 
-// Abandon forgets a feed whose run did not start.
+// Abandon forgets a feed whose run did not start (say, a second query
+// refused while one runs): the session's feed before is its feed again.
 func (f *Feed) Abandon() {
+	f.mu.Lock()
+	prev := f.prev
+	f.prev = nil
+	f.mu.Unlock()
+	if prev != nil && f.session.Info().State == sessions.StateClosed {
+		prev = nil
+	}
+	f.d.mu.Lock()
+	if f.d.feeds[f.session.ID] == f {
+		delete(f.d.feeds, f.session.ID)
+		if prev != nil {
+			f.d.feeds[f.session.ID] = prev
+		}
+	}
+	f.d.mu.Unlock()
+	f.d.poke(f.session.ID, f.owner)
+}
+
+// forget drops the feed of a closed session.
+func (f *Feed) forget() {
 	f.d.mu.Lock()
 	if f.d.feeds[f.session.ID] == f {
 		delete(f.d.feeds, f.session.ID)
 	}
 	f.d.mu.Unlock()
-	f.d.poke(f.session.ID, f.owner)
 }
 
 // feedOf is the session's current feed (its latest run), or nil.
