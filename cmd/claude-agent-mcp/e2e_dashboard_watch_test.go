@@ -232,7 +232,8 @@ func TestE2EDashboardStartAndPrompt(t *testing.T) {
 	_, out = e.call(t, ctx, "claude_session_create", map[string]any{"cwd": e.cwd, "name": "asks"}, nil)
 	asks, _ := out["sessionId"].(string)
 	browse(t, b, time.Minute, "the list", chromedp.Navigate(pages+"/"), chromedp.WaitVisible(css(`tr[data-session="`+asks+`"]`)))
-	done := queryInBackground(t, ctx, e, map[string]any{"sessionId": asks, "prompt": "TOOL_BASH[echo hi]"})
+	// (A command the CLI does not take as read-only: it asks.)
+	done := queryInBackground(t, ctx, e, map[string]any{"sessionId": asks, "prompt": "TOOL_BASH[touch asked.txt && echo hi]"})
 	browse(t, b, time.Minute, "the waiting session first",
 		pollJS(`document.querySelector('table.sessions tbody tr').dataset.session === `+jsString(asks)+
 			` && document.querySelector('table.sessions tbody tr').classList.contains('waiting') && document.title.startsWith('(1) Sessions')`))
