@@ -238,8 +238,10 @@ func TestE2EDashboardStartAndPrompt(t *testing.T) {
 		pollJS(`document.querySelector('table.sessions tbody tr').dataset.session === `+jsString(asks)+
 			` && document.querySelector('table.sessions tbody tr').classList.contains('waiting') && document.title.startsWith('(1) Sessions')`))
 	screenshot(t, b, "dashboard-waiting-first.png")
+	// (Clicked from the page's script: the panel holding the question may be
+	// fetched anew between a lookup and a click of the DevTools protocol.)
 	browse(t, b, time.Minute, "answering on its page", chromedp.Navigate(pages+"/s/"+asks),
-		chromedp.WaitVisible(css(`.question button.allow-once`)), chromedp.Click(css(`.question button.allow-once`)))
+		pollJS(`(() => { const b = document.querySelector('.question button.allow-once'); if (!b) return false; b.click(); return true; })()`))
 	if out := <-done; out["finalText"] != "Tool said: hi" {
 		t.Errorf("the query after the page's answer: %v", out)
 	}
