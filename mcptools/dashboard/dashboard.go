@@ -1,6 +1,7 @@
 // Package dashboard is the live web dashboard of the sessions (--ui):
 // server-rendered pages of the sessions, a small script that follows them
-// live over server-sent events, and three actions — interrupt a turn,
+// live over server-sent events (the text being written too), and actions
+// — start a session, send a prompt, steer a running turn, interrupt it,
 // close a session, answer a permission question.
 //
 // It owns its pages and their HTML (html*.go, no templates), the embedded
