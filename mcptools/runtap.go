@@ -1,6 +1,7 @@
 package mcptools
 
 import (
+	"context"
 	"sync"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
@@ -41,8 +42,24 @@ type tap struct {
 // and gives it what it needs of the server (dashboard.Core).
 func (h *handlers) attachDashboard(d *dashboard.Dashboard) {
 	if h.dash = d; d != nil {
-		d.Attach(dashboard.Core{RunningTask: h.tasks.runningTask, Question: permissionMessage, Answer: pageAnswer})
+		d.Attach(dashboard.Core{RunningTask: h.tasks.runningTask, Question: permissionMessage, Answer: pageAnswer, Launch: h.pageLaunch})
 	}
+}
+
+// pageLaunch starts a query a dashboard page sent (dashboard.Core.Launch):
+// its tap, without a view, hands the events to the dashboard's feed, and a
+// view that comes later (claude_chat_wait) attaches to it as to any run's.
+func (h *handlers) pageLaunch(ctx context.Context, s *sessions.Session, prompt string) (*sessions.Run, error) {
+	t := h.newTap(s, nil)
+	r, err := s.StartRun(ctx, prompt, dashboard.LaunchOptions(t))
+	if err != nil {
+		if t.feed != nil {
+			t.feed.Abandon()
+		}
+		return nil, err
+	}
+	h.bind(t, r)
+	return r, nil
 }
 
 // newTap is the tap of a run about to start in s, with view as its first

@@ -4,19 +4,22 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
-// The dashboard's actions: interrupt a session's turn, close a session,
-// answer a permission question. Each is a POST to /ui/s/<id>/<action>
-// that must carry the sign-in cookie, a same-origin Origin header and the
-// token of the page it came from; the action must be classified
-// (actions); the session must be the user's (an
-// admin may interrupt and close anyone's; a question is answered by the
-// session's owner only, since the answer acts as them); and it is
+// The dashboard's actions: start a session (a POST to /ui/new), and on a
+// session (a POST to /ui/s/<id>/<action>) send a prompt to it when idle,
+// steer its running turn, interrupt it, close it, answer a permission
+// question. Each must carry the sign-in cookie, a same-origin Origin
+// header and the token of the page it came from; the action must be
+// classified (actions); the session must be the user's (an admin may
+// interrupt and close anyone's; a prompt, a steer and an answer act as
+// the session's owner, so only they may); the options, the prompt's
+// process, go through the sessions' gate as a tool call's do; and it is
 // audited like a tool call, "started" first (an action whose line cannot
 // be written is refused).
 
@@ -24,10 +27,16 @@ import (
 // (mcptools' actions.go: these steer a caller's sessions): an action
 // without a class is refused.
 var actions = map[string]string{
+	"start":     "run", // as claude_session_create (and a first prompt)
+	"prompt":    "run", // as claude_chat_query
+	"steer":     "run", // as claude_chat_steer
 	"interrupt": "steer",
 	"close":     "steer",
 	"answer":    "steer",
 }
+
+// ownerOnly are the actions that act as the session's owner.
+var ownerOnly = map[string]bool{"prompt": true, "steer": true, "answer": true}
 
 // The answers a page offers to a permission question: the decisions of
 // the client's elicitation form (mcptools' permission.go), which
@@ -61,6 +70,10 @@ func (d *Dashboard) serveAction(w http.ResponseWriter, r *http.Request, si *sign
 		http.Error(w, "Forbidden: the request carries no valid page token; reload the page", http.StatusForbidden)
 		return
 	}
+	if path == "/new" {
+		d.serveStart(w, r, si)
+		return
+	}
 	rest, ok := strings.CutPrefix(path, "/s/")
 	id, action, _ := strings.Cut(rest, "/")
 	if !ok || id == "" {
@@ -77,8 +90,8 @@ func (d *Dashboard) serveAction(w http.ResponseWriter, r *http.Request, si *sign
 		return
 	}
 	owner := s.Info().Owner
-	if action == "answer" && owner != si.user {
-		http.Error(w, "Forbidden: only the session's owner answers its permission questions", http.StatusForbidden)
+	if ownerOnly[action] && owner != si.user {
+		http.Error(w, "Forbidden: only the session's owner may "+action+" (it acts as them)", http.StatusForbidden)
 		return
 	}
 	start := time.Now()
@@ -88,6 +101,13 @@ func (d *Dashboard) serveAction(w http.ResponseWriter, r *http.Request, si *sign
 	}
 	msg, code := d.act(r, si, s, action)
 	d.poke(id, owner)
+	d.finishAction(w, r, si, action, id, start, msg, code)
+}
+
+// finishAction audits the outcome of an action and answers: the message as
+// text to the script (X-Requested-With: dashboard), else a page — the
+// session's (the list after a close) or the refusal.
+func (d *Dashboard) finishAction(w http.ResponseWriter, r *http.Request, si *signin, action, id string, start time.Time, msg string, code int) {
 	outcome, errText := "ok", ""
 	if code >= 400 {
 		outcome, errText = "error", msg
@@ -104,7 +124,7 @@ func (d *Dashboard) serveAction(w http.ResponseWriter, r *http.Request, si *sign
 		d.render(w, code, errorPage{pageBase: d.base(si, "Refused"), Message: msg}.write)
 		return
 	}
-	to := d.root + "/s/" + id
+	to := d.root + "/s/" + url.PathEscape(id)
 	if action == "close" {
 		to = d.root + "/"
 	}
@@ -143,6 +163,10 @@ func (d *Dashboard) act(r *http.Request, si *signin, s *sessions.Session, action
 			msg += fmt.Sprintf(" Its worktree is kept: %s (branch %s).", w.Path, w.Branch)
 		}
 		return msg, http.StatusOK
+	case "prompt":
+		return d.prompt(r, s, r.PostFormValue("message"))
+	case "steer":
+		return d.steer(r, s, r.PostFormValue("message"))
 	case "answer":
 		qid, decision, reason := r.PostFormValue("question"), r.PostFormValue("decision"), r.PostFormValue("reason")
 		switch decision {

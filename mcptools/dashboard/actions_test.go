@@ -8,9 +8,10 @@ import (
 // TestEveryDashboardActionClassified: every action a page's form posts is
 // classified (actions), so none is refused for lack of a class — and
 // none is taken without one. The pages are rendered with every form
-// shown: a running turn, a question its user may answer, a sign-out.
+// shown: a running turn (its steer and send buttons), a question its user
+// may answer, a sign-out, the list's start form.
 func TestEveryDashboardActionClassified(t *testing.T) {
-	re := regexp.MustCompile(`action="/ui/s/[^"/]+/([a-z]+)"`)
+	re := regexp.MustCompile(`action="/ui/(?:s/[^"/]+/([a-z]+)|(new))"`)
 	base := pageBase{Title: "t", CSRF: "c", User: "u", HTTP: true}
 	row := sessionRow{ID: "0123456789", State: "running", Running: true}
 	page := sessionPage{pageBase: base, Row: row, Questions: []shownQuestion{{ID: "q", Tool: "Bash"}}, Older: -1, Newer: -1, CanAnswer: true}
@@ -23,9 +24,13 @@ func TestEveryDashboardActionClassified(t *testing.T) {
 		w := htmlWriter{root: uiPrefix}
 		write(&w)
 		for _, m := range re.FindAllStringSubmatch(w.b.String(), -1) {
-			found[m[1]] = true
-			if _, ok := actions[m[1]]; !ok {
-				t.Errorf("the %s page posts the unclassified action %q", name, m[1])
+			a := m[1]
+			if m[2] == "new" {
+				a = "start" // the list's form that starts a session
+			}
+			found[a] = true
+			if _, ok := actions[a]; !ok {
+				t.Errorf("the %s page posts the unclassified action %q", name, a)
 			}
 		}
 	}

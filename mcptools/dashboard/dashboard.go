@@ -1,6 +1,7 @@
 // Package dashboard is the live web dashboard of the sessions (--ui):
 // server-rendered pages of the sessions, a small script that follows them
-// live over server-sent events, and three actions — interrupt a turn,
+// live over server-sent events (the text being written too), and actions
+// — start a session, send a prompt, steer a running turn, interrupt it,
 // close a session, answer a permission question.
 //
 // It owns its pages and their HTML (html*.go, no templates), the embedded
@@ -99,13 +100,21 @@ type Core struct {
 	// DecisionAllowSession or DecisionDeny) and a reason — to the CLI's,
 	// as the client's answer to the elicitation is mapped.
 	Answer func(pr *turn.PermissionRequest, decision, reason string) (*claudeagent.PermissionResult, error)
+	// Launch starts a query in s for a page (Session.StartRun with
+	// LaunchOptions), its run watched by the dashboard's feed through the
+	// server's own listener, so that the server's views (claude_chat_wait)
+	// and the feed share it. Unset, the dashboard's feed alone listens.
+	Launch func(ctx context.Context, s *sessions.Session, prompt string) (*sessions.Run, error)
 }
 
 // Tokens is the bearer tokens of the HTTP transport, with which a person
 // signs in over --http (see Mount).
 type Tokens interface {
-	// Verify returns the user a bearer token belongs to, or an error.
-	Verify(ctx context.Context, token string, r *http.Request) (user string, err error)
+	// Verify returns the user a bearer token belongs to and, when the
+	// token grants fewer than --http-allow's classes (an OAuth token's
+	// scopes), those (CreateOptions.Grant: the sessions the user starts
+	// on a page are limited to them), or an error.
+	Verify(ctx context.Context, token string, r *http.Request) (user string, grant *[]string, err error)
 	// Holds reports whether user still holds the token whose SHA-256 is
 	// hash (hex); false once it was revoked.
 	Holds(hash, user string) bool
@@ -276,10 +285,8 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(path, "/s/"):
 		id, frag, _ := strings.Cut(strings.TrimPrefix(path, "/s/"), "/")
 		switch frag {
-		case "":
-			d.serveSession(w, r, si, id, false)
-		case "panel":
-			d.serveSession(w, r, si, id, true)
+		case "", "panel", "history":
+			d.serveSession(w, r, si, id, frag)
 		default:
 			http.NotFound(w, r)
 		}

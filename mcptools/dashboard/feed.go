@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,6 +49,7 @@ type Feed struct {
 	owner   string
 	id      string // the run's id once bound (a placeholder before)
 	start   time.Time
+	prev    *Feed // the session's feed before, back if this run does not start
 
 	mu    sync.Mutex
 	run   *sessions.Run
@@ -56,7 +58,17 @@ type Feed struct {
 	next  uint64 // seq of the next step; steps are numbered from 1
 	bytes int
 	done  bool
+	// The text being written (partial messages): the deltas since the
+	// last whole text, bounded by maxPartialBytes, kept as one text rather
+	// than a step per delta (a minute of deltas would flood the window).
+	// partialGen counts its resets (a whole text replaced it).
+	partial    strings.Builder
+	partialGen uint64
 }
+
+// maxPartialBytes bounds the text being written that a feed keeps (its
+// whole text, when it comes, replaces it).
+const maxPartialBytes = 1 << 20
 
 // Watch starts the feed of a run about to start in s; it is the
 // session's current feed from now on. The run's listener hands the feed
@@ -65,6 +77,7 @@ type Feed struct {
 func (d *Dashboard) Watch(s *sessions.Session) *Feed {
 	f := &Feed{d: d, session: s, owner: s.Info().Owner, id: uuid.NewString(), start: time.Now(), first: 1, next: 1}
 	d.mu.Lock()
+	f.prev = d.feeds[s.ID] // f is not shared yet
 	d.feeds[s.ID] = f
 	feeds := make([]*Feed, 0, len(d.feeds))
 	for _, other := range d.feeds {
@@ -75,7 +88,7 @@ func (d *Dashboard) Watch(s *sessions.Session) *Feed {
 	// takes the session's lock).
 	for _, other := range feeds {
 		if other.session.Info().State == state.Closed {
-			other.Abandon()
+			other.forget()
 		}
 	}
 	d.poke(s.ID, f.owner)
@@ -86,17 +99,38 @@ func (d *Dashboard) Watch(s *sessions.Session) *Feed {
 func (f *Feed) Bind(r *sessions.Run) {
 	f.mu.Lock()
 	f.run = r
+	f.prev = nil // its run started: the feed before is gone for good
 	f.mu.Unlock()
 }
 
-// Abandon forgets a feed whose run did not start.
+// Abandon forgets a feed whose run did not start (say, a second query
+// refused while one runs): the session's feed before is its feed again.
 func (f *Feed) Abandon() {
+	f.mu.Lock()
+	prev := f.prev
+	f.prev = nil
+	f.mu.Unlock()
+	if prev != nil && f.session.Info().State == state.Closed {
+		prev = nil
+	}
+	f.d.mu.Lock()
+	if f.d.feeds[f.session.ID] == f {
+		delete(f.d.feeds, f.session.ID)
+		if prev != nil {
+			f.d.feeds[f.session.ID] = prev
+		}
+	}
+	f.d.mu.Unlock()
+	f.d.poke(f.session.ID, f.owner)
+}
+
+// forget drops the feed of a closed session.
+func (f *Feed) forget() {
 	f.d.mu.Lock()
 	if f.d.feeds[f.session.ID] == f {
 		delete(f.d.feeds, f.session.ID)
 	}
 	f.d.mu.Unlock()
-	f.d.poke(f.session.ID, f.owner)
 }
 
 // feedOf is the session's current feed (its latest run), or nil.
@@ -110,6 +144,14 @@ func (d *Dashboard) feedOf(sessionID string) *Feed {
 func (f *Feed) OnEvent(e turn.Event) {
 	switch e.Kind {
 	case turn.EventHeartbeat:
+		return
+	case turn.EventTextDelta:
+		f.mu.Lock()
+		if f.partial.Len()+len(e.Text) <= maxPartialBytes {
+			f.partial.WriteString(e.Text)
+		}
+		f.mu.Unlock()
+		f.d.poke(f.session.ID, f.owner)
 		return
 	case turn.EventTurnStarted, turn.EventDone:
 		info := f.session.Info() // the cost before and after the turn
@@ -133,6 +175,10 @@ func (f *Feed) addStep(st uiStep) {
 	st.Seq = f.next
 	f.next++
 	f.steps = append(f.steps, st)
+	if st.Kind == string(turn.EventText) && f.partial.Len() > 0 {
+		f.partial.Reset() // the whole text replaces its deltas
+		f.partialGen++
+	}
 	f.bytes += len(st.Text) + 64
 	for len(f.steps) > 1 && (len(f.steps) > f.d.maxSteps || f.bytes > f.d.maxStepBytes) {
 		f.bytes -= len(f.steps[0].Text) + 64
@@ -158,6 +204,20 @@ func (f *Feed) since(seq uint64) (steps []uiStep, lost bool) {
 		return nil, lost
 	}
 	return append([]uiStep(nil), f.steps[seq-f.first:]...), lost
+}
+
+// partialSince returns the text being written as a reader that has seen
+// its first off bytes of generation gen should get it: the bytes after
+// off, or, when it was reset since (a whole text replaced it), the whole
+// of the new one with reset set.
+func (f *Feed) partialSince(gen uint64, off int) (newGen uint64, text string, reset bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cur := f.partial.String()
+	if gen != f.partialGen || off > len(cur) {
+		return f.partialGen, cur, true
+	}
+	return gen, cur[off:], false
 }
 
 // state is whether the feed's turn has ended, and its run (nil until

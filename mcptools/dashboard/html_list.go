@@ -1,6 +1,10 @@
 package dashboard
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+)
 
 // The list of sessions: its tables, its spend charts, and the parts of a
 // row the session's panel shows too (html.go has the writer).
@@ -10,6 +14,7 @@ func (p listPage) write(w *htmlWriter) {
 	p.page(w, func() {
 		w.elMarkup("h1", nil, "Sessions")
 		w.el("div", attrs{at("id", "rows"), at("data-live", "list")}, func() { p.writeRows(w) })
+		p.startForm(w)
 		if len(p.Charts) > 0 {
 			w.el("section", attrs{at("class", "charts")}, func() {
 				for _, c := range p.Charts {
@@ -17,6 +22,45 @@ func (p listPage) write(w *htmlWriter) {
 				}
 			})
 		}
+	})
+}
+
+// permissionModes are the modes the start form offers (the CLI's, in its
+// documented order); the gate refuses those the user may not use.
+var permissionModes = claudeagent.PermissionModes
+
+// startForm writes the form that starts a session of the signed-in user,
+// with an optional first prompt.
+func (p listPage) startForm(w *htmlWriter) {
+	w.el("details", attrs{at("class", "start")}, func() {
+		w.elMarkup("summary", nil, "Start a session")
+		w.el("form", attrs{at("id", "start"), at("method", "post"), at("action", w.link("/new"))}, func() {
+			w.csrfInput(p.CSRF)
+			field := func(label markup, input func()) {
+				w.el("label", nil, func() {
+					w.m(label)
+					w.m(" ")
+					input()
+				})
+			}
+			field("Working directory", func() {
+				w.void("input", attrs{at("name", "cwd"), flag("required"), at("placeholder", "/absolute/path")})
+			})
+			field("Name", func() { w.void("input", attrs{at("name", "name"), atInt("maxlength", 200)}) })
+			field("Model", func() { w.void("input", attrs{at("name", "model"), at("placeholder", "the CLI's default")}) })
+			field("Permission mode", func() {
+				w.el("select", attrs{at("name", "permissionMode")}, func() {
+					w.elMarkup("option", attrs{at("value", "")}, "the server's default")
+					for _, m := range permissionModes {
+						w.elText("option", attrs{at("value", m)}, m)
+					}
+				})
+			})
+			field("First prompt", func() {
+				w.el("textarea", attrs{at("name", "prompt"), atInt("rows", 3), at("placeholder", "optional")}, nil)
+			})
+			w.elMarkup("button", attrs{at("id", "start-session")}, "Start")
+		})
 	})
 }
 
@@ -49,7 +93,7 @@ func (c spendChart) write(w *htmlWriter) {
 
 // writeRows is the tables of sessions (also the fragment /ui/rows).
 func (p listPage) writeRows(w *htmlWriter) {
-	w.el("table", attrs{at("class", "sessions")}, func() {
+	w.el("table", attrs{at("class", "sessions"), atInt("data-waiting", p.Waiting)}, func() {
 		w.el("thead", nil, func() {
 			w.el("tr", nil, func() {
 				for _, h := range []markup{"Session", "State", "Model", "Where", "Turn", "Cost"} {
@@ -93,7 +137,11 @@ func (p listPage) writeRows(w *htmlWriter) {
 
 // write is a session's row in the list.
 func (r sessionRow) write(w *htmlWriter, admin bool) {
-	w.el("tr", attrs{at("class", "session"), at("data-session", r.ID)}, func() {
+	class := "session"
+	if r.Questions > 0 {
+		class += " waiting"
+	}
+	w.el("tr", attrs{at("class", class), at("data-session", r.ID)}, func() {
 		w.el("td", nil, func() {
 			w.elText("a", attrs{at("href", w.sessionLink(r.ID, ""))}, nameOrID(r.Name, r.ID))
 			if r.Name != "" {
@@ -108,7 +156,7 @@ func (r sessionRow) write(w *htmlWriter, admin bool) {
 			w.state(r.State)
 			if r.Questions != 0 {
 				w.m(" ")
-				w.elText("span", attrs{at("class", "ask")}, strconv.Itoa(r.Questions)+" question(s)")
+				w.elText("span", attrs{at("class", "ask")}, "waits for a permission answer: "+strconv.Itoa(r.Questions)+" question(s)")
 			}
 			if r.Task != "" {
 				w.elText("div", attrs{at("class", "task")}, "task "+short(r.Task))

@@ -10,7 +10,8 @@ import (
 // A session's page and its panel (html.go has the writer, html_list.go
 // the parts of a row).
 
-// write is a session's page: its panel, its live turn, its history.
+// write is a session's page: its panel, its live turn (with the text being
+// written), the form that sends a prompt or steers, its history.
 func (p sessionPage) write(w *htmlWriter) {
 	p.page(w, func() {
 		w.el("p", attrs{at("class", "back")}, func() {
@@ -23,22 +24,50 @@ func (p sessionPage) write(w *htmlWriter) {
 				w.el("small", attrs{at("id", "live-status")}, nil)
 			})
 			w.el("div", attrs{at("id", "steps"), at("data-session", p.Row.ID)}, nil)
+			w.el("pre", attrs{at("id", "partial"), at("class", "step step-partial"), flag("hidden")}, nil)
 		})
-		w.el("section", attrs{at("class", "history")}, func() {
-			w.el("h2", nil, func() {
-				w.m("History ")
-				w.elText("small", nil, p.entries())
-			})
-			w.el("nav", attrs{at("class", "pages")}, func() {
-				p.pageLink(w, p.Older, "older")
-				w.m(" ")
-				p.pageLink(w, p.Newer, "newer")
-			})
-			for _, e := range p.History {
-				historyEntry(w, e)
-			}
-		})
+		if p.CanAnswer {
+			p.compose(w)
+		}
+		w.el("section", attrs{at("id", "history"), at("class", "history")}, func() { p.writeHistory(w) })
 	})
+}
+
+// compose writes the form that sends a prompt to the idle session or
+// steers its running turn (the session's owner's: either acts as them).
+func (p sessionPage) compose(w *htmlWriter) {
+	w.el("form", attrs{at("id", "compose"), at("class", "compose"), at("method", "post"), at("action", w.sessionLink(p.Row.ID, "/prompt"))}, func() {
+		w.csrfInput(p.CSRF)
+		w.el("textarea", attrs{at("name", "message"), atInt("rows", 3), flag("required"),
+			at("placeholder", "A prompt for the idle session, or a message into its running turn")}, nil)
+		button := func(id, action string, label markup, on bool) {
+			as := attrs{at("id", id), at("formaction", w.sessionLink(p.Row.ID, "/"+action))}
+			if !on {
+				as = append(as, flag("disabled"))
+			}
+			w.elMarkup("button", as, label)
+		}
+		button("send", "prompt", "Send as a prompt", !p.Row.Running)
+		button("steer", "steer", "Steer the running turn", p.Row.Running)
+		w.el("span", attrs{at("id", "compose-status"), at("class", "dim")}, nil)
+	})
+}
+
+// writeHistory is the session's history (also the fragment
+// /ui/s/<id>/history).
+func (p sessionPage) writeHistory(w *htmlWriter) {
+	w.el("h2", nil, func() {
+		w.m("History ")
+		w.elText("small", nil, p.entries())
+	})
+	w.el("nav", attrs{at("class", "pages")}, func() {
+		p.pageLink(w, p.Older, "older")
+		w.m(" ")
+		p.pageLink(w, p.Newer, "newer")
+	})
+	for _, e := range p.History {
+		historyEntry(w, e)
+	}
 }
 
 // entries says which entries of the history the page shows.
@@ -63,9 +92,13 @@ func (p sessionPage) pageLink(w *htmlWriter, cursor int, label markup) {
 func historyEntry(w *htmlWriter, e history.Entry) {
 	w.el("div", attrs{at("class", "entry entry-"+e.Kind)}, func() {
 		switch e.Kind {
-		case "prompt":
+		case "prompt", "steer":
 			w.el("div", attrs{at("class", "who")}, func() {
-				w.m("prompt")
+				if e.Kind == "steer" {
+					w.m("steered into the turn")
+				} else {
+					w.m("prompt")
+				}
 				if !e.Time.IsZero() {
 					w.text(" · " + e.Time.Local().Format(time.TimeOnly))
 				}

@@ -80,6 +80,7 @@ func hostilePages() map[string]string {
 		"rows":               list.writeRows,
 		"session":            session.write,
 		"panel":              session.writePanel,
+		"history":            session.writeHistory,
 		"session, read-only": readOnly.write,
 	} {
 		w := htmlWriter{root: testRoot}
@@ -129,11 +130,11 @@ var (
 	attrName = regexp.MustCompile(`^ ([a-zA-Z][a-zA-Z-]*)`)
 	pageTags = strings.Fields(`html head meta title link script body header a span b form input button main
 		h1 h2 p div table thead tbody tr th td small section figure figcaption svg rect polyline ul li
-		meter dl dt dd pre details summary nav label`)
+		meter dl dt dd pre details summary nav label textarea select option`)
 	pageAttrs = strings.Fields(`lang charset name content http-equiv rel href src defer class method action type value
 		id data-live data-session data-question data-since colspan viewBox width height role aria-label
 		x y fill stroke stroke-width points min max low high optimum autocomplete required autofocus
-		placeholder maxlength`)
+		placeholder maxlength hidden data-waiting formaction disabled rows`)
 )
 
 // checkTags reads page's tags strictly and says what is not one of the
@@ -171,7 +172,7 @@ func checkTags(page string) error {
 			}
 		}
 		rest = rest[1:]
-		for _, k := range []string{"href", "action", "src"} {
+		for _, k := range []string{"href", "action", "formaction", "src"} {
 			if v, ok := attrs[k]; ok && !strings.HasPrefix(v, testRoot+"/") {
 				return fmt.Errorf("<%s %s=%q> leaves the dashboard", m[1], k, v)
 			}

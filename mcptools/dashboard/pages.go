@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/worktree"
@@ -67,9 +69,10 @@ type otherRow struct {
 
 type listPage struct {
 	pageBase
-	Rows   []sessionRow
-	Others []otherRow
-	Charts []spendChart
+	Rows    []sessionRow // those waiting for a permission answer first
+	Waiting int          // how many wait
+	Others  []otherRow
+	Charts  []spendChart
 }
 
 type sessionPage struct {
@@ -139,6 +142,15 @@ func (d *Dashboard) serveList(w http.ResponseWriter, r *http.Request, si *signin
 		page.Rows = append(page.Rows, d.row(r.Context(), s, true))
 		open[s.ID] = true
 	}
+	// The sessions waiting for a permission answer first, and counted in
+	// the title.
+	slices.SortStableFunc(page.Rows, func(a, b sessionRow) int { return cmp.Compare(waits(b), waits(a)) })
+	for _, row := range page.Rows {
+		page.Waiting += waits(row)
+	}
+	if page.Waiting > 0 {
+		page.Title = "(" + strconv.Itoa(page.Waiting) + ") " + page.Title
+	}
 	for _, e := range d.otherInstances() {
 		if open[e.SessionID] || !d.visible(si, e.Owner) {
 			continue
@@ -152,6 +164,42 @@ func (d *Dashboard) serveList(w http.ResponseWriter, r *http.Request, si *signin
 	}
 	page.Charts = d.charts(si)
 	d.render(w, http.StatusOK, page.write)
+}
+
+// waits is 1 for a row of a session waiting for a permission answer.
+func waits(r sessionRow) int {
+	if r.Questions > 0 {
+		return 1
+	}
+	return 0
+}
+
+// waitingKey names the permission questions open in the sessions si
+// sees: it changes when one is asked or answered.
+func (d *Dashboard) waitingKey(si *signin) string {
+	var b strings.Builder
+	for _, s := range d.mine(si) {
+		for _, q := range d.questions(s.ID) {
+			b.WriteString(q.ID + ",")
+		}
+	}
+	return b.String()
+}
+
+// anyRunning reports whether a run the dashboard watches has not ended.
+func (d *Dashboard) anyRunning() bool {
+	d.mu.Lock()
+	feeds := make([]*Feed, 0, len(d.feeds))
+	for _, f := range d.feeds {
+		feeds = append(feeds, f)
+	}
+	d.mu.Unlock()
+	for _, f := range feeds {
+		if _, done := f.state(); !done {
+			return true
+		}
+	}
+	return false
 }
 
 // otherInstances returns the registry's sessions (read at most every two
@@ -179,7 +227,9 @@ func (d *Dashboard) otherInstances() []store.Entry {
 // historyPage is how many entries of the history a page shows.
 const historyPage = 50
 
-func (d *Dashboard) serveSession(w http.ResponseWriter, r *http.Request, si *signin, id string, panelOnly bool) {
+// serveSession serves a session's page, or a part of it: "panel" or
+// "history" (the fragments the script fetches).
+func (d *Dashboard) serveSession(w http.ResponseWriter, r *http.Request, si *signin, id string, part string) {
 	s := d.session(si, id)
 	if s == nil {
 		// Another user's session is not found, like one that never was.
@@ -193,7 +243,7 @@ func (d *Dashboard) serveSession(w http.ResponseWriter, r *http.Request, si *sig
 	if page.Row.Name != "" {
 		page.Title = page.Row.Name
 	}
-	if panelOnly {
+	if part == "panel" {
 		d.render(w, http.StatusOK, page.writePanel)
 		return
 	}
@@ -219,15 +269,23 @@ func (d *Dashboard) serveSession(w http.ResponseWriter, r *http.Request, si *sig
 			e.Text = textcut.Cut(e.Text, 20000)
 		}
 	}
+	if part == "history" {
+		d.render(w, http.StatusOK, page.writeHistory)
+		return
+	}
 	d.render(w, http.StatusOK, page.write)
 }
 
 // serveEvents is a page's event stream (server-sent events). The list's
 // says "changed" (at most twice a second) and the page fetches its rows
 // again. A session page's says "turn" when a run starts (the page clears
-// its live view), then each "step" of it; "resync" when the page fell
+// its live view), "prompt" with what the run was asked (or the steered
+// messages a follow-up answers), then each "step" of it and "partial" with
+// the text being written as it grows (reset when a whole text replaced
+// it); "resync" when the page fell
 // behind the window (it clears, and the window follows); "panel" when the
-// session's state or questions changed (the page fetches its panel).
+// session's state or questions changed (the page fetches its panel and
+// its history).
 func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request, si *signin) {
 	session := r.URL.Query().Get("session")
 	var s *sessions.Session
@@ -249,18 +307,28 @@ func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request, si *sign
 	heartbeat := time.NewTicker(15 * time.Second)
 	defer heartbeat.Stop()
 	// Questions queued in a run appear without an event of their own: while
-	// a turn runs, the page's stream looks for them twice a second.
+	// a turn runs, the page's stream looks for them twice a second (and for
+	// the session's state, which changes after the turn's last step).
 	poll := time.NewTicker(500 * time.Millisecond)
 	defer poll.Stop()
 	var page sessionCursor
 	list := listCursor{first: true}
 	defer list.stop()
-	for {
+	if s != nil {
+		// The CLI's text deltas come while a page follows (and a few
+		// seconds after it left, so that a reload misses none).
+		stop := s.FollowText()
+		defer func() { time.AfterFunc(followGrace, stop) }()
+	}
+	for changed := true; ; {
 		live := false
 		if session != "" {
 			live = d.sessionUpdate(e, &page, session, s)
 		} else {
-			list.update(e)
+			if changed {
+				list.update(e)
+			}
+			live = d.anyRunning()
 		}
 		if err := e.flush(); err != nil {
 			return // the browser stopped reading: it reconnects and resyncs
@@ -269,11 +337,15 @@ func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request, si *sign
 		if live {
 			tick = poll.C
 		}
+		changed = false
 		select {
 		case <-ctx.Done():
 			return
 		case <-sub.wake:
+			changed = true
 		case <-tick:
+			// A question queued in a run pokes nobody: the list looks.
+			changed = session == "" && list.waitingChanged(d.waitingKey(si))
 		case <-list.due:
 			list.due = nil
 			list.changed(e)
@@ -288,6 +360,10 @@ func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request, si *sign
 		}
 	}
 }
+
+// followGrace is how long a session page's stream keeps following the
+// text being written after the page left.
+const followGrace = 5 * time.Second
 
 // sseWriter writes server-sent events, buffered until flush.
 type sseWriter struct {
@@ -322,24 +398,34 @@ func (e *sseWriter) event(name string, id uint64, data any) {
 
 // sessionCursor is how far a session page's stream has got.
 type sessionCursor struct {
-	cur   *Feed
-	next  uint64
-	panel string
+	cur      *Feed
+	next     uint64
+	panel    string
+	prompted bool   // the turn's prompt was sent
+	pgen     uint64 // the generation of the text being written the page has
+	poff     int    // and how much of it
 }
 
 // sessionUpdate buffers what is new for a session page: a new turn, its
-// steps since the last (a resync when the page fell behind the feed's
-// window), a changed panel. It reports whether a turn runs.
+// prompt, its steps since the last (a resync when the page fell behind the
+// feed's window), the text being written, a changed panel. It reports
+// whether a turn runs.
 func (d *Dashboard) sessionUpdate(e *sseWriter, c *sessionCursor, session string, s *sessions.Session) bool {
 	live := false
 	if f := d.feedOf(session); f != c.cur {
-		c.cur, c.next = f, 0
+		*c = sessionCursor{cur: f, panel: c.panel}
 		if f != nil {
 			run, done := f.state()
 			e.event("turn", 0, map[string]any{"id": f.id, "started": f.start.UnixMilli(), "done": done, "bound": run != nil})
 		}
 	}
 	if c.cur != nil {
+		run, _ := c.cur.state()
+		if !c.prompted && run != nil {
+			prompt, steered := run.Prompt()
+			e.event("prompt", 0, map[string]any{"text": textcut.Cut(prompt, 20000), "steered": steered})
+			c.prompted = true
+		}
 		steps, lost := c.cur.since(c.next)
 		if lost {
 			e.event("resync", 0, map[string]any{"id": c.cur.id})
@@ -348,6 +434,14 @@ func (d *Dashboard) sessionUpdate(e *sseWriter, c *sessionCursor, session string
 		for _, st := range steps {
 			e.event("step", st.Seq, st)
 			c.next = st.Seq + 1
+		}
+		gen, text, reset := c.cur.partialSince(c.pgen, c.poff)
+		if reset || text != "" {
+			e.event("partial", 0, map[string]any{"text": text, "reset": reset})
+			if reset {
+				c.poff = 0
+			}
+			c.pgen, c.poff = gen, c.poff+len(text)
 		}
 		_, done := c.cur.state()
 		live = !done
@@ -358,16 +452,20 @@ func (d *Dashboard) sessionUpdate(e *sseWriter, c *sessionCursor, session string
 		}
 		c.panel = p
 	}
-	return live
+	// After the turn's last step the session is running still until the
+	// turn is recorded (its history, its state): the panel's key changes
+	// then.
+	return live || s.Info().State == state.Running
 }
 
 // listCursor paces the list page's "changed" events: at most one each
 // 500 ms.
 type listCursor struct {
-	first bool
-	last  time.Time
-	timer *time.Timer
-	due   <-chan time.Time
+	first   bool
+	waiting string // the questions waiting in the list's sessions
+	last    time.Time
+	timer   *time.Timer
+	due     <-chan time.Time
 }
 
 // update buffers "changed", or arms the timer that will.
@@ -383,6 +481,16 @@ func (l *listCursor) update(e *sseWriter) {
 			l.changed(e)
 		}
 	}
+}
+
+// waitingChanged records the list's key of waiting questions and reports
+// whether it changed.
+func (l *listCursor) waitingChanged(key string) bool {
+	if key == l.waiting {
+		return false
+	}
+	l.waiting = key
+	return true
 }
 
 func (l *listCursor) changed(e *sseWriter) {
@@ -411,126 +519,6 @@ func (d *Dashboard) panelKey(s *sessions.Session) string {
 		b.WriteString(q.ID + ",")
 	}
 	return b.String()
-}
-
-// spendChart is a small line chart of cumulative spend (inline SVG, drawn
-// here: no script).
-type spendChart struct {
-	Title  string
-	Lines  []chartLine
-	Max    string
-	Span   string
-	Width  int
-	Height int
-}
-
-type chartLine struct {
-	Label  string
-	Color  string
-	Points string
-	Total  float64
-}
-
-var chartColors = []string{"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7"}
-
-// charts draws the spend over time per session and per user (over HTTP,
-// an admin sees every user), from the samples taken at each turn's start
-// and end since the server started.
-func (d *Dashboard) charts(si *signin) []spendChart {
-	d.mu.Lock()
-	var samples []spendSample
-	for _, s := range d.spend {
-		if d.visible(si, s.Owner) {
-			samples = append(samples, s)
-		}
-	}
-	d.mu.Unlock()
-	if len(samples) == 0 {
-		return nil
-	}
-	bySession := map[string][]spendSample{}
-	labels := map[string]string{}
-	for _, s := range samples {
-		bySession[s.Session] = append(bySession[s.Session], s)
-		labels[s.Session] = s.Name
-		if labels[s.Session] == "" {
-			labels[s.Session] = s.Session[:min(8, len(s.Session))]
-		}
-	}
-	// A user's spend is the sum of their sessions' latest costs.
-	byUser := map[string][]spendSample{}
-	latest := map[string]float64{}
-	for _, s := range samples {
-		latest[s.Session] = s.Cost
-		sum := 0.0
-		for id, c := range latest {
-			if bySession[id][0].Owner == s.Owner {
-				sum += c
-			}
-		}
-		owner := s.Owner
-		if owner == "" {
-			owner = "local"
-		}
-		byUser[owner] = append(byUser[owner], spendSample{T: s.T, Cost: sum})
-		labels["user:"+owner] = owner
-	}
-	t0, t1 := d.start, time.Now()
-	out := []spendChart{drawChart("Spend per session", bySession, labels, "", t0, t1)}
-	if d.overHTTP {
-		out = append(out, drawChart("Spend per user", byUser, labels, "user:", t0, t1))
-	}
-	return out
-}
-
-func drawChart(title string, series map[string][]spendSample, labels map[string]string, prefix string, t0, t1 time.Time) spendChart {
-	const w, h = 480, 140
-	c := spendChart{Title: title, Width: w, Height: h, Span: t1.Sub(t0).Round(time.Second).String()}
-	keys := make([]string, 0, len(series))
-	top := 0.0
-	for k, ss := range series {
-		keys = append(keys, k)
-		top = max(top, ss[len(ss)-1].Cost)
-	}
-	// The costliest eight, largest first.
-	slices.SortFunc(keys, func(a, b string) int {
-		ca, cb := series[a][len(series[a])-1].Cost, series[b][len(series[b])-1].Cost
-		switch {
-		case ca > cb:
-			return -1
-		case ca < cb:
-			return 1
-		}
-		return strings.Compare(a, b)
-	})
-	if len(keys) > len(chartColors) {
-		keys = keys[:len(chartColors)]
-	}
-	if top <= 0 {
-		top = 1e-6
-	}
-	c.Max = "$" + strconv.FormatFloat(top, 'f', 4, 64)
-	span := max(t1.Sub(t0).Seconds(), 1)
-	x := func(t time.Time) float64 { return float64(w) * t.Sub(t0).Seconds() / span }
-	y := func(v float64) float64 { return float64(h) - float64(h-4)*v/top }
-	for i, k := range keys {
-		var b strings.Builder
-		last := 0.0
-		for j, s := range series[k] {
-			if j > 0 {
-				b.WriteByte(' ')
-			}
-			// A step: the cost holds until the next sample.
-			if j > 0 {
-				fmt.Fprintf(&b, "%.1f,%.1f ", x(s.T), y(last))
-			}
-			fmt.Fprintf(&b, "%.1f,%.1f", x(s.T), y(s.Cost))
-			last = s.Cost
-		}
-		fmt.Fprintf(&b, " %.1f,%.1f", float64(w), y(last))
-		c.Lines = append(c.Lines, chartLine{Label: labels[prefix+k], Color: chartColors[i], Points: b.String(), Total: last})
-	}
-	return c
 }
 
 // ended reports whether r has ended.

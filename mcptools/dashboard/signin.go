@@ -42,7 +42,8 @@ import (
 type signin struct {
 	id        string // the cookie's value
 	user      string
-	tokenHash string // over HTTP: the SHA-256 of the token it signed in with
+	tokenHash string    // over HTTP: the SHA-256 of the token it signed in with
+	grant     *[]string // over HTTP: the classes the token grants, when fewer than --http-allow's (Tokens.Verify)
 	expires   time.Time
 }
 
@@ -123,16 +124,16 @@ func (d *Dashboard) secretSignin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.throttle.refund(addr)
-	d.newSignin(w, "", "")
+	d.newSignin(w, "", "", nil)
 	w.Header().Set("Referrer-Policy", "no-referrer") // its address holds the secret
 	d.render(w, http.StatusOK, signedIn)
 }
 
 // newSignin records a sign-in and sets its cookie, whose path is the
 // pages' root.
-func (d *Dashboard) newSignin(w http.ResponseWriter, user, tokenHash string) {
+func (d *Dashboard) newSignin(w http.ResponseWriter, user, tokenHash string, grant *[]string) {
 	now := time.Now()
-	si := &signin{id: randomToken(), user: user, tokenHash: tokenHash, expires: now.Add(signinTTL)}
+	si := &signin{id: randomToken(), user: user, tokenHash: tokenHash, grant: grant, expires: now.Add(signinTTL)}
 	d.mu.Lock()
 	d.signins.add(si, d.maxSignins, now)
 	d.mu.Unlock()
@@ -203,11 +204,11 @@ func (d *Dashboard) serveSignin(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 	token := strings.TrimSpace(r.PostFormValue("token"))
-	user, err := d.tokens.Verify(r.Context(), token, r)
+	user, grant, err := d.tokens.Verify(r.Context(), token, r)
 	if err == nil {
 		d.throttle.refund(addr)
 		sum := sha256.Sum256([]byte(token))
-		d.newSignin(w, user, hex.EncodeToString(sum[:]))
+		d.newSignin(w, user, hex.EncodeToString(sum[:]), grant)
 		http.Redirect(w, r, d.root+"/", http.StatusSeeOther)
 		return
 	}

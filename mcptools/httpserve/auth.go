@@ -13,6 +13,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
 // Failed authentication and revocation over HTTP.
@@ -266,12 +267,16 @@ func (h *HTTPHandler) dashboardTokens() dashboard.Tokens {
 // dashTokens implements dashboard.Tokens.
 type dashTokens struct{ h *HTTPHandler }
 
-func (t dashTokens) Verify(ctx context.Context, token string, r *http.Request) (string, error) {
+func (t dashTokens) Verify(ctx context.Context, token string, r *http.Request) (string, *[]string, error) {
 	info, err := t.h.o.Tokens.verify(ctx, token, r)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	return info.UserID, nil
+	var grant *[]string
+	if g, ok := info.Extra[sessions.GrantKey].([]string); ok {
+		grant = &g // the OAuth token's scopes: the sessions started on a page get no more
+	}
+	return info.UserID, grant, nil
 }
 
 func (t dashTokens) Holds(hash, user string) bool { return t.h.o.Tokens.hasHash(hash, user) }

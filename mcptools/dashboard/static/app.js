@@ -29,6 +29,13 @@
     return e;
   }
 
+  // The tab's title counts the sessions waiting for a permission answer:
+  // "(2) Sessions · claude-agent-mcp".
+  function countWaiting(n) {
+    var base = document.title.replace(/^\(\d+\) /, '');
+    document.title = n > 0 ? '(' + n + ') ' + base : base;
+  }
+
   // The list: fetch the rows again when the server says they changed.
   var rows = document.getElementById('rows');
   if (rows) {
@@ -39,7 +46,12 @@
       fetch(root + '/rows', { credentials: 'same-origin' }).then(function (r) {
         return r.ok ? r.text() : null;
       }).then(function (html) {
-        if (html !== null) { rows.innerHTML = html; tick(); }
+        if (html !== null) {
+          rows.innerHTML = html;
+          tick();
+          var table = rows.querySelector('table.sessions');
+          if (table) countWaiting(Number(table.dataset.waiting || 0));
+        }
       }).finally(function () { busy = false; });
     };
     var les = new EventSource(root + '/events');
@@ -52,22 +64,46 @@
   if (steps && panel) {
     var id = steps.dataset.session;
     var status = document.getElementById('live-status');
+    var partial = document.getElementById('partial');
+    var history = document.getElementById('history');
+    var compose = document.getElementById('compose');
     var tools = new Map();
-    var refreshPanel = function () {
-      fetch(root + '/s/' + encodeURIComponent(id) + '/panel', { credentials: 'same-origin' }).then(function (r) {
+    var fragment = function (part, into) {
+      fetch(root + '/s/' + encodeURIComponent(id) + '/' + part, { credentials: 'same-origin' }).then(function (r) {
         return r.ok ? r.text() : null;
       }).then(function (html) {
-        if (html !== null) { panel.innerHTML = html; tick(); }
+        if (html !== null) { into.innerHTML = html; tick(); }
       });
+    };
+    var refreshPanel = function () {
+      fragment('panel', panel);
+      if (history) fragment('history', history);
+    };
+    // The compose form: "Send as a prompt" while the session is idle,
+    // "Steer the running turn" while a turn runs.
+    var setRunning = function (running) {
+      if (status) status.textContent = running ? 'running' : 'ended';
+      if (!compose) return;
+      compose.querySelector('#send').disabled = running;
+      compose.querySelector('#steer').disabled = !running;
+    };
+    // The text being written: grows with each "partial", replaced by the
+    // whole text's step.
+    var setPartial = function (text, append) {
+      if (!partial) return;
+      partial.textContent = append ? partial.textContent + text : text;
+      partial.hidden = partial.textContent === '';
     };
     var clear = function (note) {
       steps.textContent = '';
       tools.clear();
+      setPartial('', false);
       if (note) steps.appendChild(el('div', 'note', note));
     };
     var add = function (s) {
       switch (s.kind) {
         case 'text': {
+          setPartial('', false);
           var t = el('div', 'step step-text' + (s.isError ? ' error' : ''));
           t.appendChild(el('pre', '', s.text));
           steps.appendChild(t);
@@ -108,16 +144,24 @@
           if (s.isError) { tool.box.classList.add('error'); tool.sum.textContent += ' (failed)'; }
           break;
         }
+        case 'steer': {
+          var st = el('div', 'step step-steer');
+          st.appendChild(el('div', 'who', 'steered into the turn'));
+          st.appendChild(el('pre', '', s.text));
+          steps.appendChild(st);
+          break;
+        }
         case 'permission':
           steps.appendChild(el('div', 'step step-permission' + (s.isError ? ' error' : ''), 'permission: ' + s.text));
           break;
         case 'done':
+          setPartial('', false);
           steps.appendChild(el('div', 'step step-done' + (s.isError ? ' error' : ''), s.isError ? 'turn failed: ' + s.text : 'turn ended'));
-          if (status) status.textContent = 'ended';
+          setRunning(false);
           refreshPanel();
           break;
         case 'turn_started':
-          if (status) status.textContent = 'running';
+          setRunning(true);
           break;
         case 'limited':
         case 'limit_warning':
@@ -132,13 +176,46 @@
     es.addEventListener('turn', function (e) {
       var t = JSON.parse(e.data);
       clear();
-      if (status) status.textContent = t.done ? 'ended' : 'running';
+      setRunning(!t.done);
       refreshPanel();
+    });
+    // The turn's prompt, first in its steps (it may come after the first
+    // steps, when the page opened as the turn started).
+    es.addEventListener('prompt', function (e) {
+      var p = JSON.parse(e.data);
+      var box = el('div', 'step step-prompt' + (p.steered ? ' steered' : ''));
+      box.appendChild(el('div', 'who', p.steered ? 'steered messages, answered in a turn of their own' : 'prompt'));
+      box.appendChild(el('pre', '', p.text));
+      steps.insertBefore(box, steps.firstChild);
+    });
+    es.addEventListener('partial', function (e) {
+      var p = JSON.parse(e.data);
+      setPartial(p.text, !p.reset);
     });
     es.addEventListener('resync', function () {
       clear('(the page fell behind; showing the turn again)');
     });
     es.addEventListener('step', function (e) { add(JSON.parse(e.data)); });
     es.addEventListener('panel', refreshPanel);
+    if (compose) {
+      // Sent without leaving the page: the answer is shown beside the form.
+      var note = document.getElementById('compose-status');
+      compose.addEventListener('submit', function (ev) {
+        ev.preventDefault();
+        var button = ev.submitter || compose.querySelector('button:not([disabled])');
+        var form = new FormData(compose);
+        note.textContent = 'sending…';
+        fetch(button.getAttribute('formaction') || compose.action, {
+          method: 'POST', credentials: 'same-origin', body: new URLSearchParams(form),
+          headers: { 'X-Requested-With': 'dashboard' }
+        }).then(function (r) {
+          return r.text().then(function (t) {
+            note.textContent = t.trim();
+            note.className = r.ok ? 'ok' : 'error';
+            if (r.ok) compose.querySelector('textarea').value = '';
+          });
+        }).catch(function (err) { note.textContent = 'not sent: ' + err; note.className = 'error'; });
+      });
+    }
   }
 })();
