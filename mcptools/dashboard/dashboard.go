@@ -58,6 +58,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/weborigin"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard/spend"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
@@ -155,8 +156,8 @@ type Dashboard struct {
 	feeds    map[string]*Feed
 	subs     map[*subscriber]struct{}
 	pending  map[string]*pendingQuestion // the dashboard's own questions, by id
-	spend    []spendSample
-	others   []store.Entry // other instances' sessions, as last read
+	spend    *spend.Record               // what sessions cost over time, for the list's charts
+	others   []store.Entry               // other instances' sessions, as last read
 	othersAt time.Time
 }
 
@@ -171,7 +172,7 @@ func New(mgr *sessions.Manager, o Options) *Dashboard {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	d := &Dashboard{mgr: mgr, o: o, log: o.Logger, key: randomBytes(32), start: time.Now(),
+	d := &Dashboard{mgr: mgr, o: o, log: o.Logger, key: randomBytes(32), start: time.Now(), spend: spend.NewRecord(),
 		maxSteps: defaultWindow, maxStepBytes: 2 << 20, writeTimeout: 10 * time.Second, maxSignins: maxSigninsPerUser,
 		throttle: newSigninThrottle(time.Now), signins: newSigninTable(), feeds: map[string]*Feed{},
 		subs: map[*subscriber]struct{}{}, pending: map[string]*pendingQuestion{}}

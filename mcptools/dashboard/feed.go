@@ -12,6 +12,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard/spend"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
@@ -155,7 +156,7 @@ func (f *Feed) OnEvent(e turn.Event) {
 		return
 	case turn.EventTurnStarted, turn.EventDone:
 		info := f.session.Info() // the cost before and after the turn
-		f.d.addSpend(spendSample{T: time.Now(), Session: f.session.ID, Name: info.Name, Owner: info.Owner, Cost: info.CostUSD})
+		f.d.spend.Add(spend.Sample{T: time.Now(), Session: f.session.ID, Name: info.Name, Owner: info.Owner, Cost: info.CostUSD})
 	}
 	text := e.Text
 	if e.Kind == turn.EventDone && e.Text == "" {
@@ -282,27 +283,6 @@ func (d *Dashboard) watched(id, owner string) bool {
 		}
 	}
 	return false
-}
-
-// spendSample is a session's cumulative cost at a moment (at the start and
-// end of each turn).
-type spendSample struct {
-	T       time.Time
-	Session string
-	Name    string
-	Owner   string
-	Cost    float64
-}
-
-const maxSpendSamples = 10000
-
-func (d *Dashboard) addSpend(s spendSample) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if len(d.spend) >= maxSpendSamples {
-		d.spend = append(d.spend[:0], d.spend[len(d.spend)/10:]...) // the oldest tenth goes
-	}
-	d.spend = append(d.spend, s)
 }
 
 // pendingQuestion is a permission question the dashboard may answer: one

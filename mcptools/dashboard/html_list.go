@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard/spend"
 )
 
 // The list of sessions: its tables, its spend charts, and the parts of a
@@ -18,7 +19,7 @@ func (p listPage) write(w *htmlWriter) {
 		if len(p.Charts) > 0 {
 			w.el("section", attrs{at("class", "charts")}, func() {
 				for _, c := range p.Charts {
-					c.write(w)
+					writeChart(w, c)
 				}
 			})
 		}
@@ -64,7 +65,8 @@ func (p listPage) startForm(w *htmlWriter) {
 	})
 }
 
-func (c spendChart) write(w *htmlWriter) {
+// writeChart writes a spend chart as inline SVG.
+func writeChart(w *htmlWriter, c spend.Chart) {
 	w.el("figure", attrs{at("class", "chart")}, func() {
 		w.el("figcaption", nil, func() {
 			w.text(c.Title + " ")

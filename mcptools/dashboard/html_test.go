@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard/spend"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/worktree"
 )
@@ -58,7 +59,7 @@ func hostilePages() map[string]string {
 		{Queries: 1},
 	}
 	others := []otherRow{{}}
-	charts := []spendChart{{Width: 480, Height: 140, Lines: []chartLine{{}, {}}}}
+	charts := []spend.Chart{{Width: 480, Height: 140, Lines: []spend.Line{{}, {}}}}
 	history := []history.Entry{{Time: time.Now()}, {}, {}, {}}
 	questions := []shownQuestion{{}, {}}
 	for _, v := range []any{&base, &rows, &others, &charts, &history, &questions} {

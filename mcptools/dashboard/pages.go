@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard/spend"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
@@ -72,7 +73,7 @@ type listPage struct {
 	Rows    []sessionRow // those waiting for a permission answer first
 	Waiting int          // how many wait
 	Others  []otherRow
-	Charts  []spendChart
+	Charts  []spend.Chart
 }
 
 type sessionPage struct {
@@ -162,7 +163,7 @@ func (d *Dashboard) serveList(w http.ResponseWriter, r *http.Request, si *signin
 		d.render(w, http.StatusOK, page.writeRows)
 		return
 	}
-	page.Charts = d.charts(si)
+	page.Charts = d.spend.Charts(func(owner string) bool { return d.visible(si, owner) }, d.overHTTP)
 	d.render(w, http.StatusOK, page.write)
 }
 
