@@ -429,14 +429,7 @@ func (r *rig) bigCLI(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	r.spare = next
-	if _, err := cliTurn(ctx, p, "hi"); err != nil {
-		return 0, err
-	}
-	res, d, err := r.cliTurn(ctx, p, "BIGTEXT")
-	if err == nil && len(res.Result) < 2_000_000 {
-		err = fmt.Errorf("BIGTEXT through the CLI: %d bytes, want 2 MB", len(res.Result))
-	}
-	return d, err
+	return r.bigTurn(ctx, p)
 }
 
 // directNoRefill is a direct query that takes the spare of the server
@@ -483,6 +476,11 @@ func (r *rig) bigCLIPlain(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	defer p.Close()
+	return r.bigTurn(ctx, p)
+}
+
+// bigTurn times the 2 MB turn of p after an untimed "hi".
+func (r *rig) bigTurn(ctx context.Context, p *claudeagent.Process) (time.Duration, error) {
 	if _, err := cliTurn(ctx, p, "hi"); err != nil {
 		return 0, err
 	}
