@@ -40,6 +40,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/permission"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/quota"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/sharing"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
@@ -181,6 +182,7 @@ type Manager struct {
 	share  *sharing.Instance // this instance's part in the registry, and the costs (share.go)
 	store  store.Store       // the registry (cfg.Registry), nil for none
 	policy *policy.Gate      // the one policy gate (see gate)
+	quota  quota.Limits      // the caps on sessions and the budgets (budget.go)
 
 	permissions permission.Policy // answers the permission questions nobody else answered
 
@@ -227,7 +229,7 @@ func NewManager(cfg Config) *Manager {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	m := &Manager{cfg: cfg, log: logger, sessions: map[string]*Session{}, quiet: quiet.New(cfg.OnIdle)}
-	m.policy = newPolicy(m, cfg)
+	m.policy, m.quota = newPolicy(m, cfg), newQuota(cfg)
 	m.permissions = permission.Policy{Timeout: cfg.PermissionTimeout, Answer: cfg.PermissionPolicy, Log: logger}
 	m.cli = cli.New(cli.Config{Path: cfg.CLIPath, Env: cfg.Env, CloseStage: cfg.CloseStage, StartTimeout: cfg.StartTimeout,
 		Bypass: m.policy.BypassAvailable})
@@ -267,7 +269,7 @@ func (m *Manager) Create(ctx context.Context, opts CreateOptions) (*Session, err
 		// starts with its first query, which waits its turn.
 		s.log.Info("created without a process: every live process is busy", "max_live", m.cfg.MaxLive)
 		m.persist()
-		go m.spareOn(sessionCreated, opts)
+		go m.spareOn(live.SessionCreated, opts)
 		return s, nil
 	}
 	if err != nil {
@@ -279,7 +281,7 @@ func (m *Manager) Create(ctx context.Context, opts CreateOptions) (*Session, err
 	}
 	s.resetIdleTimer()
 	m.persist()
-	go m.spareOn(sessionCreated, opts)
+	go m.spareOn(live.SessionCreated, opts)
 	return s, nil
 }
 
@@ -301,16 +303,9 @@ func (m *Manager) Open(ctx context.Context, opts CreateOptions) (*Session, error
 		m.mu.Unlock()
 		return nil, ErrShuttingDown
 	}
-	if len(m.sessions) >= m.cfg.MaxSessions {
-		n := len(m.sessions)
+	if err := m.quota.CheckOpen(len(m.sessions), opts.Owner, func() int { return m.userSessionsLocked(opts.Owner, "") }, ""); err != nil {
 		m.mu.Unlock()
-		return nil, fmt.Errorf("%w: %d sessions are open and --max-sessions is %d", ErrTooMany, n, m.cfg.MaxSessions)
-	}
-	if limit := m.cfg.UserMaxSessions; limit > 0 && opts.Owner != "" {
-		if n := m.userSessionsLocked(opts.Owner, ""); n >= limit {
-			m.mu.Unlock()
-			return nil, fmt.Errorf("%w: user %s has %d open sessions and this server allows a user %d (--user-max-sessions); close one first", ErrTooMany, opts.Owner, n, limit)
-		}
+		return nil, err
 	}
 	m.sessions[s.ID] = s
 	m.mu.Unlock()

@@ -1,7 +1,6 @@
 package sessions
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
@@ -292,13 +291,8 @@ func (m *Manager) admitAdopted(s *Session, e store.Entry) error {
 	if m.closed {
 		return ErrShuttingDown
 	}
-	if n := len(m.sessions); n >= m.cfg.MaxSessions {
-		return fmt.Errorf("%w: session %s is in the session registry, but %d sessions are open on this instance and --max-sessions is %d", ErrTooMany, id, n, m.cfg.MaxSessions)
-	}
-	if limit := m.cfg.UserMaxSessions; limit > 0 && e.Owner != "" {
-		if n := m.userSessionsLocked(e.Owner, id); n >= limit {
-			return fmt.Errorf("%w: session %s is in the session registry, but user %s has %d other open sessions and this server allows a user %d (--user-max-sessions); close one first", ErrTooMany, id, e.Owner, n, limit)
-		}
+	if err := m.quota.CheckOpen(len(m.sessions), e.Owner, func() int { return m.userSessionsLocked(e.Owner, id) }, id); err != nil {
+		return err
 	}
 	m.sessions[id] = s
 	return nil
