@@ -238,7 +238,7 @@ func NewManager(cfg Config) *Manager {
 	if cfg.Registry != nil {
 		m.store, path = cfg.Registry, cfg.Registry.Path()
 	}
-	m.share = sharing.New(sharing.Config{Store: m.store, Path: path, Lease: cfg.Lease, Now: m.now, Log: logger})
+	m.share = sharing.New(sharing.Config{Store: m.store, Path: path, Lease: cfg.Lease, Now: m.now, Log: logger, ErrClosed: ErrClosed})
 	m.restore()
 	return m
 }

@@ -10,7 +10,9 @@
 // It knows the store's records (package store); it must not know
 // sessions, processes or MCP: the manager gives it records (store.Local)
 // and acts on the outcome (takes records over, drops sessions, kills the
-// processes of lost claims). Without a store it still keeps the costs and
+// processes of lost claims) through the small Host interface: Sync
+// merges, Look looks at the registry again, Fence checks a claim before a
+// process is used, Restore and Adopt take sessions up. Without a store it still keeps the costs and
 // the sessions closed here.
 package sharing
 
@@ -38,6 +40,9 @@ type Config struct {
 	// Now is the clock of claims and tombstones; nil is time.Now.
 	Now func() time.Time
 	Log *slog.Logger
+	// ErrClosed is what Sync's error wraps for a session another instance
+	// closed.
+	ErrClosed error
 }
 
 // Instance is this instance's part in the registry. Its methods are safe
