@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/resulttext"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/run"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
@@ -41,7 +42,7 @@ type tap struct {
 // and gives it what it needs of the server (dashboard.Core).
 func (h *handlers) attachDashboard(d *dashboard.Dashboard) {
 	if h.dash = d; d != nil {
-		d.Attach(dashboard.Core{RunningTask: h.tasks.runningTask, Question: permissionMessage, Answer: pageAnswer})
+		d.Attach(dashboard.Core{RunningTask: h.tasks.runningTask, Question: resulttext.Permission, Answer: pageAnswer})
 	}
 }
 
