@@ -4,7 +4,7 @@
 // ([Run]), budgets and idle reaping, and the manager's side of its
 // subpackages: the state machine (package state), the usage limit's waits
 // (package limitwait, through limitQuery), the live pool with its queue
-// and warm spares (package live, pooling.go: spareOn decides when a spare
+// and warm spares (package live; live.Spares.On decides when a spare
 // starts), the policy gate and the registry shared by instances.
 //
 // It owns its sessions: each live Session owns one claudeagent.Process and
@@ -17,8 +17,9 @@
 // the transcript's format (package history), how images are checked
 // (package images), the registry's file format or its merge (package
 // store, reached through store.Store with plain records), this instance's
-// claims and the costs it has not written yet (package sharing), the
-// policy's classes (package policy, reached through Manager.gate), git
+// claims and the costs it has not written yet (package sharing, which
+// drives the manager's side through registryView), the caps on sessions
+// and the budgets (package quota), the policy's classes (package policy, reached through Manager.gate), git
 // (package worktree), or how live places are counted and spares kept
 // (package live). None of its subpackages imports it.
 package sessions

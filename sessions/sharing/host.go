@@ -25,7 +25,7 @@ type Host interface {
 	FenceOff(id string, why error)
 }
 
-// Sync merges h's sessions into the registry (see Merge and store.Merge
+// Sync merges h's sessions into the registry (see merge and store.Merge
 // for who wins) and brings the outcome back: the records that won are
 // taken over, the sessions another instance closed dropped, the processes
 // whose claim passed to another instance fenced off. With claim set, that

@@ -47,7 +47,7 @@ type Config struct {
 
 // Instance is this instance's part in the registry. Its methods are safe
 // for concurrent use. Lock order: the lock that orders merges and
-// adoptions (held while Merge, Refresh and Adopt call back) comes before
+// adoptions (held while Sync, Look, Restore and Adopt call back) comes before
 // the manager's and its sessions' locks; the others are taken alone.
 type Instance struct {
 	cfg          Config
