@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/resulttext"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -258,7 +259,7 @@ func TestEveryToolClassified(t *testing.T) {
 	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "claude_session_list", Arguments: json.RawMessage("{}")}}
 	res, err := h.callTool(context.Background(), req, next)
 	r, _ := res.(*mcp.CallToolResult)
-	if ran || err != nil || r == nil || !r.IsError || !strings.Contains(textOf(r), "not classified") {
+	if ran || err != nil || r == nil || !r.IsError || !strings.Contains(resulttext.OfTool(r), "not classified") {
 		t.Errorf("an unclassified tool: ran %v, result %+v, err %v", ran, r, err)
 	}
 }

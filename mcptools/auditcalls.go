@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/resulttext"
 )
 
 // What the audit log (package audit) is told of tool calls and tasks: the
@@ -39,7 +40,7 @@ func (h *handlers) auditCall(ctx context.Context, req *mcp.CallToolRequest, e au
 			break
 		}
 		if r.IsError {
-			e.Outcome, e.Error = "tool_error", firstLine(textOf(r))
+			e.Outcome, e.Error = "tool_error", resulttext.FirstLine(resulttext.OfTool(r))
 		}
 		cost, session := costAndSession(r.StructuredContent)
 		e.CostUSD = cost
@@ -70,7 +71,7 @@ func auditTaskEnded(a *audit.Log, t *task) {
 	if st.Result != nil {
 		e.CostUSD, _ = costAndSession(st.Result.StructuredContent)
 		if st.Result.IsError {
-			e.Error = firstLine(textOf(st.Result))
+			e.Error = resulttext.FirstLine(resulttext.OfTool(st.Result))
 		}
 	}
 	if st.Error != nil {

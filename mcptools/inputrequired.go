@@ -2,10 +2,6 @@ package mcptools
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
@@ -14,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/notify"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/resulttext"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/run"
 )
@@ -40,7 +37,7 @@ func firstQuestion(r *sessions.Run) *run.Question {
 
 // elicitParams is the form that asks q.
 func elicitParams(q *run.Question) *mcp.ElicitParams {
-	return &mcp.ElicitParams{Mode: "form", Message: permissionMessage(q.PermissionRequest), RequestedSchema: permissionSchema}
+	return &mcp.ElicitParams{Mode: "form", Message: resulttext.Permission(q.PermissionRequest), RequestedSchema: permissionSchema}
 }
 
 // inputRequired ends a call with the question q; the client answers it and
@@ -48,14 +45,14 @@ func elicitParams(q *run.Question) *mcp.ElicitParams {
 func (h *handlers) inputRequired(r *sessions.Run, q *run.Question) *mcp.CallToolResult {
 	return &mcp.CallToolResult{
 		InputRequests: mcp.InputRequestMap{q.ID: elicitParams(q)},
-		RequestState:  h.signState(strings.Join([]string{r.Session().ID, r.ID, q.ID}, "|")),
+		RequestState:  h.states.Sign(strings.Join([]string{r.Session().ID, r.ID, q.ID}, "|")),
 	}
 }
 
 // retried continues a call that the client retried with the answer to a
 // permission question: it delivers the answer and waits on the run.
 func (h *handlers) retried(ctx context.Context, req *mcp.CallToolRequest, wait time.Duration, interruptOnCancel bool) (*mcp.CallToolResult, QueryOutput, error) {
-	state, err := h.verifyState(req.Params.RequestState)
+	state, err := h.states.Verify(req.Params.RequestState)
 	if err != nil {
 		return nil, QueryOutput{}, err
 	}
@@ -94,31 +91,4 @@ func answer(r *sessions.Run, qid string, resp any) {
 		r.Answer(qid, pr)
 		return
 	}
-}
-
-func (h *handlers) signState(s string) string {
-	mac := hmac.New(sha256.New, h.stateKey)
-	mac.Write([]byte(s))
-	return base64.RawURLEncoding.EncodeToString([]byte(s)) + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
-}
-
-func (h *handlers) verifyState(token string) (string, error) {
-	body, sig, ok := strings.Cut(token, ".")
-	raw, err1 := base64.RawURLEncoding.DecodeString(body)
-	got, err2 := base64.RawURLEncoding.DecodeString(sig)
-	if !ok || err1 != nil || err2 != nil {
-		return "", errors.New("invalid requestState: it must be echoed unchanged from this server's input-required result")
-	}
-	mac := hmac.New(sha256.New, h.stateKey)
-	mac.Write(raw)
-	if !hmac.Equal(got, mac.Sum(nil)) {
-		return "", errors.New("invalid requestState: it was not issued by this server (or the server restarted)")
-	}
-	return string(raw), nil
-}
-
-func newStateKey() []byte {
-	k := make([]byte, 32)
-	_, _ = rand.Read(k)
-	return k
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/resulttext"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
@@ -59,7 +59,7 @@ func (h *handlers) asker(req *mcp.CallToolRequest) func(context.Context, *turn.P
 	return func(ctx context.Context, pr *turn.PermissionRequest) (*claudeagent.PermissionResult, error) {
 		res, err := ss.Elicit(ctx, &mcp.ElicitParams{
 			Mode:            "form",
-			Message:         permissionMessage(pr),
+			Message:         resulttext.Permission(pr),
 			RequestedSchema: permissionSchema,
 		})
 		if err != nil {
@@ -67,30 +67,6 @@ func (h *handlers) asker(req *mcp.CallToolRequest) func(context.Context, *turn.P
 		}
 		return permissionAnswer(pr, res)
 	}
-}
-
-// permissionMessage tells a person what is being asked.
-func permissionMessage(pr *turn.PermissionRequest) string {
-	var b strings.Builder
-	name := pr.ToolName
-	if pr.DisplayName != "" && pr.DisplayName != pr.ToolName {
-		name += " (" + pr.DisplayName + ")"
-	}
-	fmt.Fprintf(&b, "Claude Code wants to use %s", name)
-	if s := history.SummarizeInput(pr.Input, 500); s != "" && s != "{}" {
-		fmt.Fprintf(&b, ": %s", s)
-	}
-	if pr.Description != "" && !strings.Contains(b.String(), pr.Description) {
-		fmt.Fprintf(&b, "\nPurpose: %s", pr.Description)
-	}
-	if pr.BlockedPath != "" {
-		fmt.Fprintf(&b, "\nPath: %s", pr.BlockedPath)
-	}
-	if pr.DecisionReason != "" {
-		fmt.Fprintf(&b, "\nWhy it asks: %s", pr.DecisionReason)
-	}
-	fmt.Fprintf(&b, "\nSession %s, working in %s.", pr.SessionID, pr.Cwd)
-	return b.String()
 }
 
 // permissionAnswer maps the client's answer to the CLI's.

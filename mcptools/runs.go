@@ -10,6 +10,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/notify"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/resulttext"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/run"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
@@ -158,7 +159,7 @@ func (h *handlers) finalResult(s *sessions.Session, r *turn.Result, err error) (
 	if !s.Info().Temporary {
 		out.Persisted = h.persisted()
 	}
-	text := resultText(s.ID, r)
+	text := resulttext.Result(s.ID, r)
 	if r.FollowUp {
 		out.FollowUp = &FollowUpOutput{Status: "running"}
 		text += followUpNote(s.ID)
@@ -176,11 +177,11 @@ func (h *handlers) running(r *sessions.Run) (*mcp.CallToolResult, QueryOutput, e
 	out := QueryOutput{
 		Status: "running", PartialText: textcut.Cut(p.Text, 4000), Activity: activity, ElapsedMs: p.Elapsed.Milliseconds(),
 		ToolInvocations: []turn.ToolInvocation{}, SessionID: s.ID, ClaudeSessionID: info.ClaudeSessionID,
-		Metadata: Metadata{Model: info.Model, PermissionDenials: []turn.PermissionDenial{}}, LimitedUntil: rfc3339(p.LimitedUntil),
+		Metadata: Metadata{Model: info.Model, PermissionDenials: []turn.PermissionDenial{}}, LimitedUntil: resulttext.RFC3339(p.LimitedUntil),
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Still running after %s (%d tool call(s) so far); the turn goes on in the background.\n", p.Elapsed.Round(time.Second), p.ToolsUsed)
-	if line := parkedLine(p); line != "" {
+	if line := resulttext.Parked(p); line != "" {
 		b.WriteString(line + "\n")
 	}
 	fmt.Fprintf(&b, "Call claude_chat_wait {\"sessionId\": %q} to get the result (it waits up to waitSeconds), or claude_chat_interrupt to stop it.\n", s.ID)

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/resulttext"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/run"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
@@ -42,7 +43,7 @@ type tap struct {
 // and gives it what it needs of the server (dashboard.Core).
 func (h *handlers) attachDashboard(d *dashboard.Dashboard) {
 	if h.dash = d; d != nil {
-		d.Attach(dashboard.Core{RunningTask: h.tasks.runningTask, Question: permissionMessage, Answer: pageAnswer, Launch: h.pageLaunch})
+		d.Attach(dashboard.Core{RunningTask: h.tasks.runningTask, Question: resulttext.Permission, Answer: pageAnswer, Launch: h.pageLaunch})
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/resulttext"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
@@ -62,7 +63,7 @@ func (h *handlers) steer(ctx context.Context, req *mcp.CallToolRequest, in Steer
 	}
 	text := fmt.Sprintf("Sent into the running query of session %s: Claude Code reads it at its next step. The query's result comes as before; "+
 		"if the message is answered in a turn of its own, that result says followUp, and claude_chat_wait {\"sessionId\": %q} returns the answer.", s.ID, s.ID)
-	return textResult(text), SteerOutput{SessionID: s.ID, Sent: true}, nil
+	return resulttext.Tool(text), SteerOutput{SessionID: s.ID, Sent: true}, nil
 }
 
 // followUpStarted gives a follow-up's run (sessions.Manager.OnFollowUp)
@@ -110,7 +111,7 @@ func followUpOf(r *turn.Result) *FollowUpOutput {
 
 // followUpText is the follow-up's answer after the query's.
 func followUpText(sessionID string, r *turn.Result) string {
-	return "\n\nThe message steered into this query was answered in a turn of its own:\n\n" + resultText(sessionID, r)
+	return "\n\nThe message steered into this query was answered in a turn of its own:\n\n" + resulttext.Result(sessionID, r)
 }
 
 // sessionLabel names a session in a list: its name, if it has one, and

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,8 +14,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/resulttext"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/run"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
@@ -138,13 +137,13 @@ func (t *task) complete(h *handlers, s *sessions.Session, res *turn.Result, err 
 	default:
 		if follow != nil {
 			out.FollowUp = followUpOf(follow)
-			callRes.Content = []mcp.Content{&mcp.TextContent{Text: resultText(s.ID, res) + followUpText(s.ID, follow)}}
+			callRes.Content = []mcp.Content{&mcp.TextContent{Text: resulttext.Result(s.ID, res) + followUpText(s.ID, follow)}}
 		}
 		callRes.StructuredContent = out
 	}
 	msg := "Completed."
 	if callRes.IsError {
-		msg = "Completed with an error: " + textcut.Cut(firstLine(textOf(callRes)), 300)
+		msg = "Completed with an error: " + textcut.Cut(resulttext.FirstLine(resulttext.OfTool(callRes)), 300)
 	}
 	t.finish(taskCompleted, msg, callRes, nil)
 }
@@ -159,21 +158,6 @@ func (t *task) finish(status, message string, res *mcp.CallToolResult, rpcErr *j
 	if first && t.done != nil {
 		close(t.done)
 	}
-}
-
-func textOf(r *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range r.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
-	return line
 }
 
 // taskState is the task object of SEP-2663 as tasks/get returns it
@@ -213,10 +197,10 @@ func (t *task) state() *taskState {
 		for _, q := range qs {
 			st.InputRequests[q.ID] = elicitParams(q)
 		}
-		st.StatusMessage = "Waiting for permission: " + firstLine(permissionMessage(qs[0].PermissionRequest))
+		st.StatusMessage = "Waiting for permission: " + resulttext.FirstLine(resulttext.Permission(qs[0].PermissionRequest))
 	} else {
 		st.Status = taskWorking
-		st.StatusMessage = progressMessage(p)
+		st.StatusMessage = resulttext.Progress(p)
 		if t.cancelled {
 			st.StatusMessage = "Cancelling: " + st.StatusMessage
 		}
@@ -236,19 +220,6 @@ func (t *task) createResult() *taskState {
 	st.ResultType = "task"
 	st.InputRequests, st.Result, st.Error = nil, nil, nil
 	return st
-}
-
-// progressMessage tells a person what a running query is doing: the same
-// facts as the progress heartbeat, and the latest step.
-func progressMessage(p run.Progress) string {
-	if line := parkedLine(p); line != "" {
-		return line
-	}
-	msg := fmt.Sprintf("Running for %s: %d API turn(s), %d tool call(s) so far.", p.Elapsed.Round(time.Second), p.Turns, p.ToolsUsed)
-	if p.LastStep != "" {
-		msg += " Latest: " + textcut.Cut(p.LastStep, 200)
-	}
-	return msg
 }
 
 // pollInterval suggests how often to poll: often at first, when most

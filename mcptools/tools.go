@@ -40,6 +40,8 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/agenttools"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/reqstate"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/resulttext"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
@@ -140,7 +142,7 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 			// lists) whatever it declares: declare what it answers.
 			//lint:ignore SA1019 the logging capability serves clients of protocols before 2026-07-28
 			Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Prompts: &mcp.PromptCapabilities{}, Resources: &mcp.ResourceCapabilities{}}})
-	h := &handlers{mgr: mgr, log: logger, opts: opts, stateKey: newStateKey(), tasks: newTaskStore(opts.TaskTTL), inputs: map[string]*jsonschema.Schema{},
+	h := &handlers{mgr: mgr, log: logger, opts: opts, states: reqstate.New(), tasks: newTaskStore(opts.TaskTTL), inputs: map[string]*jsonschema.Schema{},
 		audit: opts.Audit}
 	for _, t := range h.tools() {
 		t.add(srv)
@@ -202,12 +204,12 @@ type handlers struct {
 	log  *slog.Logger
 	opts Options
 
-	stateKey []byte // signs RequestState of input-required results
-	tasks    *taskStore
-	inputs   map[string]*jsonschema.Schema // input schemas, by tool (toolargs.Check)
-	audit    *audit.Log
-	actions  map[string]string // the tools' classes (toolActions; tests change it)
-	bursts   bursts            // the fan-out rule (middleware.go)
+	states  *reqstate.Signer // signs RequestState of input-required results
+	tasks   *taskStore
+	inputs  map[string]*jsonschema.Schema // input schemas, by tool (toolargs.Check)
+	audit   *audit.Log
+	actions map[string]string // the tools' classes (toolActions; tests change it)
+	bursts  bursts            // the fan-out rule (middleware.go)
 	// dynamicAction classifies tools added after NewServer (actions.go).
 	dynamicAction func(name string) (string, bool)
 	agents        *agenttools.Agents // the agent tools, or nil
@@ -266,7 +268,7 @@ func (h *handlers) history(ctx context.Context, req *mcp.CallToolRequest, in His
 	if out.OlderCursor != "" {
 		fmt.Fprintf(&b, "(older entries: cursor %s)\n", out.OlderCursor)
 	}
-	return textResult(b.String()), out, nil
+	return resulttext.Tool(b.String()), out, nil
 }
 
 func (h *handlers) create(ctx context.Context, req *mcp.CallToolRequest, in CreateInput) (*mcp.CallToolResult, CreateOutput, error) {
@@ -280,11 +282,11 @@ func (h *handlers) create(ctx context.Context, req *mcp.CallToolRequest, in Crea
 	out := CreateOutput{SessionID: s.ID, ClaudeSessionID: info.ClaudeSessionID, Model: info.Model, Cwd: info.Cwd,
 		PermissionMode: info.PermissionMode, Active: info.PID != 0, Persisted: h.persisted(), Worktree: s.WorktreeInfo(ctx)}
 	text := fmt.Sprintf("Created session %s (claudeSessionId %s) in %s, model %s, permission mode %s.",
-		out.SessionID, out.ClaudeSessionID, out.Cwd, orUnknown(out.Model), out.PermissionMode)
+		out.SessionID, out.ClaudeSessionID, out.Cwd, resulttext.Model(out.Model), out.PermissionMode)
 	if !out.Active {
 		text += fmt.Sprintf(" No live claude process is free now (--max-live %d, all busy): it starts with its first query, which waits its turn.", h.mgr.Config().MaxLive)
 	}
-	return textResult(text), out, nil
+	return resulttext.Tool(text), out, nil
 }
 
 func (h *handlers) close(ctx context.Context, req *mcp.CallToolRequest, in SessionInput) (*mcp.CallToolResult, CloseOutput, error) {
@@ -303,7 +305,7 @@ func (h *handlers) close(ctx context.Context, req *mcp.CallToolRequest, in Sessi
 	} else if w != nil {
 		text += fmt.Sprintf(" Its worktree is kept, with %d changed file(s): %s on branch %s.", len(w.ChangedFiles), w.Path, w.Branch)
 	}
-	return textResult(text), out, nil
+	return resulttext.Tool(text), out, nil
 }
 
 func (h *handlers) query(ctx context.Context, req *mcp.CallToolRequest, in QueryInput) (*mcp.CallToolResult, QueryOutput, error) {
@@ -412,7 +414,7 @@ func queryOutput(sessionID string, r *turn.Result) QueryOutput {
 		ClaudeSessionID:  r.ClaudeSessionID,
 		Interrupted:      r.Interrupted,
 		Recovered:        r.Recovered,
-		LimitedUntil:     rfc3339(r.LimitedUntil),
+		LimitedUntil:     resulttext.RFC3339(r.LimitedUntil),
 		LimitNote:        r.LimitNote,
 		Metadata: Metadata{
 			Usage: r.Usage, DurationMs: r.DurationMs, DurationAPIMs: r.DurationAPIMs, NumTurns: r.NumTurns,
@@ -435,40 +437,6 @@ func queryOutput(sessionID string, r *turn.Result) QueryOutput {
 	return out
 }
 
-// resultText is the text content: the final text, with a line naming the
-// Claude session id (some clients read only the text). A final text that
-// only repeats the failure (the CLI's result text is its error, as in
-// "Not logged in") is not said twice.
-func resultText(sessionID string, r *turn.Result) string {
-	var b strings.Builder
-	failure := ""
-	switch {
-	case r.TimedOut:
-		b.WriteString("The query timed out and was interrupted.\n\n")
-	case r.Interrupted:
-		b.WriteString("The query was interrupted.\n\n")
-	case r.IsError && r.ErrorText != "":
-		fmt.Fprintf(&b, "The turn failed: %s\n\n", r.ErrorText)
-		failure = strings.TrimSpace(r.ErrorText)
-	}
-	limitLines(&b, r)
-	if r.Recovered == "replayed" {
-		b.WriteString("(The conversation's record had been lost, so it was restored from notes: Claude Code's memory of earlier turns is rebuilt, not exact.)\n\n")
-	}
-	if r.FinalText != "" {
-		if strings.TrimSpace(r.FinalText) != failure {
-			b.WriteString(r.FinalText)
-		}
-	} else if !r.IsError {
-		b.WriteString("(Claude Code produced no final text.)")
-	}
-	ids := fmt.Sprintf("[sessionId %s · claudeSessionId %s]", sessionID, r.ClaudeSessionID)
-	if body := strings.Trim(b.String(), "\n"); body != "" {
-		return body + "\n\n" + ids
-	}
-	return ids
-}
-
 func (h *handlers) interrupt(ctx context.Context, req *mcp.CallToolRequest, in SessionInput) (*mcp.CallToolResult, InterruptOutput, error) {
 	s, err := h.session(ctx, in.SessionID)
 	if err != nil {
@@ -482,7 +450,7 @@ func (h *handlers) interrupt(ctx context.Context, req *mcp.CallToolRequest, in S
 	case was:
 		msg = "Interrupted the running query of session " + s.ID + "."
 	}
-	return textResult(msg), InterruptOutput{SessionID: s.ID, Interrupted: was, Forced: forced}, nil
+	return resulttext.Tool(msg), InterruptOutput{SessionID: s.ID, Interrupted: was, Forced: forced}, nil
 }
 
 func (h *handlers) model(ctx context.Context, req *mcp.CallToolRequest, in ModelInput) (*mcp.CallToolResult, ModelOutput, error) {
@@ -504,7 +472,7 @@ func (h *handlers) model(ctx context.Context, req *mcp.CallToolRequest, in Model
 	if resolved != "" {
 		out.ResolvedModel = &resolved
 	}
-	return textResult(fmt.Sprintf("Session %s now uses %s (%s).", s.ID, in.Model, orUnknown(resolved))), out, nil
+	return resulttext.Tool(fmt.Sprintf("Session %s now uses %s (%s).", s.ID, in.Model, resulttext.Model(resolved))), out, nil
 }
 
 func (h *handlers) mode(ctx context.Context, req *mcp.CallToolRequest, in ModeInput) (*mcp.CallToolResult, ModeOutput, error) {
@@ -518,7 +486,7 @@ func (h *handlers) mode(ctx context.Context, req *mcp.CallToolRequest, in ModeIn
 	if err := s.SetPermissionMode(ctx, in.PermissionMode); err != nil {
 		return nil, ModeOutput{}, toolError(err)
 	}
-	return textResult(fmt.Sprintf("Session %s now uses permission mode %s.", s.ID, in.PermissionMode)),
+	return resulttext.Tool(fmt.Sprintf("Session %s now uses permission mode %s.", s.ID, in.PermissionMode)),
 		ModeOutput{SessionID: s.ID, PermissionMode: in.PermissionMode}, nil
 }
 
@@ -555,22 +523,11 @@ func (h *handlers) list(ctx context.Context, req *mcp.CallToolRequest, in ListIn
 			LastUsed: i.LastUsed.UTC().Format(time.RFC3339), Queries: i.Queries, Usage: i.Usage, TotalCostUSD: i.CostUSD,
 			PID: i.PID, Profile: i.Profile, Failure: i.Failure, QueuePosition: i.QueuePosition, RunningTask: h.tasks.runningTask(i.SessionID),
 			Name: i.Name, Effort: i.Effort, Worktree: s.WorktreeInfo(ctx), AgentTool: i.AgentTool,
-			LimitedUntil: rfc3339(i.LimitedUntil), LimitNote: i.LimitNote,
+			LimitedUntil: resulttext.RFC3339(i.LimitedUntil), LimitNote: i.LimitNote,
 		})
-		fmt.Fprintf(&b, "- %s: %s. %s, %d queries, $%.4f, cwd %s (claudeSessionId %s)%s\n", sessionLabel(i), doingNow(s, i), orUnknown(i.Model), i.Queries, i.CostUSD, i.Cwd, i.ClaudeSessionID, sessionLimit(i))
+		fmt.Fprintf(&b, "- %s: %s. %s, %d queries, $%.4f, cwd %s (claudeSessionId %s)%s\n", sessionLabel(i), doingNow(s, i), resulttext.Model(i.Model), i.Queries, i.CostUSD, i.Cwd, i.ClaudeSessionID, resulttext.SessionLimit(i))
 	}
-	return textResult(b.String()), out, nil
-}
-
-func textResult(s string) *mcp.CallToolResult {
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
-}
-
-func orUnknown(s string) string {
-	if s == "" {
-		return "the CLI's default model"
-	}
-	return s
+	return resulttext.Tool(b.String()), out, nil
 }
 
 // toolError maps a sessions error: a busy session is a protocol error

@@ -4,7 +4,7 @@
 // ([Run]), budgets and idle reaping, and the manager's side of its
 // subpackages: the state machine (package state), the usage limit's waits
 // (package limitwait, through limitQuery), the live pool with its queue
-// and warm spares (package live, pooling.go: spareOn decides when a spare
+// and warm spares (package live; live.Spares.On decides when a spare
 // starts), the policy gate and the registry shared by instances.
 //
 // It owns its sessions: each live Session owns one claudeagent.Process and
@@ -17,8 +17,9 @@
 // the transcript's format (package history), how images are checked
 // (package images), the registry's file format or its merge (package
 // store, reached through store.Store with plain records), this instance's
-// claims and the costs it has not written yet (package sharing), the
-// policy's classes (package policy, reached through Manager.gate), git
+// claims and the costs it has not written yet (package sharing, which
+// drives the manager's side through registryView), the caps on sessions
+// and the budgets (package quota), the policy's classes (package policy, reached through Manager.gate), git
 // (package worktree), or how live places are counted and spares kept
 // (package live). None of its subpackages imports it.
 package sessions
@@ -40,6 +41,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/permission"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/quota"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/sharing"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
@@ -181,6 +183,7 @@ type Manager struct {
 	share  *sharing.Instance // this instance's part in the registry, and the costs (share.go)
 	store  store.Store       // the registry (cfg.Registry), nil for none
 	policy *policy.Gate      // the one policy gate (see gate)
+	quota  quota.Limits      // the caps on sessions and the budgets (budget.go)
 
 	permissions permission.Policy // answers the permission questions nobody else answered
 
@@ -227,7 +230,7 @@ func NewManager(cfg Config) *Manager {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	m := &Manager{cfg: cfg, log: logger, sessions: map[string]*Session{}, quiet: quiet.New(cfg.OnIdle)}
-	m.policy = newPolicy(m, cfg)
+	m.policy, m.quota = newPolicy(m, cfg), newQuota(cfg)
 	m.permissions = permission.Policy{Timeout: cfg.PermissionTimeout, Answer: cfg.PermissionPolicy, Log: logger}
 	m.cli = cli.New(cli.Config{Path: cfg.CLIPath, Env: cfg.Env, CloseStage: cfg.CloseStage, StartTimeout: cfg.StartTimeout,
 		Bypass: m.policy.BypassAvailable})
@@ -236,7 +239,7 @@ func NewManager(cfg Config) *Manager {
 	if cfg.Registry != nil {
 		m.store, path = cfg.Registry, cfg.Registry.Path()
 	}
-	m.share = sharing.New(sharing.Config{Store: m.store, Path: path, Lease: cfg.Lease, Now: m.now, Log: logger})
+	m.share = sharing.New(sharing.Config{Store: m.store, Path: path, Lease: cfg.Lease, Now: m.now, Log: logger, ErrClosed: ErrClosed})
 	m.restore()
 	return m
 }
@@ -267,7 +270,7 @@ func (m *Manager) Create(ctx context.Context, opts CreateOptions) (*Session, err
 		// starts with its first query, which waits its turn.
 		s.log.Info("created without a process: every live process is busy", "max_live", m.cfg.MaxLive)
 		m.persist()
-		go m.spareOn(sessionCreated, opts)
+		go m.spareOn(live.SessionCreated, opts)
 		return s, nil
 	}
 	if err != nil {
@@ -279,7 +282,7 @@ func (m *Manager) Create(ctx context.Context, opts CreateOptions) (*Session, err
 	}
 	s.resetIdleTimer()
 	m.persist()
-	go m.spareOn(sessionCreated, opts)
+	go m.spareOn(live.SessionCreated, opts)
 	return s, nil
 }
 
@@ -301,16 +304,9 @@ func (m *Manager) Open(ctx context.Context, opts CreateOptions) (*Session, error
 		m.mu.Unlock()
 		return nil, ErrShuttingDown
 	}
-	if len(m.sessions) >= m.cfg.MaxSessions {
-		n := len(m.sessions)
+	if err := m.quota.CheckOpen(len(m.sessions), opts.Owner, func() int { return m.userSessionsLocked(opts.Owner, "") }, ""); err != nil {
 		m.mu.Unlock()
-		return nil, fmt.Errorf("%w: %d sessions are open and --max-sessions is %d", ErrTooMany, n, m.cfg.MaxSessions)
-	}
-	if limit := m.cfg.UserMaxSessions; limit > 0 && opts.Owner != "" {
-		if n := m.userSessionsLocked(opts.Owner, ""); n >= limit {
-			m.mu.Unlock()
-			return nil, fmt.Errorf("%w: user %s has %d open sessions and this server allows a user %d (--user-max-sessions); close one first", ErrTooMany, opts.Owner, n, limit)
-		}
+		return nil, err
 	}
 	m.sessions[s.ID] = s
 	m.mu.Unlock()

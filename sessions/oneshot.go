@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
 )
 
 // A session opened for a call's query, which starts at once: a one-shot
@@ -39,11 +40,11 @@ func (m *Manager) OneShot(ctx context.Context, opts CreateOptions, in []images.I
 	s.mu.Lock()
 	s.oneShot = true
 	s.mu.Unlock()
-	m.spareOn(oneShotBegun, opts) // filled when the turn or the session ends
+	m.spareOn(live.OneShotBegun, opts) // filled when the turn or the session ends
 	imgs, err := s.LoadImages(in)
 	if err != nil {
 		m.Discard(s)
-		m.spareOn(oneShotEnded, CreateOptions{})
+		m.spareOn(live.OneShotEnded, CreateOptions{})
 		return nil, nil, err
 	}
 	return s, imgs, nil
@@ -58,7 +59,7 @@ func (m *Manager) endUnstarted(s *Session, err error) {
 		return
 	}
 	m.Discard(s)
-	m.spareOn(oneShotEnded, CreateOptions{})
+	m.spareOn(live.OneShotEnded, CreateOptions{})
 }
 
 // endOneShot closes a temporary session once its result is collected or
@@ -66,7 +67,7 @@ func (m *Manager) endUnstarted(s *Session, err error) {
 func (m *Manager) endOneShot(s *Session) {
 	if s.hasWorktree() {
 		m.Discard(s) // the answer says whether close kept the worktree
-		m.spareOn(oneShotEnded, CreateOptions{})
+		m.spareOn(live.OneShotEnded, CreateOptions{})
 		return
 	}
 	m.discardLater(s)
@@ -82,6 +83,6 @@ func (m *Manager) discardLater(s *Session) {
 	m.closing.Go(func() {
 		s.close()
 		m.persist()
-		m.spareOn(oneShotEnded, CreateOptions{}) // its live place is free now
+		m.spareOn(live.OneShotEnded, CreateOptions{}) // its live place is free now
 	})
 }

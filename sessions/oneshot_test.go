@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
@@ -46,7 +47,7 @@ func TestOneShot(t *testing.T) {
 			opts := CreateOptions{Cwd: t.TempDir()}
 			var first int
 			if tc.spare {
-				m.spareOn(sessionCreated, opts)
+				m.spareOn(live.SessionCreated, opts)
 				first = waitSpares(t, m, 1)[0]
 			}
 			opts.Temporary = temporary

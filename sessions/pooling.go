@@ -11,7 +11,7 @@ import (
 // spares): a session as a holder of a live place, and what the spares need
 // from the manager — whether it keeps any, which option sets a spare can
 // serve and with what process options, starting a process, the quiet
-// spell. When a spare starts is decided in one place, spareOn; taking one
+// spell. When a spare starts is decided in one place, live.Spares.On (through spareOn); taking one
 // is Session.takeSpare (start.go).
 
 // newLive gives m its pool and spares.
@@ -25,6 +25,7 @@ func newLive(m *Manager) {
 		StartTimeout: cfg.StartTimeout,
 		Log:          m.log,
 		Options:      m.freshOptions,
+		Validate:     m.Validate,
 		Start:        m.cli.Start,
 		Begin:        m.quiet.Begin,
 		End:          m.quiet.End,
@@ -64,66 +65,22 @@ func (m *Manager) freshOptions(opts CreateOptions) (claudeagent.Options, bool) {
 	return s.processOptions(), true
 }
 
-// spareEvent is something that happened which may start a warm spare;
-// spareOn decides what each one does.
-type spareEvent uint8
-
-const (
-	serverStarted    spareEvent = iota // the server serves: spares for the options of a likely first session
-	sessionCreated                     // Create made a session: the next create is likely alike
-	oneShotBegun                       // OneShot opened a session whose query starts at once
-	createTookSpare                    // a created session took a spare
-	oneShotTookSpare                   // a one-shot's (or temporary) session took a spare
-	turnEnded                          // a query's turn is over
-	oneShotEnded                       // a one-shot's session ended (discarded, closed): its place is free
-)
-
-// spareOn is the one place that decides when a warm spare starts; each
-// event that may start one calls it by name. The option set of a create
-// (and at the server's start, the default options) is wanted and its
-// spare starts at once: the session's first query comes later. A query
-// that starts at once — a one-shot's, an agent tool's — must not compete
-// with a CLI starting (about 300 ms of CPU): its options are wanted, but
-// the spares are filled when its turn ends (or, for a temporary session,
-// when the session ends), never when the call that started it returns;
-// so is the spare it took replaced (live.Spares.DeferRefill, ended by
-// RefillAfterTurn). opts are the session's options (the zero value for
-// events that have none).
-func (m *Manager) spareOn(ev spareEvent, opts CreateOptions) {
+// spareOn tells the spares of ev (see live.Spares.On, the one place that
+// decides when a spare starts), unless the manager keeps none; opts are
+// the session's options (the zero value for events that have none).
+func (m *Manager) spareOn(ev live.Event, opts CreateOptions) {
 	if !m.sparesOn() {
 		return
 	}
-	switch ev {
-	case serverStarted, sessionCreated, oneShotBegun:
-		temporary := opts.Temporary
-		later := ev == oneShotBegun || temporary
-		opts.Temporary = false
-		if err := m.Validate(&opts); err != nil {
-			return
-		}
-		if !later {
-			m.spares.Want(opts)
-			return
-		}
-		m.spares.WantLater(opts)
-		if ev == oneShotBegun && !temporary {
-			m.spares.DeferRefill() // a kept session has no end to fill them at: its turn's end does
-		}
-	case createTookSpare:
-		go m.spares.Fill()
-	case oneShotTookSpare:
-		m.spares.DeferRefill()
-	case turnEnded:
-		m.spares.RefillAfterTurn()
-	case oneShotEnded:
-		m.spares.Fill()
-	}
+	temporary := opts.Temporary
+	opts.Temporary = false
+	m.spares.On(ev, opts, temporary)
 }
 
 // ServerStarted tells the manager that the server serves: the first warm
 // spares start, for the default options (hosts start the server in the
 // project, where the first session is likely to work).
-func (m *Manager) ServerStarted() { m.spareOn(serverStarted, CreateOptions{}) }
+func (m *Manager) ServerStarted() { m.spareOn(live.ServerStarted, CreateOptions{}) }
 
 // Spares reports how many warm spares are ready.
 func (m *Manager) Spares() int { return len(m.spares.Snapshot().Ready) }

@@ -4,14 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/limitwait"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/quota"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
@@ -51,7 +52,7 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*t
 	defer func() {
 		s.handOff()     // to a follow-up the turn left running (steer.go), else released
 		s.m.pool.Idle() // only now can the session give its process to a waiting query
-		s.m.spareOn(turnEnded, CreateOptions{})
+		s.m.spareOn(live.TurnEnded, CreateOptions{})
 	}()
 
 	if err := s.check(qo); err != nil {
@@ -224,7 +225,7 @@ func (s *Session) explainLocked(r *turn.Result) {
 		r.ErrorText = "the answer did not match jsonSchema, also after the CLI asked again: " + r.ErrorText
 	}
 	if r.Subtype == "error_max_budget_usd" {
-		r.ErrorText = fmt.Sprintf("the session's budget stopped the turn: it has cost $%s of $%s (maxBudgetUsd); %s", usd(math.Round(s.cost*1e6)/1e6), usd(s.budgetLocked()), r.ErrorText)
+		r.ErrorText = fmt.Sprintf("the session's budget stopped the turn: it has cost $%s of $%s (maxBudgetUsd); %s", quota.Cents(s.cost), quota.USD(s.budgetLocked()), r.ErrorText)
 	}
 }
 

@@ -1,8 +1,8 @@
 package sessions
 
 import (
-	"fmt"
 	"slices"
+	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
@@ -11,15 +11,51 @@ import (
 )
 
 // The manager's side of the registry, which other server instances may
-// share: its sessions become records (store.Entry, store.Local) and
-// records become sessions again; package store holds the file, the claims
-// and the merge, package sharing this instance's part (its claims, the
-// merge's base, costs and closes not yet written). Every write merges (share_sync.go); an instance asked for
-// a session it does not hold looks it up in the store and adopts it as
-// dormant (Manager.Get); a session's process runs on one instance at a
-// time (share_fence.go). Reads (List, Get, the per-user quota) look at the
-// store again when it changed since this instance last did, so that a
+// share (package sharing drives it through registryView; package store
+// holds the file, the claims and the merge): its sessions become records
+// (store.Entry, store.Local) and records become sessions again. Every
+// write merges (sharing.Instance.Sync); an instance asked for a session it
+// does not hold looks it up in the store and adopts it as dormant
+// (Manager.Get); a session's process runs on one instance at a time
+// (sharing.Instance.Fence). Reads (List, Get, the per-user quota) look at
+// the store again when it changed since this instance last did, so that a
 // session closed elsewhere is gone here too.
+
+// registryView is the manager as one Sync, Look or Fence sees it
+// (sharing.Host): the outcome acts on the sessions it made records of.
+type registryView struct {
+	m    *Manager
+	byID map[string]*Session
+}
+
+// view is m for package sharing; s, if set, is the session a Fence checks.
+func (m *Manager) view(s *Session) *registryView {
+	v := &registryView{m: m, byID: map[string]*Session{}}
+	if s != nil {
+		v.byID[s.ID] = s
+	}
+	return v
+}
+
+func (v *registryView) Locals() []store.Local {
+	var out []store.Local
+	for _, s := range v.m.list() {
+		if l, ok := s.local(); ok {
+			out = append(out, l)
+			v.byID[s.ID] = s
+		}
+	}
+	return out
+}
+
+func (v *registryView) TakeOver(e store.Entry) bool {
+	s := v.byID[e.SessionID]
+	return s != nil && s.takeOver(e)
+}
+
+func (v *registryView) Drop(id string) { v.m.dropGone(v.byID[id]) }
+
+func (v *registryView) FenceOff(id string, why error) { v.byID[id].fenceOff(why) }
 
 // stopSharing stops the renewal of claims and writes the registry a last
 // time, with the claims of the processes that have stopped released.
@@ -32,14 +68,8 @@ func (m *Manager) stopSharing() {
 	m.persist()
 }
 
-// shared reports whether the registry keeps the session: not a temporary
-// one, nor a closed one.
-func (s *Session) shared() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.sharedLocked()
-}
-
+// sharedLocked reports whether the registry keeps the session: not a
+// temporary one, nor a closed one. s.mu is held.
 func (s *Session) sharedLocked() bool { return !s.opts.Temporary && s.st.State() != state.Closed }
 
 // local is the session as a merge sees it; ok is false for a session the
@@ -120,7 +150,7 @@ func (m *Manager) persist() {
 	if m.store == nil {
 		return
 	}
-	m.sync(nil)
+	_ = m.share.Sync(m.view(nil), "")
 }
 
 // claimInRegistry claims s in the registry before its process starts: it fails with
@@ -137,7 +167,7 @@ func (m *Manager) claimInRegistry(s *Session) error {
 		return nil
 	}
 	s.st.Move(state.Starting) // so that no merge meanwhile releases the claim
-	return m.sync(s)
+	return m.share.Sync(m.view(s), s.ID)
 }
 
 // released notes that s's process ended: the registry is written so that
@@ -173,20 +203,18 @@ func (m *Manager) noteClosed(s *Session) {
 // not: the last write of the registry failed.
 func (m *Manager) PersistFailing() bool { return m.share.Failing() }
 
-// dropGone closes here the sessions another instance closed.
-func (m *Manager) dropGone(gone []*Session) {
-	for _, s := range gone {
-		m.mu.Lock()
-		if m.sessions[s.ID] == s {
-			delete(m.sessions, s.ID)
-		}
-		m.mu.Unlock()
-		s.mu.Lock()
-		s.worktree = nil // the instance that closed it dealt with its worktree
-		s.mu.Unlock()
-		s.log.Info("closed on another instance sharing the session registry")
-		s.close()
+// dropGone closes here s, which another instance closed.
+func (m *Manager) dropGone(s *Session) {
+	m.mu.Lock()
+	if m.sessions[s.ID] == s {
+		delete(m.sessions, s.ID)
 	}
+	m.mu.Unlock()
+	s.mu.Lock()
+	s.worktree = nil // the instance that closed it dealt with its worktree
+	s.mu.Unlock()
+	s.log.Info("closed on another instance sharing the session registry")
+	s.close()
 }
 
 // restore loads the registry's sessions as dormant sessions: at most
@@ -198,21 +226,9 @@ func (m *Manager) restore() {
 		return
 	}
 	m.share.Start(m.persist)
-	m.share.Restore(func(st store.State) []store.Entry {
-		entries := slices.DeleteFunc(st.Sessions, func(e store.Entry) bool { return e.SessionID == "" })
-		slices.SortStableFunc(entries, func(a, b store.Entry) int { return b.LastUsed.Compare(a.LastUsed) })
-		if n := len(entries) - m.cfg.MaxSessions; n > 0 {
-			for _, e := range entries[m.cfg.MaxSessions:] {
-				m.log.Warn("not restoring a session beyond --max-sessions; it stays in the registry (a query by its id takes it up once there is room) and its conversation on disk (continue it with resumeSessionId)",
-					"session_id", e.SessionID, "claude_session_id", e.ClaudeSessionID, "max_sessions", m.cfg.MaxSessions)
-			}
-			entries = entries[:m.cfg.MaxSessions]
-		}
-		for _, e := range entries {
-			s := m.restoreOne(e)
-			m.sessions[s.ID] = s
-		}
-		return entries
+	m.share.Restore(m.cfg.MaxSessions, func(e store.Entry) {
+		s := m.restoreOne(e)
+		m.sessions[s.ID] = s
 	})
 	if n := len(m.sessions); n > 0 {
 		m.log.Info("restored sessions from the registry as dormant", "count", n, "path", m.cfg.Registry.Path())
@@ -292,14 +308,96 @@ func (m *Manager) admitAdopted(s *Session, e store.Entry) error {
 	if m.closed {
 		return ErrShuttingDown
 	}
-	if n := len(m.sessions); n >= m.cfg.MaxSessions {
-		return fmt.Errorf("%w: session %s is in the session registry, but %d sessions are open on this instance and --max-sessions is %d", ErrTooMany, id, n, m.cfg.MaxSessions)
-	}
-	if limit := m.cfg.UserMaxSessions; limit > 0 && e.Owner != "" {
-		if n := m.userSessionsLocked(e.Owner, id); n >= limit {
-			return fmt.Errorf("%w: session %s is in the session registry, but user %s has %d other open sessions and this server allows a user %d (--user-max-sessions); close one first", ErrTooMany, id, e.Owner, n, limit)
-		}
+	if err := m.quota.CheckOpen(len(m.sessions), e.Owner, func() int { return m.userSessionsLocked(e.Owner, id) }, id); err != nil {
+		return err
 	}
 	m.sessions[id] = s
 	return nil
+}
+
+// now is the manager's clock: time.Now, or the tests' clock.
+func (m *Manager) now() time.Time {
+	if m.cfg.now != nil {
+		return m.cfg.now()
+	}
+	return time.Now()
+}
+
+// refresh looks at the registry again when it changed since this instance
+// last read or wrote it (see sharing.Instance.Look): sessions closed on
+// another instance are closed here too, and the open sessions of other
+// instances are counted for the per-user quota. Call it without holding
+// any lock.
+func (m *Manager) refresh() { m.share.Look(m.view(nil)) }
+
+// fence makes sure that s's process, which runs here, may still be used
+// before anything is sent to it (see sharing.Instance.Fence): the claim on
+// s may have passed to another instance. Call it without holding any
+// lock.
+func (m *Manager) fence(s *Session) error {
+	if m.store == nil {
+		return nil
+	}
+	return m.share.Fence(m.view(s), s.ID)
+}
+
+// fenceOff kills the session's process, whose claim passed to another instance, and
+// fails its running turn with why. Nothing more reaches the process: it is
+// killed, not stopped gracefully, so that it writes nothing more to the
+// conversation's transcript, which the other instance now continues.
+func (s *Session) fenceOff(why error) {
+	s.mu.Lock()
+	p, t, done := s.proc, s.cur, s.pumpDone
+	s.mu.Unlock()
+	if p == nil {
+		return
+	}
+	s.log.Error("another instance sharing the session registry took the session over while this instance's claim had lapsed; killing its claude process here",
+		"pid", p.PID(), "err", why)
+	if t != nil {
+		t.Fail(why.Error())
+	}
+	p.Kill()
+	if done != nil {
+		<-done
+	}
+}
+
+// userSessionsLocked counts the open sessions of owner, each once, except
+// the session except: this instance's (temporary and unsaved ones
+// included) and those the registry held at this instance's last look
+// (other instances'), less those closed here whose tombstone is not
+// written yet. m.mu is held; call refresh before for a current count.
+func (m *Manager) userSessionsLocked(owner, except string) int {
+	ids := map[string]bool{}
+	for id, s := range m.sessions {
+		s.mu.Lock()
+		if id != except && s.opts.Owner == owner && s.st.State() != state.Closed {
+			ids[id] = true
+		}
+		s.mu.Unlock()
+	}
+	m.share.CountOwned(owner, except, ids)
+	return len(ids)
+}
+
+// ConversationOwner reports who made the Claude conversation id (a
+// claudeSessionId): the owner of the session of this instance that has or
+// had it, else of a session closed here lately, else what the registry
+// knows (see store.State.ConversationOwner). "" is a session made over
+// stdio; known is false when no session with that conversation is known.
+func (m *Manager) ConversationOwner(id string) (owner string, known bool) {
+	if id == "" {
+		return "", false
+	}
+	for _, s := range m.list() {
+		s.mu.Lock()
+		has := s.claudeSessionID == id || slices.Contains(s.pastClaudeSessionIDs, id)
+		owner := s.opts.Owner
+		s.mu.Unlock()
+		if has {
+			return owner, true
+		}
+	}
+	return m.share.ConversationOwner(id)
 }

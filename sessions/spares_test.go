@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
@@ -35,7 +36,7 @@ func TestSpareTaken(t *testing.T) {
 	m := newManager(t, Config{WarmSpares: 1, MaxLive: 4})
 	cwd := t.TempDir()
 	opts := CreateOptions{Cwd: cwd, SessionOptions: claudeagent.SessionOptions{Model: "sonnet"}}
-	m.spareOn(sessionCreated, opts)
+	m.spareOn(live.SessionCreated, opts)
 	pids := waitSpares(t, m, 1)
 	if m.LiveCount() != 1 {
 		t.Errorf("a spare does not count as live: %d", m.LiveCount())
@@ -102,7 +103,7 @@ func TestSpareOnlyForSameOptions(t *testing.T) {
 	}})
 	cwd := t.TempDir()
 	base := CreateOptions{Cwd: cwd, SessionOptions: claudeagent.SessionOptions{Model: "sonnet"}}
-	m.spareOn(sessionCreated, base)
+	m.spareOn(live.SessionCreated, base)
 	spare := waitSpares(t, m, 1)[0]
 	for _, o := range []CreateOptions{
 		{Cwd: t.TempDir(), SessionOptions: claudeagent.SessionOptions{Model: "sonnet"}},
@@ -129,7 +130,7 @@ func TestSpareGivesWay(t *testing.T) {
 		// Two option sets: the creates' own (which they want) does not
 		// displace the spare's.
 		m := newManager(t, Config{WarmSpares: 2, MaxLive: 2})
-		m.spareOn(sessionCreated, CreateOptions{Cwd: t.TempDir()})
+		m.spareOn(live.SessionCreated, CreateOptions{Cwd: t.TempDir()})
 		spare := waitSpares(t, m, 1)[0]
 		a := create(t, m, CreateOptions{})
 		b := create(t, m, CreateOptions{})
@@ -144,7 +145,7 @@ func TestSpareGivesWay(t *testing.T) {
 	t.Run("idle_timeout", func(t *testing.T) {
 		t.Parallel()
 		m := newManager(t, Config{WarmSpares: 1, MaxLive: 2, IdleTimeout: 300 * time.Millisecond})
-		m.spareOn(sessionCreated, CreateOptions{Cwd: t.TempDir()})
+		m.spareOn(live.SessionCreated, CreateOptions{Cwd: t.TempDir()})
 		spare := waitSpares(t, m, 1)[0]
 		waitUntil(t, waitLimit, "the spare stops", func() bool { return m.Spares() == 0 })
 		waitUntil(t, waitLimit, "its place is free", func() bool { return m.LiveCount() == 0 }) // after its process is gone
@@ -153,14 +154,14 @@ func TestSpareGivesWay(t *testing.T) {
 	t.Run("shutdown", func(t *testing.T) {
 		t.Parallel()
 		m := NewManager(fakeConfig(t, Config{WarmSpares: 2, MaxLive: 4}))
-		m.spareOn(sessionCreated, CreateOptions{Cwd: t.TempDir()})
-		m.spareOn(sessionCreated, CreateOptions{Cwd: t.TempDir()})
+		m.spareOn(live.SessionCreated, CreateOptions{Cwd: t.TempDir()})
+		m.spareOn(live.SessionCreated, CreateOptions{Cwd: t.TempDir()})
 		spares := waitSpares(t, m, 2)
 		m.Shutdown()
 		for _, pid := range spares {
 			checkGone(t, pid)
 		}
-		m.spareOn(sessionCreated, CreateOptions{Cwd: t.TempDir()})
+		m.spareOn(live.SessionCreated, CreateOptions{Cwd: t.TempDir()})
 		if m.Spares() != 0 || m.LiveCount() != 0 {
 			t.Errorf("spares after Shutdown: %d, live %d", m.Spares(), m.LiveCount())
 		}
@@ -168,7 +169,7 @@ func TestSpareGivesWay(t *testing.T) {
 	t.Run("max_live_1", func(t *testing.T) {
 		t.Parallel()
 		m := newManager(t, Config{WarmSpares: 1, MaxLive: 1})
-		m.spareOn(sessionCreated, CreateOptions{Cwd: t.TempDir()})
+		m.spareOn(live.SessionCreated, CreateOptions{Cwd: t.TempDir()})
 		if m.Spares() != 0 || m.LiveCount() != 0 {
 			t.Errorf("a spare with --max-live 1")
 		}
@@ -182,7 +183,7 @@ func TestSpareRefillAfterOneShot(t *testing.T) {
 	t.Parallel()
 	m := newManager(t, Config{WarmSpares: 1, MaxLive: 4})
 	opts := CreateOptions{Cwd: t.TempDir(), SessionOptions: claudeagent.SessionOptions{Model: "sonnet"}}
-	m.spareOn(sessionCreated, opts)
+	m.spareOn(live.SessionCreated, opts)
 	first := waitSpares(t, m, 1)[0]
 	tmp := opts
 	tmp.Temporary = true
@@ -220,7 +221,7 @@ func TestSpareRefillWhenFull(t *testing.T) {
 	create(t, m, CreateOptions{}) // other options: it keeps one place
 	waitSpares(t, m, 1)           // the spare its create wants, which the next want replaces
 	opts := CreateOptions{Cwd: t.TempDir(), SessionOptions: claudeagent.SessionOptions{Model: "sonnet"}}
-	m.spareOn(sessionCreated, opts)
+	m.spareOn(live.SessionCreated, opts)
 	first := waitSpares(t, m, 1)[0]
 	tmp := opts
 	tmp.Temporary = true

@@ -117,9 +117,9 @@ func (s *Session) takeSpare(opts claudeagent.Options) (*live.Spare, *claudeagent
 		return nil, nil
 	}
 	s.mu.Lock()
-	took := createTookSpare
+	took := live.CreateTookSpare
 	if s.oneShot || s.opts.Temporary {
-		took = oneShotTookSpare
+		took = live.OneShotTookSpare
 	}
 	s.claudeSessionID = sp.SessionID()
 	s.mu.Unlock()

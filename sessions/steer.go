@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/run"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
@@ -124,7 +125,7 @@ func (s *Session) runFollowUp(ctx context.Context, fu *followUp) *turn.Result {
 	defer func() {
 		s.handOff()
 		s.m.pool.Idle()
-		s.m.spareOn(turnEnded, CreateOptions{})
+		s.m.spareOn(live.TurnEnded, CreateOptions{})
 	}()
 	<-fu.after.Done()
 	s.mu.Lock()

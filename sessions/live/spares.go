@@ -48,6 +48,9 @@ type SparesConfig[O any] struct {
 	// false when a spare cannot serve one (it resumes a conversation, it
 	// has a worktree, the policy refuses it).
 	Options func(o O) (claudeagent.Options, bool)
+	// Validate, when set, checks and completes an option set before it is
+	// wanted (see On); an error drops it.
+	Validate func(o *O) error
 	// Start starts and initializes a process; on failure the process is
 	// gone.
 	Start func(ctx context.Context, opts claudeagent.Options, log *slog.Logger) (*claudeagent.Process, *claudeagent.InitializeResponse, error)

@@ -8,17 +8,17 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
-// Merge merges this instance's sessions into the registry under its lock
+// merge merges this instance's sessions into the registry under its lock
 // (see store.Merge for who wins): locals makes the records of the sessions
 // (called under the lock that orders merges), the store merges them, and
 // take takes over each record that won over the instance's (it reports
 // whether the stored record must win at the next merge too). With claim
 // set, that session is claimed for a start, or its claim confirmed;
 // out.ClaimErr and out.ClaimClosed say why it may not start or go on.
-// The manager drops the sessions out.Gone names and kills the processes of
+// Sync drops the sessions out.Gone names and fences off the processes of
 // out.Lost. A write error is logged when it begins or ends, and reported
 // by Failing.
-func (sh *Instance) Merge(locals func() []store.Local, claim string, take func(store.Entry) (again bool)) (store.Merged, error) {
+func (sh *Instance) merge(locals func() []store.Local, claim string, take func(store.Entry) (again bool)) (store.Merged, error) {
 	sh.saveMu.Lock()
 	in := sh.mergeInput(locals(), claim)
 	var out store.Merged
@@ -117,12 +117,12 @@ func (sh *Instance) recordMerge(in *store.Merge, out store.Merged, stamp store.S
 	return was
 }
 
-// Refresh looks at the registry again when it changed since this instance
+// refresh looks at the registry again when it changed since this instance
 // last read or wrote it (a stat when it did not), and returns those of the
 // sessions shared names (called under the lock that orders merges) that
 // another instance closed; the owners of the open sessions are noted for
 // CountOwned.
-func (sh *Instance) Refresh(shared func() []string) (gone []string) {
+func (sh *Instance) refresh(shared func() []string) (gone []string) {
 	if sh.cfg.Store == nil {
 		return nil
 	}
@@ -165,11 +165,11 @@ func (sh *Instance) Known(id string) bool {
 	return ok
 }
 
-// Restore reads the registry at the start: the costs so far become this
+// restore reads the registry at the start: the costs so far become this
 // instance's, and track (called under the lock that orders merges)
 // restores sessions of the state and returns the entries it restored,
 // which become the base of their sessions.
-func (sh *Instance) Restore(track func(st store.State) []store.Entry) {
+func (sh *Instance) restore(track func(st store.State) []store.Entry) {
 	if sh.cfg.Store == nil {
 		return
 	}

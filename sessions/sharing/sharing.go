@@ -10,7 +10,9 @@
 // It knows the store's records (package store); it must not know
 // sessions, processes or MCP: the manager gives it records (store.Local)
 // and acts on the outcome (takes records over, drops sessions, kills the
-// processes of lost claims). Without a store it still keeps the costs and
+// processes of lost claims) through the small Host interface: Sync
+// merges, Look looks at the registry again, Fence checks a claim before a
+// process is used, Restore and Adopt take sessions up. Without a store it still keeps the costs and
 // the sessions closed here.
 package sharing
 
@@ -38,11 +40,14 @@ type Config struct {
 	// Now is the clock of claims and tombstones; nil is time.Now.
 	Now func() time.Time
 	Log *slog.Logger
+	// ErrClosed is what Sync's error wraps for a session another instance
+	// closed.
+	ErrClosed error
 }
 
 // Instance is this instance's part in the registry. Its methods are safe
 // for concurrent use. Lock order: the lock that orders merges and
-// adoptions (held while Merge, Refresh and Adopt call back) comes before
+// adoptions (held while Sync, Look, Restore and Adopt call back) comes before
 // the manager's and its sessions' locks; the others are taken alone.
 type Instance struct {
 	cfg          Config

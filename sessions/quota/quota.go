@@ -1,0 +1,122 @@
+// Package quota holds the server's limits on what sessions may hold and
+// spend, and says when one is reached: open sessions (--max-sessions,
+// --user-max-sessions), live processes per user (--user-max-live), and
+// budgets — a session's (its maxBudgetUsd, else --max-session-budget-usd),
+// a user's (--user-max-budget-usd) and the server's
+// (--max-total-budget-usd), counted from the costs the CLI reports.
+//
+// It knows counts and amounts, and the flags that set them; it must not
+// know sessions, processes, the registry or MCP: the manager counts and
+// spends (package sharing keeps the costs), asks, and acts on the answer
+// (refuses, or makes an idle session dormant). Its refusals wrap the
+// errors Limits names.
+package quota
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
+
+// Limits are the quotas; 0 means none.
+type Limits struct {
+	MaxSessions, UserMaxSessions, UserMaxLive                int
+	MaxSessionBudgetUSD, UserMaxBudgetUSD, MaxTotalBudgetUSD float64
+	// ErrTooMany and ErrBudget are what the refusals wrap.
+	ErrTooMany, ErrBudget error
+}
+
+// USD renders an amount of dollars with the digits that matter.
+func USD(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// Cents rounds an amount to a millionth of a dollar for a text.
+func Cents(v float64) string { return USD(math.Round(v*1e6) / 1e6) }
+
+// SessionBudget is a session's budget: its own (maxBudgetUsd), else the
+// server's per-session ceiling; 0 for none.
+func (l Limits) SessionBudget(own float64) float64 {
+	if own > 0 {
+		return own
+	}
+	return l.MaxSessionBudgetUSD
+}
+
+// CheckTurn refuses a turn once all sessions together have spent
+// --max-total-budget-usd (total), the owner's sessions
+// --user-max-budget-usd (userSpent asks what they spent), or session id
+// its budget (cost of budget).
+func (l Limits) CheckTurn(total float64, owner string, userSpent func(string) float64, id string, cost, budget float64) error {
+	if limit := l.MaxTotalBudgetUSD; limit > 0 && total >= limit {
+		return fmt.Errorf("%w: all sessions together have cost $%s, and this server allows $%s in all (--max-total-budget-usd); no new turns run until the operator raises it", l.ErrBudget, Cents(total), USD(limit))
+	}
+	if limit := l.UserMaxBudgetUSD; owner != "" && limit > 0 {
+		if spent := userSpent(owner); spent >= limit {
+			return fmt.Errorf("%w: the sessions of user %s have cost $%s, and this server allows a user $%s (--user-max-budget-usd)", l.ErrBudget, owner, Cents(spent), USD(limit))
+		}
+	}
+	if budget > 0 && cost >= budget {
+		return fmt.Errorf("%w: session %s has cost $%s of its $%s budget (maxBudgetUsd); create a new session to go on", l.ErrBudget, id, Cents(cost), USD(budget))
+	}
+	return nil
+}
+
+// CheckOpen refuses one more open session: open are open already, and
+// the owner's ("" for none) count asks how many of them are the owner's
+// (called only when --user-max-sessions applies). adopting names a
+// session taken up from the registry ("" for a new one).
+func (l Limits) CheckOpen(open int, owner string, count func() int, adopting string) error {
+	if open >= l.MaxSessions {
+		if adopting != "" {
+			return fmt.Errorf("%w: session %s is in the session registry, but %d sessions are open on this instance and --max-sessions is %d", l.ErrTooMany, adopting, open, l.MaxSessions)
+		}
+		return fmt.Errorf("%w: %d sessions are open and --max-sessions is %d", l.ErrTooMany, open, l.MaxSessions)
+	}
+	limit := l.UserMaxSessions
+	if limit <= 0 || owner == "" {
+		return nil
+	}
+	if n := count(); n >= limit {
+		if adopting != "" {
+			return fmt.Errorf("%w: session %s is in the session registry, but user %s has %d other open sessions and this server allows a user %d (--user-max-sessions); close one first", l.ErrTooMany, adopting, owner, n, limit)
+		}
+		return fmt.Errorf("%w: user %s has %d open sessions and this server allows a user %d (--user-max-sessions); close one first", l.ErrTooMany, owner, n, limit)
+	}
+	return nil
+}
+
+// Live is a live session of a user's as --user-max-live sees it: whether
+// it is idle, and since when.
+type Live[S any] struct {
+	Session S
+	Since   time.Time
+	Idle    bool
+}
+
+// MakeRoom keeps owner within --user-max-live before one more of the
+// owner's sessions starts: while live (the owner's other live sessions,
+// asked again each time) holds that many, the least recently used idle one
+// is evicted (made dormant); when none is idle, the start is refused.
+func MakeRoom[S any](l Limits, owner string, live func() []Live[S], evict func(S)) error {
+	limit := l.UserMaxLive
+	if owner == "" || limit <= 0 {
+		return nil
+	}
+	for range limit + 1 {
+		all := live()
+		var victim *Live[S]
+		for i, o := range all {
+			if o.Idle && (victim == nil || o.Since.Before(victim.Since)) {
+				victim = &all[i]
+			}
+		}
+		if len(all) < limit {
+			return nil
+		}
+		if victim == nil {
+			return fmt.Errorf("%w: user %s has %d live sessions, all busy, and this server allows a user %d (--user-max-live); wait for one to finish", l.ErrTooMany, owner, len(all), limit)
+		}
+		evict(victim.Session)
+	}
+	return fmt.Errorf("%w: user %s is at --user-max-live %d", l.ErrTooMany, owner, limit)
+}
