@@ -382,6 +382,18 @@ func (p *Process) SetPermissionMode(ctx context.Context, mode string) error {
 	return err
 }
 
+// SetEffort switches the effort level for the next turns without a
+// restart (control request apply_flag_settings); "" selects the model's
+// default.
+func (p *Process) SetEffort(ctx context.Context, effort string) error {
+	var level any
+	if effort != "" {
+		level = effort
+	}
+	_, err := p.Control(ctx, "apply_flag_settings", map[string]any{"settings": map[string]any{"effortLevel": level}})
+	return err
+}
+
 // Close ends the process in stages: close stdin and wait, SIGTERM the
 // process group and wait, SIGKILL it. Each wait is Options.CloseTimeout. It
 // returns once the process is gone; an error means it could not be ended.

@@ -20,7 +20,7 @@ import (
 
 // Interrupt interrupts the running query, if any, and reports whether one
 // was running, and whether its process had to be stopped because it did
-// not acknowledge the interrupt (see interruptTurn). The query returns with
+// not acknowledge the interrupt (see halt.Halt.Interrupt). The query returns with
 // Interrupted set. A query waiting for a usage limit's reset (package limitwait)
 // stops waiting; the CLI, which runs no turn then, is not asked.
 func (s *Session) Interrupt(ctx context.Context) (running, forced bool) {
@@ -37,7 +37,7 @@ func (s *Session) Interrupt(ctx context.Context) (running, forced bool) {
 	if t == nil || p == nil {
 		return false, false
 	}
-	return true, s.interruptTurn(ctx, t, p)
+	return true, s.halt().Interrupt(ctx, t, p)
 }
 
 // SetModel switches the model and returns the resolved id ("" when it
@@ -142,26 +142,14 @@ func (s *Session) onControl(ctx context.Context, req *claudeagent.ControlRequest
 }
 
 // boundApproval keeps an allow within the operator's ceilings
-// (policy.Gate.CheckApproval), whoever gave it — the caller through
-// elicitation or the dashboard, or the permission policy: a path beyond
-// them turns it into a denial, and permission updates beyond them are
-// dropped (the use is allowed once).
+// (policy.Gate.Bound).
 func (s *Session) boundApproval(c *claudeagent.CanUseToolRequest, cwd string, res *claudeagent.PermissionResult) *claudeagent.PermissionResult {
-	if res.Behavior != "allow" {
-		return res
-	}
 	s.mu.Lock()
 	o := s.opts
 	s.mu.Unlock()
-	kept, err := s.m.policy.CheckApproval(&o, cwd, policy.ApprovalOf(c, cwd, res.UpdatedPermissions))
-	if err != nil {
-		s.log.Info("an approval reaches beyond the server's policy; denied", "tool", c.ToolName, "reason", err)
-		return claudeagent.Deny(fmt.Sprintf("Permission to use %s was denied by the server's policy, whoever allowed it: %v.", c.ToolName, err))
+	out, why := s.m.policy.Bound(&o, cwd, c, res)
+	if why != "" {
+		s.log.Info(why, "tool", c.ToolName)
 	}
-	if len(kept) < len(res.UpdatedPermissions) {
-		s.log.Info("an approval's lasting permissions reach beyond the server's policy; allowed once", "tool", c.ToolName)
-	}
-	out := *res
-	out.UpdatedPermissions = kept
-	return &out
+	return out
 }

@@ -396,11 +396,16 @@ func (m *Manager) Close(id string) (int, error) {
 // Discard closes a session and forgets it without touching the registry
 // entry of other sessions; used for temporary sessions.
 func (m *Manager) Discard(s *Session) {
+	m.forget(s)
+	s.close()
+	m.persist()
+}
+
+// forget drops s from the open sessions.
+func (m *Manager) forget(s *Session) {
 	m.mu.Lock()
 	delete(m.sessions, s.ID)
 	m.mu.Unlock()
-	s.close()
-	m.persist()
 }
 
 // Shutdown stops every process, in parallel, and refuses new sessions.
@@ -408,13 +413,10 @@ func (m *Manager) Discard(s *Session) {
 func (m *Manager) Shutdown() {
 	m.spares.Close()
 	m.mu.Lock()
-	m.closed = true
+	m.closed = true // no session is added from now on
 	m.pool.Close()
-	all := make([]*Session, 0, len(m.sessions))
-	for _, s := range m.sessions {
-		all = append(all, s)
-	}
 	m.mu.Unlock()
+	all := m.list()
 	m.persist()
 	var wg sync.WaitGroup
 	for _, s := range all {

@@ -77,9 +77,7 @@ func (m *Manager) endOneShot(s *Session) {
 // one-shot query's answer need not wait for its CLI to exit (tens of
 // milliseconds). Shutdown waits for these closes.
 func (m *Manager) discardLater(s *Session) {
-	m.mu.Lock()
-	delete(m.sessions, s.ID)
-	m.mu.Unlock()
+	m.forget(s)
 	m.closing.Go(func() {
 		s.close()
 		m.persist()

@@ -2,11 +2,11 @@ package sessions
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/halt"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/limitwait"
@@ -285,16 +285,12 @@ func (s *Session) setEffort(ctx context.Context, p *claudeagent.Process, effort 
 	if effort == cur {
 		return nil
 	}
-	var level any
-	if effort != "" {
-		level = effort
-	}
 	if err := s.m.fence(s); err != nil { // the claim may have passed to another instance
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := p.Control(ctx, "apply_flag_settings", map[string]any{"settings": map[string]any{"effortLevel": level}}); err != nil {
+	if err := p.SetEffort(ctx, effort); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -316,53 +312,17 @@ func (s *Session) wait(ctx context.Context, t *turn.Turn, p *claudeagent.Process
 		t.MarkTimedOut()
 		s.log.Info("query timed out; interrupting the turn", "timeout", s.m.cfg.QueryTimeout)
 	}
-	s.abort(t, p)
+	s.halt().Abort(t, p)
 }
 
-// abort interrupts the turn and waits for it to end: a CLI that does not
-// acknowledge the interrupt is stopped at once (see interruptTurn); one that
-// acknowledges it but does not end the turn within the grace period is
-// killed.
-func (s *Session) abort(t *turn.Turn, p *claudeagent.Process) {
-	if s.interruptTurn(context.Background(), t, p) {
-		<-t.Done()
-		return
-	}
-	grace := s.m.cfg.interruptGrace()
-	tm := time.NewTimer(grace)
-	defer tm.Stop()
-	select {
-	case <-t.Done():
-		return
-	case <-tm.C:
-	}
-	s.log.Warn("claude acknowledged the interrupt but did not end the turn; killing it", "grace", grace)
-	p.Kill()
-	<-t.Done()
-}
-
-// interruptTurn asks the CLI to stop t's turn. A CLI that does not acknowledge
-// within InterruptAck (hung, or stopped) is stopped: SIGTERM to its process
-// group, SIGKILL a moment later; the turn then ends with a note saying so,
-// and the session resumes on its next query. It reports whether it had to
-// stop the process.
-func (s *Session) interruptTurn(ctx context.Context, t *turn.Turn, p *claudeagent.Process) bool {
-	t.MarkInterrupted()
-	s.mu.Lock()
-	if s.cur == t && s.st.State() == state.Running {
-		s.st.MoveLocked(state.Interrupting) // a query arriving now waits for this turn's end
-	}
-	s.mu.Unlock()
-	ack := s.m.cfg.InterruptAck
-	ictx, cancel := context.WithTimeout(ctx, ack)
-	err := p.Interrupt(ictx)
-	cancel()
-	if err == nil || errors.Is(err, claudeagent.ErrClosed) || ctx.Err() != nil {
-		return false // acknowledged, or the process is gone already (the pump ends the turn)
-	}
-	msg := fmt.Sprintf("claude did not acknowledge the interrupt within %s, so its process was stopped (SIGTERM, then SIGKILL); the session keeps its conversation and resumes on its next query", ack)
-	s.log.Warn("claude did not acknowledge the interrupt; stopping its process", "after", ack, "err", err)
-	t.Force(msg)
-	p.Stop(500 * time.Millisecond)
-	return true
+// halt is how s stops its turns (package halt); a turn it interrupts
+// makes the running session interrupting.
+func (s *Session) halt() halt.Halt {
+	return halt.Halt{Ack: s.m.cfg.InterruptAck, Grace: s.m.cfg.interruptGrace(), Log: s.log, Interrupting: func(t *turn.Turn) {
+		s.mu.Lock()
+		if s.cur == t && s.st.State() == state.Running {
+			s.st.MoveLocked(state.Interrupting) // a query arriving now waits for this turn's end
+		}
+		s.mu.Unlock()
+	}}
 }

@@ -128,3 +128,25 @@ func within(dir, p string) bool {
 	}
 	return inside(dir, p)
 }
+
+// Bound keeps an allow within the ceilings (CheckApproval), whoever gave
+// it — the caller through elicitation or the dashboard, or the permission
+// policy: a path beyond them turns it into a denial, and permission
+// updates beyond them are dropped (the use is allowed once). why says what
+// was changed, for the log ("" for nothing).
+func (g *Gate) Bound(o *options.CreateOptions, cwd string, c *claudeagent.CanUseToolRequest, res *claudeagent.PermissionResult) (out *claudeagent.PermissionResult, why string) {
+	if res.Behavior != "allow" {
+		return res, ""
+	}
+	kept, err := g.CheckApproval(o, cwd, ApprovalOf(c, cwd, res.UpdatedPermissions))
+	if err != nil {
+		return claudeagent.Deny(fmt.Sprintf("Permission to use %s was denied by the server's policy, whoever allowed it: %v.", c.ToolName, err)),
+			"an approval reaches beyond the server's policy; denied: " + err.Error()
+	}
+	if len(kept) < len(res.UpdatedPermissions) {
+		why = "an approval's lasting permissions reach beyond the server's policy; allowed once"
+	}
+	bounded := *res
+	bounded.UpdatedPermissions = kept
+	return &bounded, why
+}
