@@ -52,25 +52,25 @@ func (sh *Instance) Me() store.Claim { return sh.me }
 func (sh *Instance) Lease() time.Duration { return sh.lease }
 
 // Confirm says what the claim on session id allows before its process is
-// used: lost is the error of a claim that passed to another instance (the
+// used: lost (last) is the error of a claim that passed to another instance (the
 // process must be killed); due is set when the claim was last confirmed
 // longer ago (ago) than the renewals allow, so that it must be confirmed
 // against the registry first (a merge claiming it).
-func (sh *Instance) Confirm(id string) (lost error, due bool, ago time.Duration) {
+func (sh *Instance) Confirm(id string) (due bool, ago time.Duration, lost error) {
 	if sh.cfg.Store == nil {
-		return nil, false, 0
+		return false, 0, nil
 	}
 	sh.mu.Lock()
 	h := sh.held[id]
 	sh.mu.Unlock()
 	switch {
 	case h.Lost != nil:
-		return h.Lost, false, 0
+		return false, 0, h.Lost
 	case h.Gen == 0:
-		return nil, false, 0 // no claim: a session the registry never held, or one it cannot hold
+		return false, 0, nil // no claim: a session the registry never held, or one it cannot hold
 	}
 	ago = since(sh.cfg.Now(), h.Confirmed)
-	return nil, ago >= sh.lease-sh.renew, ago
+	return ago >= sh.lease-sh.renew, ago, nil
 }
 
 // since is how long ago then was, on both the monotonic clock and the wall

@@ -74,7 +74,7 @@ func (sh *Instance) Look(h Host) {
 // allow (this instance was paused, say), it is confirmed against the
 // registry first (and renewed) by a Sync claiming it.
 func (sh *Instance) Fence(h Host, id string) error {
-	lost, due, ago := sh.Confirm(id)
+	due, ago, lost := sh.Confirm(id)
 	switch {
 	case lost != nil:
 		h.FenceOff(id, lost)
