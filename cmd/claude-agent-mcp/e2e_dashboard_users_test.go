@@ -246,7 +246,7 @@ func TestE2EDashboardAdminHoldsNoQuestion(t *testing.T) {
 			map[string]string{"Origin": e.url, "X-Requested-With": "dashboard"})
 		return code, body
 	}
-	if code, body := answer(alice, token); code != http.StatusForbidden || !strings.Contains(body, "only the session's owner answers") {
+	if code, body := answer(alice, token); code != http.StatusForbidden || !strings.Contains(body, "only the session's owner may answer") {
 		t.Errorf("the admin's answer to bob's question: %d %q, want 403", code, body)
 	}
 
