@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
@@ -205,7 +206,7 @@ func TestQueuedQuery(t *testing.T) {
 		_, err := f.cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "claude_chat_query", Arguments: map[string]any{"sessionId": a, "prompt": "SLOW4"}})
 		done <- err
 	}()
-	waitFor(t, "A running", func() bool { s, _ := f.mgr.Get(a); return s.Info().State == state.Running })
+	poll.Until(t, 10*time.Second, "A running", func() bool { s, _ := f.mgr.Get(a); return s.Info().State == state.Running })
 	res, out := f.call(t, "claude_session_create", map[string]any{"cwd": t.TempDir()}, nil)
 	b := out["sessionId"].(string)
 	if out["active"] != false || !strings.Contains(resText(res), "starts with its first query") {
@@ -220,7 +221,7 @@ func TestQueuedQuery(t *testing.T) {
 		}
 		queried <- res
 	}()
-	waitFor(t, "B queued", func() bool { s, _ := f.mgr.Get(b); return s.Info().State == state.Queued })
+	poll.Until(t, 10*time.Second, "B queued", func() bool { s, _ := f.mgr.Get(b); return s.Info().State == state.Queued })
 	_, list := f.call(t, "claude_session_list", map[string]any{"sessionId": b}, nil)
 	if info := list["sessions"].([]any)[0].(map[string]any); info["state"] != "queued" || info["queuePosition"] != float64(1) || list["queued"] != float64(1) {
 		t.Errorf("list while queued: %v", list)
@@ -237,18 +238,6 @@ func TestQueuedQuery(t *testing.T) {
 		t.Fatal("the queued query did not get its turn after the running one ended")
 	}
 	f.waitEvents(t, "progress:queued for a live claude process (--max-live 1): position 1")
-}
-
-// waitFor polls cond: for state that only polling can observe.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10 s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // TestHistoryCapped: history pages stay within --max-result-chars, each cut

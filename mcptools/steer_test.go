@@ -3,7 +3,9 @@ package mcptools
 import (
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -15,7 +17,7 @@ func running(t *testing.T, mgr *sessions.Manager, sid string, ready func(p runPr
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the query to run", func() bool {
+	poll.Until(t, 10*time.Second, "the query to run", func() bool {
 		r := s.CurrentRun()
 		return r != nil && ready(runProgress{tools: r.Progress().ToolsUsed})
 	})

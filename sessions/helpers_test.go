@@ -122,23 +122,6 @@ func approx(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
 // allStacks is every goroutine's stack, for the report of a hang.
 func allStacks() string { return leakcheck.Stacks() }
 
-// waitUntil polls cond: for state another goroutine (a timer, the pump)
-// changes with nothing to wait on. With quiet, running out of time is not
-// a failure.
-func waitUntil(tb testing.TB, d time.Duration, what string, cond func() bool, quiet ...bool) {
-	tb.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			if len(quiet) > 0 && quiet[0] {
-				return
-			}
-			tb.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling, not synchronisation
-	}
-}
-
 func checkGone(tb testing.TB, pid int) {
 	tb.Helper()
 	leakcheck.CheckGone(tb, pid)

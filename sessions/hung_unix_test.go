@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 )
 
@@ -31,7 +32,7 @@ func TestHungChild(t *testing.T) {
 		// The stop takes hold asynchronously: until it has, the child may
 		// still answer (an interrupt acknowledged 0.6 ms after the kill
 		// made this test fail under load).
-		waitUntil(t, waitLimit, "the child stopped", func() bool { return stopped(pid) })
+		poll.Until(t, waitLimit, "the child stopped", func() bool { return stopped(pid) })
 	}
 	resumes := func(t *testing.T, s *Session, old int) {
 		t.Helper()
@@ -82,7 +83,7 @@ func TestHungChild(t *testing.T) {
 		}
 		stop(t, pid)
 		go s.Interrupt(ctxFor(t))
-		waitUntil(t, waitLimit, "the interrupt under way", func() bool { return stateOf(s) == state.Interrupting })
+		poll.Until(t, waitLimit, "the interrupt under way", func() bool { return stateOf(s) == state.Interrupting })
 		r, err := s.Query(ctxFor(t), "hi", QueryOptions{})
 		if err != nil || r.FinalText != hello {
 			t.Fatalf("the query during the interrupt: %+v, %v", r, err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/limitwait"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
@@ -246,7 +247,7 @@ func TestUsageLimitRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, waitLimit, "the run to show the reset", func() bool { return !r.Progress().LimitedUntil.IsZero() })
+	poll.Until(t, waitLimit, "the run to show the reset", func() bool { return !r.Progress().LimitedUntil.IsZero() })
 	if p := r.Progress(); !p.LimitedUntil.Equal(limitReset) || p.LimitKind != "five_hour" || !strings.HasPrefix(p.LastStep, "limited until ") {
 		t.Errorf("progress = %+v", p)
 	}

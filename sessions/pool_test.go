@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
@@ -53,9 +54,9 @@ func TestQueueBeyondMaxLive(t *testing.T) {
 	}
 	ql := &queueLog{queued: map[string][]string{}}
 	pb := startQuery(ctxFor(t), b, "hi", QueryOptions{OnEvent: ql.on("b")})
-	waitUntil(t, waitLimit, "b queued", func() bool { return b.Info().State == state.Queued })
+	poll.Until(t, waitLimit, "b queued", func() bool { return b.Info().State == state.Queued })
 	pc := startQuery(ctxFor(t), c, "hi", QueryOptions{OnEvent: ql.on("c")})
-	waitUntil(t, waitLimit, "c queued", func() bool { return c.Info().QueuePosition == 2 })
+	poll.Until(t, waitLimit, "c queued", func() bool { return c.Info().QueuePosition == 2 })
 	if in := b.Info(); in.State != state.Queued || in.QueuePosition != 1 {
 		t.Errorf("b while queued: %+v", in)
 	}
@@ -105,9 +106,9 @@ func TestQueueCancel(t *testing.T) {
 	c := create(t, m, CreateOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	pb := startQuery(ctx, b, "hi", QueryOptions{})
-	waitUntil(t, waitLimit, "b queued", func() bool { return b.Info().State == state.Queued })
+	poll.Until(t, waitLimit, "b queued", func() bool { return b.Info().State == state.Queued })
 	pc := startQuery(ctxFor(t), c, "hi", QueryOptions{})
-	waitUntil(t, waitLimit, "c queued", func() bool { return c.Info().QueuePosition == 2 })
+	poll.Until(t, waitLimit, "c queued", func() bool { return c.Info().QueuePosition == 2 })
 	cancel()
 	select {
 	case <-pb.done:
@@ -117,7 +118,7 @@ func TestQueueCancel(t *testing.T) {
 	if !errors.Is(pb.err, context.Canceled) {
 		t.Errorf("the cancelled queued query: %v", pb.err)
 	}
-	waitUntil(t, waitLimit, "c moves up", func() bool { return c.Info().QueuePosition == 1 })
+	poll.Until(t, waitLimit, "c moves up", func() bool { return c.Info().QueuePosition == 1 })
 	if got := b.Info().State; got == state.Queued {
 		t.Errorf("b is still queued after its cancel")
 	}

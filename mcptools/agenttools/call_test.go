@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -355,18 +356,14 @@ func TestAgentToolSteer(t *testing.T) {
 		done <- result{res, out}
 	}()
 	var sid string
-	deadline := time.Now().Add(10 * time.Second)
-	for sid == "" && time.Now().Before(deadline) { // polling: the session exists only once the call runs
+	poll.Until(t, 10*time.Second, "the agent tool's session to run", func() bool {
 		for _, s := range e.mgr.List() {
 			if s.CurrentRun() != nil {
 				sid = s.ID
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if sid == "" {
-		t.Fatal("the agent tool's session did not start running")
-	}
+		return sid != ""
+	})
 	if res, out := e.call(t, "claude_chat_steer", map[string]any{"sessionId": sid, "message": "STEERED also say hi"}, nil); res.IsError || out["sent"] != true {
 		t.Fatalf("steer: %s", resText(res))
 	}
