@@ -93,6 +93,22 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// openRegistry gives the sessions their registry (--state-file; none with
+// --persist=false), and says whether it can be written.
+func openRegistry(c *config, mcfg *sessions.Config, logger *slog.Logger) error {
+	path, err := c.statePath()
+	if err != nil || path == "" {
+		return err
+	}
+	mcfg.Registry = store.NewFile(path, logger)
+	if err := mcfg.Registry.CheckWritable(); err != nil {
+		logger.Error("the session registry cannot be written: sessions will not survive a restart (results say persisted: false)", "path", path, "err", err)
+	} else {
+		logger.Info("sessions are kept in the registry and survive a restart (--persist=false turns this off)", "path", path)
+	}
+	return nil
+}
+
 func versionString() string {
 	v := version
 	if v == "" {
@@ -161,17 +177,8 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 		mcfg.OnAlert = alerter.onAlert
 		defer alerter.close() // after the sessions' shutdown (deferred later)
 	}
-	path, err := c.statePath()
-	if err != nil {
+	if err := openRegistry(c, &mcfg, logger); err != nil {
 		return err
-	}
-	if path != "" {
-		mcfg.Registry = store.NewFile(path, logger)
-		if err := mcfg.Registry.CheckWritable(); err != nil {
-			logger.Error("the session registry cannot be written: sessions will not survive a restart (results say persisted: false)", "path", path, "err", err)
-		} else {
-			logger.Info("sessions are kept in the registry and survive a restart (--persist=false turns this off)", "path", path)
-		}
 	}
 	mgr := sessions.NewManager(mcfg)
 	opts := st.tools
