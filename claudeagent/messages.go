@@ -469,9 +469,15 @@ func decodeOwned(line []byte) (Message, error) {
 	case "stream_event":
 		v := &StreamEvent{rawLine: raw}
 		if err = json.Unmarshal(line, v); err == nil {
-			var ev envelope
-			_ = json.Unmarshal(v.Event, &ev)
-			v.EventType = ev.Type
+			// The CLI writes the event's type first: read from the front,
+			// not decoded again (a delta's text is tens of KiB).
+			if typ, ok := sniffType(v.Event); ok {
+				v.EventType = typ
+			} else {
+				var ev envelope
+				_ = json.Unmarshal(v.Event, &ev)
+				v.EventType = ev.Type
+			}
 		}
 		m = v
 	default:

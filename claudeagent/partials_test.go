@@ -3,6 +3,7 @@ package claudeagent
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"testing"
 )
 
@@ -73,5 +74,31 @@ func TestKeepPartials(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { p.dispatch(text) }); n != 0 {
 		t.Errorf("dropping a stream_event line allocates %v times, want 0", n)
+	}
+}
+
+// TestReadSkipsPartials: the reader skips a stream_event line nobody keeps
+// before it is read out (a 200 KiB one too, longer than the reader's
+// buffer), and still delivers every other line in order.
+func TestReadSkipsPartials(t *testing.T) {
+	p := dispatchOnly(t)
+	p.readerDone = make(chan struct{})
+	p.KeepPartials(false)
+	big := `{"type":"stream_event","event":{"type":"content_block_delta","delta":{"type":"text_delta","text":"` + strings.Repeat("x", 200<<10) + `"}}}`
+	in := strings.Join([]string{
+		`{"type":"system","subtype":"init","session_id":"s"}`,
+		big,
+		`{"type":"stream_event","event":{"type":"message_stop"}}`,
+		`{"type":"assistant","message":{"id":"m","role":"assistant","content":[{"type":"text","text":"hi"}]}}`,
+		big,
+		`{"type":"result","subtype":"success","result":"hi"}`,
+	}, "\n") + "\n"
+	p.readStdout(strings.NewReader(in))
+	var types []string
+	for _, m := range p.drain() {
+		types = append(types, m.Type())
+	}
+	if got := strings.Join(types, ","); got != "system,assistant,result" {
+		t.Errorf("read %s, want system,assistant,result", got)
 	}
 }

@@ -24,6 +24,9 @@ func (p *Process) readStdout(r io.Reader) {
 	br := bufio.NewReaderSize(r, 16<<10)
 	max := p.opts.maxLineBytes()
 	for {
+		if p.skipPartial(br) {
+			continue
+		}
 		line, err := ndjson.ReadLine(br, max)
 		if errors.Is(err, ndjson.ErrTooLong) {
 			p.log.Warn("skipping a stdout line longer than the cap", "max_bytes", max)
@@ -37,6 +40,25 @@ func (p *Process) readStdout(r io.Reader) {
 				p.log.Debug("reading claude stdout", "err", err)
 			}
 			return
+		}
+	}
+}
+
+// skipPartial skips the next line, unread and uncopied, when it is a
+// stream_event nobody keeps (KeepPartials) and its front is buffered
+// already (the CLI writes a line at once; a line whose front is not there
+// yet goes the usual way, to dispatch, which drops it too). It reports
+// whether it skipped one.
+func (p *Process) skipPartial(br *bufio.Reader) bool {
+	if p.partials.Load() || br.Buffered() < len(streamEventPrefix) {
+		return false
+	}
+	if head, _ := br.Peek(len(streamEventPrefix)); !bytes.Equal(head, streamEventPrefix) {
+		return false
+	}
+	for {
+		if _, err := br.ReadSlice('\n'); !errors.Is(err, bufio.ErrBufferFull) {
+			return err == nil // an error: ReadLine next meets it again
 		}
 	}
 }
