@@ -349,6 +349,8 @@ type StreamEvent struct {
 	SessionID       string          `json:"session_id"`
 	ParentToolUseID *string         `json:"parent_tool_use_id"`
 	UUID            string          `json:"uuid"`
+
+	delta *deltaOf // a text delta's text, when decoded on the fast path (delta.go)
 }
 
 // Type implements [Message].
@@ -359,6 +361,9 @@ func (*StreamEvent) Type() string { return "stream_event" }
 // (thinking_delta); ok is false for any other event. A sub-agent's events
 // (ParentToolUseID set) are the caller's to skip.
 func (m *StreamEvent) TextDelta() (text string, thinking, ok bool) {
+	if m.delta != nil {
+		return m.delta.text, false, true
+	}
 	if m.EventType != "content_block_delta" {
 		return "", false, false
 	}
@@ -467,6 +472,9 @@ func decodeOwned(line []byte) (Message, error) {
 	case "rate_limit_event":
 		m, err = decodeRateLimitEvent(line, raw)
 	case "stream_event":
+		if v, ok := decodeTextDelta(line, raw); ok {
+			return v, nil
+		}
 		v := &StreamEvent{rawLine: raw}
 		if err = json.Unmarshal(line, v); err == nil {
 			// The CLI writes the event's type first: read from the front,
