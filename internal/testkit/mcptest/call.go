@@ -3,9 +3,10 @@ package mcptest
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/resulttext"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -61,16 +62,9 @@ func CallJSON(tb testing.TB, cs *mcp.ClientSession, name string, args any) (*mcp
 	return res, out
 }
 
-// Text is a result's text content, joined.
-func Text(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
-}
+// Text is a result's text content, joined: as the server reads one
+// (resulttext.OfTool).
+func Text(res *mcp.CallToolResult) string { return resulttext.OfTool(res) }
 
 // CreateSession opens a session of the server (claude_session_create) in a
 // new temporary directory and returns its id.
