@@ -197,15 +197,8 @@ func (e *e2e) callErr(ctx context.Context, name string, args any, progressToken 
 	return res, out, nil
 }
 
-func text(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
-}
+// text is a result's text content (mcptest.Text).
+var text = mcptest.Text
 
 func TestE2EServerSessionLifecycle(t *testing.T) {
 	t.Parallel()
