@@ -147,15 +147,8 @@ func plain(t *testing.T) ([]*mcp.Tool, string) {
 	return res.Tools, cs.InitializeResult().Instructions
 }
 
-func resText(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
-}
+// resText is a result's text content (mcptest.Text).
+var resText = mcptest.Text
 
 // writeAgent writes an agent file: front matter lines, then the prompt.
 func writeAgent(t *testing.T, dir, file, prompt string, front ...string) string {
