@@ -13,28 +13,36 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
+// connected is a server session with logging and a client recording its
+// notifications, both closed at the test's end; ctx ends within 10 s.
+func connected(t *testing.T) (context.Context, *mcp.ServerSession, *mcptest.Recorder) {
+	t.Helper()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "notify", Version: "1"}, &mcp.ServerOptions{
+		//lint:ignore SA1019 the logging capability serves clients of protocols before 2026-07-28
+		Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}})
+	st, ct := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	t.Cleanup(cancel)
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	rec := mcptest.NewRecorder("notify", nil)
+	cs, err := rec.Connect(ctx, ct, "2025-11-25")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return ctx, ss, rec
+}
+
 // TestThinking: a thinking block is sent (as a log message and a progress
 // notification) with Options.Thinking, and not without; the turn's done,
 // sent after it, is the point by which it would have come.
 func TestThinking(t *testing.T) {
 	for _, thinking := range []bool{false, true} {
-		srv := mcp.NewServer(&mcp.Implementation{Name: "notify", Version: "1"}, &mcp.ServerOptions{
-			//lint:ignore SA1019 the logging capability serves clients of protocols before 2026-07-28
-			Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}})
-		st, ct := mcp.NewInMemoryTransports()
-		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-		defer cancel()
-		ss, err := srv.Connect(ctx, st, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ss.Close()
-		rec := mcptest.NewRecorder("notify", nil)
-		cs, err := rec.Connect(ctx, ct, "2025-11-25")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cs.Close()
+		ctx, ss, rec := connected(t)
 		req := &mcp.CallToolRequest{Session: ss, Params: &mcp.CallToolParamsRaw{Meta: mcp.Meta{"progressToken": "p"}}}
 		n := New(ctx, req, "s1", Options{Thinking: thinking})
 		n.OnEvent(turn.Event{Kind: turn.EventThinking, Text: "pondering"})
@@ -58,23 +66,7 @@ func TestThinking(t *testing.T) {
 // within textEvery are held back, the first after it carries them all;
 // the whole text then starts the next afresh.
 func TestTextSoFar(t *testing.T) {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "notify", Version: "1"}, &mcp.ServerOptions{
-		//lint:ignore SA1019 the logging capability serves clients of protocols before 2026-07-28
-		Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}})
-	st, ct := mcp.NewInMemoryTransports()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	rec := mcptest.NewRecorder("notify", nil)
-	cs, err := rec.Connect(ctx, ct, "2025-11-25")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	ctx, ss, rec := connected(t)
 	n := New(ctx, &mcp.CallToolRequest{Session: ss, Params: &mcp.CallToolParamsRaw{Meta: mcp.Meta{"progressToken": "p"}}}, "s1", Options{})
 	if !n.WantsText() {
 		t.Fatal("a call with a progress token does not want the text")
