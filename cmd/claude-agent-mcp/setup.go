@@ -64,19 +64,21 @@ func printSetup(w, errw io.Writer, args []string) error {
 func setupArgs(args []string) []string {
 	out := []string{}
 	for _, a := range args {
-		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if strings.HasPrefix(a, "-") && name == "print-setup" {
-			continue
+		if !isFlag(a, "print-setup") {
+			out = append(out, a)
 		}
-		out = append(out, a)
 	}
 	return out
 }
 
 // isUIFlag reports whether a is --ui (or --ui=…), the dashboard's flag.
-func isUIFlag(a string) bool {
-	name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-	return strings.HasPrefix(a, "-") && name == "ui"
+func isUIFlag(a string) bool { return isFlag(a, "ui") }
+
+// isFlag reports whether the argument a is the flag name, in any of the
+// spellings the flag package takes (-name, --name, with =value or not).
+func isFlag(a, name string) bool {
+	n, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+	return strings.HasPrefix(a, "-") && n == name
 }
 
 // shellQuote quotes s for a POSIX shell when it holds anything but
