@@ -43,8 +43,6 @@ type Resources struct {
 	// user is the caller of a request: its bearer token's user over
 	// --http, "" on stdio (the core's withUser put it in the context).
 	user func(context.Context) string
-	// PageBytes caps a transcript page (default DefaultPageBytes).
-	PageBytes int
 
 	srv *mcp.Server
 
@@ -57,7 +55,7 @@ type Resources struct {
 // New returns the resources of mgr's sessions, user giving a request's
 // user from its context.
 func New(mgr *sessions.Manager, user func(context.Context) string) *Resources {
-	return &Resources{mgr: mgr, user: user, PageBytes: DefaultPageBytes, queued: map[string]bool{}}
+	return &Resources{mgr: mgr, user: user, queued: map[string]bool{}}
 }
 
 // Templates are the URI templates of a session's resources.
@@ -194,7 +192,7 @@ func (r *Resources) read(ctx context.Context, req *mcp.ReadResourceRequest) (*mc
 	var text string
 	if ref.answer {
 		text = answerText(s)
-	} else if text, err = transcriptPage(s, ref.page, r.PageBytes); err != nil {
+	} else if text, err = transcriptPage(s, ref.page, DefaultPageBytes); err != nil {
 		return nil, err
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: mimeType, Text: text}}}, nil
