@@ -10,9 +10,16 @@ type Alert struct {
 	Tool    string
 }
 
-// alert tells Config.OnAlert, if set.
+// alert tells Config.OnAlert, if set, and of a turn's end OnTurnEnd's hook.
 func (m *Manager) alert(a Alert) {
 	if m.cfg.OnAlert != nil {
 		m.cfg.OnAlert(a)
 	}
+	if f := m.onTurnEnd.Load(); f != nil && a.Result != nil {
+		(*f)(a.Session)
+	}
 }
+
+// OnTurnEnd sets what is told of every turn's end, follow-ups' too, once its
+// history is recorded (mcptools/resources' updates); f must not block.
+func (m *Manager) OnTurnEnd(f func(*Session)) { m.onTurnEnd.Store(&f) }

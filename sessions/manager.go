@@ -192,7 +192,8 @@ type Manager struct {
 	closing sync.WaitGroup // temporary sessions closing after their answer went out
 	quiet   *quiet.Quiet   // calls cfg.OnIdle when no query, create or spare start has run for a while
 
-	onFollowUp atomic.Pointer[func(*Run)] // told of each follow-up's run (steer.go)
+	onFollowUp atomic.Pointer[func(*Run)]     // told of each follow-up's run (steer.go)
+	onTurnEnd  atomic.Pointer[func(*Session)] // told of each turn's end (alert.go)
 }
 
 // NewManager returns a manager. When cfg.Registry is set, the sessions it
