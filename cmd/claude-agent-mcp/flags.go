@@ -109,7 +109,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.IntVar(&c.maxDepth, "max-depth", 2, "refuse to create sessions when nested this deep in claude-agent-mcp sessions")
 	fs.Float64Var(&c.sessionBudget, "max-session-budget-usd", 0, "the most a session may spend, in USD (caps maxBudgetUsd, and is the budget of sessions that give none); 0 no cap")
 	fs.Float64Var(&c.totalBudget, "max-total-budget-usd", 0, "the most all sessions together may spend, in USD, counted from the costs the CLI reports (across restarts when persisted); past it new turns are refused; 0 no cap")
-	fs.StringVar(&c.profiles, "profiles", "", "JSON file of backend profiles (see README) (default: none)")
+	fs.StringVar(&c.profiles, "profiles", "", "JSON file of backend profiles (see docs/configuration.md) (default: none)")
 	fs.StringVar(&c.stateFile, "state-file", "", "session registry file (default: $XDG_STATE_HOME/claude-agent-mcp/sessions.json)")
 	fs.BoolVar(&c.persist, "persist", true, "keep sessions in the registry so they survive a restart")
 	fs.IntVar(&c.maxResultChars, "max-result-chars", 60000, "cut a query's final text beyond this many characters (naming the transcript that holds all of it); -1 never")
