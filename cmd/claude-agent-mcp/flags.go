@@ -92,7 +92,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.claudePath, "claude-path", "", "path to the claude CLI (default: claude on PATH)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "stderr log level: debug, info, warn, error or off")
 	fs.IntVar(&c.maxSessions, "max-sessions", 64, "maximum open sessions, live or dormant")
-	fs.IntVar(&c.maxLive, "max-live", 4, "maximum live claude processes (~300 MB each); more make the least recently used idle session dormant")
+	fs.IntVar(&c.maxLive, "max-live", 4, "maximum live claude processes (about 210–300 MiB each); more make the least recently used idle session dormant")
 	fs.IntVar(&c.maxQueue, "max-queue", 32, "queries that may wait for a live process when --max-live are busy; beyond it they are refused")
 	fs.IntVar(&c.warmSpares, "warm-spares", 1, "ready claude processes kept for the option sets of the latest creates and one-shot queries (they count toward --max-live and give way to sessions); 0 none")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", 15*time.Minute, "stop an idle session's process after this long (it resumes on the next query); 0 never")
