@@ -180,7 +180,12 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 	if err := openRegistry(c, &mcfg, logger); err != nil {
 		return err
 	}
+	om, err := newOperatorMetrics(c, &mcfg, logger) // its hooks in mcfg
+	if err != nil {
+		return err
+	}
 	mgr := sessions.NewManager(mcfg)
+	defer om.serve(mgr)()
 	opts := st.tools
 	opts.Logger = logger
 	if c.auditLog != "" {
@@ -223,7 +228,7 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 		<-checked
 	}()
 	if c.http != "" {
-		return serveHTTP(ctx, c, st, srv, mgr, opts.Audit, dash, logger)
+		return serveHTTP(ctx, c, st, srv, mgr, opts.Audit, dash, om, logger)
 	}
 	logger.Info("claude-agent-mcp serving on stdio", "version", versionString(), "depth", depth, "pid", os.Getpid())
 	transport := &stdio.Transport{Reader: stdin, Writer: stdout, MaxFrameBytes: c.maxFrameBytes, Logger: logger}
