@@ -109,6 +109,18 @@ func openRegistry(c *config, mcfg *sessions.Config, logger *slog.Logger) error {
 	return nil
 }
 
+// openAudit opens --audit-log (nil without it); closeFile closes its file.
+func openAudit(c *config, logger *slog.Logger) (l *audit.Log, closeFile func(), err error) {
+	if c.auditLog == "" {
+		return nil, func() {}, nil
+	}
+	f, err := os.OpenFile(c.auditLog, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening --audit-log: %w", err)
+	}
+	return audit.New(f, c.auditLog, audit.Options{Prompts: c.auditPrompts, Log: logger}), func() { f.Close() }, nil
+}
+
 func versionString() string {
 	v := version
 	if v == "" {
@@ -168,9 +180,8 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 	marker := uuid.NewString()
 	defer startWatchdog(marker, logger)()
 	mcfg := st.sessions
-	mcfg.Depth = depth
+	mcfg.Depth, mcfg.Logger = depth, logger
 	mcfg.Env = map[string]string{DepthEnv: strconv.Itoa(depth + 1), ServerMarkerEnv: marker}
-	mcfg.Logger = logger
 	logEnforcement(st, logger)
 	alerter := newNotifier(c.notify, logger)
 	if alerter != nil {
@@ -188,14 +199,11 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 	defer om.serve(mgr)()
 	opts := st.tools
 	opts.Logger = logger
-	if c.auditLog != "" {
-		f, err := os.OpenFile(c.auditLog, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-		if err != nil {
-			return fmt.Errorf("opening --audit-log: %w", err)
-		}
-		defer f.Close()
-		opts.Audit = audit.New(f, c.auditLog, audit.Options{Prompts: c.auditPrompts, Log: logger})
+	var closeAudit func()
+	if opts.Audit, closeAudit, err = openAudit(c, logger); err != nil {
+		return err
 	}
+	defer closeAudit()
 	opts.Agents = newAgents(st.agents, logger) // nil without agent sources
 	defer opts.Agents.Close()
 	dash, stopUI, err := startUI(c, mgr, opts.Audit, logger)
