@@ -14,6 +14,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/promtext"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // TestMain lets the test binary double as the fake claude CLI.
@@ -203,5 +204,24 @@ func TestMetricsScrapeReadsSource(t *testing.T) {
 	}
 	if v := promtext.Value(f.Metric(t, Prefix+"queue_depth")); v != 2 {
 		t.Errorf("queue_depth = %v, want the source's 2", v)
+	}
+}
+
+// BenchmarkTurnHook: what the metrics add to each turn's end (Turn, a
+// sessions.Config.OnAlert) and to each registry write (StoreWrite).
+func BenchmarkTurnHook(b *testing.B) {
+	m := New()
+	path, env := fakecli.Command(b)
+	mgr := sessions.NewManager(sessions.Config{CLIPath: path, Env: env})
+	defer mgr.Shutdown()
+	s, err := mgr.Open(context.Background(), sessions.CreateOptions{Owner: "alice"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	a := sessions.Alert{Session: s, Result: &turn.Result{CostUSD: plainCost}, Started: time.Now()}
+	b.ReportAllocs()
+	for b.Loop() {
+		m.Turn(a)
+		m.StoreWrite(time.Millisecond)
 	}
 }
