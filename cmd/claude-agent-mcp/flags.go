@@ -83,6 +83,8 @@ type config struct {
 	ui                string
 	uiAdmins          string
 	notify            urlList
+	metrics           string
+	metricsTokensFile string
 
 	fromEnv map[string]string // flags set from their environment twin → the variable
 }
@@ -141,6 +143,8 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.IntVar(&c.maxAgentTools, "max-agent-tools", agenttools.DefaultMaxTools, "most agents served as tools; the others are named in a warning")
 	fs.StringVar(&c.ui, "ui", "", "serve a live web dashboard of the sessions: on stdio at this loopback address (on = 127.0.0.1 with a free port), its link with a secret logged at start and in claude_session_list; with --http give on: it is /ui there, signed in with a bearer token (default: none)")
 	fs.Var(&c.notify, "notify", "POST a JSON alert to this `URL` when a turn finishes, fails, stops on a budget or waits for a permission answer; repeatable (an ntfy topic, a Slack incoming webhook: see README, Alerts) (default none)")
+	fs.StringVar(&c.metrics, "metrics", "", "serve Prometheus metrics at /metrics on this loopback address, without authentication, e.g. 127.0.0.1:9464 (see docs/metrics.md); a port that cannot be listened on stops the server at start (default: none)")
+	fs.StringVar(&c.metricsTokensFile, "metrics-tokens-file", "", "serve Prometheus metrics at /metrics on the --http listener to bearer tokens of this file: one SHA-256 hex of a token per line (NAME:SHA256HEX lines too); reloaded on SIGHUP; its tokens open nothing else, and --tokens-file's do not open the metrics (default: none)")
 	fs.StringVar(&c.uiAdmins, "ui-admins", "", "users (comma-separated) whose dashboard over --http shows every user's sessions (default: none, each sees their own)")
 	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
 	fs.BoolVar(&c.printSetup, "print-setup", false, "print how to register this binary with Claude Code (the claude mcp add line at user scope, and a .mcp.json entry, with its absolute path) and exit")

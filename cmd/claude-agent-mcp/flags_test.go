@@ -71,6 +71,12 @@ func TestBadFlags(t *testing.T) {
 			"--oauth-scope-classes", "agents:files"}, want: []string{"invalid --oauth-scope-classes agents:files", "scope=class"}},
 		{args: []string{"--http", "127.0.0.1:0", "--public-url", "https://a.example", "--oauth-issuer", "https://login.example.com",
 			"--http-allow", "reads-files", "--oauth-scope-classes", "a=reads-file"}, want: []string{"invalid --oauth-scope-classes reads-file", "use reads-files"}},
+		{args: []string{"--metrics", "9464"}, want: []string{`invalid --metrics "9464"`, "HOST:PORT"}},
+		{args: []string{"--metrics", "0.0.0.0:9464"}, want: []string{`invalid --metrics "0.0.0.0:9464"`, "loopback only", "--metrics-tokens-file"}},
+		{args: []string{"--metrics-tokens-file", file}, want: []string{"--metrics-tokens-file needs --http"}},
+		{args: []string{"--http", "127.0.0.1:0", "--metrics-tokens-file", file}, want: []string{"--metrics-tokens-file", "line 1", "SHA-256"}},
+		{args: []string{"--http", "127.0.0.1:0", "--metrics-tokens-file", filepath.Join(t.TempDir(), "missing")}, want: []string{"reading --metrics-tokens-file"}},
+		{env: []string{"CLAUDE_AGENT_MCP_METRICS=example.com:9464"}, want: []string{"invalid --metrics", "(set by CLAUDE_AGENT_MCP_METRICS)"}},
 		// What the flag parser refuses: the value's kind is named.
 		{args: []string{"--idle-timeout", "5"}, want: []string{`invalid --idle-timeout "5"`, "use a duration such as 30s or 15m"}},
 		{args: []string{"-idle-timeout=soon"}, want: []string{`invalid --idle-timeout "soon"`, "a duration such as 30s or 15m"}},
