@@ -88,10 +88,12 @@ func testQuotaConcurrent(t *testing.T, open Opener) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	made, refused := 0, 0
+	start := make(chan struct{})
 	for i := range tries {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			<-start
 			err := handles[i%2].Create(ctx, rec(fmt.Sprintf("q%02d", i), "alice", "", i), q)
 			mu.Lock()
 			defer mu.Unlock()
@@ -106,6 +108,7 @@ func testQuotaConcurrent(t *testing.T, open Opener) {
 			}
 		}()
 	}
+	close(start)
 	wg.Wait()
 	if made != limit || refused != tries-limit {
 		t.Fatalf("%d creates made, %d refused; want exactly %d made", made, refused, limit)
