@@ -211,6 +211,11 @@ func (r *File) read() (State, []byte, os.FileInfo, error) {
 	return bf, bdata, info, nil
 }
 
+// Parse decodes the contents of a registry file as Read would (older
+// versions upgraded, closed sessions left out): for tools that move a
+// registry into another store.
+func Parse(data []byte) (State, error) { return parseFile(data) }
+
 // parseFile decodes a registry file, upgrading older versions (a
 // second decoding, only for them).
 func parseFile(data []byte) (State, error) {

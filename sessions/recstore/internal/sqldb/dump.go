@@ -1,0 +1,208 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
+)
+
+// Export implements recstore.Store: the sessions by id, then the
+// tombstones, then the sums.
+func (db *DB) Export(ctx context.Context, w io.Writer) error {
+	return recstore.Export(ctx, w, func(emit func(any) error) error {
+		if err := db.dumpSessions(ctx, emit); err != nil {
+			return err
+		}
+		if err := db.dumpClosed(ctx, emit); err != nil {
+			return err
+		}
+		rows, err := db.SQL.QueryContext(ctx, `SELECT owner, usd FROM spent ORDER BY owner`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var l recstore.SpentLine
+			if err := rows.Scan(&l.Owner, &l.USD); err != nil {
+				return err
+			}
+			if err := emit(&l); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+}
+
+// dumpSessions emits every open session with its transcripts and history,
+// a page of ids at a time.
+func (db *DB) dumpSessions(ctx context.Context, emit func(any) error) error {
+	after := ""
+	for {
+		var ids []string
+		rows, err := db.SQL.QueryContext(ctx, db.Q(`SELECT id FROM records WHERE id > ? ORDER BY id LIMIT 500`), after)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil || len(ids) == 0 {
+			return err
+		}
+		for _, id := range ids {
+			l, err := db.sessionLine(ctx, id)
+			if err == nil {
+				err = emit(l)
+			}
+			if err != nil {
+				return fmt.Errorf("session %s: %w", id, err)
+			}
+		}
+		after = ids[len(ids)-1]
+	}
+}
+
+// sessionLine is session id as exported.
+func (db *DB) sessionLine(ctx context.Context, id string) (*recstore.SessionLine, error) {
+	rec, err := db.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	l := &recstore.SessionLine{Record: rec}
+	rows, err := db.SQL.QueryContext(ctx, db.Q(`SELECT DISTINCT claude_session_id FROM chunks WHERE session_id = ? ORDER BY claude_session_id`), id)
+	if err != nil {
+		return nil, err
+	}
+	var cids []string
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		cids = append(cids, c)
+	}
+	rows.Close()
+	for _, c := range cids {
+		data, err := db.ReadTranscript(ctx, id, c)
+		if err != nil {
+			return nil, err
+		}
+		l.Transcripts = append(l.Transcripts, recstore.TranscriptData{ClaudeSessionID: c, Data: data})
+	}
+	l.History, err = db.ReadHistory(ctx, id)
+	return l, err
+}
+
+// dumpClosed emits the tombstones.
+func (db *DB) dumpClosed(ctx context.Context, emit func(any) error) error {
+	rows, err := db.SQL.QueryContext(ctx, `SELECT id, body FROM tombstones ORDER BY id`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var l recstore.ClosedLine
+		var body string
+		if err := rows.Scan(&l.ID, &body); err != nil {
+			return err
+		}
+		if err := json.Unmarshal([]byte(body), &l.Tombstone); err != nil {
+			return fmt.Errorf("closed session %s: %w", l.ID, err)
+		}
+		if err := emit(&l); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// Import implements recstore.Store, in one transaction.
+func (db *DB) Import(ctx context.Context, r io.Reader) (recstore.ImportStats, error) {
+	var st recstore.ImportStats
+	err := db.Write(ctx, func(tx *sql.Tx, _ time.Time) error {
+		var err error
+		st, err = recstore.Import(ctx, r, restorer{db, tx})
+		return err
+	})
+	return st, err
+}
+
+// restorer upserts imported lines within tx.
+type restorer struct {
+	db *DB
+	tx *sql.Tx
+}
+
+func (rs restorer) RestoreSession(ctx context.Context, l recstore.SessionLine) error {
+	db, tx := rs.db, rs.tx
+	body, err := encodeRecord(&l.Record)
+	if err != nil {
+		return err
+	}
+	{
+		var one int
+		if tx.QueryRowContext(ctx, db.Q(`SELECT 1 FROM tombstones WHERE id = ?`), l.SessionID).Scan(&one) == nil {
+			return nil // closed stays closed
+		}
+		if _, err := db.exec(ctx, tx, `INSERT INTO records (id, owner, name, state, last_used, body) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, name = excluded.name, state = excluded.state, last_used = excluded.last_used, body = excluded.body`,
+			l.SessionID, l.Owner, l.Options.Name, string(l.State), l.LastUsed.UnixNano(), body); err != nil {
+			return err
+		}
+		if err := db.noteConversations(ctx, tx, &l.Record); err != nil {
+			return err
+		}
+		for _, t := range l.Transcripts {
+			if _, err := db.exec(ctx, tx, `DELETE FROM chunks WHERE session_id = ? AND claude_session_id = ?`, l.SessionID, t.ClaudeSessionID); err != nil {
+				return err
+			}
+			if _, err := db.exec(ctx, tx, `INSERT INTO chunks (session_id, claude_session_id, pos, data) VALUES (?, ?, 0, ?)`, l.SessionID, t.ClaudeSessionID, t.Data); err != nil {
+				return err
+			}
+		}
+		if l.History != nil {
+			if err := rs.replaceHistory(ctx, tx, l); err != nil {
+				return err
+			}
+		}
+		return db.D.Notify(ctx, tx, l.SessionID, recstore.KindCreated)
+	}
+}
+
+func (rs restorer) replaceHistory(ctx context.Context, tx *sql.Tx, l recstore.SessionLine) error {
+	if _, err := rs.db.exec(ctx, tx, `DELETE FROM history WHERE session_id = ?`, l.SessionID); err != nil {
+		return err
+	}
+	for i, e := range l.History {
+		b, _ := json.Marshal(e)
+		if _, err := rs.db.exec(ctx, tx, `INSERT INTO history (session_id, seq, entry) VALUES (?, ?, ?)`, l.SessionID, i, string(b)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (rs restorer) RestoreClosed(ctx context.Context, l recstore.ClosedLine) error {
+	if err := rs.db.putTombstone(ctx, rs.tx, l.ID, l.Tombstone); err != nil {
+		return err
+	}
+	return rs.db.D.Notify(ctx, rs.tx, l.ID, recstore.KindClosed)
+}
+
+func (rs restorer) RestoreSpent(ctx context.Context, l recstore.SpentLine) error {
+	_, err := rs.db.exec(ctx, rs.tx, `INSERT INTO spent (owner, usd) VALUES (?, ?) ON CONFLICT (owner) DO UPDATE SET usd = excluded.usd`, l.Owner, l.USD)
+	return err
+}

@@ -1,0 +1,82 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
+)
+
+// Acquire implements recstore.Store.
+func (db *DB) Acquire(ctx context.Context, id, holder string, ttl time.Duration) (recstore.Lease, bool, error) {
+	if holder == "" {
+		return recstore.Lease{}, false, fmt.Errorf("acquiring the lease on session %s: no holder", id)
+	}
+	var out recstore.Lease
+	takeover := false
+	err := db.Write(ctx, func(tx *sql.Tx, now time.Time) error {
+		if _, err := db.lockRecord(ctx, tx, id); err != nil {
+			return err
+		}
+		cur, err := db.lease(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		out = recstore.Lease{ID: id, Holder: holder, Epoch: cur.Epoch, Until: now.Add(ttl)}
+		switch {
+		case cur.Holder == holder:
+			// its own lease, live or lapsed but not taken: renewed
+		case cur.Holder != "" && now.Before(cur.Until):
+			return &recstore.ElsewhereError{ID: id, Holder: cur.Holder, Until: cur.Until}
+		default:
+			takeover = cur.Holder != "" // lapsed, never released
+			out.Epoch++
+		}
+		if _, err := db.exec(ctx, tx, `INSERT INTO leases (id, holder, epoch, expires) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET holder = excluded.holder, epoch = excluded.epoch, expires = excluded.expires`,
+			id, holder, out.Epoch, out.Until.UnixNano()); err != nil {
+			return fmt.Errorf("writing the lease on session %s: %w", id, err)
+		}
+		if cur.Holder == holder {
+			return nil
+		}
+		return db.D.Notify(ctx, tx, id, recstore.KindLease)
+	})
+	if err != nil {
+		return recstore.Lease{}, false, err
+	}
+	return out, takeover, nil
+}
+
+// Renew implements recstore.Store.
+func (db *DB) Renew(ctx context.Context, l recstore.Lease, ttl time.Duration) (recstore.Lease, error) {
+	err := db.Write(ctx, func(tx *sql.Tx, now time.Time) error {
+		l.Until = now.Add(ttl)
+		return db.leaseUpdate(ctx, tx, l, l.Holder, l.Until.UnixNano())
+	})
+	return l, err
+}
+
+// Release implements recstore.Store.
+func (db *DB) Release(ctx context.Context, l recstore.Lease) error {
+	return db.Write(ctx, func(tx *sql.Tx, _ time.Time) error {
+		if err := db.leaseUpdate(ctx, tx, l, "", 0); err != nil {
+			return err
+		}
+		return db.D.Notify(ctx, tx, l.ID, recstore.KindLease)
+	})
+}
+
+// leaseUpdate sets the holder and expiry of lease l, which must be the
+// session's current one (else ErrFenced).
+func (db *DB) leaseUpdate(ctx context.Context, tx *sql.Tx, l recstore.Lease, holder string, expires int64) error {
+	res, err := db.exec(ctx, tx, `UPDATE leases SET holder = ?, expires = ? WHERE id = ? AND holder = ? AND epoch = ?`, holder, expires, l.ID, l.Holder, l.Epoch)
+	if err != nil {
+		return fmt.Errorf("writing the lease on session %s: %w", l.ID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return fmt.Errorf("%w: session %s, epoch %d of %s", recstore.ErrFenced, l.ID, l.Epoch, l.Holder)
+	}
+	return nil
+}

@@ -1,0 +1,319 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
+)
+
+// Get implements recstore.Store.
+func (db *DB) Get(ctx context.Context, id string) (recstore.Record, error) {
+	var body string
+	err := db.SQL.QueryRowContext(ctx, db.Q(`SELECT body FROM records WHERE id = ?`), id).Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		var one int
+		if db.SQL.QueryRowContext(ctx, db.Q(`SELECT 1 FROM tombstones WHERE id = ?`), id).Scan(&one) == nil {
+			return recstore.Record{}, fmt.Errorf("%w: session %s", recstore.ErrClosed, id)
+		}
+		return recstore.Record{}, fmt.Errorf("%w: session %s", recstore.ErrNotFound, id)
+	}
+	if err != nil {
+		return recstore.Record{}, fmt.Errorf("reading session %s: %w", id, err)
+	}
+	return decodeRecord(body)
+}
+
+// Create implements recstore.Store.
+func (db *DB) Create(ctx context.Context, rec recstore.Record, q recstore.Quota) error {
+	if rec.SessionID == "" {
+		return errors.New("creating a session record: no session id")
+	}
+	body, err := encodeRecord(&rec)
+	if err != nil {
+		return err
+	}
+	return db.Write(ctx, func(tx *sql.Tx, _ time.Time) error {
+		if db.D.LockCreate != nil {
+			if err := db.D.LockCreate(ctx, tx, rec.Owner, q.MaxSessions > 0); err != nil {
+				return err
+			}
+		}
+		var one int
+		err := tx.QueryRowContext(ctx, db.Q(`SELECT 1 FROM records WHERE id = ? UNION ALL SELECT 1 FROM tombstones WHERE id = ?`), rec.SessionID, rec.SessionID).Scan(&one)
+		switch {
+		case err == nil:
+			return fmt.Errorf("%w: session %s", recstore.ErrExists, rec.SessionID)
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+		if err := db.checkQuota(ctx, tx, rec.Owner, q); err != nil {
+			return err
+		}
+		if _, err := db.exec(ctx, tx, `INSERT INTO records (id, owner, name, state, last_used, body) VALUES (?, ?, ?, ?, ?, ?)`,
+			rec.SessionID, rec.Owner, rec.Options.Name, string(rec.State), rec.LastUsed.UnixNano(), body); err != nil {
+			return fmt.Errorf("creating session %s: %w", rec.SessionID, err)
+		}
+		if err := db.noteConversations(ctx, tx, &rec); err != nil {
+			return err
+		}
+		return db.D.Notify(ctx, tx, rec.SessionID, recstore.KindCreated)
+	})
+}
+
+// checkQuota refuses a create of owner's that q does not allow.
+func (db *DB) checkQuota(ctx context.Context, tx *sql.Tx, owner string, q recstore.Quota) error {
+	count := func(query string, args ...any) (float64, error) {
+		var n float64
+		err := tx.QueryRowContext(ctx, db.Q(query), args...).Scan(&n)
+		return n, err
+	}
+	checks := []struct {
+		what  string
+		limit float64
+		query string
+		args  []any
+	}{
+		{"sessions", float64(q.MaxSessions), `SELECT count(*) FROM records`, nil},
+		{"user sessions", float64(q.UserMaxSessions), `SELECT count(*) FROM records WHERE owner = ?`, []any{owner}},
+		{"user budget", q.UserBudgetUSD, `SELECT coalesce(sum(usd), 0) FROM spent WHERE owner = ? AND owner <> ''`, []any{owner}},
+		{"total budget", q.TotalBudgetUSD, `SELECT coalesce(sum(usd), 0) FROM spent WHERE owner = ''`, nil},
+	}
+	for _, c := range checks {
+		if c.limit <= 0 {
+			continue
+		}
+		have, err := count(c.query, c.args...)
+		if err != nil {
+			return fmt.Errorf("counting %s: %w", c.what, err)
+		}
+		if have >= c.limit {
+			return &recstore.QuotaError{What: c.what, Limit: c.limit, Have: have}
+		}
+	}
+	return nil
+}
+
+// Put implements recstore.Store.
+func (db *DB) Put(ctx context.Context, rec recstore.Record, lease recstore.Lease, spentUSD float64) error {
+	return db.Write(ctx, func(tx *sql.Tx, now time.Time) error {
+		owner, err := db.lockRecord(ctx, tx, rec.SessionID)
+		if err != nil {
+			return err
+		}
+		if err := db.checkLease(ctx, tx, rec.SessionID, lease, now); err != nil {
+			return err
+		}
+		rec.Owner = owner // a session's owner never changes
+		body, err := encodeRecord(&rec)
+		if err != nil {
+			return err
+		}
+		if _, err := db.exec(ctx, tx, `UPDATE records SET name = ?, state = ?, last_used = ?, body = ? WHERE id = ?`,
+			rec.Options.Name, string(rec.State), rec.LastUsed.UnixNano(), body, rec.SessionID); err != nil {
+			return fmt.Errorf("writing session %s: %w", rec.SessionID, err)
+		}
+		if err := db.noteConversations(ctx, tx, &rec); err != nil {
+			return err
+		}
+		if spentUSD != 0 {
+			if err := db.addSpent(ctx, tx, owner, spentUSD); err != nil {
+				return err
+			}
+		}
+		return db.D.Notify(ctx, tx, rec.SessionID, recstore.KindUpdated)
+	})
+}
+
+// CloseSession implements recstore.Store.
+func (db *DB) CloseSession(ctx context.Context, id string, lease recstore.Lease) error {
+	return db.Write(ctx, func(tx *sql.Tx, now time.Time) error {
+		if _, err := db.lockRecord(ctx, tx, id); err != nil {
+			return err
+		}
+		if err := db.checkLease(ctx, tx, id, lease, now); err != nil {
+			return err
+		}
+		var body string
+		if err := tx.QueryRowContext(ctx, db.Q(`SELECT body FROM records WHERE id = ?`), id).Scan(&body); err != nil {
+			return err
+		}
+		rec, err := decodeRecord(body)
+		if err != nil {
+			return err
+		}
+		t := store.Tombstone{Closed: now, Owner: rec.Owner, Operator: rec.Operator,
+			ClaudeSessionIDs: slices.DeleteFunc(append(slices.Clone(rec.PastClaudeSessionIDs), rec.ClaudeSessionID), func(c string) bool { return c == "" })}
+		if err := db.putTombstone(ctx, tx, id, t); err != nil {
+			return err
+		}
+		if err := db.pruneTombstones(ctx, tx, now.Add(-recstore.TombstoneAge)); err != nil {
+			return err
+		}
+		return db.D.Notify(ctx, tx, id, recstore.KindClosed)
+	})
+}
+
+// putTombstone closes session id with t: its record and lease go.
+func (db *DB) putTombstone(ctx context.Context, tx *sql.Tx, id string, t store.Tombstone) error {
+	tb, _ := json.Marshal(t)
+	if _, err := db.exec(ctx, tx, `INSERT INTO tombstones (id, closed, body) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING`, id, t.Closed.UnixNano(), string(tb)); err != nil {
+		return fmt.Errorf("writing the tombstone of session %s: %w", id, err)
+	}
+	for _, c := range t.ClaudeSessionIDs {
+		if _, err := db.exec(ctx, tx, `INSERT INTO conversations (claude_session_id, session_id, owner) VALUES (?, ?, ?) ON CONFLICT (claude_session_id) DO NOTHING`, c, id, t.Owner); err != nil {
+			return err
+		}
+	}
+	for _, table := range []string{"records", "leases"} {
+		if _, err := db.exec(ctx, tx, `DELETE FROM `+table+` WHERE id = ?`, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pruneTombstones drops the tombstones of sessions closed before horizon,
+// with their conversations, transcripts and history.
+func (db *DB) pruneTombstones(ctx context.Context, tx *sql.Tx, horizon time.Time) error {
+	old := `(SELECT id FROM tombstones WHERE closed < ?)`
+	for _, stmt := range []string{
+		`DELETE FROM conversations WHERE session_id IN ` + old,
+		`DELETE FROM chunks WHERE session_id IN ` + old,
+		`DELETE FROM history WHERE session_id IN ` + old,
+		`DELETE FROM tombstones WHERE closed < ?`,
+	} {
+		if _, err := db.exec(ctx, tx, stmt, horizon.UnixNano()); err != nil {
+			return fmt.Errorf("dropping old tombstones: %w", err)
+		}
+	}
+	return nil
+}
+
+// cursor is a position in List's order.
+type cursor struct {
+	LastUsed int64  `json:"u"`
+	ID       string `json:"i"`
+}
+
+func encodeCursor(c cursor) string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s string) (cursor, error) {
+	var c cursor
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(b, &c)
+	}
+	if err != nil || c.ID == "" {
+		return c, fmt.Errorf("listing sessions: not a cursor this store gave: %q", s)
+	}
+	return c, nil
+}
+
+// List implements recstore.Store.
+func (db *DB) List(ctx context.Context, q recstore.Query) (recstore.Page, error) {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = recstore.DefaultLimit
+	}
+	limit = min(limit, recstore.MaxLimit)
+	var where []string
+	var args []any
+	if q.Owner != "" {
+		where, args = append(where, "owner = ?"), append(args, q.Owner)
+	}
+	if len(q.State) > 0 {
+		marks := strings.TrimSuffix(strings.Repeat("?, ", len(q.State)), ", ")
+		where = append(where, "state IN ("+marks+")")
+		for _, s := range q.State {
+			args = append(args, string(s))
+		}
+	}
+	if q.Name != "" {
+		where, args = append(where, db.D.Contains), append(args, q.Name)
+	}
+	if q.Cursor != "" {
+		c, err := decodeCursor(q.Cursor)
+		if err != nil {
+			return recstore.Page{}, err
+		}
+		where = append(where, "(last_used < ? OR (last_used = ? AND id < ?))")
+		args = append(args, c.LastUsed, c.LastUsed, c.ID)
+	}
+	query := `SELECT id, last_used, body FROM records`
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	query += " ORDER BY last_used DESC, id DESC LIMIT ?"
+	args = append(args, limit+1)
+	rows, err := db.SQL.QueryContext(ctx, db.Q(query), args...)
+	if err != nil {
+		return recstore.Page{}, fmt.Errorf("listing sessions: %w", err)
+	}
+	defer rows.Close()
+	var page recstore.Page
+	var last cursor
+	for rows.Next() {
+		var c cursor
+		var body string
+		if err := rows.Scan(&c.ID, &c.LastUsed, &body); err != nil {
+			return recstore.Page{}, err
+		}
+		if len(page.Records) == limit {
+			page.Next = encodeCursor(last)
+			break
+		}
+		rec, err := decodeRecord(body)
+		if err != nil {
+			return recstore.Page{}, fmt.Errorf("listing sessions: session %s: %w", c.ID, err)
+		}
+		page.Records, last = append(page.Records, rec), c
+	}
+	return page, rows.Err()
+}
+
+// Count implements recstore.Store.
+func (db *DB) Count(ctx context.Context, owner string) (int, error) {
+	var n int
+	var err error
+	if owner == "" {
+		err = db.SQL.QueryRowContext(ctx, `SELECT count(*) FROM records`).Scan(&n)
+	} else {
+		err = db.SQL.QueryRowContext(ctx, db.Q(`SELECT count(*) FROM records WHERE owner = ?`), owner).Scan(&n)
+	}
+	return n, err
+}
+
+// ConversationOwner implements recstore.Store.
+func (db *DB) ConversationOwner(ctx context.Context, claudeSessionID string) (string, bool, error) {
+	if claudeSessionID == "" {
+		return "", false, nil
+	}
+	var owner string
+	err := db.SQL.QueryRowContext(ctx, db.Q(`SELECT owner FROM conversations WHERE claude_session_id = ?`), claudeSessionID).Scan(&owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	return owner, err == nil, err
+}
+
+// Spent implements recstore.Store; owner "" is the total.
+func (db *DB) Spent(ctx context.Context, owner string) (float64, error) {
+	var usd float64
+	err := db.SQL.QueryRowContext(ctx, db.Q(`SELECT coalesce(sum(usd), 0) FROM spent WHERE owner = ?`), owner).Scan(&usd)
+	return usd, err
+}
+
+// SpentTotal implements recstore.Store.
+func (db *DB) SpentTotal(ctx context.Context) (float64, error) { return db.Spent(ctx, "") }

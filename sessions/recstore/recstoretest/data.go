@@ -1,0 +1,202 @@
+package recstoretest
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
+)
+
+func testTranscript(t *testing.T, open Opener) {
+	s, ctx := open(t), ctxT(t)
+	must(t, s.Create(ctx, rec("s1", "alice", "", 1), recstore.Quota{}), "create")
+	appendAt := func(off int64, data string) error {
+		return s.AppendTranscript(ctx, recstore.Chunk{ID: "s1", ClaudeSessionID: "c-s1", Offset: off, Data: []byte(data)}, recstore.Lease{})
+	}
+	must(t, appendAt(0, "line1\n"), "append")
+	must(t, appendAt(6, "line2\n"), "append")
+	must(t, appendAt(0, "line1\n"), "the same append again")
+	must(t, appendAt(6, "line2\nline3\n"), "an append that overlaps")
+	wantErr(t, appendAt(40, "late\n"), recstore.ErrGap, "an append past the end")
+	must(t, s.AppendTranscript(ctx, recstore.Chunk{ID: "s1", ClaudeSessionID: "c-other", Data: []byte("other\n")}, recstore.Lease{}), "another transcript")
+	got, err := s.ReadTranscript(ctx, "s1", "c-s1")
+	must(t, err, "read")
+	if string(got) != "line1\nline2\nline3\n" {
+		t.Fatalf("transcript = %q", got)
+	}
+	if got, _ := s.ReadTranscript(ctx, "s1", "c-none"); got != nil {
+		t.Fatalf("a missing transcript reads %q", got)
+	}
+	wantErr(t, s.AppendTranscript(ctx, recstore.Chunk{ID: "nope", ClaudeSessionID: "c", Data: []byte("x")}, recstore.Lease{}), recstore.ErrNotFound, "append to a missing session")
+	must(t, s.CloseSession(ctx, "s1", recstore.Lease{}), "close")
+	// Kept with the tombstone: a closed conversation may be resumed.
+	if got, _ := s.ReadTranscript(ctx, "s1", "c-s1"); string(got) != "line1\nline2\nline3\n" {
+		t.Fatalf("a closed session's transcript = %q", got)
+	}
+	wantErr(t, appendAt(18, "more\n"), recstore.ErrClosed, "append to a closed session")
+}
+
+func entries(texts ...string) []history.Entry {
+	var out []history.Entry
+	for _, s := range texts {
+		out = append(out, history.Entry{Kind: "text", Text: s, Time: base})
+	}
+	return out
+}
+
+func testHistory(t *testing.T, open Opener) {
+	s, ctx := open(t), ctxT(t)
+	must(t, s.Create(ctx, rec("s1", "alice", "", 1), recstore.Quota{}), "create")
+	must(t, s.AppendHistory(ctx, "s1", 0, entries("a", "b"), recstore.Lease{}), "append")
+	must(t, s.AppendHistory(ctx, "s1", 1, entries("b", "c"), recstore.Lease{}), "an overlapping append")
+	must(t, s.AppendHistory(ctx, "s1", 0, entries("a"), recstore.Lease{}), "the same append again")
+	wantErr(t, s.AppendHistory(ctx, "s1", 5, entries("x"), recstore.Lease{}), recstore.ErrGap, "an append past the end")
+	got, err := s.ReadHistory(ctx, "s1")
+	must(t, err, "read")
+	if asJSON(t, got) != asJSON(t, entries("a", "b", "c")) {
+		t.Fatalf("history = %s", asJSON(t, got))
+	}
+}
+
+// next receives the next change, failing after a while.
+func next(t *testing.T, ch <-chan recstore.Change) recstore.Change {
+	t.Helper()
+	select {
+	case c, ok := <-ch:
+		if !ok {
+			t.Fatal("the watch ended")
+		}
+		return c
+	case <-time.After(20 * time.Second):
+		t.Fatal("no change came")
+	}
+	return recstore.Change{}
+}
+
+func testWatch(t *testing.T, open Opener) {
+	a, b, ctx := open(t), open(t), ctxT(t)
+	ch, err := b.Watch(ctx)
+	must(t, err, "watch")
+	// b's own change comes first and is not reported: the first change b
+	// sees is a's.
+	must(t, b.Create(ctx, rec("own", "alice", "", 1), recstore.Quota{}), "create on b")
+	must(t, a.Create(ctx, rec("s1", "alice", "", 1), recstore.Quota{}), "create on a")
+	want := []recstore.Change{{ID: "s1", Kind: recstore.KindCreated}, {ID: "s1", Kind: recstore.KindUpdated}, {ID: "s1", Kind: recstore.KindLease}, {ID: "s1", Kind: recstore.KindClosed}}
+	if c := next(t, ch); c != want[0] {
+		t.Fatalf("first change = %+v, want %+v", c, want[0])
+	}
+	must(t, a.Put(ctx, rec("s1", "alice", "x", 2), recstore.Lease{}, 0), "put on a")
+	if c := next(t, ch); c != want[1] {
+		t.Fatalf("change = %+v, want %+v", c, want[1])
+	}
+	l, _, err := a.Acquire(ctx, "s1", "A", time.Minute)
+	must(t, err, "acquire on a")
+	if c := next(t, ch); c != want[2] {
+		t.Fatalf("change = %+v, want %+v", c, want[2])
+	}
+	must(t, a.CloseSession(ctx, "s1", l), "close on a")
+	if c := next(t, ch); c != want[3] {
+		t.Fatalf("change = %+v, want %+v", c, want[3])
+	}
+}
+
+// populate fills s with a bit of everything an export carries.
+func populate(t *testing.T, s recstore.Store) {
+	ctx := ctxT(t)
+	for i, id := range []string{"s1", "s2", "s3"} {
+		r := rec(id, []string{"alice", "bob", ""}[i], "name "+id, i)
+		r.State = []state.State{state.Idle, state.Dormant, state.Failed}[i]
+		must(t, s.Create(ctx, r, recstore.Quota{}), "create")
+		must(t, s.Put(ctx, r, recstore.Lease{}, float64(i)+0.25), "put")
+	}
+	must(t, s.AppendTranscript(ctx, recstore.Chunk{ID: "s1", ClaudeSessionID: "c-s1", Data: []byte("{\"type\":\"user\"}\n\xff binary")}, recstore.Lease{}), "append")
+	must(t, s.AppendHistory(ctx, "s1", 0, entries("hello", "world"), recstore.Lease{}), "append history")
+	must(t, s.CloseSession(ctx, "s3", recstore.Lease{}), "close")
+}
+
+func export(t *testing.T, s recstore.Store) string {
+	var buf bytes.Buffer
+	must(t, s.Export(ctxT(t), &buf), "export")
+	return buf.String()
+}
+
+func testExportImport(t *testing.T, open, openOther Opener) {
+	src := open(t)
+	populate(t, src)
+	out := export(t, src)
+	lines := bytes.Split(bytes.TrimSpace([]byte(out)), []byte("\n"))
+	if len(lines) != 2+1+3 { // two open sessions, a tombstone, sums: total, alice, bob
+		t.Fatalf("export has %d lines:\n%s", len(lines), out)
+	}
+	for _, l := range lines[:2] {
+		var head struct{ SessionID, ClaudeSessionID string }
+		if err := json.Unmarshal(l, &head); err != nil || head.SessionID == "" || head.ClaudeSessionID == "" {
+			t.Fatalf("a session line without sessionId or claudeSessionId: %s", l)
+		}
+	}
+	roundTrip(t, out, openOther(t))
+}
+
+// roundTrip imports out into dst twice and checks that dst exports it.
+func roundTrip(t *testing.T, out string, dst recstore.Store) {
+	ctx := ctxT(t)
+	for range 2 {
+		if _, err := dst.Import(ctx, bytes.NewReader([]byte(out))); err != nil {
+			t.Fatalf("import: %v", err)
+		}
+		if got := export(t, dst); got != out {
+			t.Fatalf("export after import:\n got %s\nwant %s", got, out)
+		}
+	}
+}
+
+func testImportRegistry(t *testing.T, open Opener) {
+	s, ctx := open(t), ctxT(t)
+	path := filepath.Join(t.TempDir(), "sessions.json")
+	f := store.NewFile(path, nil)
+	_, err := f.Update(func(st *store.State, now time.Time) {
+		st.Sessions = []store.Entry{rec("r1", "alice", "one", 1).Entry, rec("r2", "", "two", 2).Entry}
+		st.SpentUSD, st.UserSpentUSD = 4.5, map[string]float64{"alice": 1.5}
+		st.Closed = store.Tombstones{"gone": {Closed: now, Owner: "bob", ClaudeSessionIDs: []string{"c-gone"}}}
+	})
+	must(t, err, "writing a registry file")
+	data, err := os.ReadFile(path)
+	must(t, err, "reading it")
+	stats, err := s.Import(ctx, bytes.NewReader(data))
+	must(t, err, "import")
+	if stats != (recstore.ImportStats{Sessions: 2, Tombstones: 1, Sums: 2}) {
+		t.Fatalf("import read %+v", stats)
+	}
+	got, err := s.Get(ctx, "r1")
+	must(t, err, "get")
+	if got.State != state.Dormant || got.Owner != "alice" || got.Options.Name != "one" {
+		t.Fatalf("imported record = %s", asJSON(t, got))
+	}
+	if owner, known, _ := s.ConversationOwner(ctx, "c-gone"); !known || owner != "bob" {
+		t.Fatalf("a closed session of the registry: owner %q, known %v", owner, known)
+	}
+	if usd, _ := s.Spent(ctx, "alice"); usd != 1.5 {
+		t.Fatalf("Spent(alice) = %v", usd)
+	}
+	if usd, _ := s.SpentTotal(ctx); usd != 4.5 {
+		t.Fatalf("SpentTotal = %v", usd)
+	}
+	p, _ := s.List(ctx, recstore.Query{})
+	if !slices.Equal(ids(p.Records), []string{"r2", "r1"}) {
+		t.Fatalf("listed %v", ids(p.Records))
+	}
+	before := export(t, s)
+	_, err = s.Import(ctx, bytes.NewReader(data))
+	must(t, err, "import again")
+	if after := export(t, s); after != before {
+		t.Fatalf("a second import changed the store:\n%s\n%s", before, after)
+	}
+}

@@ -1,0 +1,283 @@
+// Package sqlite is the embedded recstore.Store: one SQLite database file
+// (WAL mode, through the pure-Go driver modernc.org/sqlite, so the binary
+// still builds with CGO_ENABLED=0 everywhere), with no server to run.
+//
+// Several instances (processes) on one host share it safely: every write
+// is a BEGIN IMMEDIATE transaction (one writer at a time, waiting at most
+// busyTimeout for the others, never blocked forever by a paused one),
+// readers never wait. A commit is durable before it returns
+// (synchronous=FULL): a crash loses at most the write in flight, which
+// SQLite's own journal recovery rolls back at the next open.
+//
+// A corrupt file (it is not a database, or PRAGMA quick_check finds
+// damage) is moved aside at open (<path>.corrupt-<time>, with its -wal and
+// -shm) and the last good state restored: <path>.bak, a copy taken with
+// VACUUM INTO after a clean check at an open, at most every BackupEvery;
+// what changed after that copy is lost (the same promise as the registry
+// file's .bak, which the registry rewrote at every write).
+//
+// Watch looks at PRAGMA data_version (which changes when another
+// connection commits) every Options.WatchEvery, then reads the changes
+// table, which every write appends to (kept ten minutes).
+package sqlite
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/internal/sqldb"
+)
+
+// Options configures Open; the zero value is the default.
+type Options struct {
+	// Now is the clock of leases and tombstones; nil is time.Now.
+	Now func() time.Time
+	// WatchEvery is how often Watch looks at the database; 0 is 100 ms.
+	WatchEvery time.Duration
+	// BackupEvery is how old <path>.bak may grow before an open takes a
+	// new one; 0 is an hour, <0 never.
+	BackupEvery time.Duration
+	Log         *slog.Logger
+}
+
+const (
+	busyTimeout = 10 * time.Second
+	changesKept = 10 * time.Minute
+)
+
+// Store is the embedded store in one file.
+type Store struct {
+	*sqldb.DB
+	path   string
+	opts   Options
+	origin string // this handle, in the changes it writes
+	bg     sync.WaitGroup
+}
+
+var _ recstore.Store = (*Store)(nil)
+
+// DefaultPath is $XDG_STATE_HOME/claude-agent-mcp/sessions.db, else
+// ~/.local/state/claude-agent-mcp/sessions.db: beside the registry file.
+func DefaultPath() (string, error) {
+	dir := os.Getenv("XDG_STATE_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("finding the state directory: %w", err)
+		}
+		dir = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(dir, "claude-agent-mcp", "sessions.db"), nil
+}
+
+// Open opens (or creates) the store in the file at path, restoring the
+// last good state when it is corrupt, and migrates its schema.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.WatchEvery <= 0 {
+		opts.WatchEvery = 100 * time.Millisecond
+	}
+	if opts.BackupEvery == 0 {
+		opts.BackupEvery = time.Hour
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("creating the store's directory: %w", err)
+	}
+	s := &Store{path: path, opts: opts, origin: newOrigin()}
+	checked, err := s.recover(ctx)
+	if err != nil {
+		return nil, err
+	}
+	db, err := openDB(path)
+	if err != nil {
+		return nil, err
+	}
+	s.DB = &sqldb.DB{SQL: db, D: s.dialect()}
+	if err := s.Migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("opening the session store %s: %w", path, err)
+	}
+	if checked && s.backupDue() {
+		s.bg.Add(1)
+		go func() {
+			defer s.bg.Done()
+			s.backup(context.WithoutCancel(ctx))
+		}()
+	}
+	return s, nil
+}
+
+// openDB opens the database pool on path.
+func openDB(path string) (*sql.DB, error) {
+	dsn := path + "?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=cache_size(-1024)" +
+		fmt.Sprintf("&_pragma=busy_timeout(%d)&_txlock=immediate", busyTimeout.Milliseconds())
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("opening the session store %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(4)
+	db.SetMaxIdleConns(2)
+	db.SetConnMaxIdleTime(time.Minute)
+	return db, nil
+}
+
+func newOrigin() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Path is the database file.
+func (s *Store) Path() string { return s.path }
+
+// Close implements recstore.Store.
+func (s *Store) Close() error {
+	s.bg.Wait()
+	return s.SQL.Close()
+}
+
+// dialect is SQLite's: ? placeholders, no row locks (a write transaction
+// is BEGIN IMMEDIATE, alone), the process's clock, changes in a table.
+func (s *Store) dialect() sqldb.Dialect {
+	return sqldb.Dialect{
+		Contains: "instr(name, ?) > 0",
+		Now: func(context.Context, *sql.Tx) (time.Time, error) {
+			return s.opts.Now().Round(0).UTC(), nil
+		},
+		Notify: func(ctx context.Context, tx *sql.Tx, id string, kind recstore.Kind) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO changes (id, kind, origin, at) VALUES (?, ?, ?, ?)`, id, string(kind), s.origin, s.opts.Now().UnixNano())
+			return err
+		},
+		Schema: schema,
+	}
+}
+
+// schema is the DDL of each version.
+var schema = [][]string{{
+	`CREATE TABLE records (id TEXT PRIMARY KEY, owner TEXT NOT NULL, name TEXT NOT NULL, state TEXT NOT NULL, last_used INTEGER NOT NULL, body TEXT NOT NULL)`,
+	`CREATE INDEX records_last ON records (last_used DESC, id DESC)`,
+	`CREATE INDEX records_owner ON records (owner, last_used DESC, id DESC)`,
+	`CREATE TABLE leases (id TEXT PRIMARY KEY, holder TEXT NOT NULL, epoch INTEGER NOT NULL, expires INTEGER NOT NULL)`,
+	`CREATE TABLE tombstones (id TEXT PRIMARY KEY, closed INTEGER NOT NULL, body TEXT NOT NULL)`,
+	`CREATE INDEX tombstones_closed ON tombstones (closed)`,
+	`CREATE TABLE conversations (claude_session_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, owner TEXT NOT NULL)`,
+	`CREATE INDEX conversations_session ON conversations (session_id)`,
+	`CREATE TABLE spent (owner TEXT PRIMARY KEY, usd REAL NOT NULL)`,
+	`CREATE TABLE chunks (session_id TEXT NOT NULL, claude_session_id TEXT NOT NULL, pos INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (session_id, claude_session_id, pos))`,
+	`CREATE TABLE history (session_id TEXT NOT NULL, seq INTEGER NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (session_id, seq))`,
+	`CREATE TABLE changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, kind TEXT NOT NULL, origin TEXT NOT NULL, at INTEGER NOT NULL)`,
+}}
+
+// recover checks an existing file (checked: it passed) and, when it is
+// corrupt, moves it aside and restores the backup (else starts empty).
+func (s *Store) recover(ctx context.Context) (checked bool, err error) {
+	if _, err := os.Stat(s.path); errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	cerr := quickCheck(ctx, s.path)
+	if cerr == nil {
+		return true, nil
+	}
+	aside := fmt.Sprintf("%s.corrupt-%s", s.path, time.Now().UTC().Format("20060102T150405.000"))
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := os.Rename(s.path+suffix, aside+suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return false, fmt.Errorf("the session store %s is corrupt (%v) and could not be moved aside: %w", s.path, cerr, err)
+		}
+	}
+	bak := s.path + ".bak"
+	berr := quickCheck(ctx, bak)
+	if berr == nil {
+		berr = copyFile(bak, s.path)
+	}
+	if berr != nil {
+		s.opts.Log.Error("the session store is corrupt; moved it aside and starting empty (no good backup)", "path", s.path, "moved_to", aside, "err", cerr, "backup_err", berr)
+		return false, nil
+	}
+	s.opts.Log.Error("the session store is corrupt; moved it aside and restored the last good copy (what changed after that copy is lost)", "path", s.path, "moved_to", aside, "err", cerr, "restored_from", bak)
+	return true, nil
+}
+
+// quickCheck opens the database at path alone and runs PRAGMA
+// quick_check (and SQLite's recovery of a hot journal).
+func quickCheck(ctx context.Context, path string) error {
+	if _, err := os.Stat(path); err != nil {
+		return err
+	}
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var res string
+	if err := db.QueryRowContext(ctx, `PRAGMA quick_check`).Scan(&res); err != nil {
+		return err
+	}
+	if res != "ok" {
+		return fmt.Errorf("quick_check: %s", res)
+	}
+	return nil
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// backupDue reports whether <path>.bak is missing or older than
+// BackupEvery.
+func (s *Store) backupDue() bool {
+	if s.opts.BackupEvery < 0 {
+		return false
+	}
+	info, err := os.Stat(s.path + ".bak")
+	return err != nil || time.Since(info.ModTime()) > s.opts.BackupEvery
+}
+
+// backup copies the database to <path>.bak with VACUUM INTO (a
+// consistent copy, readers and writers going on), through a temporary
+// file renamed over the old backup.
+func (s *Store) backup(ctx context.Context) {
+	tmp := s.path + ".bak.tmp"
+	_ = os.Remove(tmp)
+	if _, err := s.SQL.ExecContext(ctx, `VACUUM INTO ?`, tmp); err != nil {
+		s.opts.Log.Warn("backing up the session store", "path", s.path, "err", err)
+		_ = os.Remove(tmp)
+		return
+	}
+	if err := os.Rename(tmp, s.path+".bak"); err != nil {
+		s.opts.Log.Warn("backing up the session store", "path", s.path, "err", err)
+	}
+}
