@@ -3,6 +3,7 @@ package mcptools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,8 +15,9 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/sqlite"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
 // TestWaitSecondsAndChatWait: a slow turn with waitSeconds returns status
@@ -267,11 +269,30 @@ func TestHistoryCapped(t *testing.T) {
 	}
 }
 
-// TestPersistedFalse: a registry that cannot be written makes create and
+// failingStore is a session store whose writes fail.
+type failingStore struct{ recstore.Store }
+
+func (failingStore) Create(context.Context, recstore.Record, recstore.Quota) error {
+	return errors.New("disk full")
+}
+
+func (failingStore) Put(context.Context, recstore.Record, recstore.Lease, float64) error {
+	return errors.New("disk full")
+}
+
+func openStore(t *testing.T) recstore.Store {
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "sessions.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// TestPersistedFalse: a store that cannot be written makes create and
 // query results say persisted: false.
 func TestPersistedFalse(t *testing.T) {
-	reg := store.NewFile("/dev/null/cannot/sessions.json", nil)
-	f := newFakeServer(t, "2025-11-25", sessions.Config{Registry: reg}, Options{})
+	f := newFakeServer(t, "2025-11-25", sessions.Config{Store: failingStore{openStore(t)}}, Options{})
 	_, out := f.call(t, "claude_session_create", map[string]any{"cwd": t.TempDir()}, nil)
 	if out["persisted"] != false {
 		t.Errorf("create with an unwritable registry: persisted = %v", out["persisted"])
@@ -280,7 +301,7 @@ func TestPersistedFalse(t *testing.T) {
 	if out["persisted"] != false {
 		t.Errorf("query with an unwritable registry: persisted = %v", out["persisted"])
 	}
-	good := newFakeServer(t, "2025-11-25", sessions.Config{Registry: store.NewFile(filepath.Join(t.TempDir(), "s.json"), nil)}, Options{})
+	good := newFakeServer(t, "2025-11-25", sessions.Config{Store: openStore(t)}, Options{})
 	if _, out := good.call(t, "claude_session_create", map[string]any{"cwd": t.TempDir()}, nil); out["persisted"] != nil {
 		t.Errorf("create with a good registry: persisted = %v, want it left out", out["persisted"])
 	}

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"testing"
-
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
 // TestAgentToolPersisted: the agent tool that started a session survives a
@@ -13,8 +11,8 @@ import (
 // sees it too; it is never a session option a caller can set (json "-").
 func TestAgentToolPersisted(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "sessions.json")
-	m1 := newManager(t, Config{Registry: store.NewFile(path, nil)})
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	m1 := newManager(t, Config{Store: storeAt(t, path)})
 	s := create(t, m1, CreateOptions{Cwd: t.TempDir(), AgentTool: "reviewer"})
 	plain := create(t, m1, CreateOptions{Cwd: t.TempDir()})
 	query(t, s, "hi", QueryOptions{})
@@ -23,7 +21,7 @@ func TestAgentToolPersisted(t *testing.T) {
 	}
 	m1.Shutdown()
 
-	entries := store.NewFile(path, nil).Load()
+	entries := storedRecords(t, path)
 	if len(entries) != 2 {
 		t.Fatalf("the registry holds %d sessions, want 2", len(entries))
 	}
@@ -33,7 +31,7 @@ func TestAgentToolPersisted(t *testing.T) {
 			t.Errorf("entry %s: agentTool %q, want %q", e.SessionID, e.AgentTool, want)
 		}
 	}
-	m2 := newManager(t, Config{Registry: store.NewFile(path, nil)})
+	m2 := newManager(t, Config{Store: storeAt(t, path)})
 	for id, want := range map[string]string{s.ID: "reviewer", plain.ID: ""} {
 		got, err := m2.Get(id)
 		if err != nil {

@@ -16,7 +16,6 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/worktree"
 )
 
@@ -158,8 +157,8 @@ func TestBudgets(t *testing.T) {
 	})
 	t.Run("total", func(t *testing.T) {
 		t.Parallel()
-		path := filepath.Join(t.TempDir(), "sessions.json")
-		m := newManager(t, Config{MaxTotalBudgetUSD: 0.0005, Registry: store.NewFile(path, nil)})
+		path := filepath.Join(t.TempDir(), "sessions.db")
+		m := newManager(t, Config{MaxTotalBudgetUSD: 0.0005, Store: storeAt(t, path)})
 		a := create(t, m, CreateOptions{})
 		b := create(t, m, CreateOptions{})
 		query(t, a, "hi", QueryOptions{})
@@ -172,7 +171,7 @@ func TestBudgets(t *testing.T) {
 		// Closing sessions does not give the money back, nor does a restart.
 		m.Close(a.ID)
 		m.Shutdown()
-		m2 := newManager(t, Config{MaxTotalBudgetUSD: 0.0005, Registry: store.NewFile(path, nil)})
+		m2 := newManager(t, Config{MaxTotalBudgetUSD: 0.0005, Store: storeAt(t, path)})
 		if got := m2.Spent(); got < 0.00054 {
 			t.Errorf("spent after a restart = %v", got)
 		}

@@ -321,3 +321,22 @@ func chunks(n int) string {
 	}
 	return b.String()
 }
+
+// testClock is a clock the test moves forward: time.Now plus an offset
+// (the monotonic reading moves too).
+type testClock struct {
+	mu  sync.Mutex
+	off time.Duration
+}
+
+func (c *testClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.off)
+}
+
+func (c *testClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.off += d
+	c.mu.Unlock()
+}

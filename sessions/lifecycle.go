@@ -160,10 +160,11 @@ func (s *Session) makeDormant(reason string) bool {
 	}
 	s.st.SetOwnerLocked(state.Dormancy)
 	s.mu.Unlock()
-	defer s.st.Release()
 	s.log.Info("making session dormant", "reason", reason)
 	s.stopProcess(p)
 	s.st.Move(state.Dormant)
+	s.st.Release()
+	s.m.leaveMemory(s)
 	return true
 }
 

@@ -2,26 +2,16 @@
 // MCP layer calls (ids, create, one-shot queries, limits, shutdown), each
 // [Session]'s process lifecycle, its queries and their runs bound to it
 // ([Run]), budgets and idle reaping, and the manager's side of its
-// subpackages: the state machine (package state), the usage limit's waits
-// (package limitwait, through limitQuery), the live pool with its queue
-// and warm spares (package live; live.Spares.On decides when a spare
-// starts), the policy gate and the registry shared by instances.
-//
-// It owns its sessions: each live Session owns one claudeagent.Process and
-// one pump goroutine that feeds the running turn. It must not know MCP
-// wire types, the table of a session's states (package state), how a
-// query waits for a usage limit's reset (package limitwait), how a CLI is
-// found and started (package cli), how permission questions are decided
-// (package permission), how a turn's messages become events and a result
-// (package turn), a run's record (package run), the history's bounds and
-// the transcript's format (package history), how images are checked
-// (package images), the registry's file format or its merge (package
-// store, reached through store.Store with plain records), this instance's
-// claims and the costs it has not written yet (package sharing, which
-// drives the manager's side through registryView), the caps on sessions
-// and the budgets (package quota), the policy's classes (package policy, reached through Manager.gate), git
-// (package worktree), or how live places are counted and spares kept
-// (package live). None of its subpackages imports it.
+// subpackages. Each live Session owns one claudeagent.Process and one pump
+// goroutine that feeds the running turn. It must not know MCP wire types,
+// nor what its subpackages hold: the states' table (state), usage limit
+// waits (limitwait), finding and starting a CLI (cli), permission answers
+// (permission), turns (turn), runs (run), the history and transcript
+// format (history), images, the session store and its leases (recstore,
+// through recshare and the sharedStore seam), a list's rows (listing), the
+// caps and budgets (quota), the policy's classes (policy, through
+// Manager.gate), git (worktree), live places and spares (live). None of
+// its subpackages imports it.
 package sessions
 
 import (
@@ -42,9 +32,9 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/permission"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/quota"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/sharing"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recshare"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/worktree"
 )
 
@@ -53,14 +43,12 @@ type Config struct {
 	// CLIPath is the claude binary; "" finds it on PATH.
 	CLIPath string
 	// OnIdle, if set, is called once each time no query, create or spare
-	// start has run for a second after the last one ended (the server
-	// gives memory back to the system then).
+	// start has run for a second (the server gives memory back then).
 	OnIdle func()
-	// OnAlert, if set, is told when a turn ends and when a turn waits for
-	// a permission answer (the --notify webhooks, metrics); it is called on the
-	// session's goroutines and must not block.
+	// OnAlert, if set, is told when a turn ends or waits for a permission
+	// answer (--notify, metrics), on the session's goroutines: never block.
 	OnAlert func(Alert)
-	// OnTakeover, if set, is told of each lapsed claim of another instance a registry write broke.
+	// OnTakeover, if set, is told of each lapsed lease of another instance taken over here.
 	OnTakeover func()
 	// MaxSessions caps open sessions (live or dormant); default 64.
 	MaxSessions int
@@ -151,11 +139,11 @@ type Config struct {
 	// Depth is how deeply this server is nested in claude-agent-mcp sessions
 	// (CLAUDE_AGENT_MCP_DEPTH); at MaxDepth or beyond, Create refuses.
 	Depth, MaxDepth int
-	// Registry persists sessions across restarts; nil keeps them in memory.
-	Registry *store.File
-	// Lease is how long a claim on a session in a shared registry holds
-	// without renewal (it is renewed every third of it); 0 means
-	// $CLAUDE_AGENT_MCP_LEASE (a testing knob), else 60 s.
+	// Store keeps sessions across restarts and shares them with other
+	// instances, one record each; nil keeps them in memory.
+	Store recstore.Store
+	// Lease is how long a session's lease holds unrenewed (renewed every
+	// third of it); 0: $CLAUDE_AGENT_MCP_LEASE (testing), else 60 s.
 	Lease time.Duration
 	now   func() time.Time // tests: the clock of claims and tombstones; nil is time.Now
 	// ProfileEnv returns the CLI environment of a named profile; it is
@@ -182,10 +170,9 @@ type Manager struct {
 	pool     *live.Pool
 	spares   *live.Spares[CreateOptions]
 
-	share  *sharing.Instance // this instance's part in the registry, and the costs (share.go)
-	store  store.Store       // the registry (cfg.Registry), nil for none
-	policy *policy.Gate      // the one policy gate (see gate)
-	quota  quota.Limits      // the caps on sessions and the budgets (budget.go)
+	share  sharedStore  // this instance's part in the store, and the costs (share.go)
+	policy *policy.Gate // the one policy gate (see gate)
+	quota  quota.Limits // the caps on sessions and the budgets (budget.go)
 
 	permissions permission.Policy // answers the permission questions nobody else answered
 
@@ -198,8 +185,7 @@ type Manager struct {
 	onTurnEnd  atomic.Pointer[func(*Session)] // told of each turn's end (alert.go)
 }
 
-// NewManager returns a manager. When cfg.Registry is set, the sessions it
-// holds are restored as dormant.
+// NewManager returns a manager; stored sessions are loaded when asked for.
 func NewManager(cfg Config) *Manager {
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = 64
@@ -238,12 +224,8 @@ func NewManager(cfg Config) *Manager {
 	m.cli = cli.New(cli.Config{Path: cfg.CLIPath, Env: cfg.Env, CloseStage: cfg.CloseStage, StartTimeout: cfg.StartTimeout,
 		Bypass: m.policy.BypassAvailable})
 	newLive(m)
-	path := ""
-	if cfg.Registry != nil {
-		m.store, path = cfg.Registry, cfg.Registry.Path()
-	}
-	m.share = sharing.New(sharing.Config{Store: m.store, Path: path, Lease: cfg.Lease, Now: m.now, Log: logger, ErrClosed: ErrClosed, OnTakeover: cfg.OnTakeover})
-	m.restore()
+	m.share = recshare.New(recshare.Config{Store: cfg.Store, Lease: cfg.Lease, Log: logger, ErrClosed: ErrClosed, OnTakeover: cfg.OnTakeover})
+	m.share.Start(storeHost{m})
 	return m
 }
 
@@ -272,7 +254,7 @@ func (m *Manager) Create(ctx context.Context, opts CreateOptions) (*Session, err
 		// Every live process is busy: the session is made all the same and
 		// starts with its first query, which waits its turn.
 		s.log.Info("created without a process: every live process is busy", "max_live", m.cfg.MaxLive)
-		m.persist()
+		m.persist(s, 0, false)
 		go m.spareOn(live.SessionCreated, opts)
 		return s, nil
 	}
@@ -284,7 +266,7 @@ func (m *Manager) Create(ctx context.Context, opts CreateOptions) (*Session, err
 		return nil, err
 	}
 	s.resetIdleTimer()
-	m.persist()
+	m.persist(s, 0, false)
 	go m.spareOn(live.SessionCreated, opts)
 	return s, nil
 }
@@ -301,18 +283,9 @@ func (m *Manager) Open(ctx context.Context, opts CreateOptions) (*Session, error
 		return nil, err
 	}
 	s := newSession(m, opts)
-	m.refresh() // the per-user quota counts the sessions other instances hold too
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return nil, ErrShuttingDown
-	}
-	if err := m.quota.CheckOpen(len(m.sessions), opts.Owner, func() int { return m.userSessionsLocked(opts.Owner, "") }, ""); err != nil {
-		m.mu.Unlock()
+	if err := m.register(ctx, s); err != nil {
 		return nil, err
 	}
-	m.sessions[s.ID] = s
-	m.mu.Unlock()
 	if opts.Worktree.On {
 		name := opts.Worktree.Name
 		if name == "" {
@@ -320,30 +293,27 @@ func (m *Manager) Open(ctx context.Context, opts CreateOptions) (*Session, error
 		}
 		w, err := worktree.Make(ctx, opts.Cwd, name, m.checkPath) // its repository within the allowed roots
 		if err != nil {
-			m.mu.Lock()
-			delete(m.sessions, s.ID)
-			m.mu.Unlock()
+			m.Discard(s)
 			return nil, err
 		}
 		s.mu.Lock()
 		s.worktree = w
 		s.mu.Unlock()
-		m.persist()
+		m.persist(s, 0, false)
 		s.log.Info("made a worktree for the session", "path", w.Path, "branch", w.Branch)
 	}
 	return s, nil
 }
 
 // Get returns the open session with id. One this instance does not hold
-// is looked up in the registry, which other instances may share, and taken
-// up as dormant (see adopt).
+// is loaded from the store, which other instances may share, as dormant
+// (see load).
 func (m *Manager) Get(id string) (*Session, error) {
-	m.refresh() // a session closed on another instance is gone here too
 	m.mu.Lock()
 	s := m.sessions[id]
 	m.mu.Unlock()
 	if s == nil {
-		return m.adopt(id)
+		return m.load(id)
 	}
 	return s, nil
 }
@@ -354,14 +324,9 @@ func NotFoundError(id string) error {
 	return fmt.Errorf("%w: no open session has id %q; it was closed or never existed", ErrNotFound, id)
 }
 
-// List returns all open sessions, oldest first; with a shared registry,
-// sessions another instance closed are gone.
-func (m *Manager) List() []*Session {
-	m.refresh()
-	return m.list()
-}
+// List returns the open sessions held here, oldest first (see ListPage).
+func (m *Manager) List() []*Session { return m.list() }
 
-// list is List without looking at the registry.
 func (m *Manager) list() []*Session {
 	m.mu.Lock()
 	out := make([]*Session, 0, len(m.sessions))
@@ -373,8 +338,11 @@ func (m *Manager) list() []*Session {
 	return out
 }
 
-// Count returns the number of open sessions.
+// Count returns the number of open sessions (in the store, with one).
 func (m *Manager) Count() int {
+	if n, err := m.share.Count(context.Background(), ""); err == nil && m.share.Stored() {
+		return n
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.sessions)
@@ -385,30 +353,38 @@ func (m *Manager) Close(id string) (int, error) {
 	m.mu.Lock()
 	s := m.sessions[id]
 	delete(m.sessions, id)
-	n := len(m.sessions)
 	m.mu.Unlock()
-	if s == nil {
-		return n, fmt.Errorf("%w: no open session has id %q; it was already closed or never existed", ErrNotFound, id)
+	var err error
+	switch {
+	case s != nil:
+		s.close()
+		err = m.closeStored(s)
+	case m.share.Stored():
+		err = m.share.Close(context.Background(), id, "", nil)
 	}
-	m.noteClosed(s)
-	s.close()
-	m.persist()
-	return n, nil
+	if s == nil && (err == nil || errors.Is(err, recstore.ErrNotFound) || errors.Is(err, recstore.ErrClosed)) && (!m.share.Stored() || err != nil) {
+		err = fmt.Errorf("%w: no open session has id %q; it was already closed or never existed", ErrNotFound, id)
+	}
+	return m.Count(), err
 }
 
-// Discard closes a session and forgets it without touching the registry
-// entry of other sessions; used for temporary sessions.
+// closeStored closes s, closed here, in the store.
+func (m *Manager) closeStored(s *Session) error {
+	s.mu.Lock()
+	owner, ids := s.opts.Owner, append(slices.Clone(s.pastClaudeSessionIDs), s.claudeSessionID)
+	s.mu.Unlock()
+	err := m.share.Close(context.Background(), s.ID, owner, ids)
+	if errors.Is(err, recstore.ErrNotFound) || errors.Is(err, recstore.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// Discard closes a temporary session and forgets it.
 func (m *Manager) Discard(s *Session) {
-	m.forget(s)
+	m.unhold(s)
 	s.close()
-	m.persist()
-}
-
-// forget drops s from the open sessions.
-func (m *Manager) forget(s *Session) {
-	m.mu.Lock()
-	delete(m.sessions, s.ID)
-	m.mu.Unlock()
+	_ = m.closeStored(s)
 }
 
 // Shutdown stops every process, in parallel, and refuses new sessions.
@@ -420,7 +396,6 @@ func (m *Manager) Shutdown() {
 	m.pool.Close()
 	m.mu.Unlock()
 	all := m.list()
-	m.persist()
 	var wg sync.WaitGroup
 	for _, s := range all {
 		wg.Go(func() { s.shutdown() })
@@ -428,7 +403,7 @@ func (m *Manager) Shutdown() {
 	wg.Wait()
 	m.closing.Wait()
 	m.quiet.Stop()
-	m.stopSharing() // writes the claims of the stopped processes released
+	m.share.Stop() // the leases of the stopped processes are released
 }
 
 // shuttingDown reports whether Shutdown has begun. Lock order: m.mu before
@@ -453,4 +428,12 @@ func (m *Manager) ownerEnv(owner string) map[string]string {
 		return nil
 	}
 	return map[string]string{"CLAUDE_CONFIG_DIR": filepath.Join(m.cfg.PerUserConfigDir, owner)}
+}
+
+// now is the manager's clock: time.Now, or the tests' clock.
+func (m *Manager) now() time.Time {
+	if m.cfg.now != nil {
+		return m.cfg.now()
+	}
+	return time.Now()
 }

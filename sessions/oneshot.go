@@ -77,10 +77,10 @@ func (m *Manager) endOneShot(s *Session) {
 // one-shot query's answer need not wait for its CLI to exit (tens of
 // milliseconds). Shutdown waits for these closes.
 func (m *Manager) discardLater(s *Session) {
-	m.forget(s)
+	m.unhold(s)
 	m.closing.Go(func() {
 		s.close()
-		m.persist()
+		_ = m.closeStored(s)
 		m.spareOn(live.OneShotEnded, CreateOptions{}) // its live place is free now
 	})
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
 // TestPolicyAfterRestart: sessions made under a loose policy are listed as
@@ -25,9 +24,9 @@ func TestPolicyAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	outside := t.TempDir()
-	path := filepath.Join(t.TempDir(), "sessions.json")
+	path := filepath.Join(t.TempDir(), "sessions.db")
 
-	m1 := newManager(t, Config{Registry: store.NewFile(path, nil)})
+	m1 := newManager(t, Config{Store: storeAt(t, path)})
 	good := create(t, m1, CreateOptions{Cwd: inside, SessionOptions: claudeagent.SessionOptions{PermissionMode: "plan"}})
 	escaped := create(t, m1, CreateOptions{Cwd: outside, SessionOptions: claudeagent.SessionOptions{PermissionMode: "plan"}})
 	addDir := create(t, m1, CreateOptions{Cwd: inside, SessionOptions: claudeagent.SessionOptions{PermissionMode: "plan", AddDirs: []string{outside}}})
@@ -41,10 +40,10 @@ func TestPolicyAfterRestart(t *testing.T) {
 	}
 	m1.Shutdown()
 
-	m2 := newManager(t, Config{Registry: store.NewFile(path, nil), AllowedRoots: []string{root}, AllowedModes: []string{"plan"},
+	m2 := newManager(t, Config{Store: storeAt(t, path), AllowedRoots: []string{root}, AllowedModes: []string{"plan"},
 		NoSessionMCPServers: true, ToolsCeiling: []string{"Read", "Grep"}})
 	if n := m2.Count(); n != 7 {
-		t.Fatalf("restored %d sessions, want all 7", n)
+		t.Fatalf("the store holds %d sessions after a restart, want all 7", n)
 	}
 	for _, tc := range []struct {
 		s    *Session
@@ -69,7 +68,7 @@ func TestPolicyAfterRestart(t *testing.T) {
 		t.Errorf("refused sessions started %d process(es)", n)
 	}
 	// Nothing was deleted: the registry still holds every session.
-	if got := store.NewFile(path, nil).Load(); len(got) != 7 {
+	if got := storedRecords(t, path); len(got) != 7 {
 		t.Errorf("the registry holds %d sessions, want 7", len(got))
 	}
 	// The session the new policy allows runs and continues its conversation.
@@ -131,12 +130,12 @@ func TestPolicyAtEveryStart(t *testing.T) {
 	}
 }
 
-// TestMaxSessionsRestore: --max-sessions counts restored sessions; the most
-// recently used are restored and the rest logged.
+// TestMaxSessionsRestore: --max-sessions counts the stored sessions after
+// a restart, none of which is loaded until asked for.
 func TestMaxSessionsRestore(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "sessions.json")
-	m1 := newManager(t, Config{Registry: store.NewFile(path, nil)})
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	m1 := newManager(t, Config{Store: storeAt(t, path)})
 	var made []*Session
 	for range 4 {
 		s := create(t, m1, CreateOptions{})
@@ -144,17 +143,20 @@ func TestMaxSessionsRestore(t *testing.T) {
 		made = append(made, s)
 	}
 	m1.Shutdown()
-	m2 := newManager(t, Config{Registry: store.NewFile(path, nil), MaxSessions: 2})
-	if n := m2.Count(); n != 2 {
-		t.Fatalf("restored %d sessions with --max-sessions 2", n)
+	m2 := newManager(t, Config{Store: storeAt(t, path), MaxSessions: 4})
+	if n := m2.Count(); n != 4 {
+		t.Fatalf("the store holds %d sessions after a restart, want 4", n)
 	}
-	for _, s := range made[2:] {
+	if n := len(m2.List()); n != 0 {
+		t.Errorf("%d sessions loaded at the start, want none", n)
+	}
+	for _, s := range made {
 		if _, err := m2.Get(s.ID); err != nil {
-			t.Errorf("a most recently used session was not restored: %v", err)
+			t.Errorf("a stored session was not loaded: %v", err)
 		}
 	}
 	if _, err := m2.Create(ctxFor(t), CreateOptions{Cwd: t.TempDir()}); !errors.Is(err, ErrTooMany) {
-		t.Errorf("create beyond --max-sessions with restored sessions: %v", err)
+		t.Errorf("create beyond --max-sessions with stored sessions: %v", err)
 	}
 }
 

@@ -201,11 +201,9 @@ func (s *Session) finish(t *turn.Turn, end turnEnd) *turn.Result {
 			s.st.MoveLocked(state.Dormant) // stopped during the interrupt (see pump)
 		}
 	}
-	owner := s.opts.Owner
 	s.mu.Unlock()
-	s.m.share.AddSpent(owner, r.CostUSD)
 	s.resetIdleTimer()
-	s.m.persist()
+	s.m.persist(s, r.CostUSD, true)
 	if end.prompt != "" || end.followUp {
 		s.m.alert(Alert{Session: s, Result: r, Started: end.started})
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/limitwait"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/listing"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
@@ -34,8 +35,7 @@ var (
 	ErrDepthExceeded = policy.ErrDepthExceeded
 	ErrRefused       = errors.New("refused by the server's policy")
 	ErrBudget        = errors.New("budget spent")
-	// ErrElsewhere is the error for a session whose process runs on another
-	// server instance sharing the registry.
+	// ErrElsewhere: the session's process runs on another instance.
 	ErrElsewhere = store.ErrElsewhere
 )
 
@@ -62,36 +62,8 @@ type QueryOptions struct {
 	AskPermission func(ctx context.Context, req *turn.PermissionRequest) (*claudeagent.PermissionResult, error)
 }
 
-// Info describes a session for listing.
-type Info struct {
-	SessionID       string
-	ClaudeSessionID string
-	Cwd             string
-	Model           string
-	PermissionMode  string
-	State           state.State
-	Created         time.Time
-	LastUsed        time.Time
-	Queries         int
-	Usage           turn.Usage
-	CostUSD         float64
-	PID             int
-	Profile         string
-	Failure         string
-	QueuePosition   int // while queued for a live process; 1 is next
-	Temporary       bool
-	Name            string
-	Effort          string
-	Worktree        *worktree.Worktree
-	Owner           string
-	AgentTool       string
-	// LimitedUntil is when the usage limit its latest query met resets,
-	// while that is ahead (zero otherwise); LimitKind names the limit.
-	LimitedUntil time.Time
-	LimitKind    string
-	// LimitNote is the CLI's latest warning that the usage limit is near.
-	LimitNote string
-}
+// Info describes a session for listing (see package listing).
+type Info = listing.Info
 
 // Session is one conversation with Claude Code. Its process may come and
 // go (dormant sessions resume with --resume); its id stays. Its fields are
@@ -130,8 +102,7 @@ type Session struct {
 	oneShot       bool // opened by OneShot: its query follows at once
 }
 
-// sessionRecord is what the registry keeps of a session besides its
-// options (see entryLocked, applyEntryLocked).
+// sessionRecord is what the store keeps of a session besides its options.
 type sessionRecord struct {
 	claudeSessionID      string
 	pastClaudeSessionIDs []string // the Claude session ids it had before (see setClaudeSessionIDLocked)

@@ -1,87 +1,84 @@
 package sessions
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
 	"slices"
-	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recshare"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
-// The manager's side of the registry, which other server instances may
-// share (package sharing drives it through registryView; package store
-// holds the file, the claims and the merge): its sessions become records
-// (store.Entry, store.Local) and records become sessions again. Every
-// write merges (sharing.Instance.Sync); an instance asked for a session it
-// does not hold looks it up in the store and adopts it as dormant
-// (Manager.Get); a session's process runs on one instance at a time
-// (sharing.Instance.Fence). Reads (List, Get, the per-user quota) look at
-// the store again when it changed since this instance last did, so that a
-// session closed elsewhere is gone here too.
+// The manager's side of the session store (Config.Store, package recstore,
+// through recshare), which other instances may share: one record per
+// session, created with the quotas counted (register), written alone
+// (persist) under the session's lease, which its process starts under
+// (claimLease) and gives up at its end (released: a dormant session then
+// leaves memory; Get loads it again). Without a store, memory only.
 
-// registryView is the manager as one Sync, Look or Fence sees it
-// (sharing.Host): the outcome acts on the sessions it made records of.
-type registryView struct {
-	m    *Manager
-	byID map[string]*Session
+// sharedStore is the seam: what the manager needs of the store.
+type sharedStore interface {
+	Stored() bool
+	Failing() bool
+	Get(ctx context.Context, id string) (recstore.Record, error)
+	Create(ctx context.Context, rec recstore.Record, q recstore.Quota) error
+	Put(ctx context.Context, rec recstore.Record, spent float64) error
+	Close(ctx context.Context, id, owner string, claudeIDs []string) error
+	List(ctx context.Context, q recstore.Query) (recstore.Page, error)
+	Count(ctx context.Context, owner string) (int, error)
+	Spent() float64
+	UserSpent(owner string) float64
+	ConversationOwner(id string) (string, bool)
+	Acquire(ctx context.Context, id string, h recshare.Host) error
+	Fence(id string, h recshare.Host) error
+	Release(id string)
+	SaveTranscript(ctx context.Context, id, claudeID, path string) error
+	PlaceTranscript(ctx context.Context, id, claudeID, path string) (bool, error)
+	Start(h recshare.Host)
+	Stop()
 }
 
-// view is m for package sharing; s, if set, is the session a Fence checks.
-func (m *Manager) view(s *Session) *registryView {
-	v := &registryView{m: m, byID: map[string]*Session{}}
-	if s != nil {
-		v.byID[s.ID] = s
+// storeHost is the manager as the store's changes and the leases reach it.
+type storeHost struct{ m *Manager }
+
+func (h storeHost) held(id string) *Session {
+	h.m.mu.Lock()
+	defer h.m.mu.Unlock()
+	return h.m.sessions[id]
+}
+
+func (h storeHost) Drop(id string) {
+	if s := h.held(id); s != nil {
+		h.m.dropGone(s)
 	}
-	return v
 }
 
-func (v *registryView) Locals() []store.Local {
-	var out []store.Local
-	for _, s := range v.m.list() {
-		if l, ok := s.local(); ok {
-			out = append(out, l)
-			v.byID[s.ID] = s
-		}
+func (h storeHost) FenceOff(id string, why error) {
+	if s := h.held(id); s != nil {
+		s.fenceOff(why)
 	}
-	return out
 }
 
-func (v *registryView) TakeOver(e store.Entry) bool {
-	s := v.byID[e.SessionID]
-	return s != nil && s.takeOver(e)
-}
-
-func (v *registryView) Drop(id string) { v.m.dropGone(v.byID[id]) }
-
-func (v *registryView) FenceOff(id string, why error) { v.byID[id].fenceOff(why) }
-
-// stopSharing stops the renewal of claims and writes the registry a last
-// time, with the claims of the processes that have stopped released.
-// Shutdown calls it once every process is gone.
-func (m *Manager) stopSharing() {
-	if m.store == nil {
-		return
+func (h storeHost) Held() (ids []string) {
+	for _, s := range h.m.list() {
+		ids = append(ids, s.ID)
 	}
-	m.share.Stop()
-	m.persist()
+	return ids
 }
 
-// sharedLocked reports whether the registry keeps the session: not a
-// temporary one, nor a closed one. s.mu is held.
-func (s *Session) sharedLocked() bool { return !s.opts.Temporary && s.st.State() != state.Closed }
-
-// local is the session as a merge sees it; ok is false for a session the
-// registry does not keep.
-func (s *Session) local() (l store.Local, ok bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.sharedLocked() {
-		return store.Local{}, false
+// recordLocked is the session's record in the store; s.mu is held.
+func (s *Session) recordLocked() recstore.Record {
+	st := s.st.State()
+	if st == state.Starting || st == state.Queued || st == state.Running || st == state.Interrupting {
+		st = state.Idle
 	}
-	live := s.proc != nil || s.st.State() == state.Starting || s.st.State() == state.Queued || s.st.State() == state.Running
-	return store.Local{Entry: s.entryLocked(), Live: live, Running: s.proc != nil}, true
+	return recstore.Record{Entry: s.entryLocked(), State: st, Temporary: s.opts.Temporary}
 }
 
 // entryLocked is the session's registry entry; s.mu is held.
@@ -109,19 +106,22 @@ func (s *Session) applyEntryLocked(e store.Entry) {
 	s.worktree = e.Worktree
 }
 
-// takeOver takes over the record another instance wrote of the session,
-// and reloads the history from its transcript; not while the session has
-// a process (fenced off, and not stopped yet). It reports whether the
-// stored record must win at the next merge too: the session had a process,
-// or a turn whose failure is not recorded yet.
-func (s *Session) takeOver(e store.Entry) (again bool) {
+// takeOver takes over the record another instance wrote of the session
+// since (not while it has a process), and reloads the history.
+func (s *Session) takeOver(e store.Entry) {
 	s.mu.Lock()
-	again = s.proc != nil || s.cur != nil
-	if s.proc != nil {
+	if s.proc != nil || (e.Queries == s.queries && e.ClaudeSessionID == s.claudeSessionID) {
 		s.mu.Unlock()
-		return again
+		return
 	}
 	s.applyEntryLocked(e)
+	s.mu.Unlock()
+	s.reloadHistory()
+}
+
+// reloadHistory starts the history again with the transcript.
+func (s *Session) reloadHistory() {
+	s.mu.Lock()
 	path := s.transcriptPath()
 	s.mu.Unlock()
 	h, err := history.Load(path)
@@ -131,7 +131,6 @@ func (s *Session) takeOver(e store.Entry) (again bool) {
 	s.mu.Lock()
 	s.setHistoryLocked(h)
 	s.mu.Unlock()
-	return again
 }
 
 // setClaudeSessionIDLocked makes id the session's Claude session id; the
@@ -144,207 +143,176 @@ func (s *Session) setClaudeSessionIDLocked(id string) {
 	s.claudeSessionID = id
 }
 
-// persist writes the registry, if any, merging with what other instances
-// wrote (see sync). Call it without holding any session's lock.
-func (m *Manager) persist() {
-	if m.store == nil {
+// persist writes s's record, with spent (a turn's cost) added to the sums,
+// and the transcript's new bytes with saveTranscript. Hold no lock.
+func (m *Manager) persist(s *Session, spent float64, saveTranscript bool) {
+	s.mu.Lock()
+	closed := s.st.State() == state.Closed
+	rec, path := s.recordLocked(), s.transcriptPath()
+	s.mu.Unlock()
+	ctx := context.Background()
+	if closed && m.share.Stored() {
 		return
 	}
-	_ = m.share.Sync(m.view(nil), "")
+	err := m.share.Put(ctx, rec, spent)
+	if errors.Is(err, recstore.ErrElsewhere) || errors.Is(err, recstore.ErrFenced) {
+		go s.fenceOff(err) // persist may run on the pump, which fenceOff waits for
+		return
+	}
+	if saveTranscript && err == nil {
+		if err := m.share.SaveTranscript(ctx, s.ID, rec.ClaudeSessionID, path); err != nil {
+			s.log.Warn("storing the transcript", "err", err)
+		}
+	}
 }
 
-// claimInRegistry claims s in the registry before its process starts: it fails with
-// ErrElsewhere while another live instance runs s, and with ErrClosed when
-// another instance closed it; otherwise s takes over what other instances
-// recorded of it since (their turns, a new Claude session id). A session
-// the registry never held needs no claim, and an unwritable registry does
-// not keep a session from running (it is reported as not persisted).
-func (m *Manager) claimInRegistry(s *Session) error {
-	if m.store == nil {
+// claimLease takes s's lease before its process starts (ErrElsewhere while
+// another instance runs s, ErrClosed when one closed it); s takes over what
+// others recorded of it since, and a transcript another machine stored is
+// written where this instance's CLI reads it.
+func (m *Manager) claimLease(ctx context.Context, s *Session) error {
+	if !m.share.Stored() {
 		return nil
 	}
-	if !m.share.Known(s.ID) {
+	m.mu.Lock()
+	if m.sessions[s.ID] == nil && !m.closed { // left memory dormant, used again
+		m.sessions[s.ID] = s
+	}
+	held := m.sessions[s.ID]
+	m.mu.Unlock()
+	if held != s {
+		return fmt.Errorf("%w: session %s was loaded again meanwhile: get it again", ErrClosed, s.ID)
+	}
+	if err := m.share.Acquire(ctx, s.ID, storeHost{m}); err != nil {
+		return err
+	}
+	if rec, err := m.share.Get(ctx, s.ID); err == nil {
+		s.takeOver(rec.Entry)
+	}
+	s.mu.Lock()
+	path, id, resumable := s.transcriptPath(), s.claudeSessionID, s.resumable && !s.forkPending
+	s.mu.Unlock()
+	if !resumable {
 		return nil
 	}
-	s.st.Move(state.Starting) // so that no merge meanwhile releases the claim
-	return m.share.Sync(m.view(s), s.ID)
+	if placed, err := m.share.PlaceTranscript(ctx, s.ID, id, path); err != nil {
+		s.log.Warn("writing the stored transcript for --resume", "path", path, "err", err)
+	} else if placed {
+		s.log.Info("wrote the session's transcript from the session store (another machine ran it)", "path", path)
+		s.reloadHistory()
+	}
+	return nil
 }
 
-// released notes that s's process ended: the registry is written so that
-// another instance may run s now. At shutdown, stopSharing writes once for
-// all.
+// released notes that s's process ended: its record and transcript are
+// written, its lease released.
 func (m *Manager) released(s *Session) {
-	if m.store == nil || m.shuttingDown() {
+	if !m.share.Stored() {
 		return
 	}
+	m.persist(s, 0, true)
+	m.share.Release(s.ID)
+	m.leaveMemory(s)
+}
+
+// leaveMemory drops s, dormant with its record written, from memory.
+func (m *Manager) leaveMemory(s *Session) {
 	s.mu.Lock()
-	temp := s.opts.Temporary
+	idle := m.share.Stored() && s.st.State() == state.Dormant && s.st.Owner() == state.Nobody && s.textFollowers == 0 && !s.opts.Temporary
 	s.mu.Unlock()
-	if !temp {
-		m.persist()
+	if idle && s.CurrentRun() == nil {
+		m.unhold(s)
 	}
 }
 
-// noteClosed records that s was closed here: for ConversationOwner, and,
-// with a registry, as a tombstone written with the next merge.
-func (m *Manager) noteClosed(s *Session) {
-	s.mu.Lock()
-	n := store.Closing{ID: s.ID, Owner: s.opts.Owner, ClaudeSessionIDs: append(slices.Clone(s.pastClaudeSessionIDs), s.claudeSessionID)}
-	temp := s.opts.Temporary
-	s.mu.Unlock()
-	if temp {
-		m.share.ClosedTemporary(n)
-	} else {
-		m.share.Closed(n)
+// unhold drops s from the sessions held here, unless another copy of it
+// is held.
+func (m *Manager) unhold(s *Session) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.sessions[s.ID] == s {
+		delete(m.sessions, s.ID)
 	}
 }
 
 // PersistFailing reports whether sessions should survive a restart but do
-// not: the last write of the registry failed.
+// not: the last write of the store failed.
 func (m *Manager) PersistFailing() bool { return m.share.Failing() }
 
 // dropGone closes here s, which another instance closed.
 func (m *Manager) dropGone(s *Session) {
-	m.mu.Lock()
-	if m.sessions[s.ID] == s {
-		delete(m.sessions, s.ID)
-	}
-	m.mu.Unlock()
+	m.unhold(s)
 	s.mu.Lock()
 	s.worktree = nil // the instance that closed it dealt with its worktree
 	s.mu.Unlock()
-	s.log.Info("closed on another instance sharing the session registry")
+	s.log.Info("closed on another instance sharing the session store")
 	s.close()
 }
 
-// restore loads the registry's sessions as dormant sessions: at most
-// MaxSessions of them, the most recently used. Each is checked against
-// today's policy at once, so that one the policy refuses is listed as
-// refused (it is checked again at each query).
-func (m *Manager) restore() {
-	if m.store == nil {
-		return
+// load takes up a session this instance does not hold from the store.
+func (m *Manager) load(id string) (*Session, error) {
+	if !m.share.Stored() || id == "" {
+		return nil, NotFoundError(id)
 	}
-	m.share.Start(m.persist)
-	m.share.Restore(m.cfg.MaxSessions, func(e store.Entry) {
-		s := m.restoreOne(e)
-		m.sessions[s.ID] = s
-	})
-	if n := len(m.sessions); n > 0 {
-		m.log.Info("restored sessions from the registry as dormant", "count", n, "path", m.cfg.Registry.Path())
+	rec, err := m.share.Get(context.Background(), id)
+	switch {
+	case errors.Is(err, recstore.ErrNotFound), errors.Is(err, recstore.ErrClosed):
+		return nil, NotFoundError(id)
+	case err != nil:
+		return nil, fmt.Errorf("reading session %s from the session store: %w", id, err)
 	}
+	s := m.restoreOne(rec)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrShuttingDown
+	}
+	if held := m.sessions[id]; held != nil {
+		return held, nil
+	}
+	m.sessions[id] = s
+	return s, nil
 }
 
-// restoreOne makes a dormant session of a registry entry, refused when
-// today's policy does not let it run.
-func (m *Manager) restoreOne(e store.Entry) *Session {
+// restoreOne makes a dormant session of a stored record, refused when
+// today's policy does not let it run or its cwd is not on this machine.
+func (m *Manager) restoreOne(rec recstore.Record) *Session {
+	e := rec.Entry
 	e.Options.Owner, e.Options.Operator, e.Options.AgentTool, e.Options.Grant = e.Owner, e.Operator, e.AgentTool, e.Grant
+	e.Options.Temporary = rec.Temporary
 	s := newSession(m, e.Options) // not shared yet: no lock needed below
 	s.ID = e.SessionID
 	s.log = m.log.With("session_id", s.ID)
 	s.applyEntryLocked(e)
-	if _, err := m.admit(&s.opts); err != nil {
+	_, err := m.admit(&s.opts)
+	if cwd := s.cwdLocked(); err == nil && cwd != "" {
+		if _, serr := os.Stat(cwd); serr != nil {
+			err = fmt.Errorf("its working directory %s does not exist on this machine (%v); run it on the machine that has it", cwd, serr)
+		}
+	}
+	if err != nil {
 		s.st.MoveLocked(state.Refused)
 		s.failure = err.Error()
-		s.log.Warn("restored a session that the server's policy refuses to run", "reason", err)
+		s.log.Warn("a stored session that this server cannot run", "reason", err)
 	} else {
 		s.st.MoveLocked(state.Dormant)
+	}
+	if path := s.transcriptPath(); s.resumable && !s.forkPending {
+		if _, err := m.share.PlaceTranscript(context.Background(), s.ID, s.claudeSessionID, path); err != nil {
+			s.log.Warn("writing the stored transcript", "path", path, "err", err)
+		}
 	}
 	s.loadHistory()
 	return s
 }
 
-// adopt takes up a session this instance does not hold from the registry,
-// as dormant (refused when today's policy does not let it run): one another
-// instance sharing the registry made, or one beyond --max-sessions at the
-// start. It fails with the not-found error when the registry has no such
-// open session, and with ErrTooMany beyond --max-sessions or the owner's
-// --user-max-sessions, as a create would.
-func (m *Manager) adopt(id string) (*Session, error) {
-	if m.store == nil || id == "" {
-		return nil, NotFoundError(id)
-	}
-	var s *Session
-	adopted := ""
-	err := m.share.Adopt(func(read func() store.State) (*store.Entry, error) {
-		m.mu.Lock()
-		held, stopping := m.sessions[id], m.closed
-		m.mu.Unlock()
-		switch {
-		case held != nil:
-			s = held
-			return nil, nil
-		case stopping:
-			return nil, NotFoundError(id)
-		}
-		st := read()
-		e, ok := st.Entry(id)
-		if !ok {
-			return nil, NotFoundError(id)
-		}
-		s = m.restoreOne(e)
-		if err := m.admitAdopted(s, e); err != nil {
-			return nil, err
-		}
-		adopted = e.ClaudeSessionID
-		return &e, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if adopted != "" {
-		s.log.Info("took up a session from the session registry as dormant (made or last run by another instance, or not restored at the start)", "claude_session_id", adopted)
-	}
-	return s, nil
-}
+// fence checks that s's lease is still this instance's before anything is
+// sent to its process. Hold no lock.
+func (m *Manager) fence(s *Session) error { return m.share.Fence(s.ID, storeHost{m}) }
 
-// admitAdopted registers s, made of the registry's entry e, unless the
-// manager is shutting down or it is beyond --max-sessions or its owner's
-// --user-max-sessions.
-func (m *Manager) admitAdopted(s *Session, e store.Entry) error {
-	id := e.SessionID
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return ErrShuttingDown
-	}
-	if err := m.quota.CheckOpen(len(m.sessions), e.Owner, func() int { return m.userSessionsLocked(e.Owner, id) }, id); err != nil {
-		return err
-	}
-	m.sessions[id] = s
-	return nil
-}
-
-// now is the manager's clock: time.Now, or the tests' clock.
-func (m *Manager) now() time.Time {
-	if m.cfg.now != nil {
-		return m.cfg.now()
-	}
-	return time.Now()
-}
-
-// refresh looks at the registry again when it changed since this instance
-// last read or wrote it (see sharing.Instance.Look): sessions closed on
-// another instance are closed here too, and the open sessions of other
-// instances are counted for the per-user quota. Call it without holding
-// any lock.
-func (m *Manager) refresh() { m.share.Look(m.view(nil)) }
-
-// fence makes sure that s's process, which runs here, may still be used
-// before anything is sent to it (see sharing.Instance.Fence): the claim on
-// s may have passed to another instance. Call it without holding any
-// lock.
-func (m *Manager) fence(s *Session) error {
-	if m.store == nil {
-		return nil
-	}
-	return m.share.Fence(m.view(s), s.ID)
-}
-
-// fenceOff kills the session's process, whose claim passed to another instance, and
-// fails its running turn with why. Nothing more reaches the process: it is
-// killed, not stopped gracefully, so that it writes nothing more to the
-// conversation's transcript, which the other instance now continues.
+// fenceOff kills the session's process, whose lease passed to another
+// instance (so it writes nothing more to the transcript the other one
+// continues), and fails its running turn with why.
 func (s *Session) fenceOff(why error) {
 	s.mu.Lock()
 	p, t, done := s.proc, s.cur, s.pumpDone
@@ -352,7 +320,7 @@ func (s *Session) fenceOff(why error) {
 	if p == nil {
 		return
 	}
-	s.log.Error("another instance sharing the session registry took the session over while this instance's claim had lapsed; killing its claude process here",
+	s.log.Error("another instance sharing the session store took the session over while this instance's lease had lapsed; killing its claude process here",
 		"pid", p.PID(), "err", why)
 	if t != nil {
 		t.Fail(why.Error())
@@ -363,29 +331,9 @@ func (s *Session) fenceOff(why error) {
 	}
 }
 
-// userSessionsLocked counts the open sessions of owner, each once, except
-// the session except: this instance's (temporary and unsaved ones
-// included) and those the registry held at this instance's last look
-// (other instances'), less those closed here whose tombstone is not
-// written yet. m.mu is held; call refresh before for a current count.
-func (m *Manager) userSessionsLocked(owner, except string) int {
-	ids := map[string]bool{}
-	for id, s := range m.sessions {
-		s.mu.Lock()
-		if id != except && s.opts.Owner == owner && s.st.State() != state.Closed {
-			ids[id] = true
-		}
-		s.mu.Unlock()
-	}
-	m.share.CountOwned(owner, except, ids)
-	return len(ids)
-}
-
 // ConversationOwner reports who made the Claude conversation id (a
-// claudeSessionId): the owner of the session of this instance that has or
-// had it, else of a session closed here lately, else what the registry
-// knows (see store.State.ConversationOwner). "" is a session made over
-// stdio; known is false when no session with that conversation is known.
+// claudeSessionId) as the sessions held here, then the store, know; ""
+// is a session made over stdio.
 func (m *Manager) ConversationOwner(id string) (owner string, known bool) {
 	if id == "" {
 		return "", false
@@ -400,4 +348,54 @@ func (m *Manager) ConversationOwner(id string) (owner string, known bool) {
 		}
 	}
 	return m.share.ConversationOwner(id)
+}
+
+// register makes s one of the open sessions: with a store, its record is
+// created within the session caps counted in the same transaction.
+func (m *Manager) register(ctx context.Context, s *Session) error {
+	owner := s.opts.Owner
+	if m.share.Stored() {
+		q := recstore.Quota{MaxSessions: m.cfg.MaxSessions}
+		if owner != "" {
+			q.UserMaxSessions = m.cfg.UserMaxSessions
+		}
+		s.mu.Lock()
+		rec := s.recordLocked()
+		s.mu.Unlock()
+		var qe *recstore.QuotaError
+		err := m.share.Create(ctx, rec, q)
+		switch {
+		case errors.As(err, &qe) && qe.What == "sessions":
+			return m.quota.CheckOpen(int(qe.Have), "", nil, "")
+		case errors.As(err, &qe):
+			return m.quota.CheckOpen(0, owner, func() int { return int(qe.Have) }, "")
+		case err != nil:
+			s.log.Warn("storing the new session: it will not survive a restart", "err", err)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrShuttingDown
+	}
+	if !m.share.Stored() {
+		if err := m.quota.CheckOpen(len(m.sessions), owner, func() int { return m.userSessionsLocked(owner) }, ""); err != nil {
+			return err
+		}
+	}
+	m.sessions[s.ID] = s
+	return nil
+}
+
+// userSessionsLocked counts owner's open sessions held here; m.mu is held.
+func (m *Manager) userSessionsLocked(owner string) int {
+	n := 0
+	for _, s := range m.sessions {
+		s.mu.Lock()
+		if s.opts.Owner == owner && s.st.State() != state.Closed {
+			n++
+		}
+		s.mu.Unlock()
+	}
+	return n
 }

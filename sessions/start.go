@@ -33,7 +33,7 @@ func (s *Session) ensureProcess(ctx context.Context, t *turn.Turn) error {
 	}
 	// Another instance sharing the registry may run the session, or have
 	// run it since: claim it, taking over what that instance recorded.
-	if err := s.m.claimInRegistry(s); err != nil {
+	if err := s.m.claimLease(ctx, s); err != nil {
 		s.st.Move(state.Dormant)
 		return err
 	}

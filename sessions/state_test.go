@@ -15,7 +15,6 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
 // edge is a move the transition table allows (see state.State).
@@ -238,11 +237,11 @@ func scenarioRefused(t *testing.T) []*Session {
 }
 
 func scenarioRestoredRefused(t *testing.T) []*Session {
-	path := filepath.Join(t.TempDir(), "sessions.json")
-	m1 := newManager(t, Config{Registry: store.NewFile(path, nil), ProfileEnv: func(string) (map[string]string, error) { return nil, nil }})
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	m1 := newManager(t, Config{Store: storeAt(t, path), ProfileEnv: func(string) (map[string]string, error) { return nil, nil }})
 	s := create(t, m1, CreateOptions{Profile: "gone"})
 	m1.Shutdown()
-	m2 := newManager(t, Config{Registry: store.NewFile(path, nil), ProfileEnv: func(name string) (map[string]string, error) {
+	m2 := newManager(t, Config{Store: storeAt(t, path), ProfileEnv: func(name string) (map[string]string, error) {
 		return nil, fmt.Errorf("no profile %q", name)
 	}})
 	rs, err := m2.Get(s.ID)

@@ -49,6 +49,7 @@ type config struct {
 	profiles          string
 	stateFile         string
 	persist           bool
+	store             string
 	maxResultChars    int
 	defaultWait       time.Duration
 	heartbeat         time.Duration
@@ -112,8 +113,9 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.Float64Var(&c.sessionBudget, "max-session-budget-usd", 0, "the most a session may spend, in USD (caps maxBudgetUsd, and is the budget of sessions that give none); 0 no cap")
 	fs.Float64Var(&c.totalBudget, "max-total-budget-usd", 0, "the most all sessions together may spend, in USD, counted from the costs the CLI reports (across restarts when persisted); past it new turns are refused; 0 no cap")
 	fs.StringVar(&c.profiles, "profiles", "", "JSON file of backend profiles (see docs/configuration.md) (default: none)")
-	fs.StringVar(&c.stateFile, "state-file", "", "session registry file (default: $XDG_STATE_HOME/claude-agent-mcp/sessions.json)")
-	fs.BoolVar(&c.persist, "persist", true, "keep sessions in the registry so they survive a restart")
+	fs.StringVar(&c.store, "store", "", "session store: a file path (SQLite) or postgres://… (default: $XDG_STATE_HOME/claude-agent-mcp/sessions.db)")
+	fs.StringVar(&c.stateFile, "state-file", "", "old session registry imported into an empty --store at start (default: $XDG_STATE_HOME/claude-agent-mcp/sessions.json)")
+	fs.BoolVar(&c.persist, "persist", true, "keep sessions in the store so they survive a restart")
 	fs.IntVar(&c.maxResultChars, "max-result-chars", 60000, "cut a query's final text beyond this many characters (naming the transcript that holds all of it); -1 never")
 	fs.DurationVar(&c.defaultWait, "default-wait", 0, "how long a query call waits before returning status running when it gives no waitSeconds (e.g. 100s for clients without MCP tasks); 0 waits for the end")
 	fs.DurationVar(&c.heartbeat, "heartbeat-interval", 15*time.Second, "how often a running query sends a progress notification when the call has a progress token")

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -35,7 +36,9 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/stdio"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/postgres"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/sqlite"
 )
 
 // Stamped by goreleaser.
@@ -93,18 +96,76 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// openRegistry gives the sessions their registry (--state-file; none with
-// --persist=false), and says whether it can be written.
-func openRegistry(c *config, mcfg *sessions.Config, logger *slog.Logger) error {
+// openStore gives the sessions their store (--store; none with
+// --persist=false), importing the registry file of --state-file into an
+// empty one; closeStore closes it once the sessions are stopped.
+func openStore(c *config, mcfg *sessions.Config, logger *slog.Logger) (closeStore func(), err error) {
+	if !c.persist {
+		return func() {}, nil
+	}
+	ctx := context.Background()
+	st, where, err := openStoreAt(ctx, c.store, logger)
+	if err != nil {
+		return nil, err
+	}
+	mcfg.Store = st
+	logger.Info("sessions are kept in the session store and survive a restart (--persist=false turns this off)", "store", where)
+	if err := migrateRegistry(ctx, c, st, logger); err != nil {
+		logger.Error("importing the old session registry into the session store", "err", err)
+	}
+	return func() { st.Close() }, nil
+}
+
+// openStoreAt opens the store target names: postgres://… or the path of
+// the embedded SQLite store ("" its default); where names it for the log.
+func openStoreAt(ctx context.Context, target string, logger *slog.Logger) (st recstore.Store, where string, err error) {
+	if strings.HasPrefix(target, "postgres://") || strings.HasPrefix(target, "postgresql://") {
+		st, err = postgres.Open(ctx, target, postgres.Options{Log: logger})
+		if err != nil {
+			return nil, "", fmt.Errorf("opening --store: %w", err)
+		}
+		return st, "postgres", nil
+	}
+	if target == "" {
+		if target, err = sqlite.DefaultPath(); err != nil {
+			return nil, "", err
+		}
+	}
+	if target, err = filepath.Abs(target); err != nil {
+		return nil, "", err
+	}
+	if st, err = sqlite.Open(ctx, target, sqlite.Options{Log: logger}); err != nil {
+		return nil, "", fmt.Errorf("opening --store %s: %w", target, err)
+	}
+	return st, target, nil
+}
+
+// migrateRegistry imports the registry file (--state-file, or its default
+// path) into st when st holds no session and the file exists: moving
+// from sessions.json happens once, at the first start.
+func migrateRegistry(ctx context.Context, c *config, st recstore.Store, logger *slog.Logger) error {
 	path, err := c.statePath()
 	if err != nil || path == "" {
 		return err
 	}
-	mcfg.Registry = store.NewFile(path, logger)
-	if err := mcfg.Registry.CheckWritable(); err != nil {
-		logger.Error("the session registry cannot be written: sessions will not survive a restart (results say persisted: false)", "path", path, "err", err)
-	} else {
-		logger.Info("sessions are kept in the registry and survive a restart (--persist=false turns this off)", "path", path)
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if n, err := st.Count(ctx, ""); err != nil || n > 0 {
+		return err
+	}
+	stats, err := st.Import(ctx, f)
+	if err != nil {
+		return fmt.Errorf("importing %s: %w", path, err)
+	}
+	if stats.Sessions+stats.Tombstones+stats.Sums > 0 {
+		logger.Info("imported the old session registry into the session store (once: the file is no longer read or written)", "path", path,
+			"sessions", stats.Sessions, "tombstones", stats.Tombstones)
 	}
 	return nil
 }
@@ -188,9 +249,11 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 		mcfg.OnAlert = alerter.onAlert
 		defer alerter.close() // after the sessions' shutdown (deferred later)
 	}
-	if err := openRegistry(c, &mcfg, logger); err != nil {
+	closeStore, err := openStore(c, &mcfg, logger)
+	if err != nil {
 		return err
 	}
+	defer closeStore()                              // after the sessions' shutdown (deferred later)
 	om, err := newOperatorMetrics(c, &mcfg, logger) // its hooks in mcfg
 	if err != nil {
 		return err

@@ -74,8 +74,8 @@ func newOperatorMetrics(c *config, mcfg *sessions.Config, logger *slog.Logger) (
 		}
 		om.ln = ln
 	}
-	if mcfg.Registry != nil {
-		mcfg.Registry.OnWrite = om.m.StoreWrite
+	if mcfg.Store != nil {
+		mcfg.Store = om.m.Timed(mcfg.Store)
 	}
 	mcfg.OnTakeover = om.m.Takeover
 	if notify := mcfg.OnAlert; notify != nil {

@@ -3,7 +3,7 @@
 // state, the live processes and the queue for them, read from the manager
 // at each scrape (Watch); the turns' latency and cost by user, told at each
 // turn's end (Turn, a sessions.Config.OnAlert); the registry's write
-// latency (StoreWrite, a store.File.OnWrite); the lease takeovers
+// latency (StoreWrite, timed around the session store's writes); the lease takeovers
 // (Takeover, a sessions.Config.OnTakeover); and the Go runtime's and the
 // process's collectors. Handler serves them in the Prometheus text format;
 // Tokens guards them with bearer tokens.
@@ -151,7 +151,7 @@ func (m *Metrics) Turn(a sessions.Alert) {
 	}
 }
 
-// StoreWrite is a store.File.OnWrite: one write of the registry took d.
+// StoreWrite notes that one write of the session store took d.
 func (m *Metrics) StoreWrite(d time.Duration) { m.storeWrite.Observe(d.Seconds()) }
 
 // Takeover is a sessions.Config.OnTakeover: a write of this instance broke

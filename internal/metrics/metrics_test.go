@@ -13,7 +13,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/promtext"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/sqlite"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
@@ -37,9 +37,12 @@ func serve(t *testing.T) *served {
 	t.Helper()
 	met := New()
 	path, env := fakecli.Command(t)
-	reg := store.NewFile(filepath.Join(t.TempDir(), "sessions.json"), nil)
-	reg.OnWrite = met.StoreWrite
-	mgr := sessions.NewManager(sessions.Config{CLIPath: path, Env: env, CloseStage: 2 * time.Second, Registry: reg,
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "sessions.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	mgr := sessions.NewManager(sessions.Config{CLIPath: path, Env: env, CloseStage: 2 * time.Second, Store: met.Timed(st),
 		OnAlert: met.Turn, OnTakeover: met.Takeover})
 	t.Cleanup(func() {
 		mgr.Shutdown()

@@ -60,7 +60,6 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/weborigin"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard/spend"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
@@ -157,7 +156,7 @@ type Dashboard struct {
 	subs     map[*subscriber]struct{}
 	pending  map[string]*pendingQuestion // the dashboard's own questions, by id
 	spend    *spend.Record               // what sessions cost over time, for the list's charts
-	others   []store.Entry               // other instances' sessions, as last read
+	others   []sessions.Info             // the stored sessions, as last read
 	othersAt time.Time
 }
 

@@ -28,7 +28,8 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/sqlite"
 )
 
 // Tests of the dashboard in process: the sign-in (the stdio secret, bearer
@@ -773,12 +774,18 @@ func BenchmarkWarmQueryDashboard(b *testing.B) {
 // instance reaches them (and nothing takes them up).
 func TestDashboardOtherInstances(t *testing.T) {
 	path, env := fakecli.Command(t)
-	state := filepath.Join(t.TempDir(), "sessions.json")
-	// This instance starts first: a session made elsewhere later is the
-	// other's (one that is in the registry at start is restored here).
-	mgr := sessions.NewManager(sessions.Config{CLIPath: path, Env: env, Registry: store.NewFile(state, nil)})
+	state := filepath.Join(t.TempDir(), "sessions.db")
+	open := func() recstore.Store {
+		st, err := sqlite.Open(context.Background(), state, sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	mgr := sessions.NewManager(sessions.Config{CLIPath: path, Env: env, Store: open()})
 	t.Cleanup(mgr.Shutdown)
-	other := sessions.NewManager(sessions.Config{CLIPath: path, Env: env, Registry: store.NewFile(state, nil)})
+	other := sessions.NewManager(sessions.Config{CLIPath: path, Env: env, Store: open()})
 	t.Cleanup(other.Shutdown)
 	s, err := other.Create(context.Background(), sessions.CreateOptions{Cwd: t.TempDir(), SessionOptions: claudeagent.SessionOptions{Name: "elsewhere"}})
 	if err != nil {
@@ -799,7 +806,7 @@ func TestDashboardOtherInstances(t *testing.T) {
 	if code, _, _ := get(t, c, e.ui+"/s/"+s.ID); code != http.StatusNotFound {
 		t.Errorf("the other instance's session page: %d, want 404", code)
 	}
-	if n := mgr.Count(); n != 0 {
+	if n := len(mgr.List()); n != 0 {
 		t.Errorf("this instance took up %d session(s)", n)
 	}
 }

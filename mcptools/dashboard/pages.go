@@ -16,8 +16,8 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard/spend"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/worktree"
 )
@@ -156,7 +156,7 @@ func (d *Dashboard) serveList(w http.ResponseWriter, r *http.Request, si *signin
 		if open[e.SessionID] || !d.visible(si, e.Owner) {
 			continue
 		}
-		page.Others = append(page.Others, otherRow{ID: e.SessionID, Name: e.Options.Name, Model: e.Model, Cwd: e.Options.Cwd, Owner: e.Owner,
+		page.Others = append(page.Others, otherRow{ID: e.SessionID, Name: e.Name, Model: e.Model, Cwd: e.Cwd, Owner: e.Owner,
 			LastUsed: e.LastUsed.Local().Format("2006-01-02 15:04"), Cost: e.CostUSD, Queries: e.Queries})
 	}
 	if rowsOnly {
@@ -203,14 +203,10 @@ func (d *Dashboard) anyRunning() bool {
 	return false
 }
 
-// otherInstances returns the registry's sessions (read at most every two
-// seconds): those another instance holds are the ones this one has not
-// open.
-func (d *Dashboard) otherInstances() []store.Entry {
-	reg := d.mgr.Config().Registry
-	if reg == nil {
-		return nil
-	}
+// otherInstances returns the first page of the stored sessions (read at
+// most every two seconds): those this instance does not hold are dormant
+// or another instance's.
+func (d *Dashboard) otherInstances() []sessions.Info {
 	d.mu.Lock()
 	if time.Since(d.othersAt) < 2*time.Second {
 		out := d.others
@@ -218,11 +214,11 @@ func (d *Dashboard) otherInstances() []store.Entry {
 		return out
 	}
 	d.mu.Unlock()
-	entries := reg.Load()
+	infos, _, _ := d.mgr.ListPage(context.Background(), recstore.Query{Limit: 200})
 	d.mu.Lock()
-	d.others, d.othersAt = entries, time.Now()
+	d.others, d.othersAt = infos, time.Now()
 	d.mu.Unlock()
-	return entries
+	return infos
 }
 
 // historyPage is how many entries of the history a page shows.

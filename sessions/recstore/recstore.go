@@ -129,6 +129,9 @@ type Store interface {
 type Record struct {
 	store.Entry
 	State state.State `json:"state,omitempty"`
+	// Temporary marks a one-shot query's session, closed once its answer
+	// is collected (kept for the quotas and the costs meanwhile).
+	Temporary bool `json:"temporary,omitempty"`
 }
 
 // Lease is a holder's lease on a session. Epoch grows each time the lease

@@ -1,0 +1,71 @@
+package listing
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
+)
+
+// Page pages infos (the sessions of an instance without a store) as
+// recstore.Store.List pages records: the most recently used first,
+// filtered by q, from q.Cursor. It returns the page and the next cursor.
+func Page(items []Info, q recstore.Query) (page []Info, next string, err error) {
+	var after Info
+	if q.Cursor != "" {
+		n, id, ok := strings.Cut(q.Cursor, ".")
+		u, perr := strconv.ParseInt(n, 10, 64)
+		if !ok || perr != nil {
+			return nil, "", fmt.Errorf("listing sessions: not a cursor this server gave: %q", q.Cursor)
+		}
+		after = Info{SessionID: id, LastUsed: time.Unix(0, u)}
+	}
+	before := func(a, b Info) bool { // a comes before b in the order
+		return a.LastUsed.After(b.LastUsed) || (a.LastUsed.Equal(b.LastUsed) && a.SessionID > b.SessionID)
+	}
+	idx := make([]int, 0, len(items))
+	for i, it := range items {
+		switch {
+		case q.Owner != "" && it.Owner != q.Owner,
+			len(q.State) > 0 && !slices.Contains(q.State, it.State),
+			q.Name != "" && !strings.Contains(it.Name, q.Name),
+			q.Cursor != "" && !before(after, it):
+			continue
+		}
+		idx = append(idx, i)
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		if before(items[a], items[b]) {
+			return -1
+		}
+		return 1
+	})
+	limit := q.Limit
+	if limit <= 0 {
+		limit = recstore.DefaultLimit
+	}
+	limit = min(limit, recstore.MaxLimit)
+	if len(idx) > limit {
+		last := items[idx[limit-1]]
+		idx, next = idx[:limit], fmt.Sprintf("%d.%s", last.LastUsed.UnixNano(), last.SessionID)
+	}
+	page = make([]Info, len(idx))
+	for i, j := range idx {
+		page[i] = items[j]
+	}
+	return page, next, nil
+}
+
+// Stored is the state filter want as the store sees it (a live session is
+// stored idle), and keep tells which rows of its page want keeps.
+func Stored(want []state.State) (stored []state.State, keep func(Info) bool) {
+	stored = want
+	if len(want) > 0 && !slices.Contains(want, state.Idle) {
+		stored = append(slices.Clone(want), state.Idle)
+	}
+	return stored, func(in Info) bool { return len(want) == 0 || slices.Contains(want, in.State) }
+}

@@ -1,0 +1,91 @@
+package recshare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
+)
+
+// Transcripts: after each turn the new bytes of the CLI's transcript file
+// go into the store (SaveTranscript), so that an instance on another
+// machine, with a CLI config directory of its own, writes the transcript
+// there before it resumes the conversation (PlaceTranscript).
+
+// SaveTranscript appends to the store what the transcript file at path,
+// of conversation claudeID of session id, holds beyond what is stored. It
+// reads only the new bytes: the offset stored is remembered per
+// transcript (after a restart the first save sends the whole file, which
+// the store skips as far as it has it).
+func (i *Instance) SaveTranscript(ctx context.Context, id, claudeID, path string) error {
+	if i.cfg.Store == nil || claudeID == "" || path == "" {
+		return nil
+	}
+	key := id + "/" + claudeID
+	i.mu.Lock()
+	off := i.offsets[key]
+	i.mu.Unlock()
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // the CLI has not written it yet
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.NewSectionReader(f, off, 1<<40))
+	if err != nil || len(data) == 0 {
+		return err
+	}
+	l, lost := i.leaseOf(id)
+	if lost != nil {
+		return lost
+	}
+	err = i.cfg.Store.AppendTranscript(ctx, recstore.Chunk{ID: id, ClaudeSessionID: claudeID, Offset: off, Data: data}, l)
+	if errors.Is(err, recstore.ErrGap) && off > 0 {
+		i.mu.Lock()
+		delete(i.offsets, key) // the store has less than we thought: send it all again next time
+		i.mu.Unlock()
+	}
+	if err != nil {
+		return fmt.Errorf("storing the transcript of session %s: %w", id, err)
+	}
+	i.mu.Lock()
+	i.offsets[key] = off + int64(len(data))
+	i.mu.Unlock()
+	return nil
+}
+
+// PlaceTranscript writes the stored transcript of conversation claudeID of
+// session id to path when no file is there (another machine ran the
+// session), so that the CLI can resume it. It reports whether it wrote.
+func (i *Instance) PlaceTranscript(ctx context.Context, id, claudeID, path string) (bool, error) {
+	if i.cfg.Store == nil || claudeID == "" || path == "" {
+		return false, nil
+	}
+	if _, err := os.Stat(path); err == nil || !errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	data, err := i.cfg.Store.ReadTranscript(ctx, id, claudeID)
+	if err != nil || len(data) == 0 {
+		return false, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return false, err
+	}
+	tmp := path + ".part"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return false, err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return false, err
+	}
+	i.mu.Lock()
+	i.offsets[id+"/"+claudeID] = int64(len(data))
+	i.mu.Unlock()
+	return true, nil
+}

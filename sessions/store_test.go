@@ -1,0 +1,441 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/sqlite"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
+)
+
+// Several managers (server instances) sharing one session store: a
+// SQLite file, as several instances on one host share it.
+
+// storeAt opens the SQLite store at path: a handle of its own, as each
+// instance has.
+func storeAt(tb testing.TB, path string) *sqlite.Store {
+	tb.Helper()
+	st, err := sqlite.Open(context.Background(), path, sqlite.Options{WatchEvery: 10 * time.Millisecond})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	return st
+}
+
+// storedRecords is every open session the store at path holds.
+func storedRecords(tb testing.TB, path string) []recstore.Record {
+	tb.Helper()
+	page, err := storeAt(tb, path).List(context.Background(), recstore.Query{Limit: recstore.MaxLimit})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return page.Records
+}
+
+// sharedPair is two managers, as two instances, sharing the store at path.
+func sharedPair(t *testing.T, cfg Config, env ...string) (path string, a, b *Manager) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "sessions.db")
+	ca, cb := cfg, cfg
+	ca.Store, cb.Store = storeAt(t, path), storeAt(t, path)
+	return path, newManager(t, ca, env...), newManager(t, cb)
+}
+
+// leaseOf is the lease on session id as the store at path has it.
+func leaseOf(t *testing.T, path, id string) (holder string, epoch int64) {
+	t.Helper()
+	err := storeAt(t, path).SQL.QueryRow(`SELECT holder, epoch FROM leases WHERE id = ?`, id).Scan(&holder, &epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return holder, epoch
+}
+
+// TestStoreSharedRun: a session made on A is got on B; its process runs
+// on one instance at a time (ErrElsewhere on the other, which starts
+// nothing), and once A let it go, B resumes it with A's turns, and A
+// takes B's over in turn.
+func TestStoreSharedRun(t *testing.T) {
+	t.Parallel()
+	path, a, b := sharedPair(t, Config{})
+	s := create(t, a, CreateOptions{})
+	query(t, s, "hi", QueryOptions{})
+	csid := s.Info().ClaudeSessionID
+	if h, _ := leaseOf(t, path, s.ID); !strings.HasPrefix(h, mustHost(t)) {
+		t.Errorf("the lease while A runs the session is %q's", h)
+	}
+
+	bs, err := b.Get(s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in := bs.Info(); in.State != state.Dormant || in.Queries != 1 || in.ClaudeSessionID != csid {
+		t.Errorf("B's copy: %+v", in)
+	}
+	if _, err := bs.Query(ctxFor(t), "hi", QueryOptions{}); !errors.Is(err, ErrElsewhere) {
+		t.Errorf("query on B while A runs the session: %v", err)
+	}
+	if n := b.LiveCount(); n != 0 {
+		t.Errorf("B started %d process(es) for a session A runs", n)
+	}
+
+	if !s.makeDormant("test") {
+		t.Fatal("could not make the session dormant on A")
+	}
+	var pr probe
+	r := query(t, bs, "hi", QueryOptions{OnEvent: pr.onEvent(bs)})
+	if r.IsError || r.ClaudeSessionID != csid {
+		t.Errorf("query on B: %+v", r)
+	}
+	pr.checkArg(t, "--resume="+csid, true)
+	if _, err := s.Query(ctxFor(t), "hi", QueryOptions{}); !errors.Is(err, ErrElsewhere) {
+		t.Errorf("query on A while B runs the session: %v", err)
+	}
+	if n := a.LiveCount(); n != 0 {
+		t.Errorf("A started %d process(es) for a session B runs", n)
+	}
+	if !bs.makeDormant("test") {
+		t.Fatal("could not make the session dormant on B")
+	}
+	as, err := a.Get(s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pr2 probe
+	query(t, as, "hi", QueryOptions{OnEvent: pr2.onEvent(as)})
+	pr2.checkArg(t, "--resume="+csid, true)
+	if n := as.Info().Queries; n != 3 {
+		t.Errorf("A's session says %d queries, want 3 (B's turn taken over)", n)
+	}
+}
+
+func mustHost(t *testing.T) string {
+	h, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h + "/"
+}
+
+// TestStoreDormantLeavesMemory: a session made dormant is dropped from
+// memory once its record is written, and Get loads it again as it was;
+// nothing is loaded at the start.
+func TestStoreDormantLeavesMemory(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	m := newManager(t, Config{Store: storeAt(t, path)})
+	s := create(t, m, CreateOptions{SessionOptions: claudeagent.SessionOptions{Name: "kept"}})
+	query(t, s, "hi", QueryOptions{})
+	if !s.makeDormant("test") {
+		t.Fatal("could not make the session dormant")
+	}
+	if got := len(m.List()); got != 0 {
+		t.Errorf("%d sessions held in memory after the only one went dormant", got)
+	}
+	if n := m.Count(); n != 1 {
+		t.Errorf("Count = %d, want 1 (the store's)", n)
+	}
+	g, err := m.Get(s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in := g.Info(); in.Name != "kept" || in.Queries != 1 || in.State != state.Dormant {
+		t.Errorf("loaded again: %+v", in)
+	}
+	m2 := newManager(t, Config{Store: storeAt(t, path)})
+	if got := len(m2.List()); got != 0 {
+		t.Errorf("a new manager holds %d sessions at its start, want none", got)
+	}
+}
+
+// TestStoreListPage: the list pages through the store with a cursor,
+// most recently used first, filtered by state and name; the sessions held
+// here show their live state.
+func TestStoreListPage(t *testing.T) {
+	t.Parallel()
+	for _, stored := range []bool{true, false} {
+		cfg := Config{MaxLive: 8}
+		if stored {
+			cfg.Store = storeAt(t, filepath.Join(t.TempDir(), "sessions.db"))
+		}
+		m := newManager(t, cfg)
+		var ids []string
+		for i := range 5 {
+			s := create(t, m, CreateOptions{SessionOptions: claudeagent.SessionOptions{Name: map[bool]string{true: "alpha", false: "beta"}[i%2 == 0]}})
+			query(t, s, "hi", QueryOptions{}) // distinct lastUsed, in order
+			ids = append(ids, s.ID)
+		}
+		slices.Reverse(ids)
+		var got []string
+		cursor := ""
+		for range 10 {
+			infos, next, err := m.ListPage(ctxFor(t), recstore.Query{Limit: 2, Cursor: cursor})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, in := range infos {
+				got = append(got, in.SessionID)
+				if in.State != state.Idle {
+					t.Errorf("stored %v: a live session listed %s", stored, in.State)
+				}
+			}
+			if cursor = next; cursor == "" {
+				break
+			}
+		}
+		if !slices.Equal(got, ids) {
+			t.Errorf("stored %v: pages %v, want %v", stored, got, ids)
+		}
+		infos, _, err := m.ListPage(ctxFor(t), recstore.Query{Name: "alph", State: []state.State{state.Idle}})
+		if err != nil || len(infos) != 3 {
+			t.Errorf("stored %v: name and state filter: %d rows, %v", stored, len(infos), err)
+		}
+		infos, _, _ = m.ListPage(ctxFor(t), recstore.Query{State: []state.State{state.Dormant}})
+		if len(infos) != 0 {
+			t.Errorf("stored %v: dormant filter: %d rows, want 0", stored, len(infos))
+		}
+	}
+}
+
+// TestStoreCloseSeen: a session closed on A is gone on B, through the
+// store's Watch, and closed there too.
+func TestStoreCloseSeen(t *testing.T) {
+	t.Parallel()
+	_, a, b := sharedPair(t, Config{})
+	s := create(t, a, CreateOptions{Owner: "alice"})
+	bs, err := b.Get(s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := create(t, b, CreateOptions{})
+	if _, err := a.Close(s.ID); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, "B's copy closed", func() bool { return bs.Info().State == state.Closed })
+	if got := b.List(); len(got) != 1 || got[0] != kept {
+		t.Errorf("B holds %d sessions after A closed %s, want only its own", len(got), s.ID)
+	}
+	if _, err := b.Get(s.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("B still finds the closed session: %v", err)
+	}
+	if owner, known := b.ConversationOwner(s.Info().ClaudeSessionID); !known || owner != "alice" {
+		t.Errorf("the closed session's conversation: owner %q, known %v", owner, known)
+	}
+}
+
+// TestStoreCostsShared: the costs of both instances add up in the store,
+// for the total and per user, closed sessions and restarts included.
+func TestStoreCostsShared(t *testing.T) {
+	t.Parallel()
+	path, a, b := sharedPair(t, Config{})
+	x := create(t, a, CreateOptions{Owner: "alice"})
+	y := create(t, b, CreateOptions{Owner: "alice"})
+	query(t, x, "hi", QueryOptions{})
+	query(t, y, "hi", QueryOptions{})
+	want := x.Info().CostUSD + y.Info().CostUSD
+	if want <= 0 {
+		t.Fatal("the fake turns cost nothing")
+	}
+	for name, m := range map[string]*Manager{"A": a, "B": b} {
+		if got := m.Spent(); got < want-1e-9 || got > want+1e-9 {
+			t.Errorf("%s: spent %v, want %v", name, got, want)
+		}
+		if got := m.share.UserSpent("alice"); got < want-1e-9 || got > want+1e-9 {
+			t.Errorf("%s: alice spent %v, want %v", name, got, want)
+		}
+	}
+	if _, err := a.Close(x.ID); err != nil {
+		t.Fatal(err)
+	}
+	c := newManager(t, Config{Store: storeAt(t, path)})
+	if got := c.Spent(); got < want-1e-9 {
+		t.Errorf("a third instance: spent %v, want %v", got, want)
+	}
+}
+
+// TestStoreUserQuota: --user-max-sessions and --max-sessions count the
+// open sessions of every instance sharing the store, temporary ones
+// included, in the create's transaction; a close frees the place at once.
+func TestStoreUserQuota(t *testing.T) {
+	t.Parallel()
+	_, a, b := sharedPair(t, Config{UserMaxSessions: 2, MaxSessions: 4})
+	x := create(t, a, CreateOptions{Owner: "alice"})
+	create(t, b, CreateOptions{Owner: "alice"})
+	refused := func(m *Manager, name string, opts CreateOptions, msg string) {
+		t.Helper()
+		opts.Cwd = t.TempDir()
+		if opts.Owner == "" {
+			opts.Owner = "alice"
+		}
+		_, err := m.Open(ctxFor(t), opts)
+		if !errors.Is(err, ErrTooMany) || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%s: %v, want ErrTooMany saying %q", name, err, msg)
+		}
+	}
+	refused(b, "B", CreateOptions{}, "user alice has 2 open sessions")
+	refused(a, "A, temporary", CreateOptions{Temporary: true}, "user alice has 2 open sessions")
+	create(t, b, CreateOptions{Owner: "bob"})
+	if _, err := a.Close(x.ID); err != nil {
+		t.Fatal(err)
+	}
+	z := create(t, b, CreateOptions{Owner: "alice"}) // x's place
+	refused(a, "A, after B took x's place", CreateOptions{}, "user alice has 2 open sessions")
+	if _, err := b.Close(z.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Open(ctxFor(t), CreateOptions{Owner: "alice", Cwd: t.TempDir(), Temporary: true}); err != nil {
+		t.Fatal(err)
+	}
+	refused(a, "A, with B's temporary session", CreateOptions{}, "user alice has 2 open sessions")
+	create(t, a, CreateOptions{Owner: "carol"})
+	refused(a, "A, all places", CreateOptions{Owner: "dave"}, "4 sessions are open and --max-sessions is 4")
+}
+
+// TestStoreFencing: when A's lease passes to another instance while A's
+// process runs (A was paused past it), A's renewal finds it and kills the
+// process, which reads nothing more; A's next query says why.
+func TestStoreFencing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path, input := filepath.Join(dir, "sessions.db"), filepath.Join(dir, "input.jsonl")
+	var took atomic.Int32
+	a := newManager(t, Config{Store: storeAt(t, path), Lease: 300 * time.Millisecond, OnTakeover: func() { took.Add(1) }}, fakecli.EnvInputLog, input)
+	s := create(t, a, CreateOptions{})
+	query(t, s, "hi", QueryOptions{})
+	pid := s.Info().PID
+	_, epoch := leaseOf(t, path, s.ID)
+	// Another instance takes the lease over, as after A's lapsed.
+	if _, err := storeAt(t, path).SQL.Exec(`UPDATE leases SET holder = 'other', epoch = ?, expires = ? WHERE id = ?`,
+		epoch+1, time.Now().Add(time.Hour).UnixNano(), s.ID); err != nil {
+		t.Fatal(err)
+	}
+	// A's renewal (every 100 ms) finds it passed on and kills the process.
+	poll.Until(t, 10*time.Second, "A's process fenced off", func() bool { return s.Info().PID == 0 })
+	checkGone(t, pid)
+	_, err := s.Query(ctxFor(t), "FENCED-PROMPT", QueryOptions{})
+	if !errors.Is(err, ErrElsewhere) {
+		t.Errorf("A's query after the takeover: %v, want ErrElsewhere", err)
+	}
+	if n := a.LiveCount(); n != 0 {
+		t.Errorf("A has %d live processes, want none", n)
+	}
+	if data, err := os.ReadFile(input); err != nil || strings.Contains(string(data), "FENCED-PROMPT") {
+		t.Errorf("A's process read the prompt after the lease passed on (%v):\n%s", err, data)
+	}
+	if h, e := leaseOf(t, path, s.ID); h != "other" || e != epoch+1 {
+		t.Errorf("the lease after A's refused query: %s epoch %d; want other's, %d", h, e, epoch+1)
+	}
+	if n := took.Load(); n != 0 {
+		t.Errorf("takeovers told: %d, want none (A took nothing over)", n)
+	}
+}
+
+// TestStoreTakeoverCounted: Config.OnTakeover is told when an instance
+// takes over a lease another let lapse, never for one released.
+func TestStoreTakeoverCounted(t *testing.T) {
+	t.Parallel()
+	var took atomic.Int32
+	path, a, b := sharedPair(t, Config{OnTakeover: func() { took.Add(1) }})
+	s := create(t, a, CreateOptions{})
+	if !s.makeDormant("test") {
+		t.Fatal("could not make the session dormant")
+	}
+	bs, err := b.Get(s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	query(t, bs, "hi", QueryOptions{}) // a released lease: no takeover
+	if n := took.Load(); n != 0 {
+		t.Fatalf("takeovers told after a released lease: %d", n)
+	}
+	if !bs.makeDormant("test") {
+		t.Fatal("could not make the session dormant on B")
+	}
+	// A lapsed lease of another instance's.
+	if _, err := storeAt(t, path).SQL.Exec(`UPDATE leases SET holder = 'gone', expires = ? WHERE id = ?`, time.Now().Add(-time.Second).UnixNano(), s.ID); err != nil {
+		t.Fatal(err)
+	}
+	as, err := a.Get(s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	query(t, as, "hi", QueryOptions{})
+	if n := took.Load(); n != 1 {
+		t.Errorf("takeovers told: %d, want 1", n)
+	}
+}
+
+// TestStoreTranscriptMoves: an instance with a CLI config directory of its
+// own resumes a session another ran: the transcript stored after the
+// other's turns is written where its CLI reads it.
+func TestStoreTranscriptMoves(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	cfgA, cfgB := t.TempDir(), t.TempDir()
+	a := newManager(t, Config{Store: storeAt(t, path), Env: map[string]string{"CLAUDE_CONFIG_DIR": cfgA}})
+	s := create(t, a, CreateOptions{})
+	query(t, s, "remember this", QueryOptions{})
+	// The CLI's transcript (the fake CLI writes none).
+	src := s.TranscriptPath()
+	data := []byte(`{"type":"user","message":{"role":"user","content":"remember this"}}` + "\n")
+	if err := os.MkdirAll(filepath.Dir(src), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(src, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !s.makeDormant("test") { // the process's end stores the transcript
+		t.Fatal("could not make the session dormant")
+	}
+	b := newManager(t, Config{Store: storeAt(t, path), Env: map[string]string{"CLAUDE_CONFIG_DIR": cfgB}})
+	bs, err := b.Get(s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := bs.TranscriptPath()
+	if dst == src {
+		t.Fatalf("both instances read the transcript at %s", dst)
+	}
+	got, err := os.ReadFile(dst)
+	if err != nil || string(got) != string(data) {
+		t.Fatalf("B's transcript (%v): %d bytes, want A's %d", err, len(got), len(data))
+	}
+	var pr probe
+	query(t, bs, "hi", QueryOptions{OnEvent: pr.onEvent(bs)})
+	pr.checkArg(t, "--resume="+s.Info().ClaudeSessionID, true)
+}
+
+// TestStoreCwdElsewhere: a stored session whose cwd does not exist on
+// this machine is refused here, naming the directory.
+func TestStoreCwdElsewhere(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	cwd := t.TempDir()
+	a := newManager(t, Config{Store: storeAt(t, path)})
+	s := create(t, a, CreateOptions{Cwd: cwd})
+	a.Shutdown()
+	if err := os.Remove(cwd); err != nil {
+		t.Fatal(err)
+	}
+	b := newManager(t, Config{Store: storeAt(t, path)})
+	bs, err := b.Get(s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = bs.Query(ctxFor(t), "hi", QueryOptions{})
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), cwd) || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("a query of a session whose cwd is gone: %v", err)
+	}
+}
