@@ -26,16 +26,16 @@ func (h *handlers) tools() []tool {
 	return []tool{
 		newTool(&mcp.Tool{
 			Name:  "claude_session_create",
-			Title: "Create a session",
-			Description: `Start a Claude Code session in cwd: then claude_chat_query, and claude_session_close when done. ` +
+			Title: "New session",
+			Description: `Start a Claude Code session; then claude_chat_query; close it when done. ` +
 				`Example: {"cwd": "/repo", "model": "sonnet"}`,
 			// Open world: the protocol's default.
 			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false)},
 		}, h.create),
 		newTool(&mcp.Tool{
 			Name:        "claude_session_close",
-			Title:       "Close a session",
-			Description: `Close a session and stop its process for good.`,
+			Title:       "Close session",
+			Description: `Close a session: its process stops for good.`,
 			// Destructive: the protocol's default.
 			Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(false)},
 		}, h.close),
@@ -44,14 +44,14 @@ func (h *handlers) tools() []tool {
 			Title: "Query a session",
 			// Status running leads to claude_chat_wait through that tool's
 			// description and the running result's text.
-			Description: `Send a prompt to a session; it may edit files and run commands in its cwd. ` +
+			Description: `Send a prompt to a session; it may edit files and run commands. ` +
 				`Example: {"sessionId": "4b1c…", "prompt": "Fix the test"}`,
 			// No annotations: the defaults (destructive, open world) are right.
 		}, h.query),
 		newTool(&mcp.Tool{
 			Name:        "claude_chat_steer",
 			Title:       "Steer a query",
-			Description: `Send a message into a running query. Example: {"sessionId": "4b1c…", "message": "Skip the docs"}`,
+			Description: `Send a message into a running query. Example: {"sessionId": "4b1c…", "message": "Skip docs"}`,
 			// No annotations: a message is a prompt (destructive, open world).
 		}, h.steer),
 		newTool(&mcp.Tool{
@@ -63,38 +63,38 @@ func (h *handlers) tools() []tool {
 		newTool(&mcp.Tool{
 			Name:        "claude_chat_model",
 			Title:       "Switch model",
-			Description: `Switch a session's model. Example: {"sessionId": "4b1c…", "model": "opus"}`,
+			Description: `Switch model. Example: {"sessionId": "4b1c…", "model": "opus"}`,
 			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)},
 		}, h.model),
 		newTool(&mcp.Tool{
 			Name:        "claude_chat_mode",
 			Title:       "Switch mode",
-			Description: `Switch a session's permission mode. Example: {"sessionId": "4b1c…", "permissionMode": "plan"}`,
+			Description: `Switch permission mode. Example: {"sessionId": "4b1c…", "permissionMode": "plan"}`,
 			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)},
 		}, h.mode),
 		newTool(&mcp.Tool{
 			Name:  "claude_direct_query",
 			Title: "One-off query",
-			Description: `One-off prompt in a temporary session; parameters as in claude_chat_query and claude_session_create. ` +
+			Description: `One-off prompt in a temporary session; parameters as for claude_chat_query, claude_session_create. ` +
 				`Example: {"prompt": "Summarise README.md", "cwd": "/repo"}`,
 			// No annotations: the defaults (destructive, open world) are right.
 		}, h.direct),
 		newTool(&mcp.Tool{
 			Name:        "claude_session_list",
-			Title:       "List sessions",
-			Description: `List sessions: name, state, activity, cost.`,
+			Title:       "Sessions",
+			Description: `List sessions. Example: {"state": "idle"}`,
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
 		}, h.list),
 		newTool(&mcp.Tool{
 			Name:        "claude_chat_wait",
 			Title:       "Wait for a query",
-			Description: `Get the result of a query that returned status running.`,
+			Description: `Get a query's result after status running.`,
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 		}, h.wait),
 		newTool(&mcp.Tool{
 			Name:        "claude_session_history",
-			Title:       "Session history",
-			Description: `Page through a session's conversation. Example: {"sessionId": "4b1c…", "limit": 9}`,
+			Title:       "History",
+			Description: `Page through a session's conversation. Example: {"sessionId": "4b1c…"}`,
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
 		}, h.history),
 	}

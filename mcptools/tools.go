@@ -496,46 +496,6 @@ func (h *handlers) mode(ctx context.Context, req *mcp.CallToolRequest, in ModeIn
 		ModeOutput{SessionID: s.ID, PermissionMode: in.PermissionMode}, nil
 }
 
-func (h *handlers) list(ctx context.Context, req *mcp.CallToolRequest, in ListInput) (*mcp.CallToolResult, ListOutput, error) {
-	var list []*sessions.Session
-	if in.SessionID != "" {
-		s, err := h.session(ctx, in.SessionID)
-		if err != nil {
-			return nil, ListOutput{}, toolError(err)
-		}
-		list = []*sessions.Session{s}
-	} else {
-		user := userOf(ctx)
-		for _, s := range h.mgr.List() {
-			if s.Info().Owner == user {
-				list = append(list, s)
-			}
-		}
-	}
-	cfg := h.mgr.Config()
-	_, live, queued := h.counts(ctx)
-	out := ListOutput{Sessions: []SessionInfo{}, LiveCount: live, Queued: queued, MaxSessions: cfg.MaxSessions, MaxLive: cfg.MaxLive}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d open session(s), %d live process(es).\n", len(list), out.LiveCount)
-	if h.dash != nil {
-		out.DashboardURL = h.dash.URL()
-		fmt.Fprintf(&b, "Live dashboard (hand this link to the person to watch and steer): %s\n", out.DashboardURL)
-	}
-	for _, s := range list {
-		i := s.Info()
-		out.Sessions = append(out.Sessions, SessionInfo{
-			SessionID: i.SessionID, ClaudeSessionID: i.ClaudeSessionID, Cwd: i.Cwd, Model: i.Model,
-			PermissionMode: i.PermissionMode, State: string(i.State), Created: i.Created.UTC().Format(time.RFC3339),
-			LastUsed: i.LastUsed.UTC().Format(time.RFC3339), Queries: i.Queries, Usage: i.Usage, TotalCostUSD: i.CostUSD,
-			PID: i.PID, Profile: i.Profile, Failure: i.Failure, QueuePosition: i.QueuePosition, RunningTask: h.tasks.runningTask(i.SessionID),
-			Name: i.Name, Effort: i.Effort, Worktree: s.WorktreeInfo(ctx), AgentTool: i.AgentTool,
-			LimitedUntil: resulttext.RFC3339(i.LimitedUntil), LimitNote: i.LimitNote,
-		})
-		fmt.Fprintf(&b, "- %s: %s. %s, %d queries, $%.4f, cwd %s (claudeSessionId %s)%s\n", sessionLabel(i), doingNow(s, i), resulttext.Model(i.Model), i.Queries, i.CostUSD, i.Cwd, i.ClaudeSessionID, resulttext.SessionLimit(i))
-	}
-	return resulttext.Tool(b.String()), out, nil
-}
-
 // toolError maps a sessions error: a busy session is a protocol error
 // (InvalidParams), the rest are tool errors the model can read; the errors
 // a tool call can mend name that tool (sessions speaks no MCP).

@@ -136,6 +136,10 @@ type ModeOutput struct {
 // ListInput is claude_session_list's arguments.
 type ListInput struct {
 	SessionID string `json:"sessionId,omitempty"`
+	Cursor    string `json:"cursor,omitempty"`
+	Limit     int    `json:"limit,omitempty"`
+	State     string `json:"state,omitempty"`
+	Name      string `json:"name,omitempty"`
 }
 
 // SessionInfo describes one session.
@@ -173,6 +177,7 @@ type ListOutput struct {
 	MaxLive     int           `json:"maxLive"`
 	// DashboardURL is the live dashboard's link (--ui), for the person.
 	DashboardURL string `json:"dashboardUrl,omitempty"`
+	NextCursor   string `json:"nextCursor,omitempty"`
 }
 
 // HistoryInput is claude_session_history's arguments.
