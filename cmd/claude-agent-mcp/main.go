@@ -60,6 +60,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 2 && args[0] == watchdogArg {
 		return runWatchdog(args[1], stdin)
 	}
+	if len(args) > 0 && args[0] == storeCommand {
+		return runStore(args[1:], stdin, stdout, stderr)
+	}
 	cfg, fs, err := parseFlags(args)
 	if errors.Is(err, flag.ErrHelp) {
 		usage(fs, stdout)
