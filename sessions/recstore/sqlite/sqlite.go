@@ -221,7 +221,7 @@ func quickCheck(ctx context.Context, path string) error {
 	if _, err := os.Stat(path); err != nil {
 		return err
 	}
-	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)&_pragma=cache_size(-64)")
 	if err != nil {
 		return err
 	}
