@@ -37,7 +37,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/postgres"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/backend"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/sqlite"
 )
 
@@ -62,6 +62,9 @@ func main() {
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 2 && args[0] == watchdogArg {
 		return runWatchdog(args[1], stdin)
+	}
+	if len(args) > 0 && args[0] == storeCommand {
+		return runStore(args[1:], stdin, stdout, stderr)
 	}
 	cfg, fs, err := parseFlags(args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -116,28 +119,25 @@ func openStore(c *config, mcfg *sessions.Config, logger *slog.Logger) (closeStor
 	return func() { st.Close() }, nil
 }
 
-// openStoreAt opens the store target names: postgres://… or the path of
-// the embedded SQLite store ("" its default); where names it for the log.
+// openStoreAt opens the store target names (see backend.Open); where
+// names it for the log.
 func openStoreAt(ctx context.Context, target string, logger *slog.Logger) (st recstore.Store, where string, err error) {
-	if strings.HasPrefix(target, "postgres://") || strings.HasPrefix(target, "postgresql://") {
-		st, err = postgres.Open(ctx, target, postgres.Options{Log: logger})
-		if err != nil {
-			return nil, "", fmt.Errorf("opening --store: %w", err)
+	where = "postgres"
+	if !backend.IsURL(target) {
+		if target == "" {
+			if target, err = sqlite.DefaultPath(); err != nil {
+				return nil, "", err
+			}
 		}
-		return st, "postgres", nil
-	}
-	if target == "" {
-		if target, err = sqlite.DefaultPath(); err != nil {
+		if target, err = filepath.Abs(target); err != nil {
 			return nil, "", err
 		}
+		where = target
 	}
-	if target, err = filepath.Abs(target); err != nil {
-		return nil, "", err
+	if st, err = backend.Open(ctx, target, logger); err != nil {
+		return nil, "", fmt.Errorf("opening --store %s: %w", where, err)
 	}
-	if st, err = sqlite.Open(ctx, target, sqlite.Options{Log: logger}); err != nil {
-		return nil, "", fmt.Errorf("opening --store %s: %w", target, err)
-	}
-	return st, target, nil
+	return st, where, nil
 }
 
 // migrateRegistry imports the registry file (--state-file, or its default

@@ -9,10 +9,12 @@
 //     epoch, expiry), on the database's clock (clock_timestamp()), not the
 //     instances': every write of a session locks its record row and checks
 //     the writer's epoch in the same transaction.
-//   - Quotas are counted in the create's transaction under row locks of
-//     the table locks (one row per owner, one for the total), taken in that
-//     order (READ COMMITTED: each count, run after the lock, sees every
-//     create committed before it).
+//   - Quotas are counted in the create's transaction: the open sessions
+//     are counted in the table counts (a row for all, one per owner, kept
+//     by every create, close and import), whose rows a create locks FOR
+//     UPDATE (all's, then the owner's: every writer takes them in that
+//     order) before it reads them (READ COMMITTED: the read after the lock
+//     sees every create committed before it).
 //   - Changes are announced with pg_notify on the channel recstore inside
 //     the writing transaction (so at its commit), and Watch LISTENs on a
 //     connection of its own: no polling.
@@ -124,18 +126,14 @@ func (s *Store) dialect() sqldb.Dialect {
 	}
 }
 
-// lockCreate locks the row of the total (when total) and then owner's,
-// until tx ends.
-func lockCreate(ctx context.Context, tx *sql.Tx, owner string, total bool) error {
-	keys := []string{"owner:" + owner}
-	if total {
-		keys = append([]string{"total"}, keys...)
-	}
-	for _, k := range keys {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO locks (name) VALUES ($1) ON CONFLICT (name) DO NOTHING`, k); err != nil {
+// lockCreate locks the count rows of all sessions and then of owner's,
+// until tx ends (every writer of the counts takes them in that order).
+func lockCreate(ctx context.Context, tx *sql.Tx, owner string) error {
+	for _, k := range []string{sqldb.CountAll, sqldb.CountOwner(owner)} {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO counts (name, n) VALUES ($1, 0) ON CONFLICT (name) DO NOTHING`, k); err != nil {
 			return fmt.Errorf("locking the quota: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, `SELECT name FROM locks WHERE name = $1 FOR UPDATE`, k); err != nil {
+		if _, err := tx.ExecContext(ctx, `SELECT n FROM counts WHERE name = $1 FOR UPDATE`, k); err != nil {
 			return fmt.Errorf("locking the quota: %w", err)
 		}
 	}
@@ -155,5 +153,5 @@ var schema = [][]string{{
 	`CREATE TABLE spent (owner TEXT PRIMARY KEY, usd DOUBLE PRECISION NOT NULL)`,
 	`CREATE TABLE chunks (session_id TEXT NOT NULL, claude_session_id TEXT NOT NULL, pos BIGINT NOT NULL, data BYTEA NOT NULL, PRIMARY KEY (session_id, claude_session_id, pos))`,
 	`CREATE TABLE history (session_id TEXT NOT NULL, seq BIGINT NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (session_id, seq))`,
-	`CREATE TABLE locks (name TEXT PRIMARY KEY)`,
+	`CREATE TABLE counts (name TEXT PRIMARY KEY, n BIGINT NOT NULL)`,
 }}

@@ -41,3 +41,14 @@ func TestMigrateTwice(t *testing.T) {
 		t.Fatal("a store of a newer schema was opened")
 	}
 }
+
+func BenchmarkStore(b *testing.B) {
+	recstoretest.Bench(b, func(b *testing.B) recstore.Store {
+		s, err := Open(context.Background(), pgtest.New(b), Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		return s
+	})
+}

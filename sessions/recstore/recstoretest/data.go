@@ -199,4 +199,24 @@ func testImportRegistry(t *testing.T, open Opener) {
 	if after := export(t, s); after != before {
 		t.Fatalf("a second import changed the store:\n%s\n%s", before, after)
 	}
+	counts := func(all, alice int) {
+		t.Helper()
+		if n, _ := s.Count(ctx, ""); n != all {
+			t.Fatalf("Count() = %d, want %d", n, all)
+		}
+		if n, _ := s.Count(ctx, "alice"); n != alice {
+			t.Fatalf("Count(alice) = %d, want %d", n, alice)
+		}
+	}
+	counts(2, 1)
+	moved := `{"sessionId":"r2","claudeSessionId":"c-r2","owner":"alice"}` + "\n" // r2 imported with another owner
+	_, err = s.Import(ctx, bytes.NewReader([]byte(moved)))
+	must(t, err, "import of an owner's change")
+	counts(2, 2)
+	closed := `{"type":"closed","id":"r1","closed":"2026-03-01T12:00:00Z","owner":"alice"}` + "\n"
+	_, err = s.Import(ctx, bytes.NewReader([]byte(closed)))
+	must(t, err, "import of a close")
+	counts(1, 1)
+	_, err = s.Get(ctx, "r1")
+	wantErr(t, err, recstore.ErrClosed, "a session closed by an import")
 }

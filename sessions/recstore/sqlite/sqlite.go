@@ -183,6 +183,7 @@ var schema = [][]string{{
 	`CREATE TABLE spent (owner TEXT PRIMARY KEY, usd REAL NOT NULL)`,
 	`CREATE TABLE chunks (session_id TEXT NOT NULL, claude_session_id TEXT NOT NULL, pos INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (session_id, claude_session_id, pos))`,
 	`CREATE TABLE history (session_id TEXT NOT NULL, seq INTEGER NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (session_id, seq))`,
+	`CREATE TABLE counts (name TEXT PRIMARY KEY, n INTEGER NOT NULL)`,
 	`CREATE TABLE changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, kind TEXT NOT NULL, origin TEXT NOT NULL, at INTEGER NOT NULL)`,
 }}
 
@@ -221,7 +222,7 @@ func quickCheck(ctx context.Context, path string) error {
 	if _, err := os.Stat(path); err != nil {
 		return err
 	}
-	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)&_pragma=cache_size(-64)")
 	if err != nil {
 		return err
 	}

@@ -133,3 +133,14 @@ func TestTombstonesAge(t *testing.T) {
 		t.Fatal("a fresh tombstone's conversation is forgotten")
 	}
 }
+
+func BenchmarkStore(b *testing.B) {
+	recstoretest.Bench(b, func(b *testing.B) recstore.Store {
+		s, err := Open(context.Background(), filepath.Join(b.TempDir(), "sessions.db"), Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		return s
+	})
+}

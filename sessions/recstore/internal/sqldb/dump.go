@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -157,6 +158,9 @@ func (rs restorer) RestoreSession(ctx context.Context, l recstore.SessionLine) e
 		if tx.QueryRowContext(ctx, db.Q(`SELECT 1 FROM tombstones WHERE id = ?`), l.SessionID).Scan(&one) == nil {
 			return nil // closed stays closed
 		}
+		if err := rs.recount(ctx, l); err != nil {
+			return err
+		}
 		if _, err := db.exec(ctx, tx, `INSERT INTO records (id, owner, name, state, last_used, body) VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, name = excluded.name, state = excluded.state, last_used = excluded.last_used, body = excluded.body`,
 			l.SessionID, l.Owner, l.Options.Name, string(l.State), l.LastUsed.UnixNano(), body); err != nil {
@@ -180,6 +184,25 @@ func (rs restorer) RestoreSession(ctx context.Context, l recstore.SessionLine) e
 		}
 		return db.D.Notify(ctx, tx, l.SessionID, recstore.KindCreated)
 	}
+}
+
+// recount counts the session l brings: a new one, or one whose owner
+// changes.
+func (rs restorer) recount(ctx context.Context, l recstore.SessionLine) error {
+	var was string
+	err := rs.tx.QueryRowContext(ctx, rs.db.Q(`SELECT owner FROM records WHERE id = ?`), l.SessionID).Scan(&was)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return rs.db.bump(ctx, rs.tx, l.Owner, 1)
+	case err != nil:
+		return err
+	case was != l.Owner:
+		if err := rs.db.bump(ctx, rs.tx, was, -1); err != nil {
+			return err
+		}
+		return rs.db.bump(ctx, rs.tx, l.Owner, 1)
+	}
+	return nil
 }
 
 func (rs restorer) replaceHistory(ctx context.Context, tx *sql.Tx, l recstore.SessionLine) error {

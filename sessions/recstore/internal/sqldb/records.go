@@ -43,7 +43,7 @@ func (db *DB) Create(ctx context.Context, rec recstore.Record, q recstore.Quota)
 	}
 	return db.Write(ctx, func(tx *sql.Tx, _ time.Time) error {
 		if db.D.LockCreate != nil {
-			if err := db.D.LockCreate(ctx, tx, rec.Owner, q.MaxSessions > 0); err != nil {
+			if err := db.D.LockCreate(ctx, tx, rec.Owner); err != nil {
 				return err
 			}
 		}
@@ -65,6 +65,9 @@ func (db *DB) Create(ctx context.Context, rec recstore.Record, q recstore.Quota)
 		if err := db.noteConversations(ctx, tx, &rec); err != nil {
 			return err
 		}
+		if err := db.bump(ctx, tx, rec.Owner, 1); err != nil {
+			return err
+		}
 		return db.D.Notify(ctx, tx, rec.SessionID, recstore.KindCreated)
 	})
 }
@@ -82,8 +85,8 @@ func (db *DB) checkQuota(ctx context.Context, tx *sql.Tx, owner string, q recsto
 		query string
 		args  []any
 	}{
-		{"sessions", float64(q.MaxSessions), `SELECT count(*) FROM records`, nil},
-		{"user sessions", float64(q.UserMaxSessions), `SELECT count(*) FROM records WHERE owner = ?`, []any{owner}},
+		{"sessions", float64(q.MaxSessions), `SELECT coalesce(sum(n), 0) FROM counts WHERE name = ?`, []any{CountAll}},
+		{"user sessions", float64(q.UserMaxSessions), `SELECT coalesce(sum(n), 0) FROM counts WHERE name = ?`, []any{CountOwner(owner)}},
 		{"user budget", q.UserBudgetUSD, `SELECT coalesce(sum(usd), 0) FROM spent WHERE owner = ? AND owner <> ''`, []any{owner}},
 		{"total budget", q.TotalBudgetUSD, `SELECT coalesce(sum(usd), 0) FROM spent WHERE owner = ''`, nil},
 	}
@@ -164,6 +167,16 @@ func (db *DB) CloseSession(ctx context.Context, id string, lease recstore.Lease)
 
 // putTombstone closes session id with t: its record and lease go.
 func (db *DB) putTombstone(ctx context.Context, tx *sql.Tx, id string, t store.Tombstone) error {
+	var owner string
+	err := tx.QueryRowContext(ctx, db.Q(`SELECT owner FROM records WHERE id = ?`), id).Scan(&owner)
+	switch {
+	case err == nil:
+		if err := db.bump(ctx, tx, owner, -1); err != nil {
+			return err
+		}
+	case !errors.Is(err, sql.ErrNoRows):
+		return err
+	}
 	tb, _ := json.Marshal(t)
 	if _, err := db.exec(ctx, tx, `INSERT INTO tombstones (id, closed, body) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING`, id, t.Closed.UnixNano(), string(tb)); err != nil {
 		return fmt.Errorf("writing the tombstone of session %s: %w", id, err)
@@ -283,15 +296,14 @@ func (db *DB) List(ctx context.Context, q recstore.Query) (recstore.Page, error)
 	return page, rows.Err()
 }
 
-// Count implements recstore.Store.
+// Count implements recstore.Store, from the table counts.
 func (db *DB) Count(ctx context.Context, owner string) (int, error) {
-	var n int
-	var err error
-	if owner == "" {
-		err = db.SQL.QueryRowContext(ctx, `SELECT count(*) FROM records`).Scan(&n)
-	} else {
-		err = db.SQL.QueryRowContext(ctx, db.Q(`SELECT count(*) FROM records WHERE owner = ?`), owner).Scan(&n)
+	key := CountAll
+	if owner != "" {
+		key = CountOwner(owner)
 	}
+	var n int
+	err := db.SQL.QueryRowContext(ctx, db.Q(`SELECT coalesce(sum(n), 0) FROM counts WHERE name = ?`), key).Scan(&n)
 	return n, err
 }
 

@@ -31,10 +31,10 @@ type Dialect struct {
 	Contains string
 	// Now is the clock of leases and tombstones within tx.
 	Now func(ctx context.Context, tx *sql.Tx) (time.Time, error)
-	// LockCreate serializes the creates that count owner's sessions (and
-	// all sessions when total is set) until tx ends; nil when write
-	// transactions are serialized anyway.
-	LockCreate func(ctx context.Context, tx *sql.Tx, owner string, total bool) error
+	// LockCreate locks the count rows of all sessions and of owner's
+	// (CountAll, CountOwner) until tx ends; nil when write transactions
+	// are serialized anyway.
+	LockCreate func(ctx context.Context, tx *sql.Tx, owner string) error
 	// Notify announces a change of session id within tx (delivered at its
 	// commit).
 	Notify func(ctx context.Context, tx *sql.Tx, id string, kind recstore.Kind) error
@@ -185,6 +185,23 @@ func (db *DB) noteConversations(ctx context.Context, tx *sql.Tx, rec *recstore.R
 		}
 		if _, err := db.exec(ctx, tx, `INSERT INTO conversations (claude_session_id, session_id, owner) VALUES (?, ?, ?) ON CONFLICT (claude_session_id) DO NOTHING`, c, rec.SessionID, rec.Owner); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// The rows of the table counts: the open sessions of all, and of an
+// owner.
+const CountAll = "all"
+
+// CountOwner is the counts row of owner's open sessions.
+func CountOwner(owner string) string { return "owner:" + owner }
+
+// bump adds d to the open sessions of all and of owner, in that order.
+func (db *DB) bump(ctx context.Context, tx *sql.Tx, owner string, d int) error {
+	for _, k := range []string{CountAll, CountOwner(owner)} {
+		if _, err := db.exec(ctx, tx, `INSERT INTO counts (name, n) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET n = counts.n + excluded.n`, k, d); err != nil {
+			return fmt.Errorf("counting sessions: %w", err)
 		}
 	}
 	return nil

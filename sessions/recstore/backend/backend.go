@@ -1,0 +1,35 @@
+// Package backend opens the recstore.Store a target names: a postgres://
+// (or postgresql://) URL is the PostgreSQL store, anything else the path
+// of the embedded SQLite store, "" its default path
+// ($XDG_STATE_HOME/claude-agent-mcp/sessions.db, beside the registry file).
+package backend
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/postgres"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/sqlite"
+)
+
+// IsURL reports whether target names a PostgreSQL database.
+func IsURL(target string) bool {
+	return strings.HasPrefix(target, "postgres://") || strings.HasPrefix(target, "postgresql://")
+}
+
+// Open opens the store target names.
+func Open(ctx context.Context, target string, log *slog.Logger) (recstore.Store, error) {
+	if IsURL(target) {
+		return postgres.Open(ctx, target, postgres.Options{Log: log})
+	}
+	if target == "" {
+		p, err := sqlite.DefaultPath()
+		if err != nil {
+			return nil, err
+		}
+		target = p
+	}
+	return sqlite.Open(ctx, target, sqlite.Options{Log: log})
+}
