@@ -311,7 +311,7 @@ func startHost(t *testing.T, o hostOptions) *host {
 	// The server runs behind two tees, so that the test sees the JSON-RPC
 	// both ways, with its stderr in a file.
 	serverArgs := append([]string{"--claude-path", claude, "--log-level", "debug",
-		"--state-file", filepath.Join(home, "state", "sessions.json")}, o.serverArgs...)
+		"--store", filepath.Join(home, "state", "sessions.db")}, o.serverArgs...)
 	tap := fmt.Sprintf(`tee -a %s | "$0" "$@" 2>>%s | tee -a %s`, shellQuote(h.rpcIn), shellQuote(h.logPath), shellQuote(h.rpcOut))
 	mcpConfig, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{hostServerName: map[string]any{
 		"type": "stdio", "command": "/bin/sh", "args": append([]string{"-c", tap, bin}, serverArgs...), "env": env,

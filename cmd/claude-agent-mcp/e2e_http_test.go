@@ -128,7 +128,7 @@ func startHTTPE2E(t *testing.T, o httpE2EOptions) *httpE2E {
 		o.setup(e.home, e.cwd)
 	}
 	args := []string{"--http", "127.0.0.1:0", "--claude-path", e.claude, "--log-level", "debug",
-		"--state-file", filepath.Join(e.home, "state", "sessions.json")}
+		"--store", filepath.Join(e.home, "state", "sessions.db")}
 	if len(o.users) > 0 {
 		var lines strings.Builder
 		lines.WriteString("# test users\n")

@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -412,41 +411,54 @@ func TestE2ERestart(t *testing.T) {
 	}
 }
 
-// TestE2ECorruptStateFile: a registry that does not parse is logged and moved
-// aside; the server starts empty and writes a fresh one.
-func TestE2ECorruptStateFile(t *testing.T) {
+// TestE2EStateFileMigration: at the first start, the old registry file
+// (--state-file) is imported into the empty store, once, and its session
+// resumes; a registry that does not parse is logged, and the server starts
+// with an empty store.
+func TestE2EStateFileMigration(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	state := filepath.Join(dir, "sessions.json")
-	if err := os.WriteFile(state, []byte("{garbage"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e := startE2E(t, e2eOptions{args: []string{"--state-file", state}})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	_, out := e.call(t, ctx, "claude_session_list", map[string]any{}, nil)
-	if ss, _ := out["sessions"].([]any); len(ss) != 0 {
-		t.Errorf("sessions from a corrupt registry: %v", ss)
-	}
-	aside, _ := filepath.Glob(state + ".corrupt-*")
-	if len(aside) != 1 {
-		t.Fatalf("moved-aside files: %v", aside)
-	}
-	if data, _ := os.ReadFile(aside[0]); string(data) != "{garbage" {
-		t.Errorf("%s holds %q", aside[0], data)
-	}
-	log, _ := os.ReadFile(e.logPath)
-	if !strings.Contains(string(log), "corrupt") || !strings.Contains(string(log), aside[0]) {
-		t.Errorf("the log does not report the corrupt registry and where it went:\n%s", tail(string(log), 2000))
-	}
-	sid, _ := e.create(t, ctx, nil)
-	data, err := os.ReadFile(state)
-	var f struct {
-		Sessions []struct {
-			SessionID string `json:"sessionId"`
-		} `json:"sessions"`
-	}
-	if err != nil || json.Unmarshal(data, &f) != nil || len(f.Sessions) != 1 || f.Sessions[0].SessionID != sid {
-		t.Errorf("the fresh registry: err=%v %s", err, data)
-	}
+	t.Run("import", func(t *testing.T) {
+		dir := t.TempDir()
+		state := filepath.Join(dir, "sessions.json")
+		cwd := t.TempDir()
+		reg := fmt.Sprintf(`{"version":3,"sessions":[{"sessionId":"9b2f6a0e-1111-4c3e-8d6a-000000000001","claudeSessionId":"5d1e7c2a-aaaa-4b1f-9e3d-000000000001","resumable":false,`+
+			`"created":"2026-11-20T09:30:00Z","lastUsed":"2026-11-20T10:30:00Z","queries":0,"costUsd":0.25,"usage":{},"options":{"cwd":%q,"name":"moved"}}],"spentUsd":0.25}`, cwd)
+		if err := os.WriteFile(state, []byte(reg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		e := startE2E(t, e2eOptions{args: []string{"--state-file", state}})
+		res, out := e.call(t, ctx, "claude_session_list", map[string]any{}, nil)
+		if ss, _ := out["sessions"].([]any); len(ss) != 1 || !strings.Contains(text(res), "moved") || !strings.Contains(text(res), "dormant") {
+			t.Fatalf("the imported registry's session is not listed dormant:\n%s", text(res))
+		}
+		log, _ := os.ReadFile(e.logPath)
+		if !strings.Contains(string(log), "imported the old session registry") {
+			t.Errorf("the log does not report the import:\n%s", tail(string(log), 2000))
+		}
+		if _, out := e.call(t, ctx, "claude_chat_query", map[string]any{"sessionId": "9b2f6a0e-1111-4c3e-8d6a-000000000001", "prompt": "Reply with exactly: OK"}, nil); out["isError"] == true {
+			t.Errorf("the imported session's query: %v", out)
+		}
+	})
+	t.Run("corrupt", func(t *testing.T) {
+		dir := t.TempDir()
+		state := filepath.Join(dir, "sessions.json")
+		if err := os.WriteFile(state, []byte("{garbage"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		e := startE2E(t, e2eOptions{args: []string{"--state-file", state}})
+		_, out := e.call(t, ctx, "claude_session_list", map[string]any{}, nil)
+		if ss, _ := out["sessions"].([]any); len(ss) != 0 {
+			t.Errorf("sessions from a corrupt registry: %v", ss)
+		}
+		log, _ := os.ReadFile(e.logPath)
+		if !strings.Contains(string(log), "importing the old session registry") {
+			t.Errorf("the log does not report the registry that did not import:\n%s", tail(string(log), 2000))
+		}
+		sid, _ := e.create(t, ctx, nil)
+		if _, out := e.call(t, ctx, "claude_session_list", map[string]any{}, nil); len(out["sessions"].([]any)) != 1 || sid == "" {
+			t.Errorf("after a create: %v", out)
+		}
+	})
 }

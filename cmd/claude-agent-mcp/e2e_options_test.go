@@ -560,8 +560,12 @@ func TestE2EProfiles(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the server did not exit after stdin closed")
 	}
-	for _, f := range []string{e.logPath, filepath.Join(e.home, "state", "sessions.json")} {
+	db := filepath.Join(e.home, "state", "sessions.db")
+	for _, f := range []string{e.logPath, db, db + "-wal"} {
 		data, err := os.ReadFile(f)
+		if errors.Is(err, os.ErrNotExist) && f == db+"-wal" {
+			continue // checkpointed at the close
+		}
 		if err != nil {
 			t.Errorf("reading %s: %v", f, err)
 			continue
@@ -585,7 +589,7 @@ func TestE2EProfileMissingKey(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--claude-path", claude, "--profiles", profiles, "--state-file", filepath.Join(dir, "s.json"))
+	cmd := exec.CommandContext(ctx, bin, "--claude-path", claude, "--profiles", profiles, "--store", filepath.Join(dir, "s.db"))
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "E2E_UNSET_PROFILE_KEY=") {
 			cmd.Env = append(cmd.Env, kv)

@@ -4,7 +4,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,10 +14,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/sqlite"
 )
 
-// TestE2EShare: two server processes share the state directory (the
-// session registry) and the CLI's config directory (the transcripts), as
+// TestE2EShare: two server processes on one host share the session store
+// (one SQLite file) and the CLI's config directory (the transcripts), as
 // instances behind a proxy do. A session the first made dormant resumes on
 // the second with its conversation; while one runs it the other refuses to;
 // closed on one, it is gone from both at once and from a later server; the cost
@@ -102,8 +105,8 @@ func TestE2EShare(t *testing.T) {
 	if res, _ := b.call(t, ctx, "claude_session_close", map[string]any{"sessionId": sid}, nil); res.IsError {
 		t.Fatalf("close on B: %s", text(res))
 	}
-	// A's next look at the registry sees the tombstone: the session is
-	// gone from its list and its lookups at once.
+	// A lists from the store, where the session is closed: it is gone
+	// from A's list and its lookups at once.
 	_, out = a.call(t, ctx, "claude_session_list", map[string]any{}, nil)
 	for _, s := range out["sessions"].([]any) {
 		if s.(map[string]any)["sessionId"] == sid {
@@ -128,26 +131,20 @@ func TestE2EShare(t *testing.T) {
 			t.Fatalf("server %s did not exit after stdin closed", name)
 		}
 	}
-	data, err := os.ReadFile(filepath.Join(a.home, "state", "sessions.json"))
+	st, err := sqlite.Open(ctx, filepath.Join(a.home, "state", "sessions.db"), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var f struct {
-		SpentUSD float64                    `json:"spentUsd"`
-		Live     map[string]json.RawMessage `json:"live"`
-		Closed   map[string]json.RawMessage `json:"closed"`
+	defer st.Close()
+	if got, err := st.SpentTotal(ctx); err != nil || spent <= 0 || math.Abs(got-spent) > 1e-9 {
+		t.Errorf("the store counts %v spent (%v), want %v (every turn of both servers once)", got, err, spent)
 	}
-	if err := json.Unmarshal(data, &f); err != nil {
-		t.Fatal(err)
+	var held int
+	if err := st.SQL.QueryRow(`SELECT count(*) FROM leases WHERE holder <> ''`).Scan(&held); err != nil || held != 0 {
+		t.Errorf("leases held after both servers stopped: %d (%v)", held, err)
 	}
-	if spent <= 0 || math.Abs(f.SpentUSD-spent) > 1e-9 {
-		t.Errorf("the registry counts %v spent, want %v (every turn of both servers once)", f.SpentUSD, spent)
-	}
-	if len(f.Live) != 0 {
-		t.Errorf("claims left after both servers stopped: %v", f.Live)
-	}
-	if _, ok := f.Closed[sid]; !ok {
-		t.Errorf("no tombstone for the closed session:\n%s", data)
+	if _, err := st.Get(ctx, sid); !errors.Is(err, recstore.ErrClosed) {
+		t.Errorf("no tombstone for the closed session: %v", err)
 	}
 
 	c := startE2E(t, e2eOptions{home: a.home})
@@ -225,7 +222,7 @@ func TestE2EShareFencing(t *testing.T) {
 }
 
 // pauseOutsideLock stops the process pid (SIGSTOP) at a moment it holds no
-// file lock: a server paused while it writes the registry would make every
+// write lock: a server paused while it writes the store would make every
 // other server wait for it.
 func pauseOutsideLock(t *testing.T, pid int) {
 	t.Helper()
@@ -262,12 +259,13 @@ func procState(pid int) string {
 	return ""
 }
 
-// holdsFlock reports whether pid holds a flock, from /proc/locks.
+// holdsFlock reports whether pid holds a flock or a POSIX write lock
+// (SQLite's, while it writes), from /proc/locks.
 func holdsFlock(pid int) bool {
 	data, _ := os.ReadFile("/proc/locks")
 	for _, line := range strings.Split(string(data), "\n") {
 		// "1: FLOCK  ADVISORY  WRITE 12345 fd:01:123 0 EOF"
-		if f := strings.Fields(line); len(f) > 4 && f[1] == "FLOCK" && f[4] == strconv.Itoa(pid) {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == strconv.Itoa(pid) && (f[1] == "FLOCK" || f[1] == "POSIX" && f[3] == "WRITE") {
 			return true
 		}
 	}

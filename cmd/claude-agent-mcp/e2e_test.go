@@ -97,7 +97,7 @@ func startE2E(t *testing.T, o e2eOptions) *e2e {
 	}
 	e := &e2e{api: api, claude: claude, env: env, home: home, cwd: cwd}
 	cmd := exec.Command(bin, append([]string{"--claude-path", claude, "--log-level", "debug",
-		"--state-file", filepath.Join(home, "state", "sessions.json")}, o.args...)...)
+		"--store", filepath.Join(home, "state", "sessions.db")}, o.args...)...)
 	cmd.Dir = cwd
 	// The server's own settings come from the test, never from an outer
 	// environment (a nested session sets CLAUDE_AGENT_MCP_DEPTH, say).

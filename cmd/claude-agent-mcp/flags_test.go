@@ -348,7 +348,7 @@ func startAndStop(t *testing.T, claudePath string, env []string, until string, a
 	t.Helper()
 	bin := serverBinary(t)
 	dir := t.TempDir()
-	cmd := exec.Command(bin, append([]string{"--claude-path", claudePath, "--state-file", filepath.Join(dir, "state.json")}, args...)...)
+	cmd := exec.Command(bin, append([]string{"--claude-path", claudePath, "--store", filepath.Join(dir, "state.db")}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	in, err := cmd.StdinPipe()

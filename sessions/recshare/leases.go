@@ -144,7 +144,7 @@ func (i *Instance) lose(id string, why error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if c := i.held[id]; c != nil && c.lost == nil {
-		c.lost = fmt.Errorf("%w: this instance's lease on session %s lapsed (it was paused, or could not renew the lease, for longer than the lease) and another instance took the session over, so this instance stopped its own claude process for it before sending anything more to it; send the query to that instance, or retry once the session is dormant there (%v)",
+		c.lost = fmt.Errorf("%w: this instance's lease on session %s lapsed (it was paused, or could not renew the lease, for longer than the lease) and another claude-agent-mcp instance took the session over, so this instance stopped its own claude process for it before sending anything more to it; send the query to that instance, or retry once the session is dormant there (%v)",
 			recstore.ErrElsewhere, id, why)
 	}
 }
