@@ -113,8 +113,10 @@ func TestE2EShare(t *testing.T) {
 			t.Errorf("A lists the session B closed: %v", s)
 		}
 	}
+	// Gone, or, when the query comes before A's watch of the store (every
+	// 100 ms) has dropped its copy, refused as closed by its lease.
 	res, _ = a.query(t, ctx, sid, "after the close")
-	if !res.IsError || !strings.Contains(text(res), "no open session has id") {
+	if !res.IsError || !strings.Contains(text(res), "no open session has id") && !strings.Contains(text(res), "was closed on another claude-agent-mcp instance") {
 		t.Errorf("query on A after B closed the session: isError=%v %s", res.IsError, text(res))
 	}
 	res, out = a.query(t, ctx, sid2, "hello")
