@@ -15,11 +15,12 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/sqlite"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
-// The figures of a registry that holds many sessions (-scale): for each
-// size, a server started on a registry of that many dormant sessions, with
+// The figures of a session store that holds many sessions (-scale): for each
+// size, a server started on a store (SQLite, imported from a registry file) of that many dormant sessions, with
 // one live session of its own beside them.
 
 // scaleRow is what one registry size measured.
@@ -52,7 +53,7 @@ func parseScale(s string) ([]int, error) {
 func (b *bench) scale(ctx context.Context, sizes []int) ([]scaleRow, error) {
 	var rows []scaleRow
 	for _, n := range sizes {
-		logf("a registry of %d dormant sessions", n)
+		logf("a store of %d dormant sessions", n)
 		row, err := b.scaleOne(ctx, n)
 		if err != nil {
 			return rows, fmt.Errorf("%d sessions: %w", n, err)
@@ -68,8 +69,12 @@ func (b *bench) scaleOne(ctx context.Context, n int) (scaleRow, error) {
 	if err := writeRegistry(path, n, b.proj); err != nil {
 		return row, err
 	}
+	db := filepath.Join(b.tmp, fmt.Sprintf("scale-%d.db", n))
+	if err := importRegistry(ctx, db, path); err != nil {
+		return row, err
+	}
 	b.serials++
-	cmd := exec.Command(b.c.serverBin, "--claude-path", b.c.claude, "--log-level", "debug", "--state-file", path,
+	cmd := exec.Command(b.c.serverBin, "--claude-path", b.c.claude, "--log-level", "debug", "--store", db,
 		"--max-sessions", strconv.Itoa(n+16), "--max-result-chars", strconv.Itoa(b.c.maxResult))
 	start := time.Now()
 	s, err := b.connect(ctx, fmt.Sprintf("scale-%d", n), cmd, nil)
@@ -139,6 +144,25 @@ func writeRegistry(path string, n int, cwd string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// importRegistry imports the registry file at path into the session store
+// at db (SQLite), as `claude-agent-mcp store import` does, before the
+// server starts.
+func importRegistry(ctx context.Context, db, path string) error {
+	os.Remove(db)
+	st, err := sqlite.Open(ctx, db, sqlite.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = st.Import(ctx, f)
+	return err
 }
 
 // scaleReport writes the table of rows.
