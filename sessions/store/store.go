@@ -1,15 +1,8 @@
-// Package store keeps the records of open sessions so that they survive a
-// restart and can be shared by several server instances: the registry file
-// (its format, the locked read, the synced write with a backup, the size
-// cap), the tombstones of closed sessions, the claims on sessions whose
-// process runs (a lease and a generation), the costs spent, and the merge
-// that decides, per session, whose record wins (merge.go).
-//
-// It works on plain records — [Entry], [State], [Claim], [Tombstone] —
-// behind the small [Store] interface, which [File] implements; another
-// store (a database) would implement the same three methods. It must not
-// know live sessions, processes, the policy or MCP: package sessions turns
-// its sessions into records and back.
+// Package store holds the records of sessions as the registry file kept
+// them — [Entry], [State], [Tombstone] — and reads that file (Parse): the
+// session store (package recstore) keeps an Entry per session and
+// imports a registry file. It must not know live sessions, processes, the
+// policy or MCP.
 package store
 
 import (
@@ -20,28 +13,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/worktree"
 )
 
-// Store keeps the shared [State]. Its methods are safe for concurrent use,
-// also by several processes sharing it.
-type Store interface {
-	// Read returns the state as stored now, without the records of closed
-	// sessions, and its stamp (see Changed). A state that cannot be
-	// read is empty, with the error.
-	Read() (State, Stamp, error)
-	// Update changes the state under the store's lock: change gets the
-	// state as stored and edits it (now is the store's clock), and Update
-	// keeps the tombstones bounded (see TombstoneAge) and writes what
-	// change left, atomically. It returns the stamp of what it wrote.
-	Update(change func(st *State, now time.Time)) (Stamp, error)
-	// Changed reports whether the stored state may differ from what stamp
-	// names (as Read or Update returned it): a cheap look, such as a stat.
-	Changed(stamp Stamp) bool
-}
-
-// Stamp identifies the stored state as a Read or Update found or left it;
-// what it holds is the store's. nil is no state.
-type Stamp any
-
-// State is everything a store keeps; for a [File], the JSON of the file.
+// State is the JSON of a registry file.
 type State struct {
 	Version  int     `json:"version"`
 	Sessions []Entry `json:"sessions"`
@@ -58,13 +30,6 @@ type State struct {
 	// the state small (by age or count): an instance that last synced
 	// before it cannot tell a session closed since from one the state lost.
 	ClosedHorizon time.Time `json:"closedHorizon,omitzero"`
-	// Live are the claims on sessions whose process runs (or starts), by
-	// session id.
-	Live map[string]Claim `json:"live,omitempty"`
-	// ClaimGen is, per open session, the generation of its latest claim:
-	// each new claim takes the next one, so an instance whose claim lapsed
-	// and passed on sees that its generation is stale.
-	ClaimGen map[string]uint64 `json:"claimGen,omitempty"`
 }
 
 // Entry is the record of one open session.

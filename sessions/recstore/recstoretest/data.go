@@ -3,8 +3,6 @@ package recstoretest
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -160,16 +158,12 @@ func roundTrip(t *testing.T, out string, dst recstore.Store) {
 
 func testImportRegistry(t *testing.T, open Opener) {
 	s, ctx := open(t), ctxT(t)
-	path := filepath.Join(t.TempDir(), "sessions.json")
-	f := store.NewFile(path, nil)
-	_, err := f.Update(func(st *store.State, now time.Time) {
-		st.Sessions = []store.Entry{rec("r1", "alice", "one", 1).Entry, rec("r2", "", "two", 2).Entry}
-		st.SpentUSD, st.UserSpentUSD = 4.5, map[string]float64{"alice": 1.5}
-		st.Closed = store.Tombstones{"gone": {Closed: now, Owner: "bob", ClaudeSessionIDs: []string{"c-gone"}}}
-	})
-	must(t, err, "writing a registry file")
-	data, err := os.ReadFile(path)
-	must(t, err, "reading it")
+	now := time.Now().UTC()
+	data, err := json.Marshal(store.State{Version: 3,
+		Sessions: []store.Entry{rec("r1", "alice", "one", 1).Entry, rec("r2", "", "two", 2).Entry},
+		SpentUSD: 4.5, UserSpentUSD: map[string]float64{"alice": 1.5},
+		Closed: store.Tombstones{"gone": {Closed: now, Owner: "bob", ClaudeSessionIDs: []string{"c-gone"}}}})
+	must(t, err, "encoding a registry file")
 	stats, err := s.Import(ctx, bytes.NewReader(data))
 	must(t, err, "import")
 	if stats != (recstore.ImportStats{Sessions: 2, Tombstones: 1, Sums: 2}) {
