@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/pgtest"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 )
 
@@ -21,6 +22,7 @@ func TestMain(m *testing.M) {
 	}
 	onMove = moves.record
 	code := m.Run()
+	pgtest.Stop()
 	if bad := moves.invalid(); len(bad) > 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: session state moves the transition table does not allow:\n%v\n", bad)
 		code = 1

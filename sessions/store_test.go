@@ -13,8 +13,10 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/pgtest"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/postgres"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/sqlite"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 )
@@ -44,19 +46,67 @@ func storedRecords(tb testing.TB, path string) []recstore.Record {
 	return page.Records
 }
 
-// sharedPair is two managers, as two instances, sharing the store at path.
-func sharedPair(t *testing.T, cfg Config, env ...string) (path string, a, b *Manager) {
-	t.Helper()
-	path = filepath.Join(t.TempDir(), "sessions.db")
-	ca, cb := cfg, cfg
-	ca.Store, cb.Store = storeAt(t, path), storeAt(t, path)
-	return path, newManager(t, ca, env...), newManager(t, cb)
+// backend opens handles on one store: each call a handle of its own, as
+// each instance has.
+type backend func(t *testing.T) recstore.Store
+
+// backends runs f against a fresh SQLite file and a fresh PostgreSQL
+// database (skipped without PostgreSQL, except under CI=true).
+func backends(t *testing.T, f func(t *testing.T, open backend)) {
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		path := filepath.Join(t.TempDir(), "sessions.db")
+		f(t, func(t *testing.T) recstore.Store { return storeAt(t, path) })
+	})
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		url := pgtest.New(t)
+		f(t, func(t *testing.T) recstore.Store {
+			st, err := postgres.Open(context.Background(), url, postgres.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st
+		})
+	})
 }
 
-// leaseOf is the lease on session id as the store at path has it.
-func leaseOf(t *testing.T, path, id string) (holder string, epoch int64) {
+// sharedPair is two managers, as two instances, sharing the store open
+// opens.
+func sharedPair(t *testing.T, open backend, cfg Config, env ...string) (a, b *Manager) {
 	t.Helper()
-	err := storeAt(t, path).SQL.QueryRow(`SELECT holder, epoch FROM leases WHERE id = ?`, id).Scan(&holder, &epoch)
+	ca, cb := cfg, cfg
+	ca.Store, cb.Store = open(t), open(t)
+	return newManager(t, ca, env...), newManager(t, cb)
+}
+
+// execSQL runs a statement written with ? placeholders on st.
+func execSQL(t *testing.T, st recstore.Store, q string, args ...any) {
+	t.Helper()
+	var err error
+	switch s := st.(type) {
+	case *sqlite.Store:
+		_, err = s.SQL.Exec(s.Q(q), args...)
+	case *postgres.Store:
+		_, err = s.SQL.Exec(s.Q(q), args...)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// leaseOf is the lease on session id as st has it.
+func leaseOf(t *testing.T, st recstore.Store, id string) (holder string, epoch int64) {
+	t.Helper()
+	var err error
+	const q = `SELECT holder, epoch FROM leases WHERE id = ?`
+	switch s := st.(type) {
+	case *sqlite.Store:
+		err = s.SQL.QueryRow(s.Q(q), id).Scan(&holder, &epoch)
+	case *postgres.Store:
+		err = s.SQL.QueryRow(s.Q(q), id).Scan(&holder, &epoch)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,11 +119,15 @@ func leaseOf(t *testing.T, path, id string) (holder string, epoch int64) {
 // takes B's over in turn.
 func TestStoreSharedRun(t *testing.T) {
 	t.Parallel()
-	path, a, b := sharedPair(t, Config{})
+	backends(t, testStoreSharedRun)
+}
+
+func testStoreSharedRun(t *testing.T, open backend) {
+	a, b := sharedPair(t, open, Config{})
 	s := create(t, a, CreateOptions{})
 	query(t, s, "hi", QueryOptions{})
 	csid := s.Info().ClaudeSessionID
-	if h, _ := leaseOf(t, path, s.ID); !strings.HasPrefix(h, mustHost(t)) {
+	if h, _ := leaseOf(t, open(t), s.ID); !strings.HasPrefix(h, mustHost(t)) {
 		t.Errorf("the lease while A runs the session is %q's", h)
 	}
 
@@ -213,7 +267,11 @@ func TestStoreListPage(t *testing.T) {
 // store's Watch, and closed there too.
 func TestStoreCloseSeen(t *testing.T) {
 	t.Parallel()
-	_, a, b := sharedPair(t, Config{})
+	backends(t, testStoreCloseSeen)
+}
+
+func testStoreCloseSeen(t *testing.T, open backend) {
+	a, b := sharedPair(t, open, Config{})
 	s := create(t, a, CreateOptions{Owner: "alice"})
 	bs, err := b.Get(s.ID)
 	if err != nil {
@@ -239,7 +297,11 @@ func TestStoreCloseSeen(t *testing.T) {
 // for the total and per user, closed sessions and restarts included.
 func TestStoreCostsShared(t *testing.T) {
 	t.Parallel()
-	path, a, b := sharedPair(t, Config{})
+	backends(t, testStoreCostsShared)
+}
+
+func testStoreCostsShared(t *testing.T, open backend) {
+	a, b := sharedPair(t, open, Config{})
 	x := create(t, a, CreateOptions{Owner: "alice"})
 	y := create(t, b, CreateOptions{Owner: "alice"})
 	query(t, x, "hi", QueryOptions{})
@@ -259,7 +321,7 @@ func TestStoreCostsShared(t *testing.T) {
 	if _, err := a.Close(x.ID); err != nil {
 		t.Fatal(err)
 	}
-	c := newManager(t, Config{Store: storeAt(t, path)})
+	c := newManager(t, Config{Store: open(t)})
 	if got := c.Spent(); got < want-1e-9 {
 		t.Errorf("a third instance: spent %v, want %v", got, want)
 	}
@@ -270,7 +332,11 @@ func TestStoreCostsShared(t *testing.T) {
 // included, in the create's transaction; a close frees the place at once.
 func TestStoreUserQuota(t *testing.T) {
 	t.Parallel()
-	_, a, b := sharedPair(t, Config{UserMaxSessions: 2, MaxSessions: 4})
+	backends(t, testStoreUserQuota)
+}
+
+func testStoreUserQuota(t *testing.T, open backend) {
+	a, b := sharedPair(t, open, Config{UserMaxSessions: 2, MaxSessions: 4})
 	x := create(t, a, CreateOptions{Owner: "alice"})
 	create(t, b, CreateOptions{Owner: "alice"})
 	refused := func(m *Manager, name string, opts CreateOptions, msg string) {
@@ -308,19 +374,20 @@ func TestStoreUserQuota(t *testing.T) {
 // process, which reads nothing more; A's next query says why.
 func TestStoreFencing(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	path, input := filepath.Join(dir, "sessions.db"), filepath.Join(dir, "input.jsonl")
+	backends(t, testStoreFencing)
+}
+
+func testStoreFencing(t *testing.T, open backend) {
+	input := filepath.Join(t.TempDir(), "input.jsonl")
 	var took atomic.Int32
-	a := newManager(t, Config{Store: storeAt(t, path), Lease: 300 * time.Millisecond, OnTakeover: func() { took.Add(1) }}, fakecli.EnvInputLog, input)
+	a := newManager(t, Config{Store: open(t), Lease: 300 * time.Millisecond, OnTakeover: func() { took.Add(1) }}, fakecli.EnvInputLog, input)
 	s := create(t, a, CreateOptions{})
 	query(t, s, "hi", QueryOptions{})
 	pid := s.Info().PID
-	_, epoch := leaseOf(t, path, s.ID)
+	other := open(t)
+	_, epoch := leaseOf(t, other, s.ID)
 	// Another instance takes the lease over, as after A's lapsed.
-	if _, err := storeAt(t, path).SQL.Exec(`UPDATE leases SET holder = 'other', epoch = ?, expires = ? WHERE id = ?`,
-		epoch+1, time.Now().Add(time.Hour).UnixNano(), s.ID); err != nil {
-		t.Fatal(err)
-	}
+	execSQL(t, other, `UPDATE leases SET holder = 'other', epoch = ?, expires = ? WHERE id = ?`, epoch+1, time.Now().Add(time.Hour).UnixNano(), s.ID)
 	// A's renewal (every 100 ms) finds it passed on and kills the process.
 	poll.Until(t, 10*time.Second, "A's process fenced off", func() bool { return s.Info().PID == 0 })
 	checkGone(t, pid)
@@ -334,7 +401,7 @@ func TestStoreFencing(t *testing.T) {
 	if data, err := os.ReadFile(input); err != nil || strings.Contains(string(data), "FENCED-PROMPT") {
 		t.Errorf("A's process read the prompt after the lease passed on (%v):\n%s", err, data)
 	}
-	if h, e := leaseOf(t, path, s.ID); h != "other" || e != epoch+1 {
+	if h, e := leaseOf(t, other, s.ID); h != "other" || e != epoch+1 {
 		t.Errorf("the lease after A's refused query: %s epoch %d; want other's, %d", h, e, epoch+1)
 	}
 	if n := took.Load(); n != 0 {
@@ -346,8 +413,12 @@ func TestStoreFencing(t *testing.T) {
 // takes over a lease another let lapse, never for one released.
 func TestStoreTakeoverCounted(t *testing.T) {
 	t.Parallel()
+	backends(t, testStoreTakeoverCounted)
+}
+
+func testStoreTakeoverCounted(t *testing.T, open backend) {
 	var took atomic.Int32
-	path, a, b := sharedPair(t, Config{OnTakeover: func() { took.Add(1) }})
+	a, b := sharedPair(t, open, Config{OnTakeover: func() { took.Add(1) }})
 	s := create(t, a, CreateOptions{})
 	if !s.makeDormant("test") {
 		t.Fatal("could not make the session dormant")
@@ -364,9 +435,7 @@ func TestStoreTakeoverCounted(t *testing.T) {
 		t.Fatal("could not make the session dormant on B")
 	}
 	// A lapsed lease of another instance's.
-	if _, err := storeAt(t, path).SQL.Exec(`UPDATE leases SET holder = 'gone', expires = ? WHERE id = ?`, time.Now().Add(-time.Second).UnixNano(), s.ID); err != nil {
-		t.Fatal(err)
-	}
+	execSQL(t, open(t), `UPDATE leases SET holder = 'gone', expires = ? WHERE id = ?`, time.Now().Add(-time.Second).UnixNano(), s.ID)
 	as, err := a.Get(s.ID)
 	if err != nil {
 		t.Fatal(err)

@@ -36,6 +36,10 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
+// Stop stops the cluster, if one was started: for a TestMain that does
+// more after m.Run than Main does.
+func Stop() { stop() }
+
 var (
 	once    sync.Once
 	running *cluster
