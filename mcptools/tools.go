@@ -9,7 +9,8 @@
 // Its other parts are packages it imports and that never import it:
 // agenttools (agent files as tools, reaching the core through
 // agenttools.Core), toolargs (arguments against a JSON schema), notify (a
-// call's notifications), audit (the audit log) and dashboard (reaching the
+// call's notifications), audit (the audit log), resources (the sessions'
+// transcripts and answers as MCP resources) and dashboard (reaching the
 // core through dashboard.Core); the transports, stdio and httpserve, serve
 // the *mcp.Server NewServer returns. It must not know what is inside
 // sessions beyond its facade (Manager, Session, Run and their types): not
@@ -41,6 +42,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/reqstate"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/resources"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/resulttext"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
@@ -136,12 +138,15 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 	if opts.Dashboard != nil {
 		instr += dashboardInstructions
 	}
+	res := resources.New(mgr, userOf) // the sessions' transcripts and answers
 	srv := mcp.NewServer(&mcp.Implementation{Name: "claude-agent-mcp", Title: "Claude Code sessions", Version: version},
 		&mcp.ServerOptions{Instructions: instr, Logger: slog.New(debuglog.Handler(logger.Handler())),
-			// The SDK answers prompts/list and resources/list (with empty
-			// lists) whatever it declares: declare what it answers.
+			SubscribeHandler: res.Subscribe, UnsubscribeHandler: res.Unsubscribe,
+			// The SDK answers prompts/list (with an empty list) whatever it
+			// declares: declare what it answers.
 			//lint:ignore SA1019 the logging capability serves clients of protocols before 2026-07-28
-			Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Prompts: &mcp.PromptCapabilities{}, Resources: &mcp.ResourceCapabilities{}}})
+			Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Prompts: &mcp.PromptCapabilities{}, Resources: resources.Capabilities()}})
+	res.Attach(srv)
 	h := &handlers{mgr: mgr, log: logger, opts: opts, states: reqstate.New(), tasks: newTaskStore(opts.TaskTTL), inputs: map[string]*jsonschema.Schema{},
 		audit: opts.Audit}
 	for _, t := range h.tools() {
@@ -159,6 +164,7 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 		}
 		h.agents.Attach(srv, agentCore{h})
 	}
+	srv.AddReceivingMiddleware(res.Middleware) // inside h.middleware, which puts the user in the context
 	srv.AddReceivingMiddleware(h.middleware)
 	if !opts.NoTasks {
 		if err := h.addTaskMethods(srv); err != nil {

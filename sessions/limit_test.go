@@ -265,7 +265,9 @@ func TestUsageLimitRun(t *testing.T) {
 func TestUsageLimitWarning(t *testing.T) {
 	t.Parallel()
 	clk := &testClock{}
-	clk.advance(time.Until(warnReset) - 30*time.Minute)
+	// The clock goes on from here: 30m30s before the reset, so that the note
+	// says "in 30m…" however long (up to 29 s) the turn takes to get there.
+	clk.advance(time.Until(warnReset) - 30*time.Minute - 30*time.Second)
 	m := newManager(t, Config{now: clk.now})
 	s := create(t, m, CreateOptions{})
 	var warned []string

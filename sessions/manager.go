@@ -57,9 +57,11 @@ type Config struct {
 	// gives memory back to the system then).
 	OnIdle func()
 	// OnAlert, if set, is told when a turn ends and when a turn waits for
-	// a permission answer (the --notify webhooks); it is called on the
+	// a permission answer (the --notify webhooks, metrics); it is called on the
 	// session's goroutines and must not block.
 	OnAlert func(Alert)
+	// OnTakeover, if set, is told of each lapsed claim of another instance a registry write broke.
+	OnTakeover func()
 	// MaxSessions caps open sessions (live or dormant); default 64.
 	MaxSessions int
 	// MaxLive caps live claude processes; starting one more makes the
@@ -192,7 +194,8 @@ type Manager struct {
 	closing sync.WaitGroup // temporary sessions closing after their answer went out
 	quiet   *quiet.Quiet   // calls cfg.OnIdle when no query, create or spare start has run for a while
 
-	onFollowUp atomic.Pointer[func(*Run)] // told of each follow-up's run (steer.go)
+	onFollowUp atomic.Pointer[func(*Run)]     // told of each follow-up's run (steer.go)
+	onTurnEnd  atomic.Pointer[func(*Session)] // told of each turn's end (alert.go)
 }
 
 // NewManager returns a manager. When cfg.Registry is set, the sessions it
@@ -239,7 +242,7 @@ func NewManager(cfg Config) *Manager {
 	if cfg.Registry != nil {
 		m.store, path = cfg.Registry, cfg.Registry.Path()
 	}
-	m.share = sharing.New(sharing.Config{Store: m.store, Path: path, Lease: cfg.Lease, Now: m.now, Log: logger, ErrClosed: ErrClosed})
+	m.share = sharing.New(sharing.Config{Store: m.store, Path: path, Lease: cfg.Lease, Now: m.now, Log: logger, ErrClosed: ErrClosed, OnTakeover: cfg.OnTakeover})
 	m.restore()
 	return m
 }

@@ -207,7 +207,7 @@ func (s *Session) finish(t *turn.Turn, end turnEnd) *turn.Result {
 	s.resetIdleTimer()
 	s.m.persist()
 	if end.prompt != "" || end.followUp {
-		s.m.alert(Alert{Session: s, Result: r})
+		s.m.alert(Alert{Session: s, Result: r, Started: end.started})
 	}
 	t.Emit(turn.Event{Kind: turn.EventDone, IsError: r.IsError, Text: r.ErrorText})
 	return r

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,14 +44,17 @@ type fencing struct {
 	s, bs  *Session // A's and B's copy
 	pidA   int      // A's process for s
 	inputA string   // what A's CLIs read
+
+	tookA, tookB atomic.Int32 // what A's and B's Config.OnTakeover were told
 }
 
 func newFencing(t *testing.T) *fencing {
 	t.Helper()
 	dir := t.TempDir()
 	fx := &fencing{path: filepath.Join(dir, "sessions.json"), clk: &testClock{}, inputA: filepath.Join(dir, "input-a.jsonl")}
-	fx.a = newManager(t, Config{Registry: store.NewFile(fx.path, nil), now: fx.clk.now}, fakecli.EnvInputLog, fx.inputA)
-	fx.b = newManager(t, Config{Registry: store.NewFile(fx.path, nil), now: fx.clk.now})
+	fx.a = newManager(t, Config{Registry: store.NewFile(fx.path, nil), now: fx.clk.now, OnTakeover: func() { fx.tookA.Add(1) }},
+		fakecli.EnvInputLog, fx.inputA)
+	fx.b = newManager(t, Config{Registry: store.NewFile(fx.path, nil), now: fx.clk.now, OnTakeover: func() { fx.tookB.Add(1) }})
 	fx.s = create(t, fx.a, CreateOptions{})
 	query(t, fx.s, "hi", QueryOptions{})
 	fx.pidA = fx.s.Info().PID
@@ -180,5 +184,31 @@ func TestShareFencing(t *testing.T) {
 		if after.Instance != fx.a.share.Me().Instance || after.Gen != 1 || !after.Until.After(before.Until.Add(sharing.DefaultLease)) {
 			t.Errorf("the claim after A's query: %+v, before %+v; want A's, generation 1, renewed", after, before)
 		}
+		if a, b := fx.tookA.Load(), fx.tookB.Load(); a != 0 || b != 0 {
+			t.Errorf("takeovers told: A %d, B %d; want none (A's lapsed claim was its own)", a, b)
+		}
 	})
+}
+
+// TestShareTakeoverCounted: Config.OnTakeover is told once when a write of
+// an instance breaks another instance's lapsed claim, and never for a
+// claim of its own or one that holds.
+func TestShareTakeoverCounted(t *testing.T) {
+	t.Parallel()
+	fx := newFencing(t)
+	query(t, fx.s, "hi", QueryOptions{}) // A renews its claim
+	if _, err := fx.bs.Query(ctxFor(t), "hi", QueryOptions{}); !errors.Is(err, ErrElsewhere) {
+		t.Fatalf("B's query while A's claim holds: %v, want ErrElsewhere", err)
+	}
+	if a, b := fx.tookA.Load(), fx.tookB.Load(); a != 0 || b != 0 {
+		t.Fatalf("takeovers told before any claim lapsed: A %d, B %d", a, b)
+	}
+	fx.takeOver(t)
+	query(t, fx.bs, "hi", QueryOptions{}) // B's own claim now
+	if _, err := fx.s.Query(ctxFor(t), "hi", QueryOptions{}); !errors.Is(err, ErrElsewhere) {
+		t.Errorf("A's query after B took the session over: %v, want ErrElsewhere", err)
+	}
+	if a, b := fx.tookA.Load(), fx.tookB.Load(); a != 0 || b != 1 {
+		t.Errorf("takeovers told: A %d, B %d; want A 0, B 1", a, b)
+	}
 }

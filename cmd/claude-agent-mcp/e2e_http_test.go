@@ -689,32 +689,7 @@ func runConformance(t *testing.T, ctx context.Context, node, bin, url string, ar
 // reference server's fixture tools, resources and prompts); a listed check
 // that passes fails the test too, so that the list stays true.
 func TestE2EConformance(t *testing.T) {
-	root, err := e2eenv.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := os.Getenv("MCP_CONFORMANCE_BIN")
-	if bin == "" {
-		bin = filepath.Join(root, ".tools", "node_modules", ".bin", "conformance")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the MCP conformance suite is not at %s and CI=true (scripts/test installs it)", bin)
-		}
-		t.Skip("the MCP conformance suite is not installed; run scripts/test")
-	}
-	// It needs Node 22 or later, which tools/npm/package.json pins next to it.
-	node := filepath.Join(filepath.Dir(bin), "node")
-	if _, err := os.Stat(node); err != nil {
-		if node, err = exec.LookPath("node"); err != nil {
-			t.Fatalf("no node next to %s nor on PATH", bin)
-		}
-	}
-	v, err := exec.Command(node, "--version").Output()
-	major, _ := strconv.Atoi(strings.SplitN(strings.TrimPrefix(strings.TrimSpace(string(v)), "v"), ".", 2)[0])
-	if err != nil || major < 22 {
-		t.Fatalf("the conformance suite needs Node 22 or later; %s is %q (%v)", node, strings.TrimSpace(string(v)), err)
-	}
+	root, node, bin := conformanceSuite(t)
 	t.Parallel()
 	expected := readConformanceList(t, filepath.Join(root, "testdata", "conformance", "expected-failures.txt"))
 	e := startHTTPE2E(t, httpE2EOptions{noCLI: true})
@@ -762,6 +737,39 @@ func TestE2EConformance(t *testing.T) {
 			t.Errorf("%s:%d: scenario %s was not run", en.file, en.line, en.scenario)
 		}
 	}
+}
+
+// conformanceSuite finds the pinned conformance suite and the Node 22 it
+// runs with: the module root, node and the suite's bin.
+func conformanceSuite(t *testing.T) (root, node, bin string) {
+	t.Helper()
+	root, err := e2eenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin = os.Getenv("MCP_CONFORMANCE_BIN")
+	if bin == "" {
+		bin = filepath.Join(root, ".tools", "node_modules", ".bin", "conformance")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the MCP conformance suite is not at %s and CI=true (scripts/test installs it)", bin)
+		}
+		t.Skip("the MCP conformance suite is not installed; run scripts/test")
+	}
+	// It needs Node 22 or later, which tools/npm/package.json pins next to it.
+	node = filepath.Join(filepath.Dir(bin), "node")
+	if _, err := os.Stat(node); err != nil {
+		if node, err = exec.LookPath("node"); err != nil {
+			t.Fatalf("no node next to %s nor on PATH", bin)
+		}
+	}
+	v, err := exec.Command(node, "--version").Output()
+	major, _ := strconv.Atoi(strings.SplitN(strings.TrimPrefix(strings.TrimSpace(string(v)), "v"), ".", 2)[0])
+	if err != nil || major < 22 {
+		t.Fatalf("the conformance suite needs Node 22 or later; %s is %q (%v)", node, strings.TrimSpace(string(v)), err)
+	}
+	return root, node, bin
 }
 
 // TestE2EHTTPRevoke removes a user from --tokens-file while her turn runs,

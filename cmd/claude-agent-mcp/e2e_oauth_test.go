@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -313,4 +314,57 @@ func TestE2EOAuth(t *testing.T) {
 	if users["alice"] == 0 || users["bob"] == 0 || users["carol"] == 0 || users["dave"] == 0 || len(users) != 4 {
 		t.Errorf("the audit log's users of claude_session_create = %v; want alice, bob, carol and dave only", users)
 	}
+}
+
+// TestConformanceAuthScenarios checks which of the pinned conformance
+// suite's authorization scenarios apply to this server, a resource server
+// (--oauth-issuer validates tokens that another server issues). In
+// 0.2.0-alpha.12 none does: the auth/* scenarios test a client (the suite
+// plays the resource and authorization servers), and the "authorization
+// server" ones test an issuer. What they would ask of a resource server —
+// 401 with the spec's WWW-Authenticate, the protected resource metadata
+// naming the issuer, the audience checked — TestE2EOAuth asserts against a
+// real provider. A pin that adds an authorization scenario for servers
+// fails here, so that it is run against --oauth-issuer instead of passing
+// unseen.
+func TestConformanceAuthScenarios(t *testing.T) {
+	_, node, bin := conformanceSuite(t)
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, node, bin, "list").CombinedOutput()
+	if err != nil {
+		t.Fatalf("conformance list: %v\n%s", err, out)
+	}
+	section := ""
+	bySection := map[string][]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		switch {
+		case strings.HasSuffix(line, "):") && !strings.HasPrefix(line, " "):
+			section = strings.SplitN(line, " (", 2)[0]
+		case strings.HasPrefix(strings.TrimSpace(line), "- "):
+			name := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "- "))[0]
+			bySection[section] = append(bySection[section], name)
+		}
+	}
+	for _, want := range []string{"Server scenarios", "Client scenarios", "Authorization server scenarios"} {
+		if len(bySection[want]) == 0 {
+			t.Fatalf("conformance list has no %q (sections: %v); the output changed:\n%s", want, slices.Sorted(maps.Keys(bySection)), out)
+		}
+	}
+	for _, name := range bySection["Server scenarios"] {
+		if strings.Contains(name, "auth") || strings.Contains(name, "oauth") || strings.Contains(name, "token") {
+			t.Errorf("server scenario %s is about authorization: run it against --oauth-issuer (TestE2EOAuth's provider)", name)
+		}
+	}
+	clientAuth := 0
+	for _, name := range bySection["Client scenarios"] {
+		if strings.HasPrefix(name, "auth/") {
+			clientAuth++
+		}
+	}
+	if clientAuth == 0 {
+		t.Errorf("no auth/* client scenario listed: the suite's layout changed, look again at what applies to a server:\n%s", out)
+	}
+	t.Logf("authorization scenarios: %d for clients, %d for authorization servers (%v), none for MCP servers", clientAuth, len(bySection["Authorization server scenarios"]), bySection["Authorization server scenarios"])
 }

@@ -83,6 +83,8 @@ type config struct {
 	ui                string
 	uiAdmins          string
 	notify            urlList
+	metrics           string
+	metricsTokensFile string
 
 	fromEnv map[string]string // flags set from their environment twin → the variable
 }
@@ -92,7 +94,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.claudePath, "claude-path", "", "path to the claude CLI (default: claude on PATH)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "stderr log level: debug, info, warn, error or off")
 	fs.IntVar(&c.maxSessions, "max-sessions", 64, "maximum open sessions, live or dormant")
-	fs.IntVar(&c.maxLive, "max-live", 4, "maximum live claude processes (~300 MB each); more make the least recently used idle session dormant")
+	fs.IntVar(&c.maxLive, "max-live", 4, "maximum live claude processes (about 210–300 MiB each); more make the least recently used idle session dormant")
 	fs.IntVar(&c.maxQueue, "max-queue", 32, "queries that may wait for a live process when --max-live are busy; beyond it they are refused")
 	fs.IntVar(&c.warmSpares, "warm-spares", 1, "ready claude processes kept for the option sets of the latest creates and one-shot queries (they count toward --max-live and give way to sessions); 0 none")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", 15*time.Minute, "stop an idle session's process after this long (it resumes on the next query); 0 never")
@@ -109,7 +111,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.IntVar(&c.maxDepth, "max-depth", 2, "refuse to create sessions when nested this deep in claude-agent-mcp sessions")
 	fs.Float64Var(&c.sessionBudget, "max-session-budget-usd", 0, "the most a session may spend, in USD (caps maxBudgetUsd, and is the budget of sessions that give none); 0 no cap")
 	fs.Float64Var(&c.totalBudget, "max-total-budget-usd", 0, "the most all sessions together may spend, in USD, counted from the costs the CLI reports (across restarts when persisted); past it new turns are refused; 0 no cap")
-	fs.StringVar(&c.profiles, "profiles", "", "JSON file of backend profiles (see README) (default: none)")
+	fs.StringVar(&c.profiles, "profiles", "", "JSON file of backend profiles (see docs/configuration.md) (default: none)")
 	fs.StringVar(&c.stateFile, "state-file", "", "session registry file (default: $XDG_STATE_HOME/claude-agent-mcp/sessions.json)")
 	fs.BoolVar(&c.persist, "persist", true, "keep sessions in the registry so they survive a restart")
 	fs.IntVar(&c.maxResultChars, "max-result-chars", 60000, "cut a query's final text beyond this many characters (naming the transcript that holds all of it); -1 never")
@@ -141,6 +143,8 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.IntVar(&c.maxAgentTools, "max-agent-tools", agenttools.DefaultMaxTools, "most agents served as tools; the others are named in a warning")
 	fs.StringVar(&c.ui, "ui", "", "serve a live web dashboard of the sessions: on stdio at this loopback address (on = 127.0.0.1 with a free port), its link with a secret logged at start and in claude_session_list; with --http give on: it is /ui there, signed in with a bearer token (default: none)")
 	fs.Var(&c.notify, "notify", "POST a JSON alert to this `URL` when a turn finishes, fails, stops on a budget or waits for a permission answer; repeatable (an ntfy topic, a Slack incoming webhook: see README, Alerts) (default none)")
+	fs.StringVar(&c.metrics, "metrics", "", "serve Prometheus metrics at /metrics on this loopback address, without authentication, e.g. 127.0.0.1:9464 (see docs/metrics.md); a port that cannot be listened on stops the server at start (default: none)")
+	fs.StringVar(&c.metricsTokensFile, "metrics-tokens-file", "", "serve Prometheus metrics at /metrics on the --http listener to bearer tokens of this file: one SHA-256 hex of a token per line (NAME:SHA256HEX lines too); reloaded on SIGHUP; its tokens open nothing else, and --tokens-file's do not open the metrics (default: none)")
 	fs.StringVar(&c.uiAdmins, "ui-admins", "", "users (comma-separated) whose dashboard over --http shows every user's sessions (default: none, each sees their own)")
 	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
 	fs.BoolVar(&c.printSetup, "print-setup", false, "print how to register this binary with Claude Code (the claude mcp add line at user scope, and a .mcp.json entry, with its absolute path) and exit")

@@ -71,6 +71,12 @@ func TestBadFlags(t *testing.T) {
 			"--oauth-scope-classes", "agents:files"}, want: []string{"invalid --oauth-scope-classes agents:files", "scope=class"}},
 		{args: []string{"--http", "127.0.0.1:0", "--public-url", "https://a.example", "--oauth-issuer", "https://login.example.com",
 			"--http-allow", "reads-files", "--oauth-scope-classes", "a=reads-file"}, want: []string{"invalid --oauth-scope-classes reads-file", "use reads-files"}},
+		{args: []string{"--metrics", "9464"}, want: []string{`invalid --metrics "9464"`, "HOST:PORT"}},
+		{args: []string{"--metrics", "0.0.0.0:9464"}, want: []string{`invalid --metrics "0.0.0.0:9464"`, "loopback only", "--metrics-tokens-file"}},
+		{args: []string{"--metrics-tokens-file", file}, want: []string{"--metrics-tokens-file needs --http"}},
+		{args: []string{"--http", "127.0.0.1:0", "--metrics-tokens-file", file}, want: []string{"--metrics-tokens-file", "line 1", "SHA-256"}},
+		{args: []string{"--http", "127.0.0.1:0", "--metrics-tokens-file", filepath.Join(t.TempDir(), "missing")}, want: []string{"reading --metrics-tokens-file"}},
+		{env: []string{"CLAUDE_AGENT_MCP_METRICS=example.com:9464"}, want: []string{"invalid --metrics", "(set by CLAUDE_AGENT_MCP_METRICS)"}},
 		// What the flag parser refuses: the value's kind is named.
 		{args: []string{"--idle-timeout", "5"}, want: []string{`invalid --idle-timeout "5"`, "use a duration such as 30s or 15m"}},
 		{args: []string{"-idle-timeout=soon"}, want: []string{`invalid --idle-timeout "soon"`, "a duration such as 30s or 15m"}},
@@ -390,42 +396,33 @@ func startAndStop(t *testing.T, claudePath string, env []string, until string, a
 	return log.String()
 }
 
-// TestREADMEFlagReference: the README's flag reference (its Configuration
-// section) has the headings of --help, each naming the flags --help lists
-// under it.
-func TestREADMEFlagReference(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+// TestFlagReference: the flag reference, docs/configuration.md, has the
+// headings of --help ("## " lines), each naming the flags --help lists
+// under it, and no heading --help lacks.
+func TestFlagReference(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "configuration.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := string(b)
-	start := strings.Index(readme, "\n## Configuration\n")
-	if start < 0 {
-		t.Fatal("README.md has no Configuration section")
-	}
-	config := readme[start+1:]
-	if end := strings.Index(config[3:], "\n## "); end >= 0 {
-		config = config[:end+3]
-	}
 	sections := map[string]string{} // heading → its text
-	for _, part := range strings.Split(config, "\n#### ")[1:] {
+	for _, part := range strings.Split(string(b), "\n## ")[1:] {
 		title, body, _ := strings.Cut(part, "\n")
 		sections[title] = body
 	}
 	for _, g := range flagGroups {
 		body, ok := sections[g.title]
 		if !ok {
-			t.Errorf("the README's Configuration lacks the heading %q", "#### "+g.title)
+			t.Errorf("docs/configuration.md lacks the heading %q", "## "+g.title)
 			continue
 		}
 		delete(sections, g.title)
 		for _, name := range g.names {
 			if !strings.Contains(body, "`--"+name+"`") {
-				t.Errorf("the README's %q section lacks `--%s`", g.title, name)
+				t.Errorf("docs/configuration.md's %q section lacks `--%s`", g.title, name)
 			}
 		}
 	}
 	for title := range sections {
-		t.Errorf("the README's Configuration has a heading %q that --help lacks", title)
+		t.Errorf("docs/configuration.md has a heading %q that --help lacks", title)
 	}
 }

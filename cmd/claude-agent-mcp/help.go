@@ -27,7 +27,7 @@ var flagGroups = []flagGroup{
 	{"Performance and limits", []string{"max-live", "max-queue", "warm-spares", "idle-timeout", "max-frame-bytes", "max-prompt-bytes"}},
 	{"Dashboard and alerts", []string{"ui", "ui-admins", "notify"}},
 	{"Agents as tools", []string{"agent-sources", "agents-dir", "agents-file", "max-agent-tools"}},
-	{"Logging", []string{"log-level", "audit-log", "audit-prompts"}},
+	{"Logging", []string{"log-level", "audit-log", "audit-prompts", "metrics", "metrics-tokens-file"}},
 	{"Commands (print, then exit)", []string{"print-setup", "version"}},
 }
 

@@ -114,7 +114,8 @@ func loopback(host string) bool {
 
 // serveHTTP serves srv over streamable HTTP until ctx ends, then stops
 // every session (interrupting running turns) and the HTTP server.
-func serveHTTP(ctx context.Context, c *config, st *settings, srv *mcp.Server, mgr *sessions.Manager, audit *audit.Log, dash *dashboard.Dashboard, logger *slog.Logger) error {
+func serveHTTP(ctx context.Context, c *config, st *settings, srv *mcp.Server, mgr *sessions.Manager, audit *audit.Log, dash *dashboard.Dashboard,
+	om *operatorMetrics, logger *slog.Logger) error {
 	var tokens *httpserve.Tokens
 	var hup chan os.Signal
 	if c.tokensFile != "" || os.Getenv(TokenEnv) != "" {
@@ -125,6 +126,8 @@ func serveHTTP(ctx context.Context, c *config, st *settings, srv *mcp.Server, mg
 		if tokens.Users() == 0 {
 			logger.Warn("--tokens-file names no user: every request gets 401 until it names one and is reloaded (SIGHUP)")
 		}
+	}
+	if tokens != nil || c.metricsTokensFile != "" {
 		hup = make(chan os.Signal, 1)
 		signal.Notify(hup, syscall.SIGHUP)
 		defer signal.Stop(hup)
@@ -151,6 +154,7 @@ func serveHTTP(ctx context.Context, c *config, st *settings, srv *mcp.Server, mg
 			for {
 				select {
 				case <-hup:
+					om.reload() // --metrics-tokens-file
 					rctx, cancel := context.WithTimeout(ctx, time.Minute)
 					_ = handler.ReloadTokens(rctx) // logged
 					cancel()
@@ -161,6 +165,7 @@ func serveHTTP(ctx context.Context, c *config, st *settings, srv *mcp.Server, mg
 		}()
 	}
 	hs := handler.Server()
+	hs.Handler = om.route(hs.Handler) // /metrics behind --metrics-tokens-file
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	logger.Info("claude-agent-mcp serving over HTTP", "url", base+"/mcp", "auth", tokens != nil || oauth != nil, "oauth_issuer", c.oauthIssuer, "version", versionString(), "pid", os.Getpid())

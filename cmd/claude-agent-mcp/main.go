@@ -112,6 +112,18 @@ func openRegistry(c *config, mcfg *sessions.Config, logger *slog.Logger) error {
 	return nil
 }
 
+// openAudit opens --audit-log (nil without it); closeFile closes its file.
+func openAudit(c *config, logger *slog.Logger) (l *audit.Log, closeFile func(), err error) {
+	if c.auditLog == "" {
+		return nil, func() {}, nil
+	}
+	f, err := os.OpenFile(c.auditLog, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening --audit-log: %w", err)
+	}
+	return audit.New(f, c.auditLog, audit.Options{Prompts: c.auditPrompts, Log: logger}), func() { f.Close() }, nil
+}
+
 func versionString() string {
 	v := version
 	if v == "" {
@@ -171,9 +183,8 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 	marker := uuid.NewString()
 	defer startWatchdog(marker, logger)()
 	mcfg := st.sessions
-	mcfg.Depth = depth
+	mcfg.Depth, mcfg.Logger = depth, logger
 	mcfg.Env = map[string]string{DepthEnv: strconv.Itoa(depth + 1), ServerMarkerEnv: marker}
-	mcfg.Logger = logger
 	logEnforcement(st, logger)
 	alerter := newNotifier(c.notify, logger)
 	if alerter != nil {
@@ -183,17 +194,19 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 	if err := openRegistry(c, &mcfg, logger); err != nil {
 		return err
 	}
+	om, err := newOperatorMetrics(c, &mcfg, logger) // its hooks in mcfg
+	if err != nil {
+		return err
+	}
 	mgr := sessions.NewManager(mcfg)
+	defer om.serve(mgr)()
 	opts := st.tools
 	opts.Logger = logger
-	if c.auditLog != "" {
-		f, err := os.OpenFile(c.auditLog, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-		if err != nil {
-			return fmt.Errorf("opening --audit-log: %w", err)
-		}
-		defer f.Close()
-		opts.Audit = audit.New(f, c.auditLog, audit.Options{Prompts: c.auditPrompts, Log: logger})
+	var closeAudit func()
+	if opts.Audit, closeAudit, err = openAudit(c, logger); err != nil {
+		return err
 	}
+	defer closeAudit()
 	opts.Agents = newAgents(st.agents, logger) // nil without agent sources
 	defer opts.Agents.Close()
 	dash, stopUI, err := startUI(c, mgr, opts.Audit, logger)
@@ -226,7 +239,7 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 		<-checked
 	}()
 	if c.http != "" {
-		return serveHTTP(ctx, c, st, srv, mgr, opts.Audit, dash, logger)
+		return serveHTTP(ctx, c, st, srv, mgr, opts.Audit, dash, om, logger)
 	}
 	logger.Info("claude-agent-mcp serving on stdio", "version", versionString(), "depth", depth, "pid", os.Getpid())
 	transport := &stdio.Transport{Reader: stdin, Writer: stdout, MaxFrameBytes: c.maxFrameBytes, Logger: logger}

@@ -11,22 +11,22 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/e2eenv"
 )
 
-// TestWhatTheyCannot: every line of the README's "What they cannot" list
-// (what a token holder cannot do) names the tests that hold it, and each
-// named test exists (a subtest as Test/sub: its t.Run name in that file).
+// TestWhatTheyCannot: every line of docs/security.md's "What they cannot"
+// list (what a token holder cannot do) names the tests that hold it, and
+// each named test exists (a subtest as Test/sub: its t.Run name in that file).
 // A line that names none, or a test that was renamed or removed, fails.
 func TestWhatTheyCannot(t *testing.T) {
 	root, err := e2eenv.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	readme, err := os.ReadFile(filepath.Join(root, "docs", "security.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, list, ok := strings.Cut(string(readme), "**What they cannot**")
 	if !ok {
-		t.Fatal(`README.md has no "**What they cannot**" list`)
+		t.Fatal(`docs/security.md has no "**What they cannot**" list`)
 	}
 	list, _, _ = strings.Cut(list, "\n\n")      // the sentence before the list
 	_, list, _ = strings.Cut(list+"\n", "\n- ") // the list itself

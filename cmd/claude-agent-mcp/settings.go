@@ -146,6 +146,7 @@ func (c *config) checkRemote(k *checks) []string {
 		k.add(errors.New("--tokens-file, --oauth-issuer, --http-allow and --public-url need --http"))
 	}
 	k.add(c.checkUI())
+	k.add(c.checkMetrics())
 	return allow
 }
 

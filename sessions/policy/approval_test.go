@@ -20,8 +20,8 @@ func update(t *testing.T, v map[string]any) claudeagent.PermissionUpdate {
 	return u
 }
 
-// TestCheckApproval: an approval cannot reach beyond the ceilings (the
-// README's "What they cannot" says --allowed-roots and --http-allow bound
+// TestCheckApproval: an approval cannot reach beyond the ceilings
+// (docs/security.md's "What they cannot" says --allowed-roots and --http-allow bound
 // what a caller approves too).
 func TestCheckApproval(t *testing.T) {
 	root, outside := t.TempDir(), t.TempDir()

@@ -29,6 +29,11 @@ func (sh *Instance) merge(locals func() []store.Local, claim string, take func(s
 	})
 	was := sh.recordMerge(in, out, stamp, at, err)
 	if err == nil {
+		for range out.Broken {
+			if sh.cfg.OnTakeover != nil {
+				sh.cfg.OnTakeover()
+			}
+		}
 		for _, e := range out.Take {
 			if take(e) {
 				sh.base[e.SessionID] = store.LostBase

@@ -43,6 +43,9 @@ type Config struct {
 	// ErrClosed is what Sync's error wraps for a session another instance
 	// closed.
 	ErrClosed error
+	// OnTakeover, if set, is told of each lapsed claim of another instance
+	// that a write of this one broke (store.Merged.Broken), once written.
+	OnTakeover func()
 }
 
 // Instance is this instance's part in the registry. Its methods are safe

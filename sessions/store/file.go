@@ -34,6 +34,11 @@ type File struct {
 	// MaxTombstones is how many tombstones Update keeps at most, the
 	// oldest dropped first; 0 is DefaultMaxTombstones. Set it before use.
 	MaxTombstones int
+	// OnWrite, if set, is told how long each write of the registry took,
+	// from Update's call (the wait for the locks included) to the synced
+	// rename (metrics); it is called under the lock and must not block.
+	// Set it before use.
+	OnWrite func(time.Duration)
 
 	path    string
 	log     *slog.Logger
@@ -334,6 +339,7 @@ func (r *File) Save(entries []Entry, spentUSD float64, userSpentUSD map[string]f
 // unless it came out unchanged, keeping the previous file as the backup.
 // Its stamp is the file's information as it is now.
 func (r *File) Update(change func(f *State, now time.Time)) (Stamp, error) {
+	began := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := os.MkdirAll(filepath.Dir(r.path), 0o700); err != nil {
@@ -388,6 +394,9 @@ func (r *File) Update(change func(f *State, now time.Time)) (Stamp, error) {
 	r.last.info = nil
 	if err := writeFileSynced(r.path, data); err != nil {
 		return nil, fmt.Errorf("writing the session registry: %w", err)
+	}
+	if r.OnWrite != nil {
+		r.OnWrite(time.Since(began))
 	}
 	info, _ = os.Stat(r.path)
 	if info != nil {

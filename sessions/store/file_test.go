@@ -319,3 +319,27 @@ func TestConcurrentUpdates(t *testing.T) {
 		t.Errorf("the state directory holds %v, want only the registry and its backup", left)
 	}
 }
+
+// TestRegistryOnWrite: OnWrite is told of each write with how long it
+// took, and of no Update that left the file as it was.
+func TestRegistryOnWrite(t *testing.T) {
+	t.Parallel()
+	r := NewFile(filepath.Join(t.TempDir(), "sessions.json"), nil)
+	var took []time.Duration
+	r.OnWrite = func(d time.Duration) { took = append(took, d) }
+	add := func(f *State, _ time.Time) { f.SpentUSD++ }
+	same := func(*State, time.Time) {}
+	for _, change := range []func(*State, time.Time){add, same, add, same} {
+		if _, err := r.Update(change); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(took) != 2 {
+		t.Fatalf("OnWrite told %d times (%v), want 2: one per write", len(took), took)
+	}
+	for _, d := range took {
+		if d <= 0 {
+			t.Errorf("a write took %v, want a positive duration", d)
+		}
+	}
+}

@@ -75,6 +75,10 @@ type Merged struct {
 	SpentUSD     float64            // the totals after the merge
 	UserSpentUSD map[string]float64 // likewise per owner
 	Owners       map[string]string  // the open sessions after the merge: id → owner
+	// Broken counts the claims of other instances that had lapsed (their
+	// lease expired, or their process is gone) and that this merge
+	// dropped: the leases this instance took over.
+	Broken int
 }
 
 // Apply merges in into st; at is the instance's clock (monotonic reading
@@ -82,7 +86,7 @@ type Merged struct {
 func (in *Merge) Apply(st *State, at time.Time) Merged {
 	now := at.Round(0).UTC()
 	out := Merged{Lost: map[string]error{}, Claimed: map[string]uint64{}, Base: map[string]string{}}
-	in.prepare(st, now)
+	out.Broken = in.prepare(st, now)
 	index := map[string]int{}
 	for i, e := range st.Sessions {
 		index[e.SessionID] = i
@@ -104,8 +108,9 @@ func (in *Merge) Apply(st *State, at time.Time) Merged {
 
 // prepare writes the tombstones of the sessions closed on the instance,
 // and drops the claims of closed sessions, expired claims and those of
-// dead processes, and the records of closed sessions.
-func (in *Merge) prepare(st *State, now time.Time) {
+// dead processes, and the records of closed sessions. It returns how many
+// lapsed claims of other instances it dropped (Merged.Broken).
+func (in *Merge) prepare(st *State, now time.Time) (broken int) {
 	if st.Closed == nil {
 		st.Closed = Tombstones{}
 	}
@@ -119,14 +124,20 @@ func (in *Merge) prepare(st *State, now time.Time) {
 		st.Closed[n.ID] = Tombstone{Closed: now, Owner: n.Owner, ClaudeSessionIDs: n.ClaudeSessionIDs}
 	}
 	for id, c := range st.Live {
-		if _, ok := st.Closed[id]; ok || (c.Instance != in.Me.Instance && !in.Me.Foreign(c, now)) {
+		_, closed := st.Closed[id]
+		lapsed := c.Instance != in.Me.Instance && !in.Me.Foreign(c, now)
+		if closed || lapsed {
 			delete(st.Live, id) // closed, expired, or of a dead process
+		}
+		if lapsed && !closed {
+			broken++
 		}
 	}
 	st.Sessions = slices.DeleteFunc(st.Sessions, func(e Entry) bool {
 		_, ok := st.Closed[e.SessionID]
 		return ok
 	})
+	return broken
 }
 
 // mergeOne merges one session of the instance: gone, lost, whose record

@@ -80,6 +80,7 @@ type config struct {
 	skipRSS      bool
 	only         string
 	peer         string
+	scale        string
 }
 
 func main() {
@@ -94,6 +95,7 @@ func main() {
 	flag.IntVar(&c.pages, "pages", 0, "with each RSS figure, print the N packages with the most bytes in the server binary's resident pages (Linux)")
 	flag.StringVar(&c.only, "only", "", "run only these timed figures (comma-separated keys such as chat_server,chat_cli)")
 	flag.StringVar(&c.peer, "peer", "", "the TypeScript peer's dist/cli.js (npm claude-agent-mcp, run with node; default: "+peerPath+" when it exists; none: without the peer)")
+	flag.StringVar(&c.scale, "scale", "", "only the figures of a registry of many dormant sessions, for these sizes (such as 1,1000,10000)")
 	pagesOf := flag.Int("pages-of", 0, "only print where the resident pages of the running server with this pid come from (-server names its binary; -pages how many packages) and exit")
 	flag.Parse()
 	if *pagesOf > 0 {
@@ -148,6 +150,9 @@ func run(c config) (err error) {
 			return err
 		}
 	}
+	if c.scale != "" {
+		c.skipRSS = true // the scale figures need no fake CLI
+	}
 	if c.fakeCLI == "" && !c.skipRSS {
 		c.fakeCLI = filepath.Join(tmp, "fakeclaude")
 		logf("building the fake CLI")
@@ -178,6 +183,15 @@ func run(c config) (err error) {
 			err = lerr
 		}
 	}()
+	if c.scale != "" {
+		sizes, err := parseScale(c.scale)
+		if err != nil {
+			return err
+		}
+		rows, err := b.scale(ctx, sizes)
+		scaleReport(os.Stdout, rows)
+		return err
+	}
 	if err := b.timed(ctx); err != nil {
 		return err
 	}

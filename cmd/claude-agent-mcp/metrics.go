@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/metrics"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+)
+
+// checkMetrics checks --metrics (a loopback HOST:PORT: its listener has
+// no authentication) and --metrics-tokens-file (needs --http, and must
+// read).
+func (c *config) checkMetrics() error {
+	if c.metrics != "" {
+		host, _, err := net.SplitHostPort(c.metrics)
+		if err != nil {
+			return fmt.Errorf("invalid --metrics %q: use a loopback HOST:PORT, such as 127.0.0.1:9464", c.metrics)
+		}
+		if !loopback(host) {
+			return fmt.Errorf("invalid --metrics %q: its listener has no authentication, so it listens on loopback only (127.0.0.1, ::1 or localhost); to be scraped from elsewhere, serve --http with --metrics-tokens-file (/metrics behind a bearer token)", c.metrics)
+		}
+	}
+	if c.metricsTokensFile == "" {
+		return nil
+	}
+	if c.http == "" {
+		return errors.New("--metrics-tokens-file needs --http: it guards /metrics on the --http listener (on stdio use --metrics)")
+	}
+	_, err := metrics.LoadTokens(c.metricsTokensFile)
+	return err
+}
+
+// operatorMetrics are the metrics of --metrics and --metrics-tokens-file:
+// the hooks are set in the sessions' configuration before the manager
+// exists, the listener of --metrics is taken at once (a taken port is an
+// error at start, not a metrics endpoint silently missing), and serving
+// begins once the manager exists (serve).
+type operatorMetrics struct {
+	m      *metrics.Metrics
+	ln     net.Listener    // --metrics's own, nil without
+	tokens *metrics.Tokens // --metrics-tokens-file's, nil without
+	log    *slog.Logger
+}
+
+// newOperatorMetrics makes the metrics (nil without --metrics and
+// --metrics-tokens-file) and sets their hooks in mcfg: its registry's
+// writes (openRegistry has run), the lease takeovers and the turns' ends
+// (beside the --notify alerts already there).
+func newOperatorMetrics(c *config, mcfg *sessions.Config, logger *slog.Logger) (*operatorMetrics, error) {
+	if c.metrics == "" && c.metricsTokensFile == "" {
+		return nil, nil
+	}
+	om := &operatorMetrics{m: metrics.New(), log: logger}
+	if c.metricsTokensFile != "" {
+		t, err := metrics.LoadTokens(c.metricsTokensFile)
+		if err != nil {
+			return nil, err
+		}
+		if t.Len() == 0 {
+			logger.Warn("--metrics-tokens-file holds no token: /metrics answers 401 until it holds one and is reloaded (SIGHUP)")
+		}
+		om.tokens = t
+	}
+	if c.metrics != "" {
+		ln, err := net.Listen("tcp", c.metrics)
+		if err != nil {
+			return nil, fmt.Errorf("listening on --metrics %s (give another port, or leave --metrics out): %w", c.metrics, err)
+		}
+		om.ln = ln
+	}
+	if mcfg.Registry != nil {
+		mcfg.Registry.OnWrite = om.m.StoreWrite
+	}
+	mcfg.OnTakeover = om.m.Takeover
+	if notify := mcfg.OnAlert; notify != nil {
+		mcfg.OnAlert = func(a sessions.Alert) {
+			om.m.Turn(a)
+			notify(a)
+		}
+	} else {
+		mcfg.OnAlert = om.m.Turn
+	}
+	return om, nil
+}
+
+// serve reads the sessions of mgr at each scrape and serves the metrics on
+// the --metrics listener; stop ends it. A nil om serves nothing.
+func (om *operatorMetrics) serve(mgr *sessions.Manager) (stop func()) {
+	if om == nil {
+		return func() {}
+	}
+	om.m.Watch(mgr)
+	if om.ln == nil {
+		return func() {}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", om.m.Handler())
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: time.Minute, IdleTimeout: time.Minute}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		if err := hs.Serve(om.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			om.log.Error("the metrics endpoint stopped serving", "err", err)
+		}
+	}()
+	om.log.Info("metrics (Prometheus text format)", "url", "http://"+om.ln.Addr().String()+"/metrics")
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if hs.Shutdown(ctx) != nil {
+			_ = hs.Close()
+		}
+		<-served
+	}
+}
+
+// route puts /metrics behind --metrics-tokens-file's tokens in front of
+// the --http handler h (h itself without them).
+func (om *operatorMetrics) route(h http.Handler) http.Handler {
+	if om == nil || om.tokens == nil {
+		return h
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", om.tokens.Protect(om.m.Handler()))
+	mux.Handle("/", h)
+	return mux
+}
+
+// reload reads --metrics-tokens-file again (on SIGHUP); an error keeps the
+// tokens as they were.
+func (om *operatorMetrics) reload() {
+	if om == nil || om.tokens == nil {
+		return
+	}
+	if err := om.tokens.Reload(); err != nil {
+		om.log.Error("reloading --metrics-tokens-file: the tokens stay as they were", "err", err)
+		return
+	}
+	om.log.Info("--metrics-tokens-file reloaded", "tokens", om.tokens.Len())
+}

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
+)
+
+// The figures of a registry that holds many sessions (-scale): for each
+// size, a server started on a registry of that many dormant sessions, with
+// one live session of its own beside them.
+
+// scaleRow is what one registry size measured.
+type scaleRow struct {
+	sessions              int
+	initialize            time.Duration // from the start of the process to the answer to initialize
+	warmP50, warmP90      time.Duration // a warm claude_chat_query "hi"
+	listP50, listP90      time.Duration // claude_session_list
+	listBytes             int           // its structured content, as JSON
+	rss, rssAnon, rssFile int64         // settled, after the queries
+}
+
+// scaleRounds is how many warm queries and lists each size times.
+const scaleRounds = 20
+
+// parseScale reads -scale: sizes such as "1,1000,10000".
+func parseScale(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-scale: %q is not a number of sessions (1 or more)", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// scale measures each size in turn.
+func (b *bench) scale(ctx context.Context, sizes []int) ([]scaleRow, error) {
+	var rows []scaleRow
+	for _, n := range sizes {
+		logf("a registry of %d dormant sessions", n)
+		row, err := b.scaleOne(ctx, n)
+		if err != nil {
+			return rows, fmt.Errorf("%d sessions: %w", n, err)
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+func (b *bench) scaleOne(ctx context.Context, n int) (scaleRow, error) {
+	row := scaleRow{sessions: n}
+	path := filepath.Join(b.tmp, fmt.Sprintf("scale-%d.json", n))
+	if err := writeRegistry(path, n, b.proj); err != nil {
+		return row, err
+	}
+	b.serials++
+	cmd := exec.Command(b.c.serverBin, "--claude-path", b.c.claude, "--log-level", "debug", "--state-file", path,
+		"--max-sessions", strconv.Itoa(n+16), "--max-result-chars", strconv.Itoa(b.c.maxResult))
+	start := time.Now()
+	s, err := b.connect(ctx, fmt.Sprintf("scale-%d", n), cmd, nil)
+	if err != nil {
+		return row, err
+	}
+	row.initialize = time.Since(start)
+	defer s.stop()
+	id, err := s.create(ctx)
+	if err != nil {
+		return row, err
+	}
+	args := map[string]any{"sessionId": id, "prompt": "hi"}
+	if _, err := s.query(ctx, "claude_chat_query", args); err != nil { // untimed: the session's first turn
+		return row, err
+	}
+	var warm, list []time.Duration
+	for range scaleRounds {
+		t0 := time.Now()
+		out, err := s.query(ctx, "claude_chat_query", args)
+		if err != nil {
+			return row, err
+		}
+		warm = append(warm, time.Since(t0))
+		if err := wantHello("claude_chat_query", out.FinalText); err != nil {
+			return row, err
+		}
+		var page map[string]any
+		t0 = time.Now()
+		if err := s.call(ctx, "claude_session_list", map[string]any{}, &page); err != nil {
+			return row, err
+		}
+		list = append(list, time.Since(t0))
+		data, _ := json.Marshal(page)
+		row.listBytes = len(data)
+	}
+	row.warmP50, row.warmP90 = pct(warm, 0.5), pct(warm, 0.9)
+	row.listP50, row.listP90 = pct(list, 0.5), pct(list, 0.9)
+	time.Sleep(rssSettle)
+	st, err := readStatus(s.pid())
+	if err != nil {
+		return row, err
+	}
+	row.rss, row.rssAnon, row.rssFile = st["VmRSS"], st["RssAnon"], st["RssFile"]
+	return row, nil
+}
+
+// writeRegistry writes a registry file of n dormant sessions in cwd, as a
+// server that made them and stopped would have left it.
+func writeRegistry(path string, n int, cwd string) error {
+	now := time.Now().UTC()
+	st := store.State{Version: 1, Sessions: make([]store.Entry, 0, n)}
+	for i := range n {
+		at := now.Add(-time.Duration(n-i) * time.Second)
+		st.Sessions = append(st.Sessions, store.Entry{
+			SessionID: uuid.NewString(), ClaudeSessionID: uuid.NewString(), Resumable: true,
+			Created: at, LastUsed: at, Queries: 1, CostUSD: 0.0001,
+			Options: scaleOptions(cwd, i),
+		})
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := json.NewEncoder(f).Encode(st); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// scaleReport writes the table of rows.
+func scaleReport(w io.Writer, rows []scaleRow) {
+	fmt.Fprintf(w, "### A registry of many dormant sessions (one live session beside them; %d warm queries and lists each)\n\n", scaleRounds)
+	fmt.Fprintln(w, "| sessions | `initialize` after start | warm query p50 / p90 | `claude_session_list` p50 / p90 | its JSON | VmRSS (RssAnon / RssFile) |")
+	fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: |")
+	for _, r := range rows {
+		fmt.Fprintf(w, "| %d | %s | %s / %s | %s / %s | %d B | %s (%s / %s) |\n", r.sessions, ms(r.initialize),
+			ms(r.warmP50), ms(r.warmP90), ms(r.listP50), ms(r.listP90), r.listBytes, mib(r.rss), mib(r.rssAnon), mib(r.rssFile))
+	}
+	if len(rows) > 1 {
+		first, last := rows[0], rows[len(rows)-1]
+		fmt.Fprintf(w, "\nWarm query with %d sessions / with %d: %.3f (target ≤ 1.10).\n", last.sessions, first.sessions,
+			float64(last.warmP50)/float64(first.warmP50))
+	}
+}
+
+// scaleOptions are the options of the i-th session of a registry.
+func scaleOptions(cwd string, i int) options.CreateOptions {
+	o := options.CreateOptions{Cwd: cwd}
+	o.Name = fmt.Sprintf("agent-%d", i)
+	return o
+}

@@ -1,0 +1,183 @@
+// Package metrics is the server's Prometheus metrics for operators, in a
+// registry of its own (never the library's global one): the sessions by
+// state, the live processes and the queue for them, read from the manager
+// at each scrape (Watch); the turns' latency and cost by user, told at each
+// turn's end (Turn, a sessions.Config.OnAlert); the registry's write
+// latency (StoreWrite, a store.File.OnWrite); the lease takeovers
+// (Takeover, a sessions.Config.OnTakeover); and the Go runtime's and the
+// process's collectors. Handler serves them in the Prometheus text format;
+// Tokens guards them with bearer tokens.
+//
+// It knows the manager's public methods and the hooks' shapes; sessions
+// knows nothing of it (nor of Prometheus).
+package metrics
+
+import (
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
+)
+
+// Prefix starts every metric of the server's own.
+const Prefix = "claude_agent_mcp_"
+
+// LocalUser is the user label of sessions without an owner (stdio, or
+// --http without tokens).
+const LocalUser = "local"
+
+// Outcomes of a turn (the outcome label of the turn histogram).
+const (
+	Success     = "success"
+	Failed      = "error"
+	Interrupted = "interrupted"
+)
+
+// States are the states the sessions gauge always has a series for, in
+// the order a scrape gives them: every state a held session can be in as
+// its Info reports it (interrupting is reported as running; a closed
+// session is no longer held).
+var States = []state.State{state.Starting, state.Queued, state.Idle, state.Running, state.Dormant, state.Refused, state.Failed}
+
+// Buckets of the histograms, in seconds: a turn takes from a fraction of a
+// second to many minutes, a registry write (two fsyncs) milliseconds.
+var (
+	TurnBuckets  = []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 60, 120, 300, 600, 1800}
+	WriteBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}
+)
+
+// Metrics holds the registry and the metrics the hooks move. Its methods
+// are safe for concurrent use and never block.
+type Metrics struct {
+	reg        *prometheus.Registry
+	turns      *prometheus.HistogramVec
+	cost       *prometheus.CounterVec
+	storeWrite prometheus.Histogram
+	takeovers  prometheus.Counter
+	handler    http.Handler
+}
+
+// New returns the metrics, the Go and process collectors registered.
+func New() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		turns: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    Prefix + "turn_duration_seconds",
+			Help:    "Time from a turn's prompt sent to its result recorded (the registry written), by outcome (success, error, interrupted); a process start or a wait for a live process is not counted.",
+			Buckets: TurnBuckets,
+		}, []string{"outcome"}),
+		cost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: Prefix + "cost_usd_total",
+			Help: "What the turns cost in USD, as the CLI reports it, by the user of the session (" + LocalUser + " without one: stdio).",
+		}, []string{"user"}),
+		storeWrite: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    Prefix + "store_write_seconds",
+			Help:    "Time of each write of the session registry, from the call (the wait for its locks included) to the synced rename.",
+			Buckets: WriteBuckets,
+		}),
+		takeovers: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: Prefix + "lease_takeovers_total",
+			Help: "Claims of other instances on sessions that had lapsed (lease expired, or process gone) and that a registry write of this instance broke.",
+		}),
+	}
+	m.reg.MustRegister(m.turns, m.cost, m.storeWrite, m.takeovers,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// At most a few scrapes at once; promhttp_metric_handler_errors_total
+	// counts the failed ones.
+	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, MaxRequestsInFlight: 4})
+	return m
+}
+
+// Source is what a scrape reads: the sessions held, the live processes and
+// the sessions waiting for one (a *sessions.Manager).
+type Source interface {
+	List() []*sessions.Session
+	LiveCount() int
+	Queued() int
+}
+
+// Watch registers the metrics read from src at each scrape. Call it once.
+func (m *Metrics) Watch(src Source) {
+	m.reg.MustRegister(
+		&byState{src: src, desc: prometheus.NewDesc(Prefix+"sessions",
+			"Sessions this instance holds, by state (interrupting is counted as running).", []string{"state"}, nil)},
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: Prefix + "live_processes",
+			Help: "Live claude CLI processes, at most --max-live (warm spares included).",
+		}, func() float64 { return float64(src.LiveCount()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: Prefix + "queue_depth",
+			Help: "Sessions waiting for a live process (all --max-live are busy), at most --max-queue.",
+		}, func() float64 { return float64(src.Queued()) }),
+	)
+}
+
+// Registry is the registry the metrics are in.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler { return m.handler }
+
+// Turn is a sessions.Config.OnAlert: a turn's end moves the turn histogram
+// and its user's cost; a permission wait (no result) moves nothing.
+func (m *Metrics) Turn(a sessions.Alert) {
+	r := a.Result
+	if r == nil {
+		return
+	}
+	outcome := Success
+	switch {
+	case r.Interrupted:
+		outcome = Interrupted
+	case r.IsError:
+		outcome = Failed
+	}
+	if !a.Started.IsZero() {
+		m.turns.WithLabelValues(outcome).Observe(time.Since(a.Started).Seconds())
+	}
+	user := a.Session.Info().Owner
+	if user == "" {
+		user = LocalUser
+	}
+	c := m.cost.WithLabelValues(user)
+	if r.CostUSD > 0 {
+		c.Add(r.CostUSD)
+	}
+}
+
+// StoreWrite is a store.File.OnWrite: one write of the registry took d.
+func (m *Metrics) StoreWrite(d time.Duration) { m.storeWrite.Observe(d.Seconds()) }
+
+// Takeover is a sessions.Config.OnTakeover: a write of this instance broke
+// another instance's lapsed claim.
+func (m *Metrics) Takeover() { m.takeovers.Inc() }
+
+// byState is the sessions gauge, counted at each scrape.
+type byState struct {
+	src  Source
+	desc *prometheus.Desc
+}
+
+func (c *byState) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *byState) Collect(ch chan<- prometheus.Metric) {
+	n := map[state.State]int{}
+	for _, s := range c.src.List() {
+		n[s.Info().State]++
+	}
+	all := slices.Clone(States)
+	for st := range n {
+		if !slices.Contains(all, st) {
+			all = append(all, st)
+		}
+	}
+	for _, st := range all {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n[st]), string(st))
+	}
+}

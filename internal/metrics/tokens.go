@@ -1,0 +1,105 @@
+package metrics
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+)
+
+// Tokens are the bearer tokens that may read the metrics on the --http
+// listener (--metrics-tokens-file): the file holds one SHA-256 of a token
+// in hex per line (never the token), or NAME:SHA256HEX as --tokens-file
+// does (the name is the operator's note); blank lines and lines starting
+// with # are skipped. A metrics token opens nothing but the metrics, and
+// the tokens of --tokens-file do not open the metrics. Reload reads the
+// file again (on SIGHUP).
+type Tokens struct {
+	path string
+
+	mu     sync.RWMutex
+	hashes [][sha256.Size]byte
+}
+
+// LoadTokens reads the tokens file at path.
+func LoadTokens(path string) (*Tokens, error) {
+	t := &Tokens{path: path}
+	if err := t.Reload(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Reload reads the tokens file again; on an error the tokens stay as they
+// were. A line is never quoted in an error (it might hold a token by
+// mistake).
+func (t *Tokens) Reload() error {
+	f, err := os.Open(t.path)
+	if err != nil {
+		return fmt.Errorf("reading --metrics-tokens-file: %w", err)
+	}
+	defer f.Close()
+	var hashes [][sha256.Size]byte
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if i := strings.LastIndexByte(line, ':'); i >= 0 {
+			line = line[i+1:]
+		}
+		var h [sha256.Size]byte
+		if b, err := hex.DecodeString(line); err != nil || len(b) != sha256.Size {
+			return fmt.Errorf("--metrics-tokens-file %s line %d: want the SHA-256 of a token in hex (64 hex digits), or NAME:SHA256HEX", t.path, n)
+		} else {
+			copy(h[:], b)
+		}
+		hashes = append(hashes, h)
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("reading --metrics-tokens-file: %w", err)
+	}
+	t.mu.Lock()
+	t.hashes = hashes
+	t.mu.Unlock()
+	return nil
+}
+
+// Len is how many tokens there are.
+func (t *Tokens) Len() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.hashes)
+}
+
+// allows reports whether token is one of the tokens.
+func (t *Tokens) allows(token string) bool {
+	sum := sha256.Sum256([]byte(token))
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	ok := 0
+	for _, h := range t.hashes {
+		ok |= subtle.ConstantTimeCompare(sum[:], h[:])
+	}
+	return token != "" && ok == 1
+}
+
+// Protect serves h to requests with one of the tokens as their bearer
+// token (Authorization: Bearer TOKEN), and 401 to the others.
+func (t *Tokens) Protect(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !strings.EqualFold(scheme, "Bearer") || !t.allows(strings.TrimSpace(token)) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
+			http.Error(w, "the metrics need a bearer token of --metrics-tokens-file", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
