@@ -89,7 +89,8 @@ type Store interface {
 	// Release gives the lease up: ErrFenced when it had passed on.
 	Release(ctx context.Context, l Lease) error
 
-	// Spent is what owner's sessions have cost, closed ones included.
+	// Spent is what owner's sessions have cost, closed ones included
+	// (owner "": what every session has cost, as SpentTotal).
 	Spent(ctx context.Context, owner string) (float64, error)
 	// SpentTotal is what every session has cost.
 	SpentTotal(ctx context.Context) (float64, error)
@@ -197,7 +198,7 @@ type Kind string
 // The kinds of changes.
 const (
 	KindCreated Kind = "created"
-	KindUpdated Kind = "updated" // a Put, a transcript or history append
+	KindUpdated Kind = "updated" // a Put (appends to transcripts and history are not announced)
 	KindClosed  Kind = "closed"
 	KindLease   Kind = "lease" // acquired, taken over or released
 	KindResync  Kind = "resync"

@@ -3,10 +3,12 @@ package postgres
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/pgtest"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/recstoretest"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -51,4 +53,33 @@ func BenchmarkStore(b *testing.B) {
 		b.Cleanup(func() { s.Close() })
 		return s
 	})
+}
+
+// TestWatchReconnects: a watcher whose connection is cut listens again,
+// says so with a KindResync, and goes on delivering changes.
+func TestWatchReconnects(t *testing.T) {
+	url := pgtest.New(t)
+	a, b := openURL(t, url), openURL(t, url)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ch, err := b.Watch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.SQL.ExecContext(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND datname = current_database() AND pid <> pg_backend_pid()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("cut %d listening connections, want 1", n)
+	}
+	if c := <-ch; c.Kind != recstore.KindResync {
+		t.Fatalf("first change after the cut = %+v, want a resync", c)
+	}
+	if err := a.Create(ctx, recstore.Record{Entry: store.Entry{SessionID: "s1"}}, recstore.Quota{}); err != nil {
+		t.Fatal(err)
+	}
+	if c := <-ch; c != (recstore.Change{ID: "s1", Kind: recstore.KindCreated}) {
+		t.Fatalf("change after the resync = %+v", c)
+	}
 }

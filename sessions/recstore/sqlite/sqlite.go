@@ -18,7 +18,8 @@
 //
 // Watch looks at PRAGMA data_version (which changes when another
 // connection commits) every Options.WatchEvery, then reads the changes
-// table, which every write appends to (kept ten minutes).
+// table, which every write appends to (kept ten minutes: a handle trims it
+// at its first write and every 512th).
 package sqlite
 
 import (
@@ -33,6 +34,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
@@ -56,6 +58,7 @@ type Options struct {
 const (
 	busyTimeout = 10 * time.Second
 	changesKept = 10 * time.Minute
+	trimEvery   = 512
 )
 
 // Store is the embedded store in one file.
@@ -63,7 +66,8 @@ type Store struct {
 	*sqldb.DB
 	path   string
 	opts   Options
-	origin string // this handle, in the changes it writes
+	origin string       // this handle, in the changes it writes
+	notes  atomic.Int64 // changes this handle wrote: every trimEvery-th trims the table
 	bg     sync.WaitGroup
 }
 
@@ -163,7 +167,14 @@ func (s *Store) dialect() sqldb.Dialect {
 			return s.opts.Now().Round(0).UTC(), nil
 		},
 		Notify: func(ctx context.Context, tx *sql.Tx, id string, kind recstore.Kind) error {
-			_, err := tx.ExecContext(ctx, `INSERT INTO changes (id, kind, origin, at) VALUES (?, ?, ?, ?)`, id, string(kind), s.origin, s.opts.Now().UnixNano())
+			now := s.opts.Now().UnixNano()
+			if _, err := tx.ExecContext(ctx, `INSERT INTO changes (id, kind, origin, at) VALUES (?, ?, ?, ?)`, id, string(kind), s.origin, now); err != nil {
+				return err
+			}
+			if s.notes.Add(1)%trimEvery != 1 {
+				return nil
+			}
+			_, err := tx.ExecContext(ctx, `DELETE FROM changes WHERE at < ?`, now-changesKept.Nanoseconds())
 			return err
 		},
 		Schema: schema,

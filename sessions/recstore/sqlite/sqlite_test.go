@@ -144,3 +144,28 @@ func BenchmarkStore(b *testing.B) {
 		return s
 	})
 }
+
+// TestChangesTrimmed: without a watcher, the changes every write appends
+// are trimmed to the last ten minutes by the writers themselves.
+func TestChangesTrimmed(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := openAt(t, filepath.Join(t.TempDir(), "sessions.db"), Options{Now: func() time.Time { return now }})
+	if err := s.Create(ctx, record("s"), recstore.Quota{}); err != nil {
+		t.Fatal(err)
+	}
+	const step = 10 * time.Second
+	for range trimEvery + 1 {
+		now = now.Add(step)
+		if err := s.Put(ctx, record("s"), recstore.Lease{}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var n int
+	if err := s.SQL.QueryRow(`SELECT count(*) FROM changes`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if kept := int(changesKept/step) + 2; n > kept {
+		t.Fatalf("%d changes kept after %d writes %s apart, want at most %d", n, trimEvery+2, step, kept)
+	}
+}
