@@ -4,7 +4,9 @@ import (
 	"os"
 	"testing"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/ceiling"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/pgtest"
 )
 
 // TestMain lets the test binary double as the fake claude CLI (see
@@ -15,5 +17,11 @@ func TestMain(m *testing.M) {
 		unportableServer()
 		return
 	}
-	fakecli.TestMain(m)
+	ceiling.Init() // a fake CLI started under a ceiling (as fakecli.TestMain)
+	if os.Getenv(fakecli.EnvVar) == "1" {
+		fakecli.Main()
+	}
+	code := m.Run()
+	pgtest.Stop() // the PostgreSQL cluster of the fleet's tests, if started
+	os.Exit(code)
 }
