@@ -94,19 +94,25 @@ func New() *Metrics {
 	return m
 }
 
-// Source is what a scrape reads: the sessions held, the live processes and
-// the sessions waiting for one (a *sessions.Manager).
+// Source is what a scrape reads: the sessions held, the open sessions in
+// all (the store's count), the live processes and the sessions waiting for
+// one (a *sessions.Manager).
 type Source interface {
 	List() []*sessions.Session
+	Count() int
 	LiveCount() int
 	Queued() int
 }
+
+// Stored is the state label of the open sessions this instance does not
+// hold: in the store, dormant, or live on another instance.
+const Stored = "stored"
 
 // Watch registers the metrics read from src at each scrape. Call it once.
 func (m *Metrics) Watch(src Source) {
 	m.reg.MustRegister(
 		&byState{src: src, desc: prometheus.NewDesc(Prefix+"sessions",
-			"Sessions this instance holds, by state (interrupting is counted as running).", []string{"state"}, nil)},
+			"Open sessions: those this instance holds by state (interrupting is counted as running), the others in the store as stored.", []string{"state"}, nil)},
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: Prefix + "live_processes",
 			Help: "Live claude CLI processes, at most --max-live (warm spares included).",
@@ -168,10 +174,12 @@ func (c *byState) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 func (c *byState) Collect(ch chan<- prometheus.Metric) {
 	n := map[state.State]int{}
-	for _, s := range c.src.List() {
+	held := c.src.List()
+	for _, s := range held {
 		n[s.Info().State]++
 	}
-	all := slices.Clone(States)
+	n[Stored] = max(0, c.src.Count()-len(held))
+	all := append(slices.Clone(States), Stored)
 	for st := range n {
 		if !slices.Contains(all, st) {
 			all = append(all, st)

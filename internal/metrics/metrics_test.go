@@ -192,6 +192,7 @@ type fakeSource struct{}
 
 func (fakeSource) List() []*sessions.Session { return nil }
 func (fakeSource) LiveCount() int            { return 3 }
+func (fakeSource) Count() int                { return 5 }
 func (fakeSource) Queued() int               { return 2 }
 
 // TestMetricsScrapeReadsSource: the gauges read the source at each scrape.
@@ -207,6 +208,10 @@ func TestMetricsScrapeReadsSource(t *testing.T) {
 	}
 	if v := promtext.Value(f.Metric(t, Prefix+"queue_depth")); v != 2 {
 		t.Errorf("queue_depth = %v, want the source's 2", v)
+	}
+	// It holds none of the store's 5 open sessions: all are stored.
+	if v := promtext.Value(f.Metric(t, Prefix+"sessions", "state", Stored)); v != 5 {
+		t.Errorf(`sessions{state="stored"} = %v, want the store's 5 less the 0 held`, v)
 	}
 }
 
