@@ -195,6 +195,7 @@ func (s *Session) finish(t *turn.Turn, end turnEnd) *turn.Result {
 	s.lastUsed = time.Now()
 	s.explainLocked(r)
 	if fu == nil && (s.st.State() == state.Running || s.st.State() == state.Interrupting) {
+		s.st.EndedLocked() // a query that comes while the turn is recorded waits for it
 		if s.proc != nil {
 			s.st.MoveLocked(state.Idle)
 		} else {

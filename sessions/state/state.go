@@ -136,6 +136,7 @@ type Machine struct {
 	state   State
 	owner   Owner
 	owned   uint64        // how many times the session was owned: which ownership this is
+	ended   uint64        // the ownership whose turn has ended and which records it (EndedLocked)
 	waiting bool          // a query waits for a create or dormancy to end
 	changed chan struct{} // closed and replaced when state or owner change
 }
@@ -186,12 +187,18 @@ func (m *Machine) signalLocked() {
 
 // SetOwnerLocked makes who the owner; the lock is held.
 func (m *Machine) SetOwnerLocked(who Owner) {
-	m.owner = who
+	m.owner, m.ended = who, 0
 	if who != Nobody {
 		m.owned++
 	}
 	m.signalLocked()
 }
+
+// EndedLocked notes that the owning query's turn has ended: it only
+// records the turn before it lets the session go, so a query that comes
+// meanwhile waits for it as behind an interrupted one, rather than being
+// refused as busy. The lock is held.
+func (m *Machine) EndedLocked() { m.ended = m.owned }
 
 // Release gives the session back: nobody owns it.
 func (m *Machine) Release() {
@@ -216,9 +223,9 @@ func (m *Machine) Own(ctx context.Context, who Owner) error {
 
 // Enter admits a query as the owner (see State): at once when nobody owns
 // the session; refused with busy beside another query, unless that
-// query's turn is interrupting — then it waits for that query's end, at
-// most interruptWait; waiting while a create or dormancy owns it (a later
-// query is refused meanwhile).
+// query's turn is interrupting or has ended (EndedLocked) — then it waits
+// for that query's end, at most interruptWait; waiting while a create or
+// dormancy owns it (a later query is refused meanwhile).
 func (m *Machine) Enter(ctx context.Context, busy error, interruptWait time.Duration) error {
 	var limit <-chan time.Time
 	m.mu.Lock()
@@ -237,9 +244,9 @@ func (m *Machine) Enter(ctx context.Context, busy error, interruptWait time.Dura
 		case m.owner == Nobody:
 			m.SetOwnerLocked(Query)
 			return nil
-		case m.owner == Query && m.state != Interrupting && m.owned != behind:
+		case m.owner == Query && m.state != Interrupting && m.owned != behind && m.ended != m.owned:
 			return busy
-		case m.owner == Query: // interrupting: wait until that query ends
+		case m.owner == Query: // interrupting, or recording its turn: wait until that query ends
 			behind = m.owned
 			if limit == nil {
 				t := time.NewTimer(interruptWait)

@@ -78,6 +78,33 @@ func TestEnter(t *testing.T) {
 			t.Errorf("a query behind an interrupt that does not end: %v, want busy", err)
 		}
 	})
+	// A query that comes while the owner records its ended turn waits for
+	// it, and is admitted once it lets the session go; the next query is
+	// refused as before.
+	t.Run("behind_ended_turn", func(t *testing.T) {
+		m, mu, _ := newMachine()
+		m.Move(Running)
+		if err := m.Enter(ctx, errBusy, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		m.EndedLocked()
+		m.MoveLocked(Idle)
+		mu.Unlock()
+		done := enter(ctx, m, time.Hour)
+		select {
+		case err := <-done:
+			t.Fatalf("a query behind an ended turn did not wait: %v", err)
+		case <-time.After(50 * time.Millisecond): // it must still wait; a wrong admission shows at once
+		}
+		m.Release()
+		if err := <-done; err != nil {
+			t.Fatalf("the query behind the ended turn: %v", err)
+		}
+		if err := m.Enter(ctx, errBusy, time.Hour); !errors.Is(err, errBusy) {
+			t.Errorf("a query beside the admitted one: %v, want busy", err)
+		}
+	})
 	for _, who := range []Owner{Create, Dormancy} {
 		m, mu, _ := newMachine()
 		if err := m.Own(ctx, who); err != nil {

@@ -81,6 +81,7 @@ type config struct {
 	only         string
 	peer         string
 	scale        string
+	scalePG      string
 }
 
 func main() {
@@ -96,6 +97,7 @@ func main() {
 	flag.StringVar(&c.only, "only", "", "run only these timed figures (comma-separated keys such as chat_server,chat_cli)")
 	flag.StringVar(&c.peer, "peer", "", "the TypeScript peer's dist/cli.js (npm claude-agent-mcp, run with node; default: "+peerPath+" when it exists; none: without the peer)")
 	flag.StringVar(&c.scale, "scale", "", "only the figures of a registry of many dormant sessions, for these sizes (such as 1,1000,10000)")
+	flag.StringVar(&c.scalePG, "scale-postgres", "", "with -scale: also on PostgreSQL, a fresh database per size made on the server of this URL (its user may create databases)")
 	pagesOf := flag.Int("pages-of", 0, "only print where the resident pages of the running server with this pid come from (-server names its binary; -pages how many packages) and exit")
 	flag.Parse()
 	if *pagesOf > 0 {
@@ -188,8 +190,13 @@ func run(c config) (err error) {
 		if err != nil {
 			return err
 		}
-		rows, err := b.scale(ctx, sizes)
-		scaleReport(os.Stdout, rows)
+		rows, err := b.scale(ctx, sizes, "")
+		scaleReport(os.Stdout, "SQLite", rows)
+		if err != nil || c.scalePG == "" {
+			return err
+		}
+		rows, err = b.scale(ctx, sizes, c.scalePG)
+		scaleReport(os.Stdout, "PostgreSQL", rows)
 		return err
 	}
 	if err := b.timed(ctx); err != nil {

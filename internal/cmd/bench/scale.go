@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,9 +14,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/sqlite"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/backend"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
@@ -49,12 +51,13 @@ func parseScale(s string) ([]int, error) {
 	return out, nil
 }
 
-// scale measures each size in turn.
-func (b *bench) scale(ctx context.Context, sizes []int) ([]scaleRow, error) {
+// scale measures each size in turn, on SQLite, or on PostgreSQL when pg
+// (-scale-postgres) is set.
+func (b *bench) scale(ctx context.Context, sizes []int, pg string) ([]scaleRow, error) {
 	var rows []scaleRow
 	for _, n := range sizes {
-		logf("a store of %d dormant sessions", n)
-		row, err := b.scaleOne(ctx, n)
+		logf("a store of %d dormant sessions (%s)", n, cmp.Or(pg, "SQLite"))
+		row, err := b.scaleOne(ctx, n, pg)
 		if err != nil {
 			return rows, fmt.Errorf("%d sessions: %w", n, err)
 		}
@@ -63,16 +66,26 @@ func (b *bench) scale(ctx context.Context, sizes []int) ([]scaleRow, error) {
 	return rows, nil
 }
 
-func (b *bench) scaleOne(ctx context.Context, n int) (scaleRow, error) {
+func (b *bench) scaleOne(ctx context.Context, n int, pg string) (scaleRow, error) {
 	row := scaleRow{sessions: n}
 	path := filepath.Join(b.tmp, fmt.Sprintf("scale-%d.json", n))
 	if err := writeRegistry(path, n, b.proj); err != nil {
 		return row, err
 	}
 	db := filepath.Join(b.tmp, fmt.Sprintf("scale-%d.db", n))
+	if pg != "" {
+		var err error
+		if db, err = freshDatabase(ctx, pg, fmt.Sprintf("scale_%d", n)); err != nil {
+			return row, err
+		}
+	} else {
+		os.Remove(db)
+	}
+	t0 := time.Now()
 	if err := importRegistry(ctx, db, path); err != nil {
 		return row, err
 	}
+	logf("imported %d sessions in %s", n, time.Since(t0).Round(time.Millisecond))
 	b.serials++
 	cmd := exec.Command(b.c.serverBin, "--claude-path", b.c.claude, "--log-level", "debug", "--store", db,
 		"--max-sessions", strconv.Itoa(n+16), "--max-result-chars", strconv.Itoa(b.c.maxResult))
@@ -147,11 +160,10 @@ func writeRegistry(path string, n int, cwd string) error {
 }
 
 // importRegistry imports the registry file at path into the session store
-// at db (SQLite), as `claude-agent-mcp store import` does, before the
+// at db (a SQLite path or a postgres:// URL), as `claude-agent-mcp store import` does, before the
 // server starts.
 func importRegistry(ctx context.Context, db, path string) error {
-	os.Remove(db)
-	st, err := sqlite.Open(ctx, db, sqlite.Options{})
+	st, err := backend.Open(ctx, db, nil)
 	if err != nil {
 		return err
 	}
@@ -165,9 +177,26 @@ func importRegistry(ctx context.Context, db, path string) error {
 	return err
 }
 
+// freshDatabase makes the database name, empty, on the PostgreSQL server
+// of url, and returns its URL.
+func freshDatabase(ctx context.Context, url, name string) (string, error) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(ctx)
+	for _, q := range []string{"DROP DATABASE IF EXISTS " + name, "CREATE DATABASE " + name} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			return "", fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	cfg := conn.Config()
+	return fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, name), nil
+}
+
 // scaleReport writes the table of rows.
-func scaleReport(w io.Writer, rows []scaleRow) {
-	fmt.Fprintf(w, "### A registry of many dormant sessions (one live session beside them; %d warm queries and lists each)\n\n", scaleRounds)
+func scaleReport(w io.Writer, store string, rows []scaleRow) {
+	fmt.Fprintf(w, "### A store (%s) of many dormant sessions (one live session beside them; %d warm queries and lists each)\n\n", store, scaleRounds)
 	fmt.Fprintln(w, "| sessions | `initialize` after start | warm query p50 / p90 | `claude_session_list` p50 / p90 | its JSON | VmRSS (RssAnon / RssFile) |")
 	fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, r := range rows {
