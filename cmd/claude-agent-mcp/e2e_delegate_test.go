@@ -736,12 +736,14 @@ func asSlice(v any) []any {
 }
 
 // TestE2EDelegateReplay: a session whose claude is killed and whose
-// transcript is lost recovers on its next query: a fresh conversation
-// (new claudeSessionId) whose first prompt carries the earlier prompts and
-// answers, reported as recovered: replayed; the query after it is normal.
+// transcript is lost, with no copy in a store (--persist=false), recovers
+// on its next query: a fresh conversation (new claudeSessionId) whose first
+// prompt carries the earlier prompts and answers, reported as recovered:
+// replayed; the query after it is normal. (With a store, the transcript
+// comes back from it: TestE2EDelegateTranscriptRestored.)
 func TestE2EDelegateReplay(t *testing.T) {
 	t.Parallel()
-	e := startE2E(t, e2eOptions{})
+	e := startE2E(t, e2eOptions{args: []string{"--persist=false"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	sid, _ := e.create(t, ctx, nil)
@@ -798,6 +800,48 @@ func TestE2EDelegateReplay(t *testing.T) {
 	r = requestFor(t, e.api, "REPLAY-FOUR")
 	if n := r.ConversationLen(); n != 3 || strings.Contains(r.LastUserText(), "REPLAY-ONE") {
 		t.Errorf("the next request holds %d messages (want 3) and its prompt is %q", n, r.LastUserText())
+	}
+}
+
+// TestE2EDelegateTranscriptRestored: a session whose claude is killed and
+// whose transcript file is lost, with the default store, goes on with its
+// conversation: the store holds the transcript (saved after each turn and
+// when the process ended), which is written back before --resume — the
+// same claudeSessionId, every earlier message in the next request, and
+// nothing to report as recovered.
+func TestE2EDelegateTranscriptRestored(t *testing.T) {
+	t.Parallel()
+	e := startE2E(t, e2eOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	sid, _ := e.create(t, ctx, nil)
+	for _, p := range []string{"RESTORE-ONE", "RESTORE-TWO"} {
+		if res, _ := e.query(t, ctx, sid, p); res.IsError {
+			t.Fatalf("%s: %s", p, text(res))
+		}
+	}
+	info := e.info(t, ctx, sid)
+	pid, csid := pidOf(info), info["claudeSessionId"].(string)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	e.waitState(t, ctx, sid, "dormant", 15*time.Second)
+	transcript := history.TranscriptPath(e.env, e.cwd, csid)
+	if err := os.Remove(transcript); err != nil {
+		t.Fatalf("the CLI's transcript after two turns: %v", err)
+	}
+	res, out := e.query(t, ctx, sid, "RESTORE-THREE")
+	if res.IsError || out["recovered"] != nil || out["claudeSessionId"] != csid {
+		t.Errorf("the query after the loss: %s, recovered %v, claudeSessionId %v (want %s)", text(res), out["recovered"], out["claudeSessionId"], csid)
+	}
+	if n := requestFor(t, e.api, "RESTORE-THREE").ConversationLen(); n != 5 {
+		t.Errorf("the request after the loss holds %d messages, want the two earlier turns and the prompt (5)", n)
+	}
+	if _, err := os.Stat(transcript); err != nil {
+		t.Errorf("the transcript was not written back: %v", err)
+	}
+	if log, _ := os.ReadFile(e.logPath); !strings.Contains(string(log), "wrote the session's transcript from the session store") {
+		t.Errorf("the server did not say it wrote the transcript back")
 	}
 }
 
