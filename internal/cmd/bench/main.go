@@ -186,18 +186,7 @@ func run(c config) (err error) {
 		}
 	}()
 	if c.scale != "" {
-		sizes, err := parseScale(c.scale)
-		if err != nil {
-			return err
-		}
-		rows, err := b.scale(ctx, sizes, "")
-		scaleReport(os.Stdout, "SQLite", rows)
-		if err != nil || c.scalePG == "" {
-			return err
-		}
-		rows, err = b.scale(ctx, sizes, c.scalePG)
-		scaleReport(os.Stdout, "PostgreSQL", rows)
-		return err
+		return b.runScale(ctx)
 	}
 	if err := b.timed(ctx); err != nil {
 		return err

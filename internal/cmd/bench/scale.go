@@ -51,6 +51,23 @@ func parseScale(s string) ([]int, error) {
 	return out, nil
 }
 
+// runScale is the -scale run: every size on SQLite, then on PostgreSQL
+// with -scale-postgres.
+func (b *bench) runScale(ctx context.Context) error {
+	sizes, err := parseScale(b.c.scale)
+	if err != nil {
+		return err
+	}
+	rows, err := b.scale(ctx, sizes, "")
+	scaleReport(os.Stdout, "SQLite", rows)
+	if err != nil || b.c.scalePG == "" {
+		return err
+	}
+	rows, err = b.scale(ctx, sizes, b.c.scalePG)
+	scaleReport(os.Stdout, "PostgreSQL", rows)
+	return err
+}
+
 // scale measures each size in turn, on SQLite, or on PostgreSQL when pg
 // (-scale-postgres) is set.
 func (b *bench) scale(ctx context.Context, sizes []int, pg string) ([]scaleRow, error) {
