@@ -64,7 +64,9 @@ func sentTexts(t *testing.T, log string) []string {
 // if nothing had happened.
 func TestUsageLimitWaitsAndGoesOn(t *testing.T) {
 	t.Parallel()
-	m, clk, log := limitManager(t, Config{}, 300*time.Millisecond)
+	// 2 s before the reset: the session's create and first turn must come
+	// before it, also on a loaded machine, for the Info of a parked query.
+	m, clk, log := limitManager(t, Config{}, 2*time.Second)
 	s := create(t, m, CreateOptions{})
 	var parked Info
 	var limited []turn.Event

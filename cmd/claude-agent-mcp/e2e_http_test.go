@@ -518,7 +518,9 @@ func TestE2EHTTPUsers(t *testing.T) {
 func TestE2EInspectorHTTP(t *testing.T) {
 	insp := inspectorBin(t)
 	t.Parallel()
-	e := startHTTPE2E(t, httpE2EOptions{users: []string{"inspector"}, audit: true})
+	// The Inspector's CLI takes no task for an answer: a query that outlasts
+	// --task-after on a loaded machine must still end as a plain result.
+	e := startHTTPE2E(t, httpE2EOptions{users: []string{"inspector"}, audit: true, args: []string{"--task-after", "2m"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	run := func(token string, args ...string) (string, error) {
