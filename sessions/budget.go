@@ -22,7 +22,7 @@ func (s *Session) checkBudget() error {
 	s.mu.Lock()
 	owner, cost, budget := s.opts.Owner, s.cost, s.budgetLocked()
 	s.mu.Unlock()
-	return s.m.quota.CheckTurn(s.m.Spent(), owner, s.m.share.UserSpent, s.ID, cost, budget)
+	return s.m.quota.CheckTurn(s.m.Spent, owner, s.m.share.UserSpent, s.ID, cost, budget)
 }
 
 // Spent is what every turn has cost so far, closed sessions included.

@@ -44,11 +44,14 @@ func (l Limits) SessionBudget(own float64) float64 {
 
 // CheckTurn refuses a turn once all sessions together have spent
 // --max-total-budget-usd (total), the owner's sessions
-// --user-max-budget-usd (userSpent asks what they spent), or session id
+// --user-max-budget-usd (userSpent asks what they spent; each is asked
+// only when its cap is set), or session id
 // its budget (cost of budget).
-func (l Limits) CheckTurn(total float64, owner string, userSpent func(string) float64, id string, cost, budget float64) error {
-	if limit := l.MaxTotalBudgetUSD; limit > 0 && total >= limit {
-		return fmt.Errorf("%w: all sessions together have cost $%s, and this server allows $%s in all (--max-total-budget-usd); no new turns run until the operator raises it", l.ErrBudget, Cents(total), USD(limit))
+func (l Limits) CheckTurn(total func() float64, owner string, userSpent func(string) float64, id string, cost, budget float64) error {
+	if limit := l.MaxTotalBudgetUSD; limit > 0 {
+		if spent := total(); spent >= limit {
+			return fmt.Errorf("%w: all sessions together have cost $%s, and this server allows $%s in all (--max-total-budget-usd); no new turns run until the operator raises it", l.ErrBudget, Cents(spent), USD(limit))
+		}
 	}
 	if limit := l.UserMaxBudgetUSD; owner != "" && limit > 0 {
 		if spent := userSpent(owner); spent >= limit {
