@@ -5,9 +5,13 @@
 // Several instances (processes) on one host share it safely: every write
 // is a BEGIN IMMEDIATE transaction (one writer at a time, waiting at most
 // busyTimeout for the others, never blocked forever by a paused one),
-// readers never wait. A commit is durable before it returns
-// (synchronous=FULL): a crash loses at most the write in flight, which
-// SQLite's own journal recovery rolls back at the next open.
+// readers never wait. A commit is in the write-ahead log before it
+// returns (synchronous=NORMAL, SQLite's choice for WAL): a crash or SIGKILL
+// of the server loses at most the write in flight, which SQLite's own
+// recovery rolls back at the next open; a power loss or an operating
+// system crash may lose the commits since the last checkpoint (synced to
+// disk), never the file's consistency — as the CLI's own transcripts,
+// which it does not sync either. No fsync is on a turn's path.
 //
 // A corrupt file (it is not a database, or PRAGMA quick_check finds
 // damage) is moved aside at open (<path>.corrupt-<time>, with its -wal and
@@ -131,7 +135,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 
 // openDB opens the database pool on path.
 func openDB(path string) (*sql.DB, error) {
-	dsn := path + "?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=cache_size(-1024)" +
+	dsn := path + "?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-1024)" +
 		fmt.Sprintf("&_pragma=busy_timeout(%d)&_txlock=immediate", busyTimeout.Milliseconds())
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
