@@ -746,18 +746,7 @@ func TestE2EDelegateReplay(t *testing.T) {
 	e := startE2E(t, e2eOptions{args: []string{"--persist=false"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sid, _ := e.create(t, ctx, nil)
-	for _, p := range []string{"REPLAY-ONE", "REPLAY-TWO"} {
-		if res, _ := e.query(t, ctx, sid, p); res.IsError {
-			t.Fatalf("%s: %s", p, text(res))
-		}
-	}
-	info := e.info(t, ctx, sid)
-	pid, csid := pidOf(info), info["claudeSessionId"].(string)
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	e.waitState(t, ctx, sid, "dormant", 15*time.Second)
+	sid, pid, csid := twoTurnsKilled(t, ctx, e, "REPLAY-ONE", "REPLAY-TWO")
 	// The CLI is gone, so nothing writes the transcript any more. 2.1.197
 	// writes it lazily and may not have written it yet: that is the case
 	// this recovery is for, too.
@@ -803,6 +792,26 @@ func TestE2EDelegateReplay(t *testing.T) {
 	}
 }
 
+// twoTurnsKilled creates a session, runs the prompts in it, SIGKILLs its
+// claude and waits until the session is dormant; it returns the session,
+// the killed pid and the conversation's claudeSessionId.
+func twoTurnsKilled(t *testing.T, ctx context.Context, e *e2e, prompts ...string) (sid string, pid int, csid string) {
+	t.Helper()
+	sid, _ = e.create(t, ctx, nil)
+	for _, p := range prompts {
+		if res, _ := e.query(t, ctx, sid, p); res.IsError {
+			t.Fatalf("%s: %s", p, text(res))
+		}
+	}
+	info := e.info(t, ctx, sid)
+	pid, csid = pidOf(info), info["claudeSessionId"].(string)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	e.waitState(t, ctx, sid, "dormant", 15*time.Second)
+	return sid, pid, csid
+}
+
 // TestE2EDelegateTranscriptRestored: a session whose claude is killed and
 // whose transcript file is lost, with the default store, goes on with its
 // conversation: the store holds the transcript (saved after each turn and
@@ -814,18 +823,7 @@ func TestE2EDelegateTranscriptRestored(t *testing.T) {
 	e := startE2E(t, e2eOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sid, _ := e.create(t, ctx, nil)
-	for _, p := range []string{"RESTORE-ONE", "RESTORE-TWO"} {
-		if res, _ := e.query(t, ctx, sid, p); res.IsError {
-			t.Fatalf("%s: %s", p, text(res))
-		}
-	}
-	info := e.info(t, ctx, sid)
-	pid, csid := pidOf(info), info["claudeSessionId"].(string)
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	e.waitState(t, ctx, sid, "dormant", 15*time.Second)
+	sid, _, csid := twoTurnsKilled(t, ctx, e, "RESTORE-ONE", "RESTORE-TWO")
 	transcript := history.TranscriptPath(e.env, e.cwd, csid)
 	if err := os.Remove(transcript); err != nil {
 		t.Fatalf("the CLI's transcript after two turns: %v", err)
