@@ -80,6 +80,7 @@ func (s *Session) noteSystem(m *claudeagent.SystemMessage) {
 // close marks the session closed, interrupts a running query and stops the
 // process. It returns when the process is gone.
 func (s *Session) close() {
+	s.saves.Wait() // a turn's record and cost reach the store before the session closes there
 	s.mu.Lock()
 	if s.st.State() == state.Closed {
 		s.mu.Unlock()

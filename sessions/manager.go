@@ -398,7 +398,10 @@ func (m *Manager) Shutdown() {
 	all := m.list()
 	var wg sync.WaitGroup
 	for _, s := range all {
-		wg.Go(func() { s.shutdown() })
+		wg.Go(func() {
+			s.shutdown()
+			s.saves.Wait() // its last turn's record is written before the store closes
+		})
 	}
 	wg.Wait()
 	m.closing.Wait()

@@ -204,7 +204,7 @@ func (s *Session) finish(t *turn.Turn, end turnEnd) *turn.Result {
 	}
 	s.mu.Unlock()
 	s.resetIdleTimer()
-	s.m.persist(s, r.CostUSD, true)
+	s.m.persistTurn(s, r.CostUSD)
 	if end.prompt != "" || end.followUp {
 		s.m.alert(Alert{Session: s, Result: r, Started: end.started})
 	}

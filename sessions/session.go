@@ -17,6 +17,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/listing"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/saver"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
@@ -100,6 +101,8 @@ type Session struct {
 	worktreeFinal *worktree.Info // what close did with the worktree
 	idleTimer     *time.Timer
 	oneShot       bool // opened by OneShot: its query follows at once
+
+	saves *saver.Queue[save] // its record's writes, in order (share.go)
 }
 
 // sessionRecord is what the store keeps of a session besides its options.
@@ -146,6 +149,7 @@ func newSession(m *Manager, opts CreateOptions) *Session {
 		opts:          opts,
 		sessionRecord: sessionRecord{created: now, lastUsed: now},
 	}
+	s.saves = saver.New(func(w save) { m.write(s, w) }, mergeSaves)
 	s.st = state.New(&s.mu, func(from, to state.State) {
 		if !state.Allowed(from, to) {
 			s.log.Error("a session state transition the table does not allow", "from", from, "to", to)

@@ -29,6 +29,7 @@ type sharedStore interface {
 	Get(ctx context.Context, id string) (recstore.Record, error)
 	Create(ctx context.Context, rec recstore.Record, q recstore.Quota) error
 	Put(ctx context.Context, rec recstore.Record, spent float64) error
+	Owe(owner string, usd float64)
 	Close(ctx context.Context, id, owner string, claudeIDs []string) error
 	List(ctx context.Context, q recstore.Query) (recstore.Page, error)
 	Count(ctx context.Context, owner string) (int, error)
@@ -143,15 +144,49 @@ func (s *Session) setClaudeSessionIDLocked(id string) {
 	s.claudeSessionID = id
 }
 
+// save is a write of a session's record (saves, package saver): spent is
+// a turn's cost to add to the sums; transcript asks for the transcript's
+// new bytes too.
+type save struct {
+	spent      float64
+	transcript bool
+}
+
+func mergeSaves(a, b save) save { return save{a.spent + b.spent, a.transcript || b.transcript} }
+
 // persist writes s's record, with spent (a turn's cost) added to the sums,
-// and the transcript's new bytes with saveTranscript. Hold no lock.
+// and the transcript's new bytes with saveTranscript, after the writes
+// queued before it. Hold no lock.
 func (m *Manager) persist(s *Session, spent float64, saveTranscript bool) {
+	s.saves.Now(save{spent, saveTranscript})
+}
+
+// persistTurn writes what a turn that ended changed of s (its record,
+// its cost, its transcript's new bytes) off the turn's path: the answer
+// does not wait for the store. Until the write, the cost is counted as
+// owed (Spent, UserSpent see it). Hold no lock.
+func (m *Manager) persistTurn(s *Session, spent float64) {
+	if !m.share.Stored() {
+		m.write(s, save{spent, true})
+		return
+	}
+	s.mu.Lock()
+	owner := s.opts.Owner
+	s.mu.Unlock()
+	m.share.Owe(owner, spent)
+	s.saves.Later(save{spent, true})
+}
+
+// write is one write of s's record (see persist).
+func (m *Manager) write(s *Session, w save) {
+	spent, saveTranscript := w.spent, w.transcript
 	s.mu.Lock()
 	closed := s.st.State() == state.Closed
 	rec, path := s.recordLocked(), s.transcriptPath()
 	s.mu.Unlock()
 	ctx := context.Background()
 	if closed && m.share.Stored() {
+		m.share.Owe(rec.Owner, -spent) // not written: owed no more
 		return
 	}
 	err := m.share.Put(ctx, rec, spent)

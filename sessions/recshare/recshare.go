@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"os"
 	"slices"
 	"sync"
@@ -61,11 +62,11 @@ type Instance struct {
 	failing      atomic.Bool   // the last write of a record failed
 
 	mu         sync.Mutex
-	held       map[string]*held   // the leases held here, by session id
-	offsets    map[string]int64   // what of each transcript is stored: id "/" claude session id → bytes
-	spent      float64            // without a store: what every turn has cost
-	userSpent  map[string]float64 // likewise per owner
-	closedHere []closing          // without a store: the sessions closed here lately, oldest first
+	held       map[string]*held // the leases held here, by session id
+	offsets    map[string]int64 // what of each transcript is stored: id "/" claude session id → bytes
+	spent      costs            // without a store: what every turn has cost
+	owed       costs            // with one: the costs of turns whose Put has not run yet (Owe)
+	closedHere []closing        // without a store: the sessions closed here lately, oldest first
 
 	stopWatch context.CancelFunc
 	watchDone chan struct{}
@@ -150,13 +151,57 @@ func (i *Instance) Put(ctx context.Context, rec recstore.Record, spent float64) 
 	}
 	l, lost := i.leaseOf(rec.SessionID)
 	if lost != nil {
+		i.settle(rec.Owner, spent)
 		return lost
 	}
 	err := i.cfg.Store.Put(ctx, rec, l, spent)
+	i.settle(rec.Owner, spent)
 	if errors.Is(err, recstore.ErrFenced) {
 		i.lose(rec.SessionID, err)
 	}
 	return i.wrote(rec.SessionID, err)
+}
+
+// Owe counts usd, a turn's cost that a Put will add to the store, until
+// that Put (see settle): Spent and UserSpent count it meanwhile. Without a
+// store it does nothing (Put counts in memory at once).
+func (i *Instance) Owe(owner string, usd float64) {
+	if i.cfg.Store == nil || usd == 0 {
+		return
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.owed.add(owner, usd)
+}
+
+// settle ends what Owe counted of a Put's spent, written or failed.
+func (i *Instance) settle(owner string, usd float64) {
+	if usd == 0 {
+		return
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.owed.add(owner, -usd)
+}
+
+// costs are sums of turns' costs, in all and by user.
+type costs struct {
+	all    float64
+	byUser map[string]float64
+}
+
+func (c *costs) add(owner string, usd float64) {
+	c.all += usd
+	if owner == "" {
+		return
+	}
+	if c.byUser == nil {
+		c.byUser = map[string]float64{}
+	}
+	c.byUser[owner] += usd
+	if math.Abs(c.byUser[owner]) < 1e-12 { // owed and settled: nothing left but rounding
+		delete(c.byUser, owner)
+	}
 }
 
 // AddSpent counts a turn's cost in memory (without a store).
@@ -166,13 +211,7 @@ func (i *Instance) AddSpent(owner string, usd float64) {
 	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	i.spent += usd
-	if owner != "" {
-		if i.userSpent == nil {
-			i.userSpent = map[string]float64{}
-		}
-		i.userSpent[owner] += usd
-	}
+	i.spent.add(owner, usd)
 }
 
 // Close closes session id in the store, under the lease held on it here
@@ -221,13 +260,15 @@ func (i *Instance) Spent() float64 {
 	if i.cfg.Store == nil {
 		i.mu.Lock()
 		defer i.mu.Unlock()
-		return i.spent
+		return i.spent.all
 	}
 	usd, err := i.cfg.Store.SpentTotal(context.Background())
 	if err != nil {
 		i.cfg.Log.Warn("reading the costs from the session store", "err", err)
 	}
-	return usd
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return usd + i.owed.all
 }
 
 // UserSpent is what owner's sessions have cost.
@@ -235,13 +276,15 @@ func (i *Instance) UserSpent(owner string) float64 {
 	if i.cfg.Store == nil {
 		i.mu.Lock()
 		defer i.mu.Unlock()
-		return i.userSpent[owner]
+		return i.spent.byUser[owner]
 	}
 	usd, err := i.cfg.Store.Spent(context.Background(), owner)
 	if err != nil {
 		i.cfg.Log.Warn("reading the costs from the session store", "owner", owner, "err", err)
 	}
-	return usd
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return usd + i.owed.byUser[owner]
 }
 
 // ConversationOwner reports who made the Claude conversation id, as far
