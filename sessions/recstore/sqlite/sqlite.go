@@ -135,14 +135,14 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 
 // openDB opens the database pool on path.
 func openDB(path string) (*sql.DB, error) {
-	dsn := path + "?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-1024)" +
+	dsn := path + "?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-256)" +
 		fmt.Sprintf("&_pragma=busy_timeout(%d)&_txlock=immediate", busyTimeout.Milliseconds())
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("opening the session store %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(4)
-	db.SetMaxIdleConns(2)
+	db.SetMaxIdleConns(1)
 	db.SetConnMaxIdleTime(time.Minute)
 	return db, nil
 }
