@@ -69,7 +69,7 @@ func New() *Metrics {
 		reg: prometheus.NewRegistry(),
 		turns: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    Prefix + "turn_duration_seconds",
-			Help:    "Time from a turn's prompt sent to its result recorded (the registry written), by outcome (success, error, interrupted); a process start or a wait for a live process is not counted.",
+			Help:    "Time from a turn's prompt sent to its result recorded in the session, by outcome (success, error, interrupted); a process start or a wait for a live process is not counted.",
 			Buckets: TurnBuckets,
 		}, []string{"outcome"}),
 		cost: prometheus.NewCounterVec(prometheus.CounterOpts{
