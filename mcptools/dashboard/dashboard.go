@@ -150,14 +150,12 @@ type Dashboard struct {
 
 	throttle *signinThrottle
 
-	mu       sync.Mutex
-	signins  signinTable
-	feeds    map[string]*Feed
-	subs     map[*subscriber]struct{}
-	pending  map[string]*pendingQuestion // the dashboard's own questions, by id
-	spend    *spend.Record               // what sessions cost over time, for the list's charts
-	others   []sessions.Info             // the stored sessions, as last read
-	othersAt time.Time
+	mu      sync.Mutex
+	signins signinTable
+	feeds   map[string]*Feed
+	subs    map[*subscriber]struct{}
+	pending map[string]*pendingQuestion // the dashboard's own questions, by id
+	spend   *spend.Record               // what sessions cost over time, for the list's charts
 }
 
 const (
