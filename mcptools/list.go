@@ -10,6 +10,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/resulttext"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/listing"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/worktree"
@@ -30,10 +31,10 @@ func (h *handlers) list(ctx context.Context, req *mcp.CallToolRequest, in ListIn
 		infos = []sessions.Info{s.Info()}
 	} else {
 		q := recstore.Query{Owner: userOf(ctx), Name: in.Name, Limit: in.Limit, Cursor: in.Cursor}
-		if in.State != "" {
-			q.State = []state.State{state.State(in.State)}
-		}
 		var err error
+		if q.State, err = listing.ParseState(in.State); err != nil {
+			return nil, ListOutput{}, toolError(err)
+		}
 		if infos, next, err = h.mgr.ListPage(ctx, q); err != nil {
 			return nil, ListOutput{}, toolError(fmt.Errorf("%w; pass the nextCursor of the previous page, or none for the first", err))
 		}

@@ -11,8 +11,8 @@ import (
 
 // TestListPages: claude_session_list pages the stored sessions with a
 // cursor, the most recently used first, and filters by state and name;
-// the text names each session and what it does now, and a bad cursor is
-// a tool error saying what to pass.
+// the text names each session and what it does now, and a bad cursor or
+// state is a tool error saying what to pass.
 func TestListPages(t *testing.T) {
 	f := newFakeServer(t, "2025-11-25", sessions.Config{Store: openStore(t), MaxLive: 8}, Options{})
 	var ids []string
@@ -54,5 +54,9 @@ func TestListPages(t *testing.T) {
 	res, _ = f.call(t, "claude_session_list", map[string]any{"cursor": "bogus"}, nil)
 	if !res.IsError || !strings.Contains(mcptest.Text(res), "nextCursor") {
 		t.Errorf("a bad cursor: %s", mcptest.Text(res))
+	}
+	res, _ = f.call(t, "claude_session_list", map[string]any{"state": "asleep"}, nil)
+	if !res.IsError || !strings.Contains(mcptest.Text(res), "dormant") {
+		t.Errorf("a state no session is in: %s", mcptest.Text(res))
 	}
 }

@@ -59,6 +59,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/weborigin"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard/spend"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard/throttle"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
@@ -148,16 +149,14 @@ type Dashboard struct {
 	writeTimeout time.Duration
 	maxSignins   int // a user's sign-ins at most
 
-	throttle *signinThrottle
+	throttle *throttle.Throttle
 
-	mu       sync.Mutex
-	signins  signinTable
-	feeds    map[string]*Feed
-	subs     map[*subscriber]struct{}
-	pending  map[string]*pendingQuestion // the dashboard's own questions, by id
-	spend    *spend.Record               // what sessions cost over time, for the list's charts
-	others   []sessions.Info             // the stored sessions, as last read
-	othersAt time.Time
+	mu      sync.Mutex
+	signins signinTable
+	feeds   map[string]*Feed
+	subs    map[*subscriber]struct{}
+	pending map[string]*pendingQuestion // the dashboard's own questions, by id
+	spend   *spend.Record               // what sessions cost over time, for the list's charts
 }
 
 const (
@@ -173,7 +172,7 @@ func New(mgr *sessions.Manager, o Options) *Dashboard {
 	}
 	d := &Dashboard{mgr: mgr, o: o, log: o.Logger, key: randomBytes(32), start: time.Now(), spend: spend.NewRecord(),
 		maxSteps: defaultWindow, maxStepBytes: 2 << 20, writeTimeout: 10 * time.Second, maxSignins: maxSigninsPerUser,
-		throttle: newSigninThrottle(time.Now), signins: newSigninTable(), feeds: map[string]*Feed{},
+		throttle: throttle.New(time.Now), signins: newSigninTable(), feeds: map[string]*Feed{},
 		subs: map[*subscriber]struct{}{}, pending: map[string]*pendingQuestion{}}
 	d.secret = randomToken()
 	d.root = uiPrefix + "/" + randomString(16) // 128 bits: see signin.go

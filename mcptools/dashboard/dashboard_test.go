@@ -770,8 +770,9 @@ func BenchmarkWarmQueryDashboard(b *testing.B) {
 }
 
 // TestDashboardOtherInstances: the sessions another instance holds in a
-// shared registry are listed apart, read-only: no page or action of this
-// instance reaches them (and nothing takes them up).
+// shared store are listed apart, read-only: no page or action of this
+// instance reaches them (and nothing takes them up). On stdio those of no
+// user are listed, not a user's of an instance over HTTP.
 func TestDashboardOtherInstances(t *testing.T) {
 	path, env := fakecli.Command(t)
 	state := filepath.Join(t.TempDir(), "sessions.db")
@@ -791,6 +792,10 @@ func TestDashboardOtherInstances(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := other.Create(context.Background(), sessions.CreateOptions{Cwd: t.TempDir(), Owner: "alice",
+		SessionOptions: claudeagent.SessionOptions{Name: "alices"}}); err != nil {
+		t.Fatal(err)
+	}
 	d := dashboard.New(mgr, dashboard.Options{})
 	ts := httptest.NewServer(d)
 	t.Cleanup(ts.Close)
@@ -799,9 +804,12 @@ func TestDashboardOtherInstances(t *testing.T) {
 	c := browser(t)
 	e.signIn(t, c)
 	_, _, body := get(t, c, e.ui+"/")
-	i := strings.Index(body, "On other instances")
+	i := strings.Index(body, "Stored sessions")
 	if i < 0 || !strings.Contains(body[i:], "elsewhere") {
 		t.Fatalf("the other instance's session is not listed apart:\n%s", body)
+	}
+	if strings.Contains(body, "alices") {
+		t.Errorf("alice's session is listed on stdio:\n%s", body)
 	}
 	if code, _, _ := get(t, c, e.ui+"/s/"+s.ID); code != http.StatusNotFound {
 		t.Errorf("the other instance's session page: %d, want 404", code)

@@ -1,6 +1,10 @@
 package dashboard
 
-import "time"
+import (
+	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard/throttle"
+)
 
 // Hooks for the tests of package dashboard_test, which drive a dashboard
 // through the MCP server (mcptools imports this package, so those tests
@@ -28,7 +32,7 @@ func (d *Dashboard) Watched(id, owner string) bool       { return d.watched(id, 
 func (d *Dashboard) Unsubscribe(sub *Subscriber)         { d.unsubscribe(sub) }
 
 // SetClock gives the sign-in throttle a clock of the test's.
-func (d *Dashboard) SetClock(now func() time.Time) { d.throttle = newSigninThrottle(now) }
+func (d *Dashboard) SetClock(now func() time.Time) { d.throttle = throttle.New(now) }
 
 // Subscribe opens a stream of user's: the list (session "") or a
 // session's page.
@@ -48,7 +52,7 @@ func (d *Dashboard) SigninCounts() (n, users int) {
 
 // The sign-in throttle's rates.
 var (
-	PerAddressBurst = perAddressRate.burst
-	AllAddressBurst = allAddressRate.burst
-	AllAddressEvery = allAddressRate.every
+	PerAddressBurst = throttle.PerAddress.Burst
+	AllAddressBurst = throttle.AllAddresses.Burst
+	AllAddressEvery = throttle.AllAddresses.Every
 )

@@ -5,6 +5,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard/spend"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/listing"
 )
 
 // The list of sessions: its tables, its spend charts, and the parts of a
@@ -14,6 +15,7 @@ import (
 func (p listPage) write(w *htmlWriter) {
 	p.page(w, func() {
 		w.elMarkup("h1", nil, "Sessions")
+		p.filterForm(w)
 		w.el("div", attrs{at("id", "rows"), at("data-live", "list")}, func() { p.writeRows(w) })
 		p.startForm(w)
 		if len(p.Charts) > 0 {
@@ -114,26 +116,74 @@ func (p listPage) writeRows(w *htmlWriter) {
 			}
 		})
 	})
-	if len(p.Others) == 0 {
-		return
-	}
-	w.el("h2", nil, func() {
-		w.m("On other instances ")
-		w.elMarkup("small", nil, "(sharing the registry; read-only)")
-	})
-	w.el("table", attrs{at("class", "sessions others")}, func() {
-		w.el("thead", nil, func() {
-			w.el("tr", nil, func() {
-				for _, h := range []markup{"Session", "Model", "Where", "Last used", "Cost"} {
-					w.elMarkup("th", nil, h)
+	p.writeStored(w)
+}
+
+// filterForm writes the form that filters the stored sessions by state
+// and name (their first page).
+func (p listPage) filterForm(w *htmlWriter) {
+	w.el("form", attrs{at("class", "filter"), at("method", "get"), at("action", w.link("/"))}, func() {
+		w.elMarkup("span", nil, "Stored sessions:")
+		w.el("label", nil, func() {
+			w.m("state ")
+			w.el("select", attrs{at("name", "state")}, func() {
+				w.elMarkup("option", attrs{at("value", "")}, "any")
+				for _, st := range listing.States {
+					as := attrs{at("value", string(st))}
+					if string(st) == p.Query.State {
+						as = append(as, flag("selected"))
+					}
+					w.elText("option", as, string(st))
 				}
 			})
 		})
-		w.el("tbody", nil, func() {
-			for _, o := range p.Others {
-				o.write(w, p.Admin)
-			}
+		w.el("label", nil, func() {
+			w.m("name contains ")
+			w.void("input", attrs{at("name", "name"), at("value", p.Query.Name), atInt("maxlength", 200)})
 		})
+		w.elMarkup("button", nil, "Filter")
+	})
+}
+
+// writeStored is the list's stored part: a page of the sessions this
+// instance does not hold, and the links to the first and the next page.
+func (p listPage) writeStored(w *htmlWriter) {
+	if p.Error != "" {
+		w.elText("p", attrs{at("class", "message error")}, p.Error)
+		return
+	}
+	if len(p.Others) == 0 && p.Next == "" && p.Query == (listQuery{}) {
+		return
+	}
+	w.el("h2", nil, func() {
+		w.m("Stored sessions ")
+		w.elMarkup("small", nil, "(dormant, or held by another instance; read-only)")
+	})
+	if len(p.Others) == 0 {
+		w.elMarkup("p", attrs{at("class", "dim")}, "No stored session on this page.")
+	} else {
+		w.el("table", attrs{at("class", "sessions others")}, func() {
+			w.el("thead", nil, func() {
+				w.el("tr", nil, func() {
+					for _, h := range []markup{"Session", "State", "Model", "Where", "Last used", "Cost"} {
+						w.elMarkup("th", nil, h)
+					}
+				})
+			})
+			w.el("tbody", nil, func() {
+				for _, o := range p.Others {
+					o.write(w, p.Admin)
+				}
+			})
+		})
+	}
+	w.el("nav", attrs{at("class", "pager")}, func() {
+		if p.Query.Cursor != "" {
+			w.elMarkup("a", attrs{at("class", "first"), at("href", p.Query.link(w, ""))}, "First page")
+		}
+		if p.Next != "" {
+			w.elMarkup("a", attrs{at("class", "next"), at("rel", "next"), at("href", p.Query.link(w, p.Next))}, "Next page")
+		}
 	})
 }
 
@@ -254,13 +304,14 @@ func (w *htmlWriter) file(f string) { w.elText("div", attrs{at("class", "file")}
 
 // write is a session of another instance in the list.
 func (o otherRow) write(w *htmlWriter, admin bool) {
-	w.el("tr", nil, func() {
+	w.el("tr", attrs{at("data-session", o.ID)}, func() {
 		w.el("td", nil, func() {
 			w.text(nameOrID(o.Name, o.ID))
 			if admin {
 				w.elText("div", attrs{at("class", "owner")}, o.Owner)
 			}
 		})
+		w.el("td", nil, func() { w.state(o.State) })
 		w.elText("td", nil, o.Model)
 		w.elText("td", attrs{at("class", "where")}, o.Cwd)
 		w.elText("td", nil, o.LastUsed+" · "+strconv.Itoa(o.Queries)+" queries")

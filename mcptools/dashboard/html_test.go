@@ -59,16 +59,18 @@ func hostilePages() map[string]string {
 		{Queries: 1},
 	}
 	others := []otherRow{{}}
+	query, next, listErr := listQuery{}, "", ""
 	charts := []spend.Chart{{Width: 480, Height: 140, Lines: []spend.Line{{}, {}}}}
 	history := []history.Entry{{Time: time.Now()}, {}, {}, {}}
 	questions := []shownQuestion{{}, {}}
-	for _, v := range []any{&base, &rows, &others, &charts, &history, &questions} {
+	for _, v := range []any{&base, &rows, &others, &query, &next, &listErr, &charts, &history, &questions} {
 		fillHostile(reflect.ValueOf(v).Elem(), "")
 	}
 	history[0].Kind, history[1].Kind, history[2].Kind, history[3].Kind = "prompt", "tool", "tool", "text"
 	history[1].Input = json.RawMessage(`{"command": "` + strings.ReplaceAll(hostile, `"`, `\"`) + `Input"}`)
 	history[2].Input = json.RawMessage(hostile + "Input")
-	list := listPage{pageBase: base, Rows: rows, Others: others, Charts: charts}
+	list := listPage{pageBase: base, Rows: rows, Others: others, Query: query, Next: next, Charts: charts}
+	refused := listPage{pageBase: base, Rows: rows, Query: query, Error: listErr + "Error"}
 	session := sessionPage{pageBase: base, Row: rows[0], Questions: questions, History: history, Older: 1, Newer: 3, Total: 9, From: 1, CanAnswer: true}
 	readOnly := session
 	readOnly.CanAnswer, readOnly.Row = false, rows[1]
@@ -79,6 +81,7 @@ func hostilePages() map[string]string {
 		"signed in":          signedIn,
 		"list":               list.write,
 		"rows":               list.writeRows,
+		"list, refused":      refused.write,
 		"session":            session.write,
 		"panel":              session.writePanel,
 		"history":            session.writeHistory,
@@ -110,9 +113,11 @@ func TestDashboardHTMLEscapes(t *testing.T) {
 	// What a person must see, as text: a session's name, cwd, owner,
 	// prompt, tool input and result, question, and the rest.
 	want := map[string][]string{
-		"list":    {"Name", "Cwd", "Owner", "Model", "Path", "Branch", "LastStep", "Title", "Label", "Span", "Max", "Limited", "LimitNote"},
-		"session": {"Name", "Owner", "Path", "Text", "Tool", "Result", "Message", "CSRF", "User", "Title", "Input", "Limited", "LimitNote"},
-		"error":   {"Message", "Title", "User", "CSRF"},
+		"list":          {"Name", "Cwd", "Owner", "Model", "Path", "Branch", "LastStep", "Title", "Label", "Span", "Max", "Limited", "LimitNote"},
+		"session":       {"Name", "Owner", "Path", "Text", "Tool", "Result", "Message", "CSRF", "User", "Title", "Input", "Limited", "LimitNote"},
+		"error":         {"Message", "Title", "User", "CSRF"},
+		"rows":          {"Name", "State", "LastUsed"},
+		"list, refused": {"Error"},
 	}
 	for name, fields := range want {
 		for _, f := range fields {
@@ -135,7 +140,7 @@ var (
 	pageAttrs = strings.Fields(`lang charset name content http-equiv rel href src defer class method action type value
 		id data-live data-session data-question data-since colspan viewBox width height role aria-label
 		x y fill stroke stroke-width points min max low high optimum autocomplete required autofocus
-		placeholder maxlength hidden data-waiting formaction disabled rows`)
+		placeholder maxlength hidden data-waiting formaction disabled rows selected`)
 )
 
 // checkTags reads page's tags strictly and says what is not one of the

@@ -16,7 +16,6 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard/spend"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/worktree"
@@ -61,18 +60,22 @@ type sessionRow struct {
 	Limited, LimitNote                       string // the usage limit: when it resets, the CLI's warning
 }
 
-// otherRow is a session of another instance sharing the registry.
+// otherRow is a stored session this instance does not hold: dormant, or
+// another instance's (stored.go).
 type otherRow struct {
-	ID, Name, Model, Cwd, Owner, LastUsed string
-	Cost                                  float64
-	Queries                               int
+	ID, Name, State, Model, Cwd, Owner, LastUsed string
+	Cost                                         float64
+	Queries                                      int
 }
 
 type listPage struct {
 	pageBase
 	Rows    []sessionRow // those waiting for a permission answer first
 	Waiting int          // how many wait
-	Others  []otherRow
+	Others  []otherRow   // a page of the stored sessions
+	Query   listQuery    // the page's cursor and filters
+	Next    string       // the next page's cursor; "" at the end
+	Error   string       // why the stored sessions were not read
 	Charts  []spend.Chart
 }
 
@@ -137,7 +140,7 @@ func (d *Dashboard) mine(si *signin) []*sessions.Session {
 }
 
 func (d *Dashboard) serveList(w http.ResponseWriter, r *http.Request, si *signin, rowsOnly bool) {
-	page := listPage{pageBase: d.base(si, "Sessions")}
+	page := listPage{pageBase: d.base(si, "Sessions"), Query: listQueryOf(r)}
 	open := map[string]bool{}
 	for _, s := range d.mine(si) {
 		page.Rows = append(page.Rows, d.row(r.Context(), s, true))
@@ -152,19 +155,17 @@ func (d *Dashboard) serveList(w http.ResponseWriter, r *http.Request, si *signin
 	if page.Waiting > 0 {
 		page.Title = "(" + strconv.Itoa(page.Waiting) + ") " + page.Title
 	}
-	for _, e := range d.otherInstances() {
-		if open[e.SessionID] || !d.visible(si, e.Owner) {
-			continue
-		}
-		page.Others = append(page.Others, otherRow{ID: e.SessionID, Name: e.Name, Model: e.Model, Cwd: e.Cwd, Owner: e.Owner,
-			LastUsed: e.LastUsed.Local().Format("2006-01-02 15:04"), Cost: e.CostUSD, Queries: e.Queries})
+	d.stored(r.Context(), si, &page, open)
+	code := http.StatusOK
+	if page.Error != "" {
+		code = http.StatusBadRequest
 	}
 	if rowsOnly {
-		d.render(w, http.StatusOK, page.writeRows)
+		d.render(w, code, page.writeRows)
 		return
 	}
 	page.Charts = d.spend.Charts(func(owner string) bool { return d.visible(si, owner) }, d.overHTTP)
-	d.render(w, http.StatusOK, page.write)
+	d.render(w, code, page.write)
 }
 
 // waits is 1 for a row of a session waiting for a permission answer.
@@ -201,24 +202,6 @@ func (d *Dashboard) anyRunning() bool {
 		}
 	}
 	return false
-}
-
-// otherInstances returns the first page of the stored sessions (read at
-// most every two seconds): those this instance does not hold are dormant
-// or another instance's.
-func (d *Dashboard) otherInstances() []sessions.Info {
-	d.mu.Lock()
-	if time.Since(d.othersAt) < 2*time.Second {
-		out := d.others
-		d.mu.Unlock()
-		return out
-	}
-	d.mu.Unlock()
-	infos, _, _ := d.mgr.ListPage(context.Background(), recstore.Query{Limit: 200})
-	d.mu.Lock()
-	d.others, d.othersAt = infos, time.Now()
-	d.mu.Unlock()
-	return infos
 }
 
 // historyPage is how many entries of the history a page shows.

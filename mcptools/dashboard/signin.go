@@ -4,14 +4,13 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
-	"net"
 	"net/http"
-	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard/throttle"
 )
 
 // Sign-ins. The stdio link's secret, or over HTTP a bearer token, makes a
@@ -36,7 +35,7 @@ import (
 // oldest going first: a user who signs in again and again pushes out only
 // their own sign-ins (the tokens file bounds the users).
 //
-// Failed attempts are throttled (signinThrottle).
+// Failed attempts are throttled (package throttle).
 
 // signin is a browser signed in.
 type signin struct {
@@ -113,8 +112,8 @@ func (d *Dashboard) secretSignin(w http.ResponseWriter, r *http.Request) {
 		d.refuse(w, r)
 		return
 	}
-	addr := remoteKey(r)
-	if wait, ok := d.throttle.take(addr); !ok {
+	addr := throttle.RemoteKey(r)
+	if wait, ok := d.throttle.Take(addr); !ok {
 		tooMany(w, wait)
 		http.Error(w, "Too many failed sign-ins: try again in "+strconv.Itoa(retrySeconds(wait))+" s.", http.StatusTooManyRequests)
 		return
@@ -123,7 +122,7 @@ func (d *Dashboard) secretSignin(w http.ResponseWriter, r *http.Request) {
 		d.refuse(w, r)
 		return
 	}
-	d.throttle.refund(addr)
+	d.throttle.Refund(addr)
 	d.newSignin(w, "", "", nil)
 	w.Header().Set("Referrer-Policy", "no-referrer") // its address holds the secret
 	d.render(w, http.StatusOK, signedIn)
@@ -193,8 +192,8 @@ func (d *Dashboard) serveSignin(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Forbidden: cross-origin sign-in", http.StatusForbidden)
 		return
 	}
-	addr := remoteKey(r)
-	wait, ok := d.throttle.take(addr)
+	addr := throttle.RemoteKey(r)
+	wait, ok := d.throttle.Take(addr)
 	if !ok {
 		d.tokens.Failed(r, "too many failed sign-ins (dashboard sign-in, not checked)")
 		tooMany(w, wait)
@@ -206,7 +205,7 @@ func (d *Dashboard) serveSignin(w http.ResponseWriter, r *http.Request) {
 	token := strings.TrimSpace(r.PostFormValue("token"))
 	user, grant, err := d.tokens.Verify(r.Context(), token, r)
 	if err == nil {
-		d.throttle.refund(addr)
+		d.throttle.Refund(addr)
 		sum := sha256.Sum256([]byte(token))
 		d.newSignin(w, user, hex.EncodeToString(sum[:]), grant)
 		http.Redirect(w, r, d.root+"/", http.StatusSeeOther)
@@ -237,139 +236,4 @@ func tooMany(w http.ResponseWriter, wait time.Duration) {
 // retrySeconds is wait in whole seconds, rounded up, at least 1.
 func retrySeconds(wait time.Duration) int {
 	return max(int((wait+time.Second-1)/time.Second), 1)
-}
-
-// signinThrottle limits failed sign-ins with token buckets: one per remote
-// address (an IPv6 address by its /64) and one for all addresses. An
-// attempt takes a token from both, and a good sign-in gives it back, so
-// only failures spend them; while either bucket is empty an attempt is
-// answered 429 with Retry-After and its secret is not checked at all, so
-// that guessing faster learns nothing. One address that guesses is held
-// back alone; the others sign in as before, until guesses from many
-// addresses at once empty the global bucket (then new sign-ins wait for
-// it; signed-in browsers are not affected).
-type signinThrottle struct {
-	now func() time.Time // tests set a clock
-
-	mu  sync.Mutex
-	by  map[string]*tokenBucket
-	all tokenBucket
-}
-
-// bucketRate is a bucket's size and how often it gains a token.
-type bucketRate struct {
-	burst float64
-	every time.Duration
-}
-
-var (
-	perAddressRate = bucketRate{burst: 5, every: 5 * time.Second} // 5 failures, then one each 5 s
-	allAddressRate = bucketRate{burst: 20, every: time.Second}    // 20, then one a second, from all addresses
-)
-
-// maxThrottled bounds the addresses tracked; full buckets are forgotten
-// first (one that refilled is a new one).
-const maxThrottled = 4096
-
-type tokenBucket struct {
-	tokens float64
-	at     time.Time // when tokens was brought up to date; zero: a new, full bucket
-}
-
-// fill brings b up to now.
-func (b *tokenBucket) fill(r bucketRate, now time.Time) {
-	if b.at.IsZero() {
-		b.tokens, b.at = r.burst, now
-		return
-	}
-	if now.After(b.at) {
-		b.tokens = min(r.burst, b.tokens+float64(now.Sub(b.at))/float64(r.every))
-		b.at = now
-	}
-}
-
-// wait is how long until b holds a whole token (0: it does).
-func (b *tokenBucket) wait(r bucketRate) time.Duration {
-	if b.tokens >= 1 {
-		return 0
-	}
-	return time.Duration((1 - b.tokens) * float64(r.every))
-}
-
-func newSigninThrottle(now func() time.Time) *signinThrottle {
-	return &signinThrottle{now: now, by: map[string]*tokenBucket{}}
-}
-
-// take takes a token for an attempt from addr; when it may not be made
-// now, ok is false and wait says how long until it may.
-func (t *signinThrottle) take(addr string) (wait time.Duration, ok bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	now := t.now()
-	b := t.by[addr]
-	if b == nil {
-		t.forgetFull(now)
-		b = &tokenBucket{}
-		t.by[addr] = b
-	}
-	b.fill(perAddressRate, now)
-	t.all.fill(allAddressRate, now)
-	if wait = max(b.wait(perAddressRate), t.all.wait(allAddressRate)); wait > 0 {
-		return wait, false
-	}
-	b.tokens--
-	t.all.tokens--
-	return 0, true
-}
-
-// refund gives back the token of a good sign-in from addr.
-func (t *signinThrottle) refund(addr string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	now := t.now()
-	if b := t.by[addr]; b != nil {
-		b.fill(perAddressRate, now)
-		b.tokens = min(perAddressRate.burst, b.tokens+1)
-	}
-	t.all.fill(allAddressRate, now)
-	t.all.tokens = min(allAddressRate.burst, t.all.tokens+1)
-}
-
-// forgetFull makes room for an address when maxThrottled are tracked:
-// the full buckets go, and if none is full, any one.
-func (t *signinThrottle) forgetFull(now time.Time) {
-	if len(t.by) < maxThrottled {
-		return
-	}
-	for k, b := range t.by {
-		if b.fill(perAddressRate, now); b.tokens >= perAddressRate.burst {
-			delete(t.by, k)
-		}
-	}
-	for k := range t.by {
-		if len(t.by) < maxThrottled {
-			break
-		}
-		delete(t.by, k)
-	}
-}
-
-// remoteKey is the address a request came from, as the throttle counts
-// it: an IPv4 address, or an IPv6 address's /64.
-func remoteKey(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil {
-		return host
-	}
-	ip = ip.WithZone("").Unmap()
-	if ip.Is6() {
-		if p, err := ip.Prefix(64); err == nil {
-			return p.String()
-		}
-	}
-	return ip.String()
 }

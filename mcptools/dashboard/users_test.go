@@ -46,7 +46,7 @@ func (e *dashHTTP) connect(t *testing.T, token, protocol string) *mcp.ClientSess
 	return mcptest.ConnectHTTP(t, e.base+"/mcp", token, protocol)
 }
 
-func newDashHTTP(t *testing.T, cfg sessions.Config) *dashHTTP {
+func newDashHTTP(t testing.TB, cfg sessions.Config) *dashHTTP {
 	t.Helper()
 	path, env := fakecli.Command(t)
 	wd, _ := os.Getwd()
@@ -74,7 +74,7 @@ func newDashHTTP(t *testing.T, cfg sessions.Config) *dashHTTP {
 
 // signIn signs a new browser in with token; it returns the browser and
 // the sign-in's status (303 when it worked).
-func (e *dashHTTP) signIn(t *testing.T, token string) (*http.Client, int) {
+func (e *dashHTTP) signIn(t testing.TB, token string) (*http.Client, int) {
 	t.Helper()
 	c := browser(t)
 	code, _ := post(t, c, e.base+"/ui/signin", url.Values{"token": {token}}, map[string]string{"Origin": e.base})

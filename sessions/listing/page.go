@@ -69,3 +69,25 @@ func Stored(want []state.State) (stored []state.State, keep func(Info) bool) {
 	}
 	return stored, func(in Info) bool { return len(want) == 0 || slices.Contains(want, in.State) }
 }
+
+// States are the states a listed session can be in, as Info reports them
+// (interrupting is reported as running; a closed session is not listed):
+// the values a list's state filter takes.
+var States = []state.State{state.Starting, state.Queued, state.Idle, state.Running, state.Dormant, state.Refused, state.Failed}
+
+// ParseState is a list's state filter as a caller names it (Query.State):
+// "" is none (any state), one of States that state; anything else is an
+// error naming the states.
+func ParseState(s string) ([]state.State, error) {
+	if s == "" {
+		return nil, nil
+	}
+	if !slices.Contains(States, state.State(s)) {
+		names := make([]string, len(States))
+		for i, st := range States {
+			names[i] = string(st)
+		}
+		return nil, fmt.Errorf("listing sessions: no state %q; the states are %s", s, strings.Join(names, ", "))
+	}
+	return []state.State{state.State(s)}, nil
+}

@@ -36,14 +36,16 @@
     document.title = n > 0 ? '(' + n + ') ' + base : base;
   }
 
-  // The list: fetch the rows again when the server says they changed.
+  // The list: fetch the rows again when the server says they changed —
+  // the page of stored sessions this page was opened with (its query:
+  // the cursor and the filters).
   var rows = document.getElementById('rows');
   if (rows) {
     var busy = false;
     var refreshRows = function () {
       if (busy) return;
       busy = true;
-      fetch(root + '/rows', { credentials: 'same-origin' }).then(function (r) {
+      fetch(root + '/rows' + location.search, { credentials: 'same-origin' }).then(function (r) {
         return r.ok ? r.text() : null;
       }).then(function (html) {
         if (html !== null) {
