@@ -179,3 +179,26 @@ func testStoreOrphanRunningElsewhere(t *testing.T, open backend) {
 		return errors.Is(err, recstore.ErrClosed)
 	})
 }
+
+// TestStoreOrphanSweptAtStart: the sweep runs by itself when a manager
+// starts: an orphan already old is closed without anyone asking.
+func TestStoreOrphanSweptAtStart(t *testing.T) {
+	t.Parallel()
+	backends(t, func(t *testing.T, open backend) {
+		st, ctx := open(t), ctxFor(t)
+		old := time.Now().Add(-time.Hour)
+		orphan := recstore.Record{
+			Entry: store.Entry{SessionID: "orphan-2", Owner: "alice", Created: old, LastUsed: old,
+				Options: CreateOptions{Cwd: t.TempDir(), Owner: "alice", Temporary: true}},
+			State: state.Idle, Temporary: true,
+		}
+		if err := st.Create(ctx, orphan, recstore.Quota{}); err != nil {
+			t.Fatal(err)
+		}
+		newManager(t, Config{Store: open(t)})
+		poll.Until(t, waitLimit, "the orphan closed by the sweep at start", func() bool {
+			_, err := st.Get(ctx, orphan.SessionID)
+			return errors.Is(err, recstore.ErrClosed)
+		})
+	})
+}
