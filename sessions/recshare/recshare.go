@@ -70,6 +70,10 @@ type Instance struct {
 
 	stopWatch context.CancelFunc
 	watchDone chan struct{}
+
+	sweepMu   sync.Mutex // one sweep of orphans at a time (orphans.go)
+	stopSweep context.CancelFunc
+	sweepDone chan struct{}
 }
 
 // closing is a session closed here: who made its conversations.

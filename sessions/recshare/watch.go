@@ -9,11 +9,14 @@ import (
 
 // Start watches the store for the changes other instances make: a session
 // they closed is dropped here (h.Drop); after a resync (changes may have
-// been missed) each held session is looked up again.
+// been missed) each held session is looked up again. It also starts the
+// sweep of the one-shot queries' sessions that stopped instances left
+// open (orphans.go): now, then every SweepEvery.
 func (i *Instance) Start(h Host) {
 	if i.cfg.Store == nil {
 		return
 	}
+	i.startSweep(h)
 	ctx, cancel := context.WithCancel(context.Background())
 	ch, err := i.cfg.Store.Watch(ctx)
 	if err != nil {
@@ -45,8 +48,13 @@ func (i *Instance) resync(ctx context.Context, h Host) {
 	}
 }
 
-// Stop stops watching and the renewals, giving up every lease held.
+// Stop stops watching, the sweep and the renewals, giving up every lease
+// held.
 func (i *Instance) Stop() {
+	if i.stopSweep != nil {
+		i.stopSweep()
+		<-i.sweepDone
+	}
 	if i.stopWatch != nil {
 		i.stopWatch()
 		<-i.watchDone

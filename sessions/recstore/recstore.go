@@ -163,6 +163,10 @@ type Query struct {
 	// Name keeps the sessions whose name (Options.Name) contains it: a
 	// case-sensitive substring.
 	Name string
+	// Temporary keeps only one-shot queries' sessions (Record.Temporary):
+	// the sweep of the ones a dead instance left. A page may then hold
+	// fewer records than Limit and still have a Next.
+	Temporary bool
 	// Limit is the page's size: 0 is DefaultLimit, at most MaxLimit.
 	Limit int
 	// Cursor is Page.Next of the previous page; "" the first page.

@@ -37,6 +37,7 @@ func Run(t *testing.T, f Factory) {
 		{"CloseTombstone", testClose},
 		{"ListPaging", testListPaging},
 		{"ListFilters", testListFilters},
+		{"ListTemporary", testListTemporary},
 		{"Leases", testLeases},
 		{"Fencing", testFencing},
 		{"QuotaConcurrent", testQuotaConcurrent},
@@ -264,5 +265,46 @@ func testListFilters(t *testing.T, open Opener) {
 		if n, err := s.Count(ctx, owner); err != nil || n != want {
 			t.Errorf("Count(%q) = %d, %v; want %d", owner, n, err, want)
 		}
+	}
+}
+
+// testListTemporary: Query.Temporary finds the one-shot queries' records
+// only, whatever else holds the text "temporary":true.
+func testListTemporary(t *testing.T, open Opener) {
+	s, ctx := open(t), ctxT(t)
+	mk := func(id, owner string, used int, temporary bool, edit func(r *recstore.Record)) {
+		r := rec(id, owner, "", used)
+		r.Temporary = temporary
+		if edit != nil {
+			edit(&r)
+		}
+		must(t, s.Create(ctx, r, recstore.Quota{}), "create")
+	}
+	mk("t1", "alice", 1, true, nil)
+	mk("k1", "alice", 2, false, nil)
+	mk("k2", "bob", 3, false, func(r *recstore.Record) { r.Options.Name = `"temporary":true` })
+	mk("k3", "bob", 4, false, func(r *recstore.Record) {
+		r.Options.MCPServers = map[string]json.RawMessage{"x": json.RawMessage(`{"command":"x","temporary":true}`)}
+	})
+	mk("t2", "bob", 5, true, nil)
+	mk("k4", "carol", 6, false, nil)
+	mk("t3", "carol", 7, true, func(r *recstore.Record) { r.State = state.Idle })
+	for _, q := range []recstore.Query{{Temporary: true}, {Temporary: true, Limit: 1}} {
+		if got, want := listAll(t, s, q, nil), []string{"t3", "t2", "t1"}; !slices.Equal(got, want) {
+			t.Errorf("List(%+v) = %v, want %v", q, got, want)
+		}
+	}
+	if got, want := listAll(t, s, recstore.Query{Temporary: true, Owner: "bob"}, nil), []string{"t2"}; !slices.Equal(got, want) {
+		t.Errorf("List(temporary, bob) = %v, want %v", got, want)
+	}
+	p, err := s.List(ctx, recstore.Query{Temporary: true})
+	must(t, err, "list")
+	for _, r := range p.Records {
+		if !r.Temporary {
+			t.Errorf("List(temporary) returned %s, not temporary", r.SessionID)
+		}
+	}
+	if got := listAll(t, s, recstore.Query{}, nil); len(got) != 7 {
+		t.Errorf("List() = %v, want all 7", got)
 	}
 }

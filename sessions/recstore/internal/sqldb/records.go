@@ -256,6 +256,13 @@ func (db *DB) List(ctx context.Context, q recstore.Query) (recstore.Page, error)
 	if q.Name != "" {
 		where, args = append(where, db.D.Contains), append(args, q.Name)
 	}
+	if q.Temporary {
+		// encoding/json writes the field at the top level as this text;
+		// within a JSON string its quotes would be escaped. A nested
+		// object (an MCP server's raw configuration) may hold it too:
+		// the decoded record decides below.
+		where, args = append(where, "body LIKE ?"), append(args, `%"temporary":true%`)
+	}
 	if q.Cursor != "" {
 		c, err := decodeCursor(q.Cursor)
 		if err != nil {
@@ -277,13 +284,13 @@ func (db *DB) List(ctx context.Context, q recstore.Query) (recstore.Page, error)
 	defer rows.Close()
 	var page recstore.Page
 	var last cursor
-	for rows.Next() {
+	for n := 0; rows.Next(); n++ {
 		var c cursor
 		var body string
 		if err := rows.Scan(&c.ID, &c.LastUsed, &body); err != nil {
 			return recstore.Page{}, err
 		}
-		if len(page.Records) == limit {
+		if n == limit {
 			page.Next = encodeCursor(last)
 			break
 		}
@@ -291,7 +298,11 @@ func (db *DB) List(ctx context.Context, q recstore.Query) (recstore.Page, error)
 		if err != nil {
 			return recstore.Page{}, fmt.Errorf("listing sessions: session %s: %w", c.ID, err)
 		}
-		page.Records, last = append(page.Records, rec), c
+		last = c
+		if q.Temporary && !rec.Temporary {
+			continue
+		}
+		page.Records = append(page.Records, rec)
 	}
 	return page, rows.Err()
 }

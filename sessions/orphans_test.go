@@ -1,0 +1,204 @@
+package sessions
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recshare"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
+)
+
+// The sweep of the one-shot queries' sessions that a dead instance left
+// in the store (sessions/recshare/orphans.go).
+
+// sweep runs m's sweep of orphans now.
+func sweep(t *testing.T, m *Manager) int {
+	t.Helper()
+	n, err := m.share.(*recshare.Instance).SweepOrphans(ctxFor(t), storeHost{m})
+	if err != nil {
+		t.Fatalf("the sweep: %v", err)
+	}
+	return n
+}
+
+// age makes the stored record of session id last used at used, as if
+// it had been written then.
+func age(t *testing.T, st recstore.Store, id string, used time.Time) {
+	t.Helper()
+	rec, err := st.Get(ctxFor(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.LastUsed = used
+	body, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	execSQL(t, st, `UPDATE records SET body = ?, last_used = ? WHERE id = ?`, string(body), used.UnixNano(), id)
+}
+
+// storedIDs is the ids of every open session st lists.
+func storedIDs(t *testing.T, st recstore.Store) []string {
+	t.Helper()
+	page, err := st.List(ctxFor(t), recstore.Query{Limit: recstore.MaxLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range page.Records {
+		ids = append(ids, r.SessionID)
+	}
+	return ids
+}
+
+// TestStoreOrphanSwept: a one-shot's session that a dead instance left in
+// the store (its lease lapsed, last used long ago) is closed by the sweep
+// of a live instance: it leaves the user's count (a user at
+// --user-max-sessions can open again), the list and Get. A dormant kept
+// session as old is left alone, and so is a temporary session held here.
+func TestStoreOrphanSwept(t *testing.T) {
+	t.Parallel()
+	backends(t, testStoreOrphanSwept)
+}
+
+func testStoreOrphanSwept(t *testing.T, open backend) {
+	st, ctx := open(t), ctxFor(t)
+	now := time.Now()
+	orphan := recstore.Record{
+		Entry: store.Entry{SessionID: "orphan-1", ClaudeSessionID: "c-orphan-1", Owner: "alice", Created: now, LastUsed: now,
+			Options: CreateOptions{Cwd: t.TempDir(), Owner: "alice", Temporary: true}},
+		State: state.Idle, Temporary: true,
+	}
+	if err := st.Create(ctx, orphan, recstore.Quota{}); err != nil {
+		t.Fatal(err)
+	}
+	// The dead instance's lease, lapsed (a nanosecond long).
+	if _, _, err := st.Acquire(ctx, orphan.SessionID, "dead-host/1", time.Nanosecond); err != nil {
+		t.Fatal(err)
+	}
+	a := newManager(t, Config{Store: open(t), UserMaxSessions: 1})
+	kept := create(t, a, CreateOptions{Owner: "bob"})
+	query(t, kept, "hi", QueryOptions{})
+	if !kept.makeDormant("test") {
+		t.Fatal("could not make the kept session dormant")
+	}
+	mine, _, err := a.OneShot(ctx, CreateOptions{Owner: "carol", Cwd: t.TempDir(), Temporary: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Open(ctx, CreateOptions{Owner: "alice", Cwd: t.TempDir()}); !errors.Is(err, ErrTooMany) {
+		t.Fatalf("alice's open with the orphan counted, at --user-max-sessions 1: %v, want ErrTooMany", err)
+	}
+	// All three last used an hour ago; the orphan was too recent for the
+	// sweep at A's start.
+	for _, id := range []string{orphan.SessionID, kept.ID, mine.ID} {
+		age(t, st, id, now.Add(-time.Hour))
+	}
+
+	if n := sweep(t, a); n != 1 {
+		t.Errorf("A's sweep closed %d sessions, want 1", n)
+	}
+	if _, err := st.Get(ctx, orphan.SessionID); !errors.Is(err, recstore.ErrClosed) {
+		t.Fatalf("the orphan after the sweep: %v, want ErrClosed", err)
+	}
+	if _, err := a.Get(orphan.SessionID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get of the orphan: %v, want ErrNotFound", err)
+	}
+	infos, _, err := a.ListPage(ctx, recstore.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range infos {
+		if in.SessionID == orphan.SessionID {
+			t.Errorf("the swept orphan is listed")
+		}
+	}
+	if n, err := st.Count(ctx, "alice"); err != nil || n != 0 {
+		t.Errorf("alice's count after the sweep: %d, %v; want 0", n, err)
+	}
+	if _, err := a.Open(ctx, CreateOptions{Owner: "alice", Cwd: t.TempDir()}); err != nil {
+		t.Errorf("alice at --user-max-sessions 1 could not open a session after the sweep: %v", err)
+	}
+	if ids := storedIDs(t, st); !slices.Contains(ids, kept.ID) || !slices.Contains(ids, mine.ID) {
+		t.Errorf("the stored sessions after the sweep: %v; want the kept %s and the temporary %s held here among them", ids, kept.ID, mine.ID)
+	}
+	if _, err := a.Get(kept.ID); err != nil {
+		t.Errorf("the kept dormant session: %v", err)
+	}
+}
+
+// TestStoreOrphanRunningElsewhere: a one-shot query running on A (its
+// lease held, however old its record) is not closed by B's sweep, and its
+// answer comes.
+func TestStoreOrphanRunningElsewhere(t *testing.T) {
+	t.Parallel()
+	backends(t, testStoreOrphanRunningElsewhere)
+}
+
+func testStoreOrphanRunningElsewhere(t *testing.T, open backend) {
+	st, ctx := open(t), ctxFor(t)
+	a := newManager(t, Config{Store: open(t)})
+	s, _, err := a.OneShot(ctx, CreateOptions{Owner: "alice", Cwd: t.TempDir(), Temporary: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := startRun(t, s, "SLOW", RunOptions{}) // 10 s, interrupted below
+	poll.Until(t, waitLimit, "A's one-shot running", func() bool { return stateOf(s) == state.Running && s.Info().PID > 0 })
+	age(t, st, s.ID, time.Now().Add(-time.Hour))
+
+	b := newManager(t, Config{Store: open(t)})
+	if n := sweep(t, b); n != 0 {
+		t.Errorf("B's sweep closed %d sessions, want none", n)
+	}
+	if _, err := st.Get(ctx, s.ID); err != nil {
+		t.Fatalf("A's running one-shot after B's sweep: %v", err)
+	}
+	if h, _ := leaseOf(t, st, s.ID); h != a.share.(*recshare.Instance).Holder() {
+		t.Errorf("the lease of A's one-shot after B's sweep is %q, want A's", h)
+	}
+	select {
+	case <-r.Done():
+		t.Fatal("A's turn ended before it was interrupted")
+	default:
+	}
+	if running, _ := s.Interrupt(ctx); !running {
+		t.Fatal("A's turn was not running when interrupted")
+	}
+	waitDone(t, r)
+	if _, err, ok := r.Collect(); !ok || err != nil {
+		t.Fatalf("A's one-shot result: %v (collected %v)", err, ok)
+	}
+	poll.Until(t, waitLimit, "A's one-shot closed by A once collected", func() bool {
+		_, err := st.Get(ctx, s.ID)
+		return errors.Is(err, recstore.ErrClosed)
+	})
+}
+
+// TestStoreOrphanSweptAtStart: the sweep runs by itself when a manager
+// starts: an orphan already old is closed without anyone asking.
+func TestStoreOrphanSweptAtStart(t *testing.T) {
+	t.Parallel()
+	backends(t, func(t *testing.T, open backend) {
+		st, ctx := open(t), ctxFor(t)
+		old := time.Now().Add(-time.Hour)
+		orphan := recstore.Record{
+			Entry: store.Entry{SessionID: "orphan-2", Owner: "alice", Created: old, LastUsed: old,
+				Options: CreateOptions{Cwd: t.TempDir(), Owner: "alice", Temporary: true}},
+			State: state.Idle, Temporary: true,
+		}
+		if err := st.Create(ctx, orphan, recstore.Quota{}); err != nil {
+			t.Fatal(err)
+		}
+		newManager(t, Config{Store: open(t)})
+		poll.Until(t, waitLimit, "the orphan closed by the sweep at start", func() bool {
+			_, err := st.Get(ctx, orphan.SessionID)
+			return errors.Is(err, recstore.ErrClosed)
+		})
+	})
+}
