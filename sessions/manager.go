@@ -142,6 +142,11 @@ type Config struct {
 	// Store keeps sessions across restarts and shares them with other
 	// instances, one record each; nil keeps them in memory.
 	Store recstore.Store
+	// StoreBeforeAnswer makes a turn's answer wait for its write to Store
+	// (its record, cost and transcript bytes): for a store other machines
+	// share, which may take the session over after a crash with no copy of
+	// the transcript but the store's. Else the write follows the answer.
+	StoreBeforeAnswer bool
 	// Lease is how long a session's lease holds unrenewed (renewed every
 	// third of it); 0: $CLAUDE_AGENT_MCP_LEASE (testing), else 60 s.
 	Lease time.Duration

@@ -163,8 +163,9 @@ func (m *Manager) persist(s *Session, spent float64, saveTranscript bool) {
 
 // persistTurn writes what a turn that ended changed of s (its record,
 // its cost, its transcript's new bytes) off the turn's path: the answer
-// does not wait for the store. Until the write, the cost is counted as
-// owed (Spent, UserSpent see it). Hold no lock.
+// does not wait for the store, unless Config.StoreBeforeAnswer. Until the
+// write, the cost is counted as owed (Spent, UserSpent see it). Hold no
+// lock.
 func (m *Manager) persistTurn(s *Session, spent float64) {
 	if !m.share.Stored() {
 		m.write(s, save{spent, true})
@@ -174,7 +175,10 @@ func (m *Manager) persistTurn(s *Session, spent float64) {
 	owner := s.opts.Owner
 	s.mu.Unlock()
 	m.share.Owe(owner, spent)
-	s.saves.Later(save{spent, true})
+	written := s.saves.Later(save{spent, true})
+	if m.cfg.StoreBeforeAnswer {
+		<-written
+	}
 }
 
 // write is one write of s's record (see persist).

@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/postgres"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/sqlite"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // Several managers (server instances) sharing one session store: a
@@ -514,5 +516,65 @@ func TestStoreCwdElsewhere(t *testing.T) {
 	_, err = bs.Query(ctxFor(t), "hi", QueryOptions{})
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), cwd) || !strings.Contains(err.Error(), "does not exist") {
 		t.Errorf("a query of a session whose cwd is gone: %v", err)
+	}
+}
+
+// heldPuts is a store whose writes of a turn's cost (Put with spent > 0)
+// wait for release, once entered says so.
+type heldPuts struct {
+	recstore.Store
+	entered, release chan struct{}
+}
+
+func (h *heldPuts) Put(ctx context.Context, rec recstore.Record, l recstore.Lease, spent float64) error {
+	if spent > 0 {
+		h.entered <- struct{}{}
+		<-h.release
+	}
+	return h.Store.Put(ctx, rec, l, spent)
+}
+
+// TestStoreWriteAfterAnswer: a turn's answer does not wait for the store's
+// write of its record, which lands after it (and close waits for it);
+// with StoreBeforeAnswer (a store other machines share) the answer waits.
+func TestStoreWriteAfterAnswer(t *testing.T) {
+	t.Parallel()
+	for _, before := range []bool{false, true} {
+		t.Run(fmt.Sprintf("StoreBeforeAnswer=%v", before), func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "sessions.db")
+			h := &heldPuts{Store: storeAt(t, path), entered: make(chan struct{}, 1), release: make(chan struct{})}
+			m := newManager(t, Config{Store: h, StoreBeforeAnswer: before})
+			s := create(t, m, CreateOptions{Owner: "alice"})
+			answered := make(chan *turn.Result, 1)
+			go func() { answered <- query(t, s, "hi", QueryOptions{}) }()
+			<-h.entered // the turn's write has begun, and is held
+			var r *turn.Result
+			if before {
+				select {
+				case <-answered:
+					t.Fatal("the answer came while its turn's write was held, with StoreBeforeAnswer")
+				case <-time.After(300 * time.Millisecond):
+				}
+				close(h.release)
+				r = <-answered
+			} else {
+				select {
+				case r = <-answered: // while the write is held
+				case <-time.After(10 * time.Second):
+					t.Fatal("the answer waited for its turn's write")
+				}
+				if got, want := m.Spent(), r.CostUSD; got < want-1e-9 || got > want+1e-9 {
+					t.Errorf("spent %v while the write is held, want the turn's %v (owed)", got, want)
+				}
+				close(h.release)
+			}
+			if _, err := m.Close(s.ID); err != nil { // waits for the write
+				t.Fatal(err)
+			}
+			if got := m.Spent(); got < r.CostUSD-1e-9 || got > r.CostUSD+1e-9 {
+				t.Errorf("spent %v after the close, want the turn's %v once", got, r.CostUSD)
+			}
+		})
 	}
 }
