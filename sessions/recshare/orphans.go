@@ -25,8 +25,10 @@ const (
 	// OrphanGrace is how long ago a temporary record must have been last
 	// used (its create, or its last turn's end) before a sweep may close
 	// it: a one-shot's record exists briefly between its create and its
-	// process's lease.
-	OrphanGrace = 2 * time.Minute
+	// process's lease, and an instance keeps a finished one-shot whose
+	// answer nobody has collected for sessions.Config.DropAfter (15 min),
+	// perhaps with its process (and lease) gone after an idle timeout.
+	OrphanGrace = 20 * time.Minute
 	// SweepEvery is how often the sweep runs while the server runs, after
 	// the one at Start.
 	SweepEvery = 5 * time.Minute
