@@ -147,6 +147,10 @@ type Config struct {
 	// share, which may take the session over after a crash with no copy of
 	// the transcript but the store's. Else the write follows the answer.
 	StoreBeforeAnswer bool
+	// StoreFailed says that sessions should survive a restart but the
+	// default store could not be opened (Store is nil): PersistFailing
+	// reports it, as it does a store whose writes fail.
+	StoreFailed bool
 	// Lease is how long a session's lease holds unrenewed (renewed every
 	// third of it); 0: $CLAUDE_AGENT_MCP_LEASE (testing), else 60 s.
 	Lease time.Duration

@@ -276,7 +276,7 @@ func (m *Manager) unhold(s *Session) {
 
 // PersistFailing reports whether sessions should survive a restart but do
 // not: the last write of the store failed.
-func (m *Manager) PersistFailing() bool { return m.share.Failing() }
+func (m *Manager) PersistFailing() bool { return m.cfg.StoreFailed || m.share.Failing() }
 
 // dropGone closes here s, which another instance closed.
 func (m *Manager) dropGone(s *Session) {

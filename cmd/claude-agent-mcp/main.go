@@ -108,6 +108,14 @@ func openStore(c *config, mcfg *sessions.Config, logger *slog.Logger) (closeStor
 	}
 	ctx := context.Background()
 	st, where, err := openStoreAt(ctx, c.store, logger)
+	if err != nil && c.store == "" {
+		// The default place (under the user's state directory) is not
+		// the operator's choice: serve, in memory, and say so in every
+		// create's result (persisted: false).
+		logger.Error("the session store cannot be opened: sessions are kept in memory only and do not survive a restart (give --store a path that can be written, or --persist=false to keep them in memory on purpose)", "err", err)
+		mcfg.StoreFailed = true
+		return func() {}, nil
+	}
 	if err != nil {
 		return nil, err
 	}

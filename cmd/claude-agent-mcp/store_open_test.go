@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/syncbuf"
+)
+
+// TestDefaultStoreUnopenable: when the default store (under the user's
+// state directory) cannot be opened, the server still serves, keeps
+// sessions in memory, logs why, and says persisted: false in a create's
+// result; a store the operator named with --store that cannot be opened
+// stops the start, naming it.
+func TestDefaultStoreUnopenable(t *testing.T) {
+	home := t.TempDir()
+	notDir := filepath.Join(home, "state-is-a-file")
+	if err := os.WriteFile(notDir, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	claude, fenv := fakecli.Command(t)
+	env := append(os.Environ(), "HOME="+home, "XDG_STATE_HOME="+notDir)
+	for k, v := range fenv {
+		env = append(env, k+"="+v)
+	}
+
+	t.Run("default", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		var stderr syncbuf.Buffer
+		cmd := exec.Command(serverBinary(t), "--claude-path", claude, "--warm-spares", "0")
+		cmd.Env, cmd.Dir, cmd.Stderr = env, home, &stderr
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "claude_session_create", Arguments: map[string]any{"cwd": home}})
+		if err != nil || res.IsError {
+			t.Fatalf("create: %v %+v", err, res)
+		}
+		var out struct {
+			SessionID string `json:"sessionId"`
+			Persisted *bool  `json:"persisted"`
+		}
+		data, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(data, &out); err != nil {
+			t.Fatal(err)
+		}
+		if out.SessionID == "" || out.Persisted == nil || *out.Persisted {
+			t.Errorf("create's result %s: want a session with persisted false", data)
+		}
+		cs.Close()
+		_ = cmd.Wait()
+		log := stderr.String()
+		if !strings.Contains(log, "the session store cannot be opened") || !strings.Contains(log, notDir) {
+			t.Errorf("the log does not say that the store could not be opened, and where:\n%s", log)
+		}
+	})
+
+	t.Run("named", func(t *testing.T) {
+		named := filepath.Join(notDir, "sessions.db")
+		cmd := exec.Command(serverBinary(t), "--claude-path", claude, "--warm-spares", "0", "--store", named)
+		cmd.Env, cmd.Dir, cmd.Stdin = env, home, strings.NewReader("")
+		out, err := cmd.CombinedOutput()
+		if err == nil || cmd.ProcessState.ExitCode() == 0 || !strings.Contains(string(out), named) {
+			t.Fatalf("exit %v, output %q: want a failed start naming %s", err, out, named)
+		}
+	})
+}
