@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -134,32 +133,54 @@ func (db *DB) dumpClosed(ctx context.Context, emit func(any) error) error {
 func (db *DB) Import(ctx context.Context, r io.Reader) (recstore.ImportStats, error) {
 	var st recstore.ImportStats
 	err := db.Write(ctx, func(tx *sql.Tx, _ time.Time) error {
+		rs := &restorer{db: db, tx: tx, counted: map[string]int{}}
 		var err error
-		st, err = recstore.Import(ctx, r, restorer{db, tx})
-		return err
+		if st, err = recstore.Import(ctx, r, rs); err != nil {
+			return err
+		}
+		for owner, d := range rs.counted { // the open sessions counted once per owner, not per line
+			if d != 0 {
+				if err := db.bump(ctx, tx, owner, d); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
 	})
 	return st, err
 }
 
-// restorer upserts imported lines within tx.
+// restorer upserts imported lines within tx. A session line makes a few
+// statements (a look, the upsert, its conversations): the open sessions it
+// adds are counted in counted, written once at the end.
 type restorer struct {
-	db *DB
-	tx *sql.Tx
+	db      *DB
+	tx      *sql.Tx
+	counted map[string]int // owner → open sessions added (or moved away, negative)
 }
 
-func (rs restorer) RestoreSession(ctx context.Context, l recstore.SessionLine) error {
+func (rs *restorer) RestoreSession(ctx context.Context, l recstore.SessionLine) error {
 	db, tx := rs.db, rs.tx
 	body, err := encodeRecord(&l.Record)
 	if err != nil {
 		return err
 	}
 	{
-		var one int
-		if tx.QueryRowContext(ctx, db.Q(`SELECT 1 FROM tombstones WHERE id = ?`), l.SessionID).Scan(&one) == nil {
+		var closed bool
+		var was sql.NullString
+		if err := tx.QueryRowContext(ctx, db.Q(`SELECT EXISTS (SELECT 1 FROM tombstones WHERE id = ?), (SELECT owner FROM records WHERE id = ?)`),
+			l.SessionID, l.SessionID).Scan(&closed, &was); err != nil {
+			return err
+		}
+		if closed {
 			return nil // closed stays closed
 		}
-		if err := rs.recount(ctx, l); err != nil {
-			return err
+		switch {
+		case !was.Valid: // a new session
+			rs.counted[l.Owner]++
+		case was.String != l.Owner:
+			rs.counted[was.String]--
+			rs.counted[l.Owner]++
 		}
 		if _, err := db.exec(ctx, tx, `INSERT INTO records (id, owner, name, state, last_used, body) VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, name = excluded.name, state = excluded.state, last_used = excluded.last_used, body = excluded.body`,
@@ -182,30 +203,13 @@ func (rs restorer) RestoreSession(ctx context.Context, l recstore.SessionLine) e
 				return err
 			}
 		}
-		return db.D.Notify(ctx, tx, l.SessionID, recstore.KindCreated)
+		// No change is announced per session: an instance's watch acts on
+		// closes (below) and leases, not on records it does not hold.
+		return nil
 	}
 }
 
-// recount counts the session l brings: a new one, or one whose owner
-// changes.
-func (rs restorer) recount(ctx context.Context, l recstore.SessionLine) error {
-	var was string
-	err := rs.tx.QueryRowContext(ctx, rs.db.Q(`SELECT owner FROM records WHERE id = ?`), l.SessionID).Scan(&was)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return rs.db.bump(ctx, rs.tx, l.Owner, 1)
-	case err != nil:
-		return err
-	case was != l.Owner:
-		if err := rs.db.bump(ctx, rs.tx, was, -1); err != nil {
-			return err
-		}
-		return rs.db.bump(ctx, rs.tx, l.Owner, 1)
-	}
-	return nil
-}
-
-func (rs restorer) replaceHistory(ctx context.Context, tx *sql.Tx, l recstore.SessionLine) error {
+func (rs *restorer) replaceHistory(ctx context.Context, tx *sql.Tx, l recstore.SessionLine) error {
 	if _, err := rs.db.exec(ctx, tx, `DELETE FROM history WHERE session_id = ?`, l.SessionID); err != nil {
 		return err
 	}
@@ -218,14 +222,14 @@ func (rs restorer) replaceHistory(ctx context.Context, tx *sql.Tx, l recstore.Se
 	return nil
 }
 
-func (rs restorer) RestoreClosed(ctx context.Context, l recstore.ClosedLine) error {
+func (rs *restorer) RestoreClosed(ctx context.Context, l recstore.ClosedLine) error {
 	if err := rs.db.putTombstone(ctx, rs.tx, l.ID, l.Tombstone); err != nil {
 		return err
 	}
 	return rs.db.D.Notify(ctx, rs.tx, l.ID, recstore.KindClosed)
 }
 
-func (rs restorer) RestoreSpent(ctx context.Context, l recstore.SpentLine) error {
+func (rs *restorer) RestoreSpent(ctx context.Context, l recstore.SpentLine) error {
 	_, err := rs.db.exec(ctx, rs.tx, `INSERT INTO spent (owner, usd) VALUES (?, ?) ON CONFLICT (owner) DO UPDATE SET usd = excluded.usd`, l.Owner, l.USD)
 	return err
 }
