@@ -189,8 +189,8 @@ func (m *Manager) write(s *Session, w save) {
 	rec, path := s.recordLocked(), s.transcriptPath()
 	s.mu.Unlock()
 	ctx := context.Background()
+	defer m.share.Owe(rec.Owner, -spent) // what persistTurn counted as owed: written now, or never
 	if closed && m.share.Stored() {
-		m.share.Owe(rec.Owner, -spent) // not written: owed no more
 		return
 	}
 	err := m.share.Put(ctx, rec, spent)

@@ -155,11 +155,9 @@ func (i *Instance) Put(ctx context.Context, rec recstore.Record, spent float64) 
 	}
 	l, lost := i.leaseOf(rec.SessionID)
 	if lost != nil {
-		i.settle(rec.Owner, spent)
 		return lost
 	}
 	err := i.cfg.Store.Put(ctx, rec, l, spent)
-	i.settle(rec.Owner, spent)
 	if errors.Is(err, recstore.ErrFenced) {
 		i.lose(rec.SessionID, err)
 	}
@@ -167,8 +165,9 @@ func (i *Instance) Put(ctx context.Context, rec recstore.Record, spent float64) 
 }
 
 // Owe counts usd, a turn's cost that a Put will add to the store, until
-// that Put (see settle): Spent and UserSpent count it meanwhile. Without a
-// store it does nothing (Put counts in memory at once).
+// the caller takes it back (a negative usd) once that Put has run, written
+// or not: Spent and UserSpent count it meanwhile. Without a store it does
+// nothing (Put counts in memory at once).
 func (i *Instance) Owe(owner string, usd float64) {
 	if i.cfg.Store == nil || usd == 0 {
 		return
@@ -176,16 +175,6 @@ func (i *Instance) Owe(owner string, usd float64) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.owed.add(owner, usd)
-}
-
-// settle ends what Owe counted of a Put's spent, written or failed.
-func (i *Instance) settle(owner string, usd float64) {
-	if usd == 0 {
-		return
-	}
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	i.owed.add(owner, -usd)
 }
 
 // costs are sums of turns' costs, in all and by user.
