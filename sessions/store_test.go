@@ -83,6 +83,19 @@ func sharedPair(t *testing.T, open backend, cfg Config, env ...string) (a, b *Ma
 	return newManager(t, ca, env...), newManager(t, cb)
 }
 
+// wantElsewhere checks that a query on s, held by m (instance here), is
+// refused while instance there runs the session, and that m started no
+// process for it.
+func wantElsewhere(t *testing.T, m *Manager, s *Session, here, there string) {
+	t.Helper()
+	if _, err := s.Query(ctxFor(t), "hi", QueryOptions{}); !errors.Is(err, ErrElsewhere) {
+		t.Errorf("query on %s while %s runs the session: %v", here, there, err)
+	}
+	if n := m.LiveCount(); n != 0 {
+		t.Errorf("%s started %d process(es) for a session %s runs", here, n, there)
+	}
+}
+
 // execSQL runs a statement written with ? placeholders on st.
 func execSQL(t *testing.T, st recstore.Store, q string, args ...any) {
 	t.Helper()
@@ -140,12 +153,7 @@ func testStoreSharedRun(t *testing.T, open backend) {
 	if in := bs.Info(); in.State != state.Dormant || in.Queries != 1 || in.ClaudeSessionID != csid {
 		t.Errorf("B's copy: %+v", in)
 	}
-	if _, err := bs.Query(ctxFor(t), "hi", QueryOptions{}); !errors.Is(err, ErrElsewhere) {
-		t.Errorf("query on B while A runs the session: %v", err)
-	}
-	if n := b.LiveCount(); n != 0 {
-		t.Errorf("B started %d process(es) for a session A runs", n)
-	}
+	wantElsewhere(t, b, bs, "B", "A")
 
 	if !s.makeDormant("test") {
 		t.Fatal("could not make the session dormant on A")
@@ -156,12 +164,7 @@ func testStoreSharedRun(t *testing.T, open backend) {
 		t.Errorf("query on B: %+v", r)
 	}
 	pr.checkArg(t, "--resume="+csid, true)
-	if _, err := s.Query(ctxFor(t), "hi", QueryOptions{}); !errors.Is(err, ErrElsewhere) {
-		t.Errorf("query on A while B runs the session: %v", err)
-	}
-	if n := a.LiveCount(); n != 0 {
-		t.Errorf("A started %d process(es) for a session B runs", n)
-	}
+	wantElsewhere(t, a, s, "A", "B")
 	if !bs.makeDormant("test") {
 		t.Fatal("could not make the session dormant on B")
 	}

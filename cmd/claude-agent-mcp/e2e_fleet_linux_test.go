@@ -124,18 +124,7 @@ func TestE2EFleetFailover(t *testing.T) {
 	if started > fleetLease+time.Second {
 		t.Errorf("B started the session's claude process %s after A was killed, want at most the lease (%s) plus 1 s", started, fleetLease)
 	}
-	if out["claudeSessionId"] != csid {
-		t.Errorf("claudeSessionId on B = %v, want %s (resumed)", out["claudeSessionId"], csid)
-	}
-	remembered := false
-	for _, m := range requestFor(t, b.api, "which word").Messages {
-		if m.Role == "user" && strings.Contains(m.Text(), "remember the word PELICAN") {
-			remembered = true
-		}
-	}
-	if !remembered {
-		t.Error("B's request lacks the conversation A held")
-	}
+	checkResumedOnB(t, b, out, csid)
 	_, out = b.call(t, ctx, "claude_session_history", map[string]any{"sessionId": sid}, nil)
 	var prompts []string
 	entries, _ := out["entries"].([]any)

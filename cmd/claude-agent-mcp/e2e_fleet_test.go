@@ -45,18 +45,7 @@ func TestE2EFleet(t *testing.T) {
 	if res.IsError {
 		t.Fatalf("query on B: %s", text(res))
 	}
-	if out["claudeSessionId"] != csid {
-		t.Errorf("claudeSessionId on B = %v, want %s (resumed, not replayed)", out["claudeSessionId"], csid)
-	}
-	remembered := false
-	for _, m := range requestFor(t, b.api, "which word").Messages {
-		if m.Role == "user" && strings.Contains(m.Text(), "remember the word PELICAN") {
-			remembered = true
-		}
-	}
-	if !remembered {
-		t.Error("B's request lacks the conversation A held")
-	}
+	checkResumedOnB(t, b, out, csid)
 
 	bin := serverBinary(t)
 	exported, err := exec.CommandContext(ctx, bin, "store", "export", "--store", url).Output()
@@ -74,5 +63,23 @@ func TestE2EFleet(t *testing.T) {
 	again, err := exec.CommandContext(ctx, bin, "store", "export", "--store", db).Output()
 	if err != nil || !strings.Contains(string(again), `"sessionId":"`+sid+`"`) || !strings.Contains(string(again), csid) {
 		t.Errorf("the embedded store's export after the import (%v):\n%s", err, tail(string(again), 2000))
+	}
+}
+
+// checkResumedOnB checks that B answered "which word…" in conversation
+// csid, which A held (resumed, not replayed), with A's turn in its request.
+func checkResumedOnB(t *testing.T, b *e2e, out map[string]any, csid string) {
+	t.Helper()
+	if out["claudeSessionId"] != csid {
+		t.Errorf("claudeSessionId on B = %v, want %s (resumed, not replayed)", out["claudeSessionId"], csid)
+	}
+	remembered := false
+	for _, m := range requestFor(t, b.api, "which word").Messages {
+		if m.Role == "user" && strings.Contains(m.Text(), "remember the word PELICAN") {
+			remembered = true
+		}
+	}
+	if !remembered {
+		t.Error("B's request lacks the conversation A held")
 	}
 }
