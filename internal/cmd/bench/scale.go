@@ -124,21 +124,25 @@ func (b *bench) scaleOne(ctx context.Context, n int, pg string) (scaleRow, error
 	var warm, list []time.Duration
 	for range scaleRounds {
 		t0 := time.Now()
-		out, err := s.query(ctx, "claude_chat_query", args)
+		res, err := s.send(ctx, "claude_chat_query", args)
 		if err != nil {
 			return row, err
 		}
 		warm = append(warm, time.Since(t0))
+		out, err := s.queryOut("claude_chat_query", res)
+		if err != nil {
+			return row, err
+		}
 		if err := wantHello("claude_chat_query", out.FinalText); err != nil {
 			return row, err
 		}
-		var page map[string]any
 		t0 = time.Now()
-		if err := s.call(ctx, "claude_session_list", map[string]any{}, &page); err != nil {
+		res, err = s.send(ctx, "claude_session_list", map[string]any{})
+		if err != nil {
 			return row, err
 		}
 		list = append(list, time.Since(t0))
-		data, _ := json.Marshal(page)
+		data, _ := json.Marshal(res.StructuredContent)
 		row.listBytes = len(data)
 	}
 	row.warmP50, row.warmP90 = pct(warm, 0.5), pct(warm, 0.9)

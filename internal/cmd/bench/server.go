@@ -173,11 +173,23 @@ func (s *server) pid() int { return s.cmd.Process.Pid }
 
 // call calls a tool and decodes its structured result into out.
 func (s *server) call(ctx context.Context, tool string, args map[string]any, out any) error {
+	res, err := s.send(ctx, tool, args)
+	if err != nil || out == nil {
+		return err
+	}
+	return decodeOut(res, out)
+}
+
+// send is a tool call and its answer as the MCP client decoded it: what a
+// host waits for, and all that the timed figures time. Turning the
+// structured content into the bench's own types (decodeOut, a JSON round
+// trip of the whole answer) is the bench's business and comes after.
+func (s *server) send(ctx context.Context, tool string, args map[string]any) (*mcp.CallToolResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, callLimit)
 	defer cancel()
 	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
-		return fmt.Errorf("%s on the %s server: %w\n%s", tool, s.name, err, s.log.lastLines())
+		return nil, fmt.Errorf("%s on the %s server: %w\n%s", tool, s.name, err, s.log.lastLines())
 	}
 	if res.IsError {
 		var text strings.Builder
@@ -186,16 +198,18 @@ func (s *server) call(ctx context.Context, tool string, args map[string]any, out
 				text.WriteString(tc.Text)
 			}
 		}
-		return fmt.Errorf("%s on the %s server: tool error: %s", tool, s.name, text.String())
+		return nil, fmt.Errorf("%s on the %s server: tool error: %s", tool, s.name, text.String())
 	}
-	if out != nil {
-		data, err := json.Marshal(res.StructuredContent)
-		if err != nil {
-			return err
-		}
-		return json.Unmarshal(data, out)
+	return res, nil
+}
+
+// decodeOut fills out from the structured content of res.
+func decodeOut(res *mcp.CallToolResult, out any) error {
+	data, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		return err
 	}
-	return nil
+	return json.Unmarshal(data, out)
 }
 
 type createOut struct {
@@ -229,8 +243,17 @@ func (s *server) closeSession(ctx context.Context, id string) error {
 }
 
 func (s *server) query(ctx context.Context, tool string, args map[string]any) (queryOut, error) {
+	res, err := s.send(ctx, tool, args)
+	if err != nil {
+		return queryOut{}, err
+	}
+	return s.queryOut(tool, res)
+}
+
+// queryOut is the structured answer of a query tool, checked.
+func (s *server) queryOut(tool string, res *mcp.CallToolResult) (queryOut, error) {
 	var out queryOut
-	if err := s.call(ctx, tool, args, &out); err != nil {
+	if err := decodeOut(res, &out); err != nil {
 		return out, err
 	}
 	if !s.peer && (out.Status != "completed" || out.Error != "") {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -274,11 +275,15 @@ func greeting(what string) func(string) error {
 
 // serverTurn times one query on s and checks its final text.
 func (r *rig) serverTurn(ctx context.Context, s *server, tool string, args map[string]any, check func(string) error) (time.Duration, error) {
-	var out queryOut
+	var res *mcp.CallToolResult
 	d, err := r.b.timeIt(func() (err error) {
-		out, err = s.query(ctx, tool, args)
+		res, err = s.send(ctx, tool, args)
 		return err
 	})
+	if err != nil {
+		return d, err
+	}
+	out, err := s.queryOut(tool, res)
 	if err == nil {
 		r.b.cliMs, err = out.Metadata.DurationMs, check(out.FinalText)
 	}
