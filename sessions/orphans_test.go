@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -82,7 +83,8 @@ func testStoreOrphanSwept(t *testing.T, open backend) {
 	if _, _, err := st.Acquire(ctx, orphan.SessionID, "dead-host/1", time.Nanosecond); err != nil {
 		t.Fatal(err)
 	}
-	a := newManager(t, Config{Store: open(t), UserMaxSessions: 1})
+	var takeovers atomic.Int32
+	a := newManager(t, Config{Store: open(t), UserMaxSessions: 1, OnTakeover: func() { takeovers.Add(1) }})
 	kept := create(t, a, CreateOptions{Owner: "bob"})
 	query(t, kept, "hi", QueryOptions{})
 	if !kept.makeDormant("test") {
@@ -101,8 +103,12 @@ func testStoreOrphanSwept(t *testing.T, open backend) {
 		age(t, st, id, now.Add(-time.Hour))
 	}
 
+	before := takeovers.Load() // none: the orphan was too recent at A's start
 	if n := sweep(t, a); n != 1 {
 		t.Errorf("A's sweep closed %d sessions, want 1", n)
+	}
+	if n := takeovers.Load() - before; n != 1 {
+		t.Errorf("A's sweep counted %d lease takeovers, want 1 (the dead instance's lapsed lease on the orphan)", n)
 	}
 	if _, err := st.Get(ctx, orphan.SessionID); !errors.Is(err, recstore.ErrClosed) {
 		t.Fatalf("the orphan after the sweep: %v, want ErrClosed", err)

@@ -117,12 +117,15 @@ func stale(rec recstore.Record) bool { return time.Since(rec.LastUsed) > OrphanG
 // instance holds the lease (it runs the session) or the record is not an
 // orphan any more (used again, or closed, meanwhile).
 func (i *Instance) closeOrphan(ctx context.Context, id string) (bool, error) {
-	l, _, err := i.cfg.Store.Acquire(ctx, id, i.sweepHolder(), i.lease)
+	l, takeover, err := i.cfg.Store.Acquire(ctx, id, i.sweepHolder(), i.lease)
 	switch {
 	case errors.Is(err, recstore.ErrElsewhere), errors.Is(err, recstore.ErrNotFound), errors.Is(err, recstore.ErrClosed):
 		return false, nil
 	case err != nil:
 		return false, fmt.Errorf("taking the lease on session %s: %w", id, err)
+	}
+	if takeover && i.cfg.OnTakeover != nil {
+		i.cfg.OnTakeover() // the lease of a stopped instance, lapsed: a takeover like Acquire's
 	}
 	rec, err := i.cfg.Store.Get(ctx, id)
 	if err == nil && (!rec.Temporary || !stale(rec)) {
