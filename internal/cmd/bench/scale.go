@@ -142,6 +142,9 @@ func (b *bench) scaleOne(ctx context.Context, n int, pg string) (scaleRow, error
 			return row, err
 		}
 		list = append(list, time.Since(t0))
+		if _, ok := res.StructuredContent.(map[string]any); !ok {
+			return row, fmt.Errorf("claude_session_list answered %T, want an object", res.StructuredContent)
+		}
 		data, _ := json.Marshal(res.StructuredContent)
 		row.listBytes = len(data)
 	}

@@ -228,8 +228,17 @@ type queryOut struct {
 }
 
 func (s *server) create(ctx context.Context) (string, error) {
+	res, err := s.send(ctx, "claude_session_create", map[string]any{})
+	if err != nil {
+		return "", err
+	}
+	return s.created(res)
+}
+
+// created is the session id of claude_session_create's answer, checked.
+func (s *server) created(res *mcp.CallToolResult) (string, error) {
 	var out createOut
-	if err := s.call(ctx, "claude_session_create", map[string]any{}, &out); err != nil {
+	if err := decodeOut(res, &out); err != nil {
 		return "", err
 	}
 	if out.SessionID == "" || !out.Active {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakeapi"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The timed, interleaved part.
@@ -101,8 +101,12 @@ func (r *rig) peerBigProbe(ctx context.Context) string {
 	pctx, cancel := context.WithTimeout(ctx, peerBigLimit)
 	defer cancel()
 	start := time.Now()
-	out, err := r.peer.query(pctx, "claude_chat_query", map[string]any{"sessionId": id, "prompt": "BIGTEXT"})
+	res, err := r.peer.send(pctx, "claude_chat_query", map[string]any{"sessionId": id, "prompt": "BIGTEXT"})
 	took := time.Since(start)
+	var out queryOut
+	if err == nil {
+		out, err = r.peer.queryOut("claude_chat_query", res)
+	}
 	cctx, ccancel := context.WithTimeout(ctx, 10*time.Second) // a hung query may hold its close up too
 	defer ccancel()
 	_ = r.peer.closeSession(cctx, id)
@@ -290,6 +294,21 @@ func (r *rig) serverTurn(ctx context.Context, s *server, tool string, args map[s
 	return d, err
 }
 
+// timedCreate times claude_session_create on s (see send) and checks its
+// answer after the timer.
+func (r *rig) timedCreate(ctx context.Context, s *server) (string, time.Duration, error) {
+	var res *mcp.CallToolResult
+	d, err := r.b.timeIt(func() (err error) {
+		res, err = s.send(ctx, "claude_session_create", map[string]any{})
+		return err
+	})
+	if err != nil {
+		return "", d, err
+	}
+	id, err := s.created(res)
+	return id, d, err
+}
+
 // cliTurn times one turn of p.
 func (r *rig) cliTurn(ctx context.Context, p *claudeagent.Process, prompt string) (*claudeagent.ResultMessage, time.Duration, error) {
 	var res *claudeagent.ResultMessage
@@ -365,9 +384,8 @@ func (r *rig) serverVariants() []variant {
 		}},
 		{"create_spare", func(ctx context.Context) (d time.Duration, err error) {
 			err = r.afterSpare(ctx, func() error {
-				var id string
-				var err error
-				d, err = r.b.timeIt(func() (err error) { id, err = r.warm.create(ctx); return err })
+				id, took, err := r.timedCreate(ctx, r.warm)
+				d = took
 				if err != nil {
 					return err
 				}
@@ -376,8 +394,7 @@ func (r *rig) serverVariants() []variant {
 			return d, err
 		}},
 		{"create_nospare", func(ctx context.Context) (time.Duration, error) {
-			var id string
-			d, err := r.b.timeIt(func() (err error) { id, err = r.cold.create(ctx); return err })
+			id, d, err := r.timedCreate(ctx, r.cold)
 			if err == nil {
 				err = r.cold.closeSession(ctx, id)
 			}
