@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/listing"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 )
 
@@ -41,9 +42,8 @@ const (
 
 // States are the states the sessions gauge always has a series for, in
 // the order a scrape gives them: every state a held session can be in as
-// its Info reports it (interrupting is reported as running; a closed
-// session is no longer held).
-var States = []state.State{state.Starting, state.Queued, state.Idle, state.Running, state.Dormant, state.Refused, state.Failed}
+// its Info reports it, the same a list filters by (listing.States).
+var States = listing.States
 
 // Buckets of the histograms, in seconds: a turn takes from a fraction of a
 // second to many minutes, a registry write (two fsyncs) milliseconds.
