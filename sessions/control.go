@@ -95,7 +95,7 @@ func (s *Session) switchOption(ctx context.Context, option string, apply func(o 
 		after()
 	}
 	s.mu.Unlock()
-	s.m.persist(s, 0, false)
+	s.m.persist(s, false)
 	return nil
 }
 

@@ -263,7 +263,7 @@ func (m *Manager) Create(ctx context.Context, opts CreateOptions) (*Session, err
 		// Every live process is busy: the session is made all the same and
 		// starts with its first query, which waits its turn.
 		s.log.Info("created without a process: every live process is busy", "max_live", m.cfg.MaxLive)
-		m.persist(s, 0, false)
+		m.persist(s, false)
 		go m.spareOn(live.SessionCreated, opts)
 		return s, nil
 	}
@@ -275,7 +275,7 @@ func (m *Manager) Create(ctx context.Context, opts CreateOptions) (*Session, err
 		return nil, err
 	}
 	s.resetIdleTimer()
-	m.persist(s, 0, false)
+	m.persist(s, false)
 	go m.spareOn(live.SessionCreated, opts)
 	return s, nil
 }
@@ -308,7 +308,7 @@ func (m *Manager) Open(ctx context.Context, opts CreateOptions) (*Session, error
 		s.mu.Lock()
 		s.worktree = w
 		s.mu.Unlock()
-		m.persist(s, 0, false)
+		m.persist(s, false)
 		s.log.Info("made a worktree for the session", "path", w.Path, "branch", w.Branch)
 	}
 	return s, nil

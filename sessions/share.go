@@ -154,11 +154,11 @@ type save struct {
 
 func mergeSaves(a, b save) save { return save{a.spent + b.spent, a.transcript || b.transcript} }
 
-// persist writes s's record, with spent (a turn's cost) added to the sums,
-// and the transcript's new bytes with saveTranscript, after the writes
-// queued before it. Hold no lock.
-func (m *Manager) persist(s *Session, spent float64, saveTranscript bool) {
-	s.saves.Now(save{spent, saveTranscript})
+// persist writes s's record, and the transcript's new bytes with
+// saveTranscript, after the writes queued before it (a turn's cost goes
+// through persistTurn). Hold no lock.
+func (m *Manager) persist(s *Session, saveTranscript bool) {
+	s.saves.Now(save{transcript: saveTranscript})
 }
 
 // persistTurn writes what a turn that ended changed of s (its record,
@@ -249,7 +249,7 @@ func (m *Manager) released(s *Session) {
 	if !m.share.Stored() {
 		return
 	}
-	m.persist(s, 0, true)
+	m.persist(s, true)
 	m.share.Release(s.ID)
 	m.leaveMemory(s)
 }
