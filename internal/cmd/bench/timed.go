@@ -279,11 +279,7 @@ func greeting(what string) func(string) error {
 
 // serverTurn times one query on s and checks its final text.
 func (r *rig) serverTurn(ctx context.Context, s *server, tool string, args map[string]any, check func(string) error) (time.Duration, error) {
-	var res *mcp.CallToolResult
-	d, err := r.b.timeIt(func() (err error) {
-		res, err = s.send(ctx, tool, args)
-		return err
-	})
+	res, d, err := r.timedSend(ctx, s, tool, args)
 	if err != nil {
 		return d, err
 	}
@@ -294,14 +290,20 @@ func (r *rig) serverTurn(ctx context.Context, s *server, tool string, args map[s
 	return d, err
 }
 
-// timedCreate times claude_session_create on s (see send) and checks its
-// answer after the timer.
-func (r *rig) timedCreate(ctx context.Context, s *server) (string, time.Duration, error) {
+// timedSend is a round's timed part: a tool call on s (see send).
+func (r *rig) timedSend(ctx context.Context, s *server, tool string, args map[string]any) (*mcp.CallToolResult, time.Duration, error) {
 	var res *mcp.CallToolResult
 	d, err := r.b.timeIt(func() (err error) {
-		res, err = s.send(ctx, "claude_session_create", map[string]any{})
+		res, err = s.send(ctx, tool, args)
 		return err
 	})
+	return res, d, err
+}
+
+// timedCreate times claude_session_create on s and checks its answer
+// after the timer.
+func (r *rig) timedCreate(ctx context.Context, s *server) (string, time.Duration, error) {
+	res, d, err := r.timedSend(ctx, s, "claude_session_create", map[string]any{})
 	if err != nil {
 		return "", d, err
 	}
