@@ -141,6 +141,7 @@ func testStoreSharedRun(t *testing.T, open backend) {
 	a, b := sharedPair(t, open, Config{})
 	s := create(t, a, CreateOptions{})
 	query(t, s, "hi", QueryOptions{})
+	s.saves.Wait() // the turn's write follows its answer: B sees the turn once it has landed
 	csid := s.Info().ClaudeSessionID
 	if h, _ := leaseOf(t, open(t), s.ID); !strings.HasPrefix(h, mustHost(t)) {
 		t.Errorf("the lease while A runs the session is %q's", h)
