@@ -82,6 +82,11 @@ type config struct {
 	peer         string
 	scale        string
 	scalePG      string
+	// altBin and altArgs start one more spares server, timed in the same
+	// rounds as the usual one (bigtext_alt, chat_alt): two builds or two
+	// settings compared under the same load at the same moments.
+	altBin  string
+	altArgs string
 }
 
 func main() {
@@ -97,6 +102,8 @@ func main() {
 	flag.StringVar(&c.only, "only", "", "run only these timed figures (comma-separated keys such as chat_server,chat_cli)")
 	flag.StringVar(&c.peer, "peer", "", "the TypeScript peer's dist/cli.js (npm claude-agent-mcp, run with node; default: "+peerPath+" when it exists; none: without the peer)")
 	flag.StringVar(&c.scale, "scale", "", "only the figures of a registry of many dormant sessions, for these sizes (such as 1,1000,10000)")
+	flag.StringVar(&c.altBin, "alt-server", "", "a second server binary, started like the spares server and timed in the same rounds (figures bigtext_alt, chat_alt; \"same\": the -server binary)")
+	flag.StringVar(&c.altArgs, "alt-args", "", "more flags for the -alt-server, space-separated (such as --persist=false)")
 	flag.StringVar(&c.scalePG, "scale-postgres", "", "with -scale: also on PostgreSQL, a fresh database per size made on the server of this URL (its user may create databases)")
 	pagesOf := flag.Int("pages-of", 0, "only print where the resident pages of the running server with this pid come from (-server names its binary; -pages how many packages) and exit")
 	flag.Parse()

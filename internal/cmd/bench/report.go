@@ -24,6 +24,8 @@ var figures = []struct{ key, what string }{
 	{"create_spare", "`claude_session_create` with a spare"},
 	{"create_nospare", "`claude_session_create` without a spare (`--warm-spares 0`)"},
 	{"bigtext_server", "2 MB answer (BIGTEXT) through the server: the second turn of a session from the spare"},
+	{"bigtext_alt", "the same 2 MB turn on the -alt-server, in the same rounds"},
+	{"chat_alt", "the warm chat query on the -alt-server, in the same rounds"},
 	{"bigtext_cli", "the same 2 MB turn through claudeagent.Process: the second turn of a CLI started a round earlier, a new one started behind it"},
 	{"bigtext_cli_plain", "the 2 MB turn through a CLI without --include-partial-messages (a fresh CLI, after an untimed hi): what the flag costs the CLI itself"},
 	{"bigtext_ui", "the 2 MB answer on a server with --ui on, no page open"},
@@ -97,6 +99,8 @@ func (b *bench) reportRatios(w io.Writer) {
 	ratio("create with a spare / create without", "create_spare", "create_nospare", 0)
 	ratio("2 MB answer: server / CLI direct", "bigtext_server", "bigtext_cli", 1.2)
 	ratio("2 MB answer: a page following / none", "bigtext_page", "bigtext_ui", 1.05)
+	ratio("2 MB answer: -alt-server / server", "bigtext_alt", "bigtext_server", 0)
+	ratio("warm chat query: -alt-server / server", "chat_alt", "chat_server", 0)
 	ratio("2 MB answer, the CLI alone: with partial messages / without", "bigtext_cli", "bigtext_cli_plain", 0)
 	ratio("warm chat query: TypeScript peer / CLI direct", "chat_peer", "chat_cli", 0)
 	ratio("warm chat query: server / TypeScript peer", "chat_server", "chat_peer", 0)

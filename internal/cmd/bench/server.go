@@ -98,11 +98,16 @@ func (w *logWatch) lastLines() string {
 // startServer starts the built server in b.proj with the CLI at claude,
 // the offline environment plus extra, and args after the common flags.
 func (b *bench) startServer(ctx context.Context, name, claude string, extra map[string]string, args ...string) (*server, error) {
+	return b.startServerBin(ctx, b.c.serverBin, name, claude, extra, args...)
+}
+
+// startServerBin is startServer with the binary bin.
+func (b *bench) startServerBin(ctx context.Context, bin, name, claude string, extra map[string]string, args ...string) (*server, error) {
 	// A session store of its own: servers sharing the default one under
 	// the common HOME would be instances sharing a store (each one's writes
 	// waking the others' watches), not the one server a figure measures.
 	store := filepath.Join(b.tmp, fmt.Sprintf("store-%d-%s.db", b.serials+1, name))
-	cmd := exec.Command(b.c.serverBin, append([]string{"--claude-path", claude, "--log-level", "debug",
+	cmd := exec.Command(bin, append([]string{"--claude-path", claude, "--log-level", "debug",
 		"--store", store, "--max-result-chars", strconv.Itoa(b.c.maxResult)}, args...)...)
 	return b.connect(ctx, name, cmd, extra)
 }

@@ -190,6 +190,8 @@ func (b *bench) checkCapped(text string) error {
 type rig struct {
 	b      *bench
 	warm   *server // --warm-spares 1, --max-live 4: the defaults
+	alt    *server // -alt-server: another spares server, timed in the same rounds
+	altID  string  // a warm session on alt
 	cold   *server // --warm-spares 0
 	full   *server // --max-live 2, kept full
 	ui     *server // --ui on: the 2 MB answer with and without a page (page.go)
@@ -209,6 +211,11 @@ func (r *rig) start(ctx context.Context) error {
 	var err error
 	if r.warm, err = b.startServer(ctx, "spares", b.c.claude, nil); err != nil {
 		return err
+	}
+	if b.c.altBin != "" {
+		if err := r.startAlt(ctx); err != nil {
+			return err
+		}
 	}
 	if r.cold, err = b.startServer(ctx, "no-spares", b.c.claude, nil, "--warm-spares", "0"); err != nil {
 		return err
@@ -248,6 +255,25 @@ func (r *rig) start(ctx context.Context) error {
 	return err
 }
 
+// startAlt starts the -alt-server with -alt-args, waits for its spare and
+// makes its warm chat session.
+func (r *rig) startAlt(ctx context.Context) error {
+	b := r.b
+	bin := b.c.altBin
+	if bin == "same" {
+		bin = b.c.serverBin
+	}
+	logf("starting the alt server (%s %s)", bin, b.c.altArgs)
+	var err error
+	if r.alt, err = b.startServerBin(ctx, bin, "alt", b.c.claude, nil, strings.Fields(b.c.altArgs)...); err != nil {
+		return err
+	}
+	if err := r.alt.log.waitSpares(ctx, 1); err != nil {
+		return err
+	}
+	return r.afterSpareOn(ctx, r.alt, func() (err error) { r.altID, err = r.alt.create(ctx); return err })
+}
+
 // close stops what start started, in the reverse order.
 func (r *rig) close() {
 	for _, p := range []*claudeagent.Process{r.direct, r.spare} {
@@ -255,7 +281,7 @@ func (r *rig) close() {
 			p.Close()
 		}
 	}
-	for _, s := range []*server{r.peer, r.ui, r.full, r.cold, r.warm} {
+	for _, s := range []*server{r.peer, r.ui, r.full, r.cold, r.alt, r.warm} {
 		if s != nil {
 			s.stop()
 		}
@@ -265,11 +291,16 @@ func (r *rig) close() {
 // afterSpare runs f, which takes the spares server's spare, then waits
 // for the spare started behind it (untimed).
 func (r *rig) afterSpare(ctx context.Context, f func() error) error {
-	n := r.warm.log.sparesReady()
+	return r.afterSpareOn(ctx, r.warm, f)
+}
+
+// afterSpareOn is afterSpare on the server s.
+func (r *rig) afterSpareOn(ctx context.Context, s *server, f func() error) error {
+	n := s.log.sparesReady()
 	if err := f(); err != nil {
 		return err
 	}
-	return r.warm.log.waitSpares(ctx, n+1)
+	return s.log.waitSpares(ctx, n+1)
 }
 
 // greeting checks the fake API's plain answer.
@@ -337,7 +368,7 @@ func (r *rig) freshSessionTurn(ctx context.Context, prompt string, check func(st
 }
 
 func (r *rig) variants() []variant {
-	return append(r.serverVariants(), r.peerVariants()...)
+	return append(append(r.serverVariants(), r.peerVariants()...), r.altVariants()...)
 }
 
 // peerVariants are the TypeScript peer's figures: a warm query and a
@@ -353,6 +384,20 @@ func (r *rig) peerVariants() []variant {
 		}},
 		{"direct_peer", func(ctx context.Context) (time.Duration, error) {
 			return r.serverTurn(ctx, r.peer, "claude_direct_query", map[string]any{"prompt": "hi"}, greeting("the peer's claude_direct_query"))
+		}},
+	}
+}
+
+// altVariants are the -alt-server's figures: the 2 MB turn and the warm
+// chat query, as on the spares server.
+func (r *rig) altVariants() []variant {
+	if r.alt == nil {
+		return nil
+	}
+	return []variant{
+		{"bigtext_alt", func(ctx context.Context) (time.Duration, error) { return r.bigOn(ctx, r.alt) }},
+		{"chat_alt", func(ctx context.Context) (time.Duration, error) {
+			return r.serverTurn(ctx, r.alt, "claude_chat_query", map[string]any{"sessionId": r.altID, "prompt": "hi"}, greeting("claude_chat_query on the alt server"))
 		}},
 	}
 }
@@ -418,16 +463,19 @@ func (r *rig) serverVariants() []variant {
 // (it took the spare; its first turn, "hi", is untimed): a warm session,
 // and no round carries the earlier rounds' 2 MB answers. What a spare's
 // first turn costs is first_turn_server's business.
-func (r *rig) bigServer(ctx context.Context) (time.Duration, error) {
+func (r *rig) bigServer(ctx context.Context) (time.Duration, error) { return r.bigOn(ctx, r.warm) }
+
+// bigOn is bigServer's turn on the spares server srv.
+func (r *rig) bigOn(ctx context.Context, srv *server) (time.Duration, error) {
 	var id string
-	if err := r.afterSpare(ctx, func() (err error) { id, err = r.warm.create(ctx); return err }); err != nil {
+	if err := r.afterSpareOn(ctx, srv, func() (err error) { id, err = srv.create(ctx); return err }); err != nil {
 		return 0, err
 	}
-	defer r.warm.closeSession(ctx, id)
-	if _, err := r.warm.query(ctx, "claude_chat_query", map[string]any{"sessionId": id, "prompt": "hi"}); err != nil {
+	defer srv.closeSession(ctx, id)
+	if _, err := srv.query(ctx, "claude_chat_query", map[string]any{"sessionId": id, "prompt": "hi"}); err != nil {
 		return 0, err
 	}
-	return r.serverTurn(ctx, r.warm, "claude_chat_query", map[string]any{"sessionId": id, "prompt": "BIGTEXT"}, r.b.checkCapped)
+	return r.serverTurn(ctx, srv, "claude_chat_query", map[string]any{"sessionId": id, "prompt": "BIGTEXT"}, r.b.checkCapped)
 }
 
 // bigCLI is bigServer's turn sent through claudeagent.Process, after an
