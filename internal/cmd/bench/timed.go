@@ -396,18 +396,14 @@ func (r *rig) altVariants() []variant {
 	}
 	return []variant{
 		{"bigtext_alt", func(ctx context.Context) (time.Duration, error) { return r.bigOn(ctx, r.alt) }},
-		{"chat_alt", func(ctx context.Context) (time.Duration, error) {
-			return r.serverTurn(ctx, r.alt, "claude_chat_query", map[string]any{"sessionId": r.altID, "prompt": "hi"}, greeting("claude_chat_query on the alt server"))
-		}},
+		{"chat_alt", func(ctx context.Context) (time.Duration, error) { return r.chatOn(ctx, r.alt, r.altID) }},
 	}
 }
 
 // serverVariants are the figures of this server and of the CLI alone.
 func (r *rig) serverVariants() []variant {
 	return []variant{
-		{"chat_server", func(ctx context.Context) (time.Duration, error) {
-			return r.serverTurn(ctx, r.warm, "claude_chat_query", map[string]any{"sessionId": r.chat, "prompt": "hi"}, greeting("claude_chat_query"))
-		}},
+		{"chat_server", func(ctx context.Context) (time.Duration, error) { return r.chatOn(ctx, r.warm, r.chat) }},
 		{"chat_cli", func(ctx context.Context) (time.Duration, error) {
 			res, d, err := r.cliTurn(ctx, r.direct, "hi")
 			if err == nil {
@@ -476,6 +472,11 @@ func (r *rig) bigOn(ctx context.Context, srv *server) (time.Duration, error) {
 		return 0, err
 	}
 	return r.serverTurn(ctx, srv, "claude_chat_query", map[string]any{"sessionId": id, "prompt": "BIGTEXT"}, r.b.checkCapped)
+}
+
+// chatOn times the warm chat query "hi" on the session id of srv.
+func (r *rig) chatOn(ctx context.Context, srv *server, id string) (time.Duration, error) {
+	return r.serverTurn(ctx, srv, "claude_chat_query", map[string]any{"sessionId": id, "prompt": "hi"}, greeting("claude_chat_query on the "+srv.name+" server"))
 }
 
 // bigCLI is bigServer's turn sent through claudeagent.Process, after an
