@@ -37,7 +37,7 @@ func (i *Instance) SaveTranscript(ctx context.Context, id, claudeID, path string
 		return err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.NewSectionReader(f, off, 1<<40))
+	data, err := readFrom(f, off)
 	if err != nil || len(data) == 0 {
 		return err
 	}
@@ -88,4 +88,21 @@ func (i *Instance) PlaceTranscript(ctx context.Context, id, claudeID, path strin
 	i.offsets[id+"/"+claudeID] = int64(len(data))
 	i.mu.Unlock()
 	return true, nil
+}
+
+// readFrom reads what f holds from off to its size now, in one buffer of
+// that size (a turn can add megabytes: io.ReadAll's doublings would
+// allocate about twice as much). Bytes the CLI appends meanwhile are left
+// for the next save; a file that shrank gives what it still has.
+func readFrom(f *os.File, off int64) ([]byte, error) {
+	st, err := f.Stat()
+	if err != nil || st.Size() <= off {
+		return nil, err
+	}
+	data := make([]byte, st.Size()-off)
+	n, err := io.ReadFull(io.NewSectionReader(f, off, int64(len(data))), data)
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return data[:n], err
 }
