@@ -356,10 +356,7 @@ func startHost(t *testing.T, o hostOptions) *host {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	cmd.Env = append(cmd.Env, "PWD="+h.cwd, "SHELL=/bin/sh", "TERM=xterm-256color")
+	cmd.Env = append(append(cmd.Env, pairs(env)...), "PWD="+h.cwd, "SHELL=/bin/sh", "TERM=xterm-256color")
 	screen, err := os.Create(h.screen)
 	if err != nil {
 		t.Fatal(err)

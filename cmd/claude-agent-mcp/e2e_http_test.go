@@ -149,14 +149,7 @@ func startHTTPE2E(t *testing.T, o httpE2EOptions) *httpE2E {
 	}
 	cmd := exec.Command(bin, append(args, o.args...)...)
 	cmd.Dir = e.cwd
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "CLAUDE_AGENT_MCP_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	for k, v := range e.env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
+	cmd.Env = childEnv(e.env)
 	// stderr through a pipe of our own: the URL is read from it while
 	// everything goes to a file; cmd.Wait does not wait for the reader.
 	r, w, err := os.Pipe()

@@ -77,14 +77,7 @@ func TestE2EPlugin(t *testing.T) {
 		t.Helper()
 		cmd := exec.CommandContext(ctx, claude, args...)
 		cmd.Dir = dir
-		for _, kv := range os.Environ() {
-			if !strings.HasPrefix(kv, "CLAUDE_AGENT_MCP_") {
-				cmd.Env = append(cmd.Env, kv)
-			}
-		}
-		for k, v := range env {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
+		cmd.Env = childEnv(env)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("claude %s (in %s): %v\n%s", strings.Join(args, " "), dir, err, out)

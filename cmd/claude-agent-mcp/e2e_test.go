@@ -101,17 +101,7 @@ func startE2E(t *testing.T, o e2eOptions) *e2e {
 	cmd.Dir = cwd
 	// The server's own settings come from the test, never from an outer
 	// environment (a nested session sets CLAUDE_AGENT_MCP_DEPTH, say).
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "CLAUDE_AGENT_MCP_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	for k, v := range o.env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
+	cmd.Env = childEnv(env, o.env)
 	stderr, err := os.CreateTemp(home, "server-*.log")
 	if err != nil {
 		t.Fatal(err)

@@ -307,10 +307,7 @@ func TestCLICheckAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	fake, fakeEnv := fakecli.Command(t)
-	var env []string
-	for k, v := range fakeEnv {
-		env = append(env, k+"="+v)
-	}
+	env := pairs(fakeEnv)
 	for _, tc := range []struct {
 		name, path string
 		env        []string

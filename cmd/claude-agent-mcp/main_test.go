@@ -1,7 +1,10 @@
 package main
 
 import (
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/ceiling"
@@ -24,4 +27,30 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	pgtest.Stop() // the PostgreSQL cluster of the fleet's tests, if started
 	os.Exit(code)
+}
+
+// pairs is env as KEY=value strings, in key order.
+func pairs(env map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		out = append(out, k+"="+env[k])
+	}
+	return out
+}
+
+// childEnv is the inherited environment without the server's own settings
+// (CLAUDE_AGENT_MCP_*: a child's come from the test, never from an outer
+// environment such as a nested session's depth), then envs in order, each
+// in key order: a later value of a key wins.
+func childEnv(envs ...map[string]string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CLAUDE_AGENT_MCP_") {
+			out = append(out, kv)
+		}
+	}
+	for _, env := range envs {
+		out = append(out, pairs(env)...)
+	}
+	return out
 }

@@ -28,10 +28,7 @@ func TestDefaultStoreUnopenable(t *testing.T) {
 		t.Fatal(err)
 	}
 	claude, fenv := fakecli.Command(t)
-	env := append(os.Environ(), "HOME="+home, "XDG_STATE_HOME="+notDir)
-	for k, v := range fenv {
-		env = append(env, k+"="+v)
-	}
+	env := append(append(os.Environ(), "HOME="+home, "XDG_STATE_HOME="+notDir), pairs(fenv)...)
 
 	t.Run("default", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -98,13 +98,7 @@ func writeChart(w *htmlWriter, c spend.Chart) {
 // writeRows is the tables of sessions (also the fragment /ui/rows).
 func (p listPage) writeRows(w *htmlWriter) {
 	w.el("table", attrs{at("class", "sessions"), atInt("data-waiting", p.Waiting)}, func() {
-		w.el("thead", nil, func() {
-			w.el("tr", nil, func() {
-				for _, h := range []markup{"Session", "State", "Model", "Where", "Turn", "Cost"} {
-					w.elMarkup("th", nil, h)
-				}
-			})
-		})
+		w.thead("Session", "State", "Model", "Where", "Turn", "Cost")
 		w.el("tbody", nil, func() {
 			for _, r := range p.Rows {
 				r.write(w, p.Admin)
@@ -117,6 +111,17 @@ func (p listPage) writeRows(w *htmlWriter) {
 		})
 	})
 	p.writeStored(w)
+}
+
+// thead writes a table's head, one column per heading.
+func (w *htmlWriter) thead(headings ...markup) {
+	w.el("thead", nil, func() {
+		w.el("tr", nil, func() {
+			for _, h := range headings {
+				w.elMarkup("th", nil, h)
+			}
+		})
+	})
 }
 
 // filterForm writes the form that filters the stored sessions by state
@@ -163,13 +168,7 @@ func (p listPage) writeStored(w *htmlWriter) {
 		w.elMarkup("p", attrs{at("class", "dim")}, "No stored session on this page.")
 	} else {
 		w.el("table", attrs{at("class", "sessions others")}, func() {
-			w.el("thead", nil, func() {
-				w.el("tr", nil, func() {
-					for _, h := range []markup{"Session", "State", "Model", "Where", "Last used", "Cost"} {
-						w.elMarkup("th", nil, h)
-					}
-				})
-			})
+			w.thead("Session", "State", "Model", "Where", "Last used", "Cost")
 			w.el("tbody", nil, func() {
 				for _, o := range p.Others {
 					o.write(w, p.Admin)
