@@ -45,6 +45,11 @@ type Config struct {
 	// OnIdle, if set, is called once each time no query, create or spare
 	// start has run for a second (the server gives memory back then).
 	OnIdle func()
+	// OnBusy, if set, is called when a query, create or spare start begins
+	// after such a quiet second, or as the first work of all: OnBusy and
+	// OnIdle alternate, never at once (the server's heap is tuned for work
+	// then).
+	OnBusy func()
 	// OnAlert, if set, is told when a turn ends or waits for a permission
 	// answer (--notify, metrics), on the session's goroutines: never block.
 	OnAlert func(Alert)
@@ -188,7 +193,7 @@ type Manager struct {
 	cli *cli.Launcher // starts the claude processes
 
 	closing sync.WaitGroup // temporary sessions closing after their answer went out
-	quiet   *quiet.Quiet   // calls cfg.OnIdle when no query, create or spare start has run for a while
+	quiet   *quiet.Quiet   // calls cfg.OnIdle when no query, create or spare start has run for a while, cfg.OnBusy when one begins again
 
 	onFollowUp atomic.Pointer[func(*Run)]     // told of each follow-up's run (steer.go)
 	onTurnEnd  atomic.Pointer[func(*Session)] // told of each turn's end (alert.go)
@@ -227,7 +232,7 @@ func NewManager(cfg Config) *Manager {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{cfg: cfg, log: logger, sessions: map[string]*Session{}, quiet: quiet.New(cfg.OnIdle)}
+	m := &Manager{cfg: cfg, log: logger, sessions: map[string]*Session{}, quiet: quiet.New(cfg.OnIdle, cfg.OnBusy)}
 	m.policy, m.quota = newPolicy(m, cfg), newQuota(cfg)
 	m.permissions = permission.Policy{Timeout: cfg.PermissionTimeout, Answer: cfg.PermissionPolicy, Log: logger}
 	m.cli = cli.New(cli.Config{Path: cfg.CLIPath, Env: cfg.Env, CloseStage: cfg.CloseStage, StartTimeout: cfg.StartTimeout,

@@ -1,7 +1,8 @@
 package sessions
 
 import (
-	"sync/atomic"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -9,15 +10,30 @@ import (
 )
 
 // TestOnIdle: Config.OnIdle runs once a second after the last query ended,
-// never while one runs, and once per quiet spell.
+// never while one runs, and once per quiet spell; Config.OnBusy runs when
+// the first work begins and when work begins again after OnIdle, so that
+// the two alternate.
 func TestOnIdle(t *testing.T) {
 	t.Parallel()
-	var calls atomic.Int32
+	var mu sync.Mutex
+	var calls []string
 	fired := make(chan struct{}, 4)
-	m := newManager(t, Config{OnIdle: func() {
-		calls.Add(1)
-		fired <- struct{}{}
-	}})
+	record := func(what string) func() {
+		return func() {
+			mu.Lock()
+			calls = append(calls, what)
+			mu.Unlock()
+			if what == "idle" {
+				fired <- struct{}{}
+			}
+		}
+	}
+	seen := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Join(calls, " ")
+	}
+	m := newManager(t, Config{OnIdle: record("idle"), OnBusy: record("busy")})
 	s := create(t, m, CreateOptions{})
 	query(t, s, "hi", QueryOptions{})
 	// The next query starts at once and streams for 2 s, longer than the
@@ -30,15 +46,21 @@ func TestOnIdle(t *testing.T) {
 	if d := time.Since(start); d < quiet.After+quiet.After/2 {
 		t.Fatalf("the slow query took only %s: it proves nothing", d)
 	}
-	if n := calls.Load(); n != 0 {
-		t.Fatalf("OnIdle ran %d time(s) while a query ran", n)
+	if got := seen(); got != "busy" {
+		t.Fatalf("calls %q while the work ran, want %q", got, "busy")
 	}
-	select {
-	case <-fired:
-	case <-time.After(10 * time.Second):
-		t.Fatal("OnIdle did not run after the last query ended")
+	waitIdle := func(want string) {
+		t.Helper()
+		select {
+		case <-fired:
+		case <-time.After(10 * time.Second):
+			t.Fatal("OnIdle did not run after the last query ended")
+		}
+		if got := seen(); got != want {
+			t.Errorf("calls %q, want %q", got, want)
+		}
 	}
-	if n := calls.Load(); n != 1 {
-		t.Errorf("OnIdle ran %d times for one quiet spell", n)
-	}
+	waitIdle("busy idle")
+	query(t, s, "hi", QueryOptions{})
+	waitIdle("busy idle busy idle")
 }

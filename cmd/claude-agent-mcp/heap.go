@@ -5,8 +5,11 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
 // The heap between turns: the server's live heap is a megabyte or two, and
@@ -17,10 +20,13 @@ import (
 // heap). From smallHeap of live data on, and for bigHeapHold after the
 // last collection that found that much, it is the default 100 again: a
 // turn with megabytes of text in flight, and the next one of a burst of
-// them, is not collected more often than Go would. The live heap is read
-// after every collection (the idle release forces one after a second
-// without work). GOGC or GOMEMLIMIT set in the environment leave the
-// runtime as they say.
+// them, is not collected more often than Go would. And from the moment
+// work begins (sessions.Config.OnBusy) until the server is idle again
+// (OnIdle) it is 100 whatever the heap: a 2 MB answer arriving on a small
+// heap was collected twice as often in its first megabytes, which cost
+// that turn about 6 % (BENCHMARKS.md). The live heap is read after every
+// collection (the idle release forces one after a second without work).
+// GOGC or GOMEMLIMIT set in the environment leave the runtime as they say.
 
 const (
 	smallHeap      = 4 << 20
@@ -29,6 +35,10 @@ const (
 	bigHeapHold    = time.Second
 	liveHeapMetric = "/gc/heap/live:bytes"
 )
+
+// heapTuning is the process's tuner (nil when the environment sets GOGC
+// or GOMEMLIMIT, or before tuneHeap).
+var heapTuning *heapTuner
 
 // tuneHeap starts the tuning unless the environment sets GOGC or
 // GOMEMLIMIT. It runs for the life of the process.
@@ -39,27 +49,73 @@ func tuneHeap() {
 	t := newHeapTuner(time.Now)
 	t.tune()
 	t.arm()
+	heapTuning = t
 }
 
 type heapTuner struct {
 	now     func() time.Time
-	percent int
-	lastBig time.Time // the last collection that left smallHeap or more live
 	sample  []metrics.Sample
 	stopped atomic.Bool // ends the tuning (tests)
+
+	mu      sync.Mutex // the collections' goroutine and the sessions' calls
+	percent int
+	lastBig time.Time // the last collection that left smallHeap or more live
+	working bool      // between busy and idle
+}
+
+// busy says that work began (sessions.Config.OnBusy): GOGC 100 from now
+// until idle.
+func (t *heapTuner) busy() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.working = true
+	t.set(defaultGOGC)
+}
+
+// idle says that the server has been idle for a while
+// (sessions.Config.OnIdle): the next collection's live heap decides again.
+func (t *heapTuner) idle() {
+	t.mu.Lock()
+	t.working = false
+	t.mu.Unlock()
+}
+
+// follow has t told when the sessions of cfg begin work and when they are
+// idle again (t nil: nothing).
+func (t *heapTuner) follow(cfg *sessions.Config) {
+	if t == nil {
+		return
+	}
+	cfg.OnBusy = t.busy
+	release := cfg.OnIdle
+	cfg.OnIdle = func() {
+		t.idle()
+		if release != nil {
+			release() // a collection: its live heap sets GOGC again
+		}
+	}
+}
+
+// set makes p the GOGC; t.mu is held.
+func (t *heapTuner) set(p int) {
+	if p != t.percent {
+		t.percent = p
+		debug.SetGCPercent(p)
+	}
 }
 
 func newHeapTuner(now func() time.Time) *heapTuner {
 	return &heapTuner{now: now, percent: defaultGOGC, sample: []metrics.Sample{{Name: liveHeapMetric}}}
 }
 
-// percentFor is the GOGC after a collection that left live bytes.
+// percentFor is the GOGC after a collection that left live bytes; t.mu
+// is held.
 func (t *heapTuner) percentFor(live uint64) int {
 	now := t.now()
 	if live >= smallHeap {
 		t.lastBig = now
 	}
-	if !t.lastBig.IsZero() && now.Sub(t.lastBig) < bigHeapHold {
+	if t.working || !t.lastBig.IsZero() && now.Sub(t.lastBig) < bigHeapHold {
 		return defaultGOGC
 	}
 	return smallHeapGOGC
@@ -71,10 +127,9 @@ func (t *heapTuner) tune() {
 	if t.sample[0].Value.Kind() != metrics.KindUint64 {
 		return
 	}
-	if p := t.percentFor(t.sample[0].Value.Uint64()); p != t.percent {
-		t.percent = p
-		debug.SetGCPercent(p)
-	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.set(t.percentFor(t.sample[0].Value.Uint64()))
 }
 
 // arm calls tune after the next collection: a cleanup runs once the

@@ -6,10 +6,12 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
-// TestHeapPercentFor: 50 for a small live heap, 100 for a big one and for
-// bigHeapHold after the last big one.
+// TestHeapPercentFor: 50 for a small live heap, 100 for a big one, for
+// bigHeapHold after the last big one, and while work runs.
 func TestHeapPercentFor(t *testing.T) {
 	clock := time.Unix(1000, 0)
 	tuner := newHeapTuner(func() time.Time { return clock })
@@ -31,6 +33,10 @@ func TestHeapPercentFor(t *testing.T) {
 		if got := tuner.percentFor(step.live); got != step.want {
 			t.Fatalf("+%v, live %d: GOGC %d, want %d", step.advance, step.live, got, step.want)
 		}
+	}
+	tuner.working = true // between OnBusy and OnIdle: 100 on a small heap too
+	if got := tuner.percentFor(1 << 20); got != defaultGOGC {
+		t.Fatalf("during work, live 1 MiB: GOGC %d, want %d", got, defaultGOGC)
 	}
 }
 
@@ -67,5 +73,55 @@ func TestHeapTunerFollowsCollections(t *testing.T) {
 		runtime.KeepAlive(big)
 	}()
 	offset.Add(int64(bigHeapHold))
+	waitPercent(smallHeapGOGC)
+}
+
+// TestHeapTunerBusy: work beginning (OnBusy) sets GOGC 100 at once, on a
+// small heap too, and collections keep it while the work lasts; once the
+// server is idle (OnIdle, which collects) the small heap's 50 is back.
+func TestHeapTunerBusy(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(defaultGOGC))
+	tuner := newHeapTuner(time.Now)
+	tuner.arm()
+	defer tuner.stopped.Store(true)
+	percent := func() int {
+		p := debug.SetGCPercent(-1)
+		debug.SetGCPercent(p)
+		return p
+	}
+	waitPercent := func(want int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			runtime.GC()
+			time.Sleep(10 * time.Millisecond) // the cleanup runs in its own goroutine
+			if got := percent(); got == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("GOGC = %d, want %d", percent(), want)
+			}
+		}
+	}
+	waitPercent(smallHeapGOGC)
+	var cfg sessions.Config
+	released := 0
+	cfg.OnIdle = func() { released++; runtime.GC() }
+	tuner.follow(&cfg)
+	cfg.OnBusy()
+	if got := percent(); got != defaultGOGC {
+		t.Fatalf("GOGC = %d once work began, want %d at once", got, defaultGOGC)
+	}
+	for range 3 {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+		if got := percent(); got != defaultGOGC {
+			t.Fatalf("GOGC = %d after a collection of a small heap during work, want %d", got, defaultGOGC)
+		}
+	}
+	cfg.OnIdle()
+	if released != 1 {
+		t.Fatalf("the idle call ran the release %d times, want once", released)
+	}
 	waitPercent(smallHeapGOGC)
 }

@@ -254,6 +254,7 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 	mcfg := st.sessions
 	mcfg.Depth, mcfg.Logger = depth, logger
 	mcfg.Env = map[string]string{DepthEnv: strconv.Itoa(depth + 1), ServerMarkerEnv: marker}
+	heapTuning.follow(&mcfg)
 	logEnforcement(st, logger)
 	alerter := newNotifier(c.notify, logger)
 	if alerter != nil {

@@ -1,5 +1,6 @@
-// Package quiet calls a function once each time no work has run for a
-// while: the server is idle, and can give memory back. It knows counts of
+// Package quiet tells when the server turns busy and when it has been
+// idle for a while: work starting after a quiet spell, and no work having
+// run for After (the server can give memory back). It knows counts of
 // running work and a timer, nothing of what the work is.
 package quiet
 
@@ -8,52 +9,70 @@ import (
 	"time"
 )
 
-// After is how long no work must have run before the function is called.
+// After is how long no work must have run before the idle function is
+// called.
 const After = time.Second
 
-// Quiet calls fn once each time no work has run for After. The zero value
-// with fn nil calls nothing.
+// Quiet calls idle once each time no work has run for After, and busy
+// when work starts after such a call (or as the first work of all): the
+// two calls alternate, busy first. The zero value calls nothing.
 type Quiet struct {
-	fn func() // nil: nothing is called
+	idle, busy func() // nil: nothing is called
+	after      time.Duration
 
 	mu      sync.Mutex
 	running int
 	timer   *time.Timer
+	working bool // busy was called last (or is being called)
+
+	calls sync.Mutex // held while idle or busy runs: they never overlap or pass each other
 }
 
-// New returns a Quiet that calls fn (nil: nothing).
-func New(fn func()) *Quiet { return &Quiet{fn: fn} }
+// New returns a Quiet that calls idle after a quiet spell and busy when
+// work starts again (either may be nil).
+func New(idle, busy func()) *Quiet { return &Quiet{idle: idle, busy: busy, after: After} }
 
-// Begin notes work starting.
+// Begin notes work starting; after a quiet spell it calls busy first.
 func (q *Quiet) Begin() {
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	q.running++
 	if q.timer != nil {
 		q.timer.Stop()
 		q.timer = nil
 	}
+	wake := !q.working
+	q.working = true
+	q.mu.Unlock()
+	if wake && q.busy != nil {
+		q.calls.Lock()
+		defer q.calls.Unlock()
+		q.busy()
+	}
 }
 
-// End notes work ending; the last one to end arms the call.
+// End notes work ending; the last one to end arms the idle call.
 func (q *Quiet) End() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.running--
-	if q.running == 0 && q.fn != nil {
-		q.timer = time.AfterFunc(After, q.fire)
+	if q.running == 0 && (q.idle != nil || q.busy != nil) {
+		q.timer = time.AfterFunc(q.after, q.fire)
 	}
 }
 
 func (q *Quiet) fire() {
+	q.calls.Lock()
+	defer q.calls.Unlock()
 	q.mu.Lock()
 	if q.running > 0 || q.timer == nil {
 		q.mu.Unlock()
 		return
 	}
-	q.timer = nil
+	q.timer, q.working = nil, false
 	q.mu.Unlock()
-	q.fn()
+	if q.idle != nil {
+		q.idle()
+	}
 }
 
 // Stop disarms a pending call (at shutdown).
