@@ -50,22 +50,7 @@ func TestHeapTunerFollowsCollections(t *testing.T) {
 	tuner := newHeapTuner(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
 	tuner.arm()
 	defer tuner.stopped.Store(true)
-	waitPercent := func(want int) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			runtime.GC()
-			time.Sleep(10 * time.Millisecond) // the cleanup runs in its own goroutine
-			got := debug.SetGCPercent(-1)
-			debug.SetGCPercent(got)
-			if got == want {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("GOGC = %d, want %d", got, want)
-			}
-		}
-	}
+	waitPercent := func(want int) { t.Helper(); waitGCPercent(t, want) }
 	waitPercent(smallHeapGOGC)
 	func() {
 		big := make([]byte, 3*smallHeap)
@@ -84,26 +69,8 @@ func TestHeapTunerBusy(t *testing.T) {
 	tuner := newHeapTuner(time.Now)
 	tuner.arm()
 	defer tuner.stopped.Store(true)
-	percent := func() int {
-		p := debug.SetGCPercent(-1)
-		debug.SetGCPercent(p)
-		return p
-	}
-	waitPercent := func(want int) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			runtime.GC()
-			time.Sleep(10 * time.Millisecond) // the cleanup runs in its own goroutine
-			if got := percent(); got == want {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("GOGC = %d, want %d", percent(), want)
-			}
-		}
-	}
-	waitPercent(smallHeapGOGC)
+	percent := gcPercent
+	waitGCPercent(t, smallHeapGOGC)
 	var cfg sessions.Config
 	released := 0
 	cfg.OnIdle = func() { released++; runtime.GC() }
@@ -123,5 +90,29 @@ func TestHeapTunerBusy(t *testing.T) {
 	if released != 1 {
 		t.Fatalf("the idle call ran the release %d times, want once", released)
 	}
-	waitPercent(smallHeapGOGC)
+	waitGCPercent(t, smallHeapGOGC)
+}
+
+// gcPercent is the runtime's GOGC now.
+func gcPercent() int {
+	p := debug.SetGCPercent(-1)
+	debug.SetGCPercent(p)
+	return p
+}
+
+// waitGCPercent collects until the tuner (run by a collection's cleanup,
+// in a goroutine of its own) has set GOGC to want, for at most 10 s.
+func waitGCPercent(t *testing.T, want int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+		if got := gcPercent(); got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GOGC = %d, want %d", gcPercent(), want)
+		}
+	}
 }
