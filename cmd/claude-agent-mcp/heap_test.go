@@ -50,15 +50,14 @@ func TestHeapTunerFollowsCollections(t *testing.T) {
 	tuner := newHeapTuner(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
 	tuner.arm()
 	defer tuner.stopped.Store(true)
-	waitPercent := func(want int) { t.Helper(); waitGCPercent(t, want) }
-	waitPercent(smallHeapGOGC)
+	waitGCPercent(t, smallHeapGOGC)
 	func() {
 		big := make([]byte, 3*smallHeap)
-		waitPercent(defaultGOGC)
+		waitGCPercent(t, defaultGOGC)
 		runtime.KeepAlive(big)
 	}()
 	offset.Add(int64(bigHeapHold))
-	waitPercent(smallHeapGOGC)
+	waitGCPercent(t, smallHeapGOGC)
 }
 
 // TestHeapTunerBusy: work beginning (OnBusy) sets GOGC 100 at once, on a
@@ -69,20 +68,19 @@ func TestHeapTunerBusy(t *testing.T) {
 	tuner := newHeapTuner(time.Now)
 	tuner.arm()
 	defer tuner.stopped.Store(true)
-	percent := gcPercent
 	waitGCPercent(t, smallHeapGOGC)
 	var cfg sessions.Config
 	released := 0
 	cfg.OnIdle = func() { released++; runtime.GC() }
 	tuner.follow(&cfg)
 	cfg.OnBusy()
-	if got := percent(); got != defaultGOGC {
+	if got := gcPercent(); got != defaultGOGC {
 		t.Fatalf("GOGC = %d once work began, want %d at once", got, defaultGOGC)
 	}
 	for range 3 {
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
-		if got := percent(); got != defaultGOGC {
+		if got := gcPercent(); got != defaultGOGC {
 			t.Fatalf("GOGC = %d after a collection of a small heap during work, want %d", got, defaultGOGC)
 		}
 	}
