@@ -105,8 +105,16 @@ func main() {
 	flag.StringVar(&c.altBin, "alt-server", "", "a second server binary, started like the spares server and timed in the same rounds (figures bigtext_alt, chat_alt; \"same\": the -server binary)")
 	flag.StringVar(&c.altArgs, "alt-args", "", "more flags for the -alt-server, space-separated (such as --persist=false)")
 	flag.StringVar(&c.scalePG, "scale-postgres", "", "with -scale: also on PostgreSQL, a fresh database per size made on the server of this URL (its user may create databases)")
+	pooled := flag.Bool("pool", false, "only pool the raw samples of the bench reports named as arguments and print their ratios (see pool.go), then exit")
 	pagesOf := flag.Int("pages-of", 0, "only print where the resident pages of the running server with this pid come from (-server names its binary; -pages how many packages) and exit")
 	flag.Parse()
+	if *pooled {
+		if err := pool(os.Stdout, flag.Args()); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *pagesOf > 0 {
 		out, err := memoryMap(*pagesOf, c.serverBin, cmp.Or(c.pages, 40))
 		if err != nil {

@@ -74,38 +74,46 @@ func (b *bench) reportTimes(w io.Writer, version string) {
 	}
 }
 
+// ratios are the report's ratios of p50s: what, the figure over the one it
+// is compared with, and a target (0: none).
+var ratios = []struct {
+	what, a, b string
+	target     float64
+}{
+	{"warm chat query: server / CLI direct", "chat_server", "chat_cli", 1.1},
+	{"direct query with a spare / cold `claude -p`", "direct_spare", "cold_p", 0.1},
+	{"direct query without a spare / cold `claude -p`", "direct_nospare", "cold_p", 0},
+	{"first turn: session from a spare / fresh CLI", "first_turn_server", "first_turn_cli", 0},
+	{"direct query with a spare / first turn of a fresh CLI", "direct_spare", "first_turn_cli", 0},
+	{"direct query with a spare: refill starting meanwhile / not", "direct_spare", "direct_spare_norefill", 0},
+	{"create with a spare / create without", "create_spare", "create_nospare", 0},
+	{"2 MB answer: server / CLI direct", "bigtext_server", "bigtext_cli", 1.2},
+	{"2 MB answer: a page following / none", "bigtext_page", "bigtext_ui", 1.05},
+	{"2 MB answer: -alt-server / server", "bigtext_alt", "bigtext_server", 0},
+	{"warm chat query: -alt-server / server", "chat_alt", "chat_server", 0},
+	{"2 MB answer, the CLI alone: with partial messages / without", "bigtext_cli", "bigtext_cli_plain", 0},
+	{"warm chat query: TypeScript peer / CLI direct", "chat_peer", "chat_cli", 0},
+	{"warm chat query: server / TypeScript peer", "chat_server", "chat_peer", 0},
+	{"direct query: TypeScript peer / cold `claude -p`", "direct_peer", "cold_p", 0},
+	{"direct query with a spare: server / TypeScript peer", "direct_spare", "direct_peer", 0},
+}
+
 // reportRatios is the table of ratios of p50s, some with a target.
 func (b *bench) reportRatios(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| ratio of p50s | value | target | met |")
 	fmt.Fprintln(w, "| --- | ---: | ---: | --- |")
-	ratio := func(what, a, bk string, target float64) {
-		if len(b.results[a]) == 0 || len(b.results[bk]) == 0 {
-			return
+	for _, q := range ratios {
+		if len(b.results[q.a]) == 0 || len(b.results[q.b]) == 0 {
+			continue
 		}
-		r := float64(b.p50(a)) / float64(b.p50(bk))
+		r := float64(b.p50(q.a)) / float64(b.p50(q.b))
 		t, ok := "—", ""
-		if target > 0 {
-			t, ok = fmt.Sprintf("≤ %.2f", target), met(r <= target)
+		if q.target > 0 {
+			t, ok = fmt.Sprintf("≤ %.2f", q.target), met(r <= q.target)
 		}
-		fmt.Fprintf(w, "| %s | %.3f | %s | %s |\n", what, r, t, ok)
+		fmt.Fprintf(w, "| %s | %.3f | %s | %s |\n", q.what, r, t, ok)
 	}
-	ratio("warm chat query: server / CLI direct", "chat_server", "chat_cli", 1.1)
-	ratio("direct query with a spare / cold `claude -p`", "direct_spare", "cold_p", 0.1)
-	ratio("direct query without a spare / cold `claude -p`", "direct_nospare", "cold_p", 0)
-	ratio("first turn: session from a spare / fresh CLI", "first_turn_server", "first_turn_cli", 0)
-	ratio("direct query with a spare / first turn of a fresh CLI", "direct_spare", "first_turn_cli", 0)
-	ratio("direct query with a spare: refill starting meanwhile / not", "direct_spare", "direct_spare_norefill", 0)
-	ratio("create with a spare / create without", "create_spare", "create_nospare", 0)
-	ratio("2 MB answer: server / CLI direct", "bigtext_server", "bigtext_cli", 1.2)
-	ratio("2 MB answer: a page following / none", "bigtext_page", "bigtext_ui", 1.05)
-	ratio("2 MB answer: -alt-server / server", "bigtext_alt", "bigtext_server", 0)
-	ratio("warm chat query: -alt-server / server", "chat_alt", "chat_server", 0)
-	ratio("2 MB answer, the CLI alone: with partial messages / without", "bigtext_cli", "bigtext_cli_plain", 0)
-	ratio("warm chat query: TypeScript peer / CLI direct", "chat_peer", "chat_cli", 0)
-	ratio("warm chat query: server / TypeScript peer", "chat_server", "chat_peer", 0)
-	ratio("direct query: TypeScript peer / cold `claude -p`", "direct_peer", "cold_p", 0)
-	ratio("direct query with a spare: server / TypeScript peer", "direct_spare", "direct_peer", 0)
 }
 
 // reportTargets is the absolute targets, the RSS table and the notes.
