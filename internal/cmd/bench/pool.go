@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// Pooling: one run of 60 rounds swings by several percent, most of it from
+// Pooling: one run of 60 rounds swings by several percent, much of it from
 // the CLI processes the run happens to compare, so a target is judged on
 // several runs together. -pool reads the raw samples at the end of bench
 // reports and gives each ratio of the report over all of them: the ratio
