@@ -85,6 +85,16 @@ func testStoreOrphanSwept(t *testing.T, open backend) {
 	}
 	var takeovers atomic.Int32
 	a := newManager(t, Config{Store: open(t), UserMaxSessions: 1, OnTakeover: func() { takeovers.Add(1) }})
+	// A one-shot of A's own whose lease A let lapse (its Release failed):
+	// swept as well, but no takeover.
+	own := orphan
+	own.SessionID, own.ClaudeSessionID, own.Owner, own.Options.Owner = "orphan-own", "c-orphan-own", "dave", "dave"
+	if err := st.Create(ctx, own, recstore.Quota{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.Acquire(ctx, own.SessionID, a.share.(*recshare.Instance).Holder(), time.Nanosecond); err != nil {
+		t.Fatal(err)
+	}
 	kept := create(t, a, CreateOptions{Owner: "bob"})
 	query(t, kept, "hi", QueryOptions{})
 	if !kept.makeDormant("test") {
@@ -99,16 +109,19 @@ func testStoreOrphanSwept(t *testing.T, open backend) {
 	}
 	// All three last used an hour ago; the orphan was too recent for the
 	// sweep at A's start.
-	for _, id := range []string{orphan.SessionID, kept.ID, mine.ID} {
+	for _, id := range []string{orphan.SessionID, own.SessionID, kept.ID, mine.ID} {
 		age(t, st, id, now.Add(-time.Hour))
 	}
 
 	before := takeovers.Load() // none: the orphan was too recent at A's start
-	if n := sweep(t, a); n != 1 {
-		t.Errorf("A's sweep closed %d sessions, want 1", n)
+	if n := sweep(t, a); n != 2 {
+		t.Errorf("A's sweep closed %d sessions, want 2 (the dead instance's orphan and A's own)", n)
 	}
 	if n := takeovers.Load() - before; n != 1 {
-		t.Errorf("A's sweep counted %d lease takeovers, want 1 (the dead instance's lapsed lease on the orphan)", n)
+		t.Errorf("A's sweep counted %d lease takeovers, want 1 (the dead instance's lapsed lease on the orphan, not A's own)", n)
+	}
+	if _, err := st.Get(ctx, own.SessionID); !errors.Is(err, recstore.ErrClosed) {
+		t.Errorf("A's own orphan after the sweep: %v, want ErrClosed", err)
 	}
 	if _, err := st.Get(ctx, orphan.SessionID); !errors.Is(err, recstore.ErrClosed) {
 		t.Fatalf("the orphan after the sweep: %v, want ErrClosed", err)

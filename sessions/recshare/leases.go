@@ -72,7 +72,7 @@ func (i *Instance) Acquire(ctx context.Context, id string, h Host) error {
 	}
 	i.mu.Unlock()
 	i.forget(id) // a lost lease, taken again
-	l, takeover, err := i.cfg.Store.Acquire(ctx, id, i.holder, i.lease)
+	l, lapsed, err := i.cfg.Store.Acquire(ctx, id, i.holder, i.lease)
 	var ee *recstore.ElsewhereError
 	switch {
 	case errors.As(err, &ee):
@@ -85,8 +85,8 @@ func (i *Instance) Acquire(ctx context.Context, id string, h Host) error {
 	case err != nil:
 		return fmt.Errorf("taking the session's lease in the session store: %w", err)
 	}
-	if takeover {
-		i.cfg.Log.Info("took over the lease on the session: the instance that held it let it lapse", "session_id", id)
+	if i.takesOver(lapsed) {
+		i.cfg.Log.Info("took over the lease on the session: the instance that held it let it lapse", "session_id", id, "holder", lapsed)
 		if i.cfg.OnTakeover != nil {
 			i.cfg.OnTakeover()
 		}

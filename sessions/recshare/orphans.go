@@ -37,6 +37,14 @@ const (
 // sweepHolder names this instance's sweep in the leases it takes.
 func (i *Instance) sweepHolder() string { return i.holder + "/sweep" }
 
+// takesOver reports whether a lease that lapsed under holder lapsed is
+// another instance's, taken over here: not one this instance let lapse
+// itself, as its sessions' holder or as its sweep (a Release that
+// failed).
+func (i *Instance) takesOver(lapsed string) bool {
+	return lapsed != "" && lapsed != i.holder && lapsed != i.sweepHolder()
+}
+
 // startSweep runs SweepOrphans now and every SweepEvery until Stop.
 func (i *Instance) startSweep(h Host) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -117,14 +125,14 @@ func stale(rec recstore.Record) bool { return time.Since(rec.LastUsed) > OrphanG
 // instance holds the lease (it runs the session) or the record is not an
 // orphan any more (used again, or closed, meanwhile).
 func (i *Instance) closeOrphan(ctx context.Context, id string) (bool, error) {
-	l, takeover, err := i.cfg.Store.Acquire(ctx, id, i.sweepHolder(), i.lease)
+	l, lapsed, err := i.cfg.Store.Acquire(ctx, id, i.sweepHolder(), i.lease)
 	switch {
 	case errors.Is(err, recstore.ErrElsewhere), errors.Is(err, recstore.ErrNotFound), errors.Is(err, recstore.ErrClosed):
 		return false, nil
 	case err != nil:
 		return false, fmt.Errorf("taking the lease on session %s: %w", id, err)
 	}
-	if takeover && i.cfg.OnTakeover != nil {
+	if i.takesOver(lapsed) && i.cfg.OnTakeover != nil {
 		i.cfg.OnTakeover() // the lease of a stopped instance, lapsed: a takeover like Acquire's
 	}
 	rec, err := i.cfg.Store.Get(ctx, id)

@@ -80,9 +80,11 @@ type Store interface {
 	// Acquire takes the lease on session id for holder, for ttl: a live
 	// lease of another holder refuses it with an *ElsewhereError; a lease
 	// the holder has is renewed (the same epoch); otherwise the epoch
-	// grows by one, and takeover says the previous holder's lease lapsed
-	// without being released (for the metrics).
-	Acquire(ctx context.Context, id, holder string, ttl time.Duration) (l Lease, takeover bool, err error)
+	// grows by one, and lapsed names the previous holder when its lease
+	// lapsed without being released ("" when there was none, or it was
+	// released): a takeover, for the metrics, unless lapsed is the
+	// caller's own under another name.
+	Acquire(ctx context.Context, id, holder string, ttl time.Duration) (l Lease, lapsed string, err error)
 	// Renew extends the lease for ttl from now: ErrFenced when it is not
 	// the session's current lease any more.
 	Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)

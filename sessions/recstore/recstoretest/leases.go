@@ -16,10 +16,10 @@ func testLeases(t *testing.T, open Opener) {
 	must(t, a.Create(ctx, rec("s1", "alice", "", 1), recstore.Quota{}), "create")
 	_, _, err := a.Acquire(ctx, "nope", "A", time.Minute)
 	wantErr(t, err, recstore.ErrNotFound, "acquire of a missing session")
-	la, takeover, err := a.Acquire(ctx, "s1", "A", time.Minute)
+	la, lapsed, err := a.Acquire(ctx, "s1", "A", time.Minute)
 	must(t, err, "acquire")
-	if la.Epoch != 1 || takeover || la.Holder != "A" {
-		t.Fatalf("first lease = %+v, takeover %v", la, takeover)
+	if la.Epoch != 1 || lapsed != "" || la.Holder != "A" {
+		t.Fatalf("first lease = %+v, lapsed %q", la, lapsed)
 	}
 	_, _, err = b.Acquire(ctx, "s1", "B", time.Minute)
 	var ew *recstore.ElsewhereError
@@ -40,10 +40,10 @@ func testLeases(t *testing.T, open Opener) {
 	must(t, a.Put(ctx, rec("s1", "alice", "", 2), la, 0), "put under the lease")
 	must(t, a.Release(ctx, la), "release")
 	wantErr(t, a.Release(ctx, la), recstore.ErrFenced, "a second release")
-	lb, takeover, err := b.Acquire(ctx, "s1", "B", time.Minute)
+	lb, lapsed, err := b.Acquire(ctx, "s1", "B", time.Minute)
 	must(t, err, "acquire after a release")
-	if lb.Epoch != 2 || takeover {
-		t.Fatalf("lease after a release = %+v, takeover %v; want epoch 2, no takeover", lb, takeover)
+	if lb.Epoch != 2 || lapsed != "" {
+		t.Fatalf("lease after a release = %+v, lapsed %q; want epoch 2, no lapsed holder", lb, lapsed)
 	}
 	must(t, b.Put(ctx, rec("s1", "alice", "", 3), lb, 0), "put under the new lease")
 	wantErr(t, a.Put(ctx, rec("s1", "alice", "", 4), la, 0), recstore.ErrFenced, "put under the released lease")
@@ -56,13 +56,13 @@ func testFencing(t *testing.T, open Opener) {
 	must(t, err, "acquire")
 	// B pauses past its lease; A takes the session over.
 	var la recstore.Lease
-	var takeover bool
+	var lapsed string
 	poll.Until(t, 20*time.Second, "A taking over the lapsed lease", func() bool {
-		la, takeover, err = a.Acquire(ctx, "s1", "A", time.Minute)
+		la, lapsed, err = a.Acquire(ctx, "s1", "A", time.Minute)
 		return err == nil
 	})
-	if !takeover || la.Epoch != lb.Epoch+1 {
-		t.Fatalf("takeover = %v, epoch %d after %d; want a takeover to the next epoch", takeover, la.Epoch, lb.Epoch)
+	if lapsed != "B" || la.Epoch != lb.Epoch+1 {
+		t.Fatalf("lapsed = %q, epoch %d after %d; want B's lease taken over, the next epoch", lapsed, la.Epoch, lb.Epoch)
 	}
 	stale := rec("s1", "alice", "stale", 9)
 	wantErr(t, b.Put(ctx, stale, lb, 1), recstore.ErrFenced, "the stale holder's put")

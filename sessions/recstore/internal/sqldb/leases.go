@@ -10,12 +10,12 @@ import (
 )
 
 // Acquire implements recstore.Store.
-func (db *DB) Acquire(ctx context.Context, id, holder string, ttl time.Duration) (recstore.Lease, bool, error) {
+func (db *DB) Acquire(ctx context.Context, id, holder string, ttl time.Duration) (recstore.Lease, string, error) {
 	if holder == "" {
-		return recstore.Lease{}, false, fmt.Errorf("acquiring the lease on session %s: no holder", id)
+		return recstore.Lease{}, "", fmt.Errorf("acquiring the lease on session %s: no holder", id)
 	}
 	var out recstore.Lease
-	takeover := false
+	lapsed := ""
 	err := db.Write(ctx, func(tx *sql.Tx, now time.Time) error {
 		if _, err := db.lockRecord(ctx, tx, id); err != nil {
 			return err
@@ -31,7 +31,7 @@ func (db *DB) Acquire(ctx context.Context, id, holder string, ttl time.Duration)
 		case cur.Holder != "" && now.Before(cur.Until):
 			return &recstore.ElsewhereError{ID: id, Holder: cur.Holder, Until: cur.Until}
 		default:
-			takeover = cur.Holder != "" // lapsed, never released
+			lapsed = cur.Holder // "" when released
 			out.Epoch++
 		}
 		if _, err := db.exec(ctx, tx, `INSERT INTO leases (id, holder, epoch, expires) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET holder = excluded.holder, epoch = excluded.epoch, expires = excluded.expires`,
@@ -44,9 +44,9 @@ func (db *DB) Acquire(ctx context.Context, id, holder string, ttl time.Duration)
 		return db.D.Notify(ctx, tx, id, recstore.KindLease)
 	})
 	if err != nil {
-		return recstore.Lease{}, false, err
+		return recstore.Lease{}, "", err
 	}
-	return out, takeover, nil
+	return out, lapsed, nil
 }
 
 // Renew implements recstore.Store.
