@@ -104,10 +104,7 @@ func writePool(w io.Writer, runs []map[string][]time.Duration) {
 			slices.Sort(per)
 			median = fmt.Sprintf("%.3f", per[(len(per)-1)/2])
 		}
-		t, ok := "—", ""
-		if q.target > 0 {
-			t, ok = fmt.Sprintf("≤ %.2f", q.target), met(r <= q.target)
-		}
+		t, ok := q.judged(r)
 		fmt.Fprintf(w, "| %s | %s / %s = %.3f | %s | %d | %s | %s | %s |\n", q.what, ms(pa), ms(pb), r, median, len(per), strings.Join(each, ", "), t, ok)
 	}
 }

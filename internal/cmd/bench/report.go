@@ -74,12 +74,24 @@ func (b *bench) reportTimes(w io.Writer, version string) {
 	}
 }
 
-// ratios are the report's ratios of p50s: what, the figure over the one it
-// is compared with, and a target (0: none).
-var ratios = []struct {
+// ratio is one of the report's ratios of p50s: what, the figure over the
+// one it is compared with, and a target (0: none).
+type ratio struct {
 	what, a, b string
 	target     float64
-}{
+}
+
+// judged is the target's two cells of a table for the value r: the
+// target and whether r meets it ("—" and "" without one).
+func (q ratio) judged(r float64) (target, ok string) {
+	if q.target <= 0 {
+		return "—", ""
+	}
+	return fmt.Sprintf("≤ %.2f", q.target), met(r <= q.target)
+}
+
+// ratios are the report's ratios, in its order.
+var ratios = []ratio{
 	{"warm chat query: server / CLI direct", "chat_server", "chat_cli", 1.1},
 	{"direct query with a spare / cold `claude -p`", "direct_spare", "cold_p", 0.1},
 	{"direct query without a spare / cold `claude -p`", "direct_nospare", "cold_p", 0},
@@ -108,10 +120,7 @@ func (b *bench) reportRatios(w io.Writer) {
 			continue
 		}
 		r := float64(b.p50(q.a)) / float64(b.p50(q.b))
-		t, ok := "—", ""
-		if q.target > 0 {
-			t, ok = fmt.Sprintf("≤ %.2f", q.target), met(r <= q.target)
-		}
+		t, ok := q.judged(r)
 		fmt.Fprintf(w, "| %s | %.3f | %s | %s |\n", q.what, r, t, ok)
 	}
 }
