@@ -8,7 +8,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/notify"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/resulttext"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
@@ -175,7 +174,7 @@ func (h *handlers) running(r *sessions.Run) (*mcp.CallToolResult, QueryOutput, e
 	s := r.Session()
 	info := s.Info()
 	out := QueryOutput{
-		Status: "running", PartialText: textcut.Cut(p.Text, 4000), Activity: activity, ElapsedMs: p.Elapsed.Milliseconds(),
+		Status: "running", PartialText: p.Text, Activity: activity, ElapsedMs: p.Elapsed.Milliseconds(),
 		ToolInvocations: []turn.ToolInvocation{}, SessionID: s.ID, ClaudeSessionID: info.ClaudeSessionID,
 		Metadata: Metadata{Model: info.Model, PermissionDenials: []turn.PermissionDenial{}}, LimitedUntil: resulttext.RFC3339(p.LimitedUntil),
 	}

@@ -68,8 +68,10 @@ type Progress struct {
 	ToolsUsed int           // tool calls
 	LastStep  string        // what happened last, for a person
 	LastAt    time.Duration // when it happened, since the start
-	Text      string        // the assistant text so far, the message being written included
-	Partial   string        // the message being written, so far (partial messages)
+	// Text is the start of the assistant text so far, the message being
+	// written included: its texts joined by blank lines, cut to
+	// ProgressTextBytes with "…" (textcut.Cut) when longer.
+	Text string
 	// LimitedUntil, while the query waits for the account's usage limit to
 	// reset, is the reset (zero otherwise); LimitKind which limit.
 	LimitedUntil time.Time
@@ -93,7 +95,7 @@ type Run struct {
 	activity  []string
 	reported  int
 	texts     []string
-	partial   strings.Builder // the text being written: deltas since the last whole text
+	partial   strings.Builder // the text being written: deltas since the last whole text, while it is within ProgressTextBytes
 	turns     int             // API round trips, as of the latest event
 	tools     int             // tool calls, likewise
 	lastStep  string
@@ -184,7 +186,7 @@ func (r *Run) OnEvent(e turn.Event) {
 		r.partial.Reset() // the whole text replaces its deltas
 		r.addStep("said: " + textcut.Cut(e.Text, 300))
 	case turn.EventTextDelta:
-		if r.partial.Len() < maxPartialBytes {
+		if r.partial.Len() <= ProgressTextBytes { // past it, Progress shows none of it
 			r.partial.WriteString(e.Text)
 		}
 	case turn.EventSteer:
@@ -256,17 +258,36 @@ func (r *Run) Progress() Progress {
 }
 
 func (r *Run) progressLocked() Progress {
+	return Progress{Elapsed: time.Since(r.start), Turns: r.turns, ToolsUsed: r.tools, LastStep: r.lastStep, LastAt: r.lastAt,
+		Text: r.textStartLocked(), LimitedUntil: r.limited, LimitKind: r.limitKind}
+}
+
+// textStartLocked is Progress.Text: the texts and the partial text joined
+// as far as the cut needs (one byte past ProgressTextBytes tells that it
+// cuts), not a copy of megabytes of them on every call.
+func (r *Run) textStartLocked() string {
 	texts := r.texts
 	if r.partial.Len() > 0 {
 		texts = append(texts[:len(texts):len(texts)], r.partial.String())
 	}
-	return Progress{Elapsed: time.Since(r.start), Turns: r.turns, ToolsUsed: r.tools, LastStep: r.lastStep, LastAt: r.lastAt,
-		Text: strings.Join(texts, "\n\n"), Partial: r.partial.String(), LimitedUntil: r.limited, LimitKind: r.limitKind}
+	var b strings.Builder
+	for i, t := range texts {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		if room := ProgressTextBytes + 1 - b.Len(); len(t) > room {
+			b.WriteString(t[:max(room, 0)])
+			break
+		}
+		b.WriteString(t)
+	}
+	return textcut.Cut(b.String(), ProgressTextBytes)
 }
 
-// maxPartialBytes bounds the text a run keeps of a message being written
-// (its whole text, when it comes, replaces it).
-const maxPartialBytes = 1 << 20
+// ProgressTextBytes is how much of the text so far Progress.Text gives
+// (a running query's partialText): the run keeps no more of a message
+// being written than that, and a delta.
+const ProgressTextBytes = 4000
 
 // TakeActivity returns what happened since the last call (steps for a
 // person: texts, tool calls, permission answers).
