@@ -3,11 +3,14 @@ package claudeagent
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/jsonstr"
 )
 
 // A text delta, as the CLI writes it, in one pass over its text: the
-// prefix is a literal, the text one JSON string, the tail a few small
-// fields. A line of any other shape (another event, a newer CLI's field
+// prefix is a literal, the text one JSON string (jsonstr.Unquote: six
+// times as fast as encoding/json on prose, whose newlines are escapes),
+// the tail a few small fields. A line of any other shape (another event, a newer CLI's field
 // order) is decoded in full instead.
 //
 //	{"type":"stream_event","event":{"type":"content_block_delta","index":0,
@@ -32,20 +35,12 @@ func decodeTextDelta(line []byte, raw rawLine) (*StreamEvent, bool) {
 		return nil, false
 	}
 	start := i + len(deltaText) - 1 // the string's opening quote
-	end := start + 1
-	for end < len(line) && line[end] != '"' {
-		if line[end] == '\\' {
-			end++
-		}
-		end++
-	}
-	if end >= len(line) || !bytes.HasPrefix(line[end+1:], []byte(`}},`)) || line[len(line)-1] != '}' {
+	text, end, ok := jsonstr.Unquote(line[start:])
+	end += start
+	if !ok || !bytes.HasPrefix(line[end+1:], []byte(`}},`)) || line[len(line)-1] != '}' {
 		return nil, false
 	}
-	v := &StreamEvent{rawLine: raw, EventType: "content_block_delta", delta: &deltaOf{}}
-	if json.Unmarshal(line[start:end+1], &v.delta.text) != nil {
-		return nil, false
-	}
+	v := &StreamEvent{rawLine: raw, EventType: "content_block_delta", delta: &deltaOf{text: text}}
 	tail := append([]byte{'{'}, line[end+4:]...) // the fields after the event
 	if json.Unmarshal(tail, v) != nil || v.Event != nil {
 		return nil, false
