@@ -117,6 +117,18 @@ func pumpTurns(b testing.TB) map[string]pumpTurn {
 		q, _ := json.Marshal(prose[:n])
 		return bytes.Replace(textLine, []byte(recorded), q, 1)
 	}
+	// The BIGTEXT lines with their text (2,000,000 bytes of "abcdefghij")
+	// replaced by as much prose: a newline and a quote every line, escapes
+	// that a plain ASCII text does not have.
+	bigASCII, _ := json.Marshal(strings.Repeat("abcdefghij", 200_000))
+	line := "A line of an answer, with \"quotes\", a tab\tand ünïcödé.\n"
+	bigProse, _ := json.Marshal(strings.Repeat(line, 2_000_000/len(line)+1)[:2_000_000])
+	proseOf := func(l []byte) []byte {
+		if !bytes.Contains(l, bigASCII) {
+			b.Fatal("big_line capture: no 2,000,000 bytes of abcdefghij")
+		}
+		return bytes.Replace(l, bigASCII, bigProse, 1)
+	}
 	var small, mix [][]byte
 	small = append(small, initLine)
 	for i := range 20 {
@@ -143,6 +155,8 @@ func pumpTurns(b testing.TB) map[string]pumpTurn {
 		"small": join(small...),
 		// The BIGTEXT capture: init, a 2 MB assistant line, a 2 MB result.
 		"big": join(initLine, bigText, bigResult),
+		// The same with 2 MB of prose.
+		"bigprose": join(initLine, proseOf(bigText), proseOf(bigResult)),
 		// small with a 2 MB assistant line before its result.
 		"mix": join(mix...),
 	}
@@ -159,7 +173,7 @@ func BenchmarkStreamPump(b *testing.B) {
 	if err := os.WriteFile(script, []byte("#!/bin/sh\nexec cat\n"), 0o755); err != nil {
 		b.Fatal(err)
 	}
-	for _, name := range []string{"small", "big", "mix"} {
+	for _, name := range []string{"small", "big", "bigprose", "mix"} {
 		turn := turns[name]
 		b.Run(name, func(b *testing.B) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

@@ -56,6 +56,13 @@ func FuzzDecodeMatchesStdlib(f *testing.F) {
 		"{\"type\":\"result\",\"result\":\"bad \xff utf-8\",\"total_cost_usd\":1e-3}",
 		`{"type":"result","RESULT":"case","Total_Cost_USD":2,"num_turns":3.0}`,
 		`{"type":"result","num_turns":"3"}`, `{"type":"result","num_turns":1.5}`,
+		// The text fields read by jsonstr (wire.go): null, not a string,
+		// another case, twice, a lone surrogate, a thinking block.
+		`{"type":"assistant","message":{"content":[{"type":"text","text":null},{"type":"text","Text":"a\nb","text":"c\u00e9"}]}}`,
+		`{"type":"assistant","message":{"content":[{"type":"thinking","thinking":"\ud83d x","signature":"s"},{"type":"text","text":5}]}}`,
+		`{"type":"assistant","message":{"id":"m","content":null,"usage":{"output_tokens":1}},"message":{"content":[]}}`,
+		`{"type":"result","result":null,"is_error":true}`, `{"type":"result","result":["x"]}`,
+		`{"type":"result","result":"a\tb","Result":"\u0041\ud83d\ude00\/"}`,
 		`{"type":"user","message":{"content":"plain"},"parent_tool_use_id":null}`,
 		`{"type":"system","subtype":"init","tools":["a",null],"mcp_servers":[{"name":"x","status":"ok"}]}`,
 		`{"type":"stream_event","event":{"type":"content_block_delta","delta":{"type":"text_delta","text":"x"}}}`,

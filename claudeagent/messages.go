@@ -451,7 +451,7 @@ func decodeOwned(line []byte) (Message, error) {
 		err, m = json.Unmarshal(line, v), v
 	case "assistant":
 		v := &AssistantMessage{rawLine: raw}
-		if err = json.Unmarshal(line, v); err == nil {
+		if err = decodeAssistant(line, v); err == nil {
 			keepRaw(v.Message.Content, func() []json.RawMessage {
 				var c struct {
 					Message struct {
@@ -468,7 +468,7 @@ func decodeOwned(line []byte) (Message, error) {
 		err, m = json.Unmarshal(line, v), v
 	case "result":
 		v := &ResultMessage{rawLine: raw}
-		err, m = json.Unmarshal(line, v), v
+		err, m = decodeResult(line, v), v
 	case "rate_limit_event":
 		m, err = decodeRateLimitEvent(line, raw)
 	case "stream_event":

@@ -5,10 +5,13 @@
 package jsonstr
 
 import (
+	"bytes"
 	"encoding/binary"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/segmentio/asm/ascii"
 )
 
 // plain marks the bytes that stand for themselves in a JSON string: not
@@ -50,38 +53,52 @@ func Unquote(b []byte) (s string, end int, ok bool) {
 	if len(b) == 0 || b[0] != '"' {
 		return "", 0, false
 	}
-	i := plainRun(b, 1)
-	if i < len(b) && b[i] == '"' {
-		return string(b[1:i]), i, true
+	// Most strings are printable ASCII without an escape: the closing
+	// quote is found, and the bytes before it checked, a vector at a time.
+	if q := bytes.IndexByte(b[1:], '"') + 1; q > 0 && bytes.IndexByte(b[1:q], '\\') < 0 && ascii.ValidPrint(b[1:q]) {
+		return string(b[1:q]), q, true
 	}
+	// Otherwise the bytes that stand for themselves (plain ASCII and valid
+	// UTF-8) are copied a run at a time, from, up to the next escape or
+	// invalid byte; out is needed only when there is one.
 	var out strings.Builder
-	out.Grow(len(b) - 1)
-	out.Write(b[1:i])
-	for i < len(b) {
-		switch c := b[i]; {
+	from := 1
+	for i := 1; i < len(b); {
+		c := b[i]
+		switch {
 		case plain[c]:
-			j := plainRun(b, i+1)
-			out.Write(b[i:j])
-			i = j
+			i = plainRun(b, i+1)
+			continue
+		case c >= utf8.RuneSelf:
+			r, size := utf8.DecodeRune(b[i:])
+			if r != utf8.RuneError || size > 1 {
+				i += size
+				continue
+			}
 		case c == '"':
+			if out.Len() == 0 && from == 1 {
+				return string(b[1:i]), i, true
+			}
+			out.Write(b[from:i])
 			return out.String(), i, true
-		case c == '\\':
+		case c < 0x20:
+			return "", 0, false
+		}
+		if out.Cap() == 0 {
+			out.Grow(len(b) - 1)
+		}
+		out.Write(b[from:i])
+		if c == '\\' {
 			n, ok := unescape(&out, b[i:])
 			if !ok {
 				return "", 0, false
 			}
 			i += n
-		case c < 0x20:
-			return "", 0, false
-		default:
-			r, size := utf8.DecodeRune(b[i:])
-			if r == utf8.RuneError && size == 1 {
-				out.WriteRune(utf8.RuneError)
-			} else {
-				out.Write(b[i : i+size])
-			}
-			i += size
+		} else { // an invalid byte
+			out.WriteRune(utf8.RuneError)
+			i++
 		}
+		from = i
 	}
 	return "", 0, false // no closing quote
 }

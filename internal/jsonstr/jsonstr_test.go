@@ -40,6 +40,17 @@ func TestUnquote(t *testing.T) {
 			t.Errorf("Unquote(%.60q) = %.40q, %d, %v; encoding/json %.40q, %d, %v", c, s, end, ok, ws, wend, wok)
 		}
 	}
+	// Each byte class at each place of the eight-byte blocks plainRun reads.
+	for _, special := range []string{`"`, `\n`, `\u00e9`, "\x01", "\x1f", "\x7f", "\xff", "é", "\xe2\x98"} {
+		for p := range 20 {
+			c := `"` + strings.Repeat("a", p) + special + strings.Repeat("b", 19-p) + `"`
+			s, end, ok := Unquote([]byte(c))
+			ws, wend, wok := stdUnquote([]byte(c))
+			if s != ws || end != wend || ok != wok {
+				t.Errorf("Unquote(%q) = %q, %d, %v; encoding/json %q, %d, %v", c, s, end, ok, ws, wend, wok)
+			}
+		}
+	}
 	if s, _, _ := Unquote([]byte(`"\ud83d\ude00 \ud83d!"`)); s != "😀 \uFFFD!" {
 		t.Errorf("a pair and a lone half: %q", s)
 	}
@@ -74,13 +85,13 @@ func std(b []byte) string  { var s string; _ = json.Unmarshal(b, &s); return s }
 // A line of prose and a newline; the same with a non-ASCII letter; plain
 // ASCII (the fake API's BIGTEXT).
 const (
-	prose    = `The quick brown fox jumps over the lazy dog, then \"naps\".\n`
-	accented = `Le cœur a ses raisons que la raison ne connaît point.\n`
-	ascii    = `abcdefghij`
+	prose      = `The quick brown fox jumps over the lazy dog, then \"naps\".\n`
+	accented   = `Le cœur a ses raisons que la raison ne connaît point.\n`
+	plainASCII = `abcdefghij`
 )
 
 func BenchmarkUnquoteProse(b *testing.B)    { benchmark(b, prose, ours) }
 func BenchmarkUnquoteAccented(b *testing.B) { benchmark(b, accented, ours) }
-func BenchmarkUnquoteASCII(b *testing.B)    { benchmark(b, ascii, ours) }
+func BenchmarkUnquoteASCII(b *testing.B)    { benchmark(b, plainASCII, ours) }
 func BenchmarkStdlibProse(b *testing.B)     { benchmark(b, prose, std) }
 func BenchmarkStdlibAccented(b *testing.B)  { benchmark(b, accented, std) }
