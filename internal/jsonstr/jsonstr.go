@@ -6,7 +6,6 @@ package jsonstr
 
 import (
 	"bytes"
-	"encoding/binary"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -26,10 +25,12 @@ var plain = func() (t [256]bool) {
 
 // plainRun is the index of the first byte from i on that is not plain
 // (len(b) when there is none), eight bytes at a time.
-func plainRun(b []byte, i int) int {
+func plainRun[T ~string | ~[]byte](b T, i int) int {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	for ; i+8 <= len(b); i += 8 {
-		w := binary.LittleEndian.Uint64(b[i:])
+		c := b[i : i+8]
+		w := uint64(c[0]) | uint64(c[1])<<8 | uint64(c[2])<<16 | uint64(c[3])<<24 |
+			uint64(c[4])<<32 | uint64(c[5])<<40 | uint64(c[6])<<48 | uint64(c[7])<<56
 		q, bs := w^('"'*ones), w^('\\'*ones)
 		// A byte at or above 0x80, below 0x20, or equal to the quote or
 		// the backslash sets its high bit here (the standard zero-byte
@@ -169,3 +170,62 @@ func hex4(b []byte) rune {
 	}
 	return r
 }
+
+// AppendQuote appends s to dst as a JSON string, the bytes
+// json.Encoder gives with SetEscapeHTML(false) (jsonenc): the quote, the
+// backslash and control characters escaped, an invalid UTF-8 byte as
+// \ufffd, U+2028 and U+2029 as escapes, the rest as it is, copied a run
+// at a time.
+func AppendQuote(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	from := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if plain[c] {
+				i = plainRun(s, i+1)
+				continue
+			}
+			dst = append(dst, s[from:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			from = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[from:i]...)
+			dst = append(dst, `\ufffd`...)
+			i++
+			from = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[from:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			from = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[from:]...)
+	return append(dst, '"')
+}
+
+const hexDigits = "0123456789abcdef"

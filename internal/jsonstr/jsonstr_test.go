@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/jsonenc"
 )
 
 // stdUnquote is encoding/json's reading of the string at the front of b:
@@ -95,3 +97,54 @@ func BenchmarkUnquoteAccented(b *testing.B) { benchmark(b, accented, ours) }
 func BenchmarkUnquoteASCII(b *testing.B)    { benchmark(b, plainASCII, ours) }
 func BenchmarkStdlibProse(b *testing.B)     { benchmark(b, prose, std) }
 func BenchmarkStdlibAccented(b *testing.B)  { benchmark(b, accented, std) }
+
+// quoteCases are strings for AppendQuote: every escape, invalid bytes,
+// the two line separators JSON leaves alone and encoding/json escapes.
+var quoteCases = []string{
+	"", "plain", `"q" \b/`, "\b\f\n\r\t\x00\x01\x1f\x7f", "<a & b>", "café ☃ 😀",
+	"a\xffb", "\xed\xa0\x80", "\xe2\x98", "\u2028\u2029", "\xef\xbf\xbd",
+	strings.Repeat("line of text, \"quoted\" é\n", 100),
+}
+
+// TestAppendQuote: jsonenc's bytes (json.Encoder without HTML escaping).
+func TestAppendQuote(t *testing.T) {
+	for _, s := range quoteCases {
+		checkQuote(t, s)
+	}
+}
+
+func checkQuote(t *testing.T, s string) {
+	t.Helper()
+	want, err := jsonenc.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := AppendQuote([]byte("x"), s); string(got) != "x"+string(want) {
+		t.Fatalf("AppendQuote(%q) = %s, want x%s", s, got, want)
+	}
+}
+
+// FuzzAppendQuote: any string quoted as jsonenc quotes it.
+func FuzzAppendQuote(f *testing.F) {
+	for _, s := range quoteCases {
+		f.Add(s)
+	}
+	f.Fuzz(checkQuote)
+}
+
+func BenchmarkAppendQuoteProse(b *testing.B) {
+	s := strings.Repeat("The quick brown fox jumps over the lazy dog, then \"naps\".\n", 65536/59)
+	b.SetBytes(int64(len(s)))
+	buf := make([]byte, 0, 2*len(s))
+	for b.Loop() {
+		buf = AppendQuote(buf[:0], s)
+	}
+}
+
+func BenchmarkMarshalProse(b *testing.B) {
+	s := strings.Repeat("The quick brown fox jumps over the lazy dog, then \"naps\".\n", 65536/59)
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		_, _ = json.Marshal(s)
+	}
+}

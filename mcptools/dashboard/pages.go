@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/jsonstr"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard/spend"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
@@ -376,6 +377,17 @@ func (e *sseWriter) event(name string, id uint64, data any) {
 	fmt.Fprintf(&e.buf, "event: %s\ndata: %s\n\n", name, raw)
 }
 
+// partial buffers a "partial" event: {"reset":…,"text":…}, as event
+// would write it, the text (up to the feed's MiB) quoted by jsonstr in a
+// pass, a fraction of json.Marshal's time.
+func (e *sseWriter) partial(text string, reset bool) {
+	e.buf.WriteString("event: partial\ndata: {\"reset\":")
+	e.buf.WriteString(strconv.FormatBool(reset))
+	e.buf.WriteString(`,"text":`)
+	e.buf.Write(jsonstr.AppendQuote(e.buf.AvailableBuffer(), text))
+	e.buf.WriteString("}\n\n")
+}
+
 // sessionCursor is how far a session page's stream has got.
 type sessionCursor struct {
 	cur      *Feed
@@ -417,7 +429,7 @@ func (d *Dashboard) sessionUpdate(e *sseWriter, c *sessionCursor, session string
 		}
 		gen, text, reset := c.cur.partialSince(c.pgen, c.poff)
 		if reset || text != "" {
-			e.event("partial", 0, map[string]any{"text": text, "reset": reset})
+			e.partial(text, reset)
 			if reset {
 				c.poff = 0
 			}
