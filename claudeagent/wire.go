@@ -12,9 +12,10 @@ import (
 // thinking blocks, the result line's result) are decoded into these
 // mirrors of their messages: the text fields are a jsonText, decoded by
 // jsonstr. segmentio's decoder, fast on a plain ASCII string, unquotes a
-// string with escapes at about 90 MB/s: 22 ms for an answer of 2 MB of
-// prose (a newline every line), against about 5 ms this way. Each mirror
-// embeds its message, whose field of the same name it hides.
+// string with escapes at about 90 MB/s: 18–22 ms for an assistant line
+// of 2 MB of prose (a newline every line), against about 8 ms this way
+// (BENCHMARKS.md). Each mirror embeds its message, whose field of the
+// same name it hides.
 
 // jsonText is a string decoded by jsonstr.Unquote; null leaves it as it
 // is, as encoding/json leaves a string.
