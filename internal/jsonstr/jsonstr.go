@@ -78,7 +78,7 @@ func Unquote(b []byte) (s string, end int, ok bool) {
 				continue
 			}
 		case c == '"':
-			if out.Len() == 0 && from == 1 {
+			if from == 1 { // no escape nor invalid byte: b as it is
 				return string(b[1:i]), i, true
 			}
 			out.Write(b[from:i])
@@ -133,10 +133,11 @@ func unescape(out *strings.Builder, b []byte) (n int, ok bool) {
 		if utf16.IsSurrogate(r) {
 			// A pair only when the next escape completes it; otherwise
 			// the half alone is U+FFFD and the next is read on its own.
+			hi := r
 			r = utf8.RuneError
 			if len(b) >= 12 && b[6] == '\\' && b[7] == 'u' {
 				if lo := hex4(b[8:]); lo >= 0 {
-					if dec := utf16.DecodeRune(hex4(b[2:]), lo); dec != utf8.RuneError {
+					if dec := utf16.DecodeRune(hi, lo); dec != utf8.RuneError {
 						r, n = dec, 12
 					}
 				}
