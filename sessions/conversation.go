@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/beneath"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/cli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
@@ -48,14 +49,18 @@ func (s *Session) recordSteps(t *turn.Turn) {
 }
 
 // addHistoryLocked appends e to the history in memory; s.mu is held.
-func (s *Session) addHistoryLocked(e history.Entry) { s.history.Add(e, s.transcriptPath) }
+func (s *Session) addHistoryLocked(e history.Entry) { s.history.Add(e, s.transcriptName) }
 
 // setHistoryLocked replaces the history with h (a transcript's); s.mu is
 // held.
-func (s *Session) setHistoryLocked(h []history.Entry) { s.history.Set(h, s.transcriptPath) }
+func (s *Session) setHistoryLocked(h []history.Entry) { s.history.Set(h, s.transcriptName) }
 
-// transcriptPath is this session's transcript; s.mu is held.
-func (s *Session) transcriptPath() string {
+// transcriptName is transcriptPath as a note names it; s.mu is held.
+func (s *Session) transcriptName() string { return s.transcriptPath().String() }
+
+// transcriptPath is this session's transcript, beneath its CLI config
+// directory, which the session may write; s.mu is held.
+func (s *Session) transcriptPath() beneath.Path {
 	env := cli.MergeEnv(s.m.cfg.Env, s.profileEnv, s.m.ownerEnv(s.opts.Owner), s.opts.Env)
 	id := s.claudeSessionID
 	if s.forkPending || id == "" {
@@ -66,7 +71,7 @@ func (s *Session) transcriptPath() string {
 
 // TranscriptPath is the file in which the CLI keeps this session's whole
 // conversation.
-func (s *Session) TranscriptPath() string {
+func (s *Session) TranscriptPath() beneath.Path {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.transcriptPath()

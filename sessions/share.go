@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/beneath"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recshare"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
@@ -39,8 +40,8 @@ type sharedStore interface {
 	Acquire(ctx context.Context, id string, h recshare.Host) error
 	Fence(id string, h recshare.Host) error
 	Release(id string)
-	SaveTranscript(ctx context.Context, id, claudeID, path string) error
-	PlaceTranscript(ctx context.Context, id, claudeID, path string) (bool, error)
+	SaveTranscript(ctx context.Context, id, claudeID string, path beneath.Path) error
+	PlaceTranscript(ctx context.Context, id, claudeID string, path beneath.Path) (bool, error)
 	Start(h recshare.Host)
 	Stop()
 }

@@ -471,7 +471,7 @@ func TestStoreTranscriptMoves(t *testing.T) {
 	s := create(t, a, CreateOptions{})
 	query(t, s, "remember this", QueryOptions{})
 	// The CLI's transcript (the fake CLI writes none).
-	src := s.TranscriptPath()
+	src := s.TranscriptPath().String()
 	data := []byte(`{"type":"user","message":{"role":"user","content":"remember this"}}` + "\n")
 	if err := os.MkdirAll(filepath.Dir(src), 0o700); err != nil {
 		t.Fatal(err)
@@ -487,7 +487,7 @@ func TestStoreTranscriptMoves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dst := bs.TranscriptPath()
+	dst := bs.TranscriptPath().String()
 	if dst == src {
 		t.Fatalf("both instances read the transcript at %s", dst)
 	}

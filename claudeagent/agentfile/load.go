@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/beneath"
 )
 
 // maxDirFiles caps the agent files read from one directory tree.
@@ -172,10 +174,10 @@ func (r *scanRun) readDir(src Source, dir string, mustExist bool) {
 		r.sc.listed(dir)
 	}
 	for _, lf := range files {
-		if r.realSeen[lf.real] {
+		if r.realSeen[lf.real.String()] {
 			continue
 		}
-		r.realSeen[lf.real] = true
+		r.realSeen[lf.real.String()] = true
 		path := lf.path
 		res := r.sc.file("agent", path, lf.real, r.seen, func(data []byte) fileResult {
 			a, ws := ParseAgentFile(path, data)
@@ -198,7 +200,7 @@ func (r *scanRun) readDir(src Source, dir string, mustExist bool) {
 // operator chose its path, so a symbolic link there is followed (a
 // Kubernetes ConfigMap's files are links), resolved just before the open.
 func (r *scanRun) readOperatorFile(path string) {
-	real, err := filepath.EvalSymlinks(path)
+	real, err := beneath.Real(path)
 	if err != nil {
 		r.warn(Warning{Path: path, Text: "not read: " + errText(err)})
 		r.layers = append(r.layers, layer{src: SourceFile})
@@ -276,8 +278,8 @@ func applyCap(agents []*Agent, limit int, warn func(Warning)) []*Agent {
 // agents; real, the path with its links resolved, is what is opened (see
 // openRegular: never through a link, never a named pipe or a device, at
 // most MaxFileBytes read). seen collects the cache of this scan.
-func (sc *scanner) file(kind, path, real string, seen map[string]*cachedFile, parse func([]byte) fileResult) fileResult {
-	key := kind + "\x00" + path + "\x00" + real
+func (sc *scanner) file(kind, path string, real beneath.Path, seen map[string]*cachedFile, parse func([]byte) fileResult) fileResult {
+	key := kind + "\x00" + path + "\x00" + real.String()
 	f, fi, err := openRegular(real)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) && kind == "agent" {
@@ -314,15 +316,20 @@ func (sc *scanner) file(kind, path, real string, seen map[string]*cachedFile, pa
 
 // A listedFile is an agent file found in a directory.
 type listedFile struct {
-	path string // as listed, under the directory given
-	real string // with every symbolic link resolved when listed: what is opened
+	path string       // as listed, under the directory given
+	real beneath.Path // the directory with its links resolved, and the file beneath it: what is opened
 }
 
-// listAgentFiles returns the .md files under dir, in path order, following
-// symbolic links (each directory once) and including hidden ones, as the
-// CLI does. A link is resolved here, when listed: the file is then opened
-// at its real path, not through a link. A missing dir is a warning only
-// when mustExist.
+// listAgentFiles returns the .md files under dir, in path order, including
+// hidden ones, as the CLI does. A session may write an agents directory
+// (its project's, its config directory's), so a symbolic link there is
+// followed only to a file or directory inside the same directory (as a
+// Kubernetes ConfigMap's files are links to ..data/ beside them); a link
+// out of it is a warning, never read (dir itself may be a link: the
+// operator's choice). A link is resolved here, when listed, and each
+// directory is read once; the file is then opened beneath dir without
+// following a link (package beneath), so one planted since the listing is
+// refused. A missing dir is a warning only when mustExist.
 func listAgentFiles(dir string, mustExist bool, warn func(Warning)) []listedFile {
 	dir = absPath(dir)
 	fi, err := os.Stat(dir)
@@ -336,16 +343,21 @@ func listAgentFiles(dir string, mustExist bool, warn func(Warning)) []listedFile
 		warn(Warning{Path: dir, Text: "agents directory not read: not a directory"})
 		return nil
 	}
+	realDir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		realDir = dir
+	}
 	var files []listedFile
 	visited := map[string]bool{}
 	full := false
-	var walk func(d, realD string)
-	walk = func(d, realD string) {
-		if visited[realD] {
+	// walk lists d, which is rel beneath realDir.
+	var walk func(d, rel string)
+	walk = func(d, rel string) {
+		if visited[rel] {
 			return
 		}
-		visited[realD] = true
-		entries, err := readDirNoBlock(realD)
+		visited[rel] = true
+		entries, err := readDirNoBlock(filepath.Join(realDir, rel))
 		if err != nil {
 			warn(Warning{Path: d, Text: "agents directory not read: " + errText(err)})
 			return
@@ -354,18 +366,18 @@ func listAgentFiles(dir string, mustExist bool, warn func(Warning)) []listedFile
 			if full {
 				return
 			}
-			lf := listedFile{filepath.Join(d, e.Name()), filepath.Join(realD, e.Name())}
+			lf := listedFile{filepath.Join(d, e.Name()), beneath.Path{Dir: realDir, Rel: filepath.Join(rel, e.Name())}}
 			mode := e.Type()
 			if mode&fs.ModeSymlink != 0 {
 				var err error
-				if lf.real, mode, err = resolveLink(lf.real); err != nil {
-					warn(Warning{Path: lf.path, Text: "not read: a symbolic link that cannot be followed: " + errText(err)})
+				if lf.real.Rel, mode, err = resolveLink(realDir, lf.real.Rel); err != nil {
+					warn(Warning{Path: lf.path, Text: "not read: " + err.Error()})
 					continue
 				}
 			}
 			switch {
 			case mode.IsDir():
-				walk(lf.path, lf.real)
+				walk(lf.path, lf.real.Rel)
 			case mode.IsRegular() && strings.HasSuffix(e.Name(), ".md"):
 				if len(files) == maxDirFiles {
 					warn(Warning{Path: dir, Text: fmt.Sprintf("more than %d agent files: the rest not read", maxDirFiles)})
@@ -376,27 +388,28 @@ func listAgentFiles(dir string, mustExist bool, warn func(Warning)) []listedFile
 			}
 		}
 	}
-	realDir, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		realDir = dir
-	}
-	walk(dir, realDir)
+	walk(dir, ".")
 	slices.SortFunc(files, func(a, b listedFile) int { return strings.Compare(a.path, b.path) })
 	return files
 }
 
-// resolveLink returns the path a symbolic link leads to, every link
-// resolved, and the type of what is there.
-func resolveLink(path string) (string, fs.FileMode, error) {
-	real, err := filepath.EvalSymlinks(path)
+// resolveLink returns where the symbolic link rel beneath dir leads, every
+// link resolved, beneath dir, and the type of what is there; a link that
+// leads out of dir, or nowhere, is an error saying so.
+func resolveLink(dir, rel string) (string, fs.FileMode, error) {
+	real, err := filepath.EvalSymlinks(filepath.Join(dir, rel))
 	if err != nil {
-		return "", 0, err
+		return "", 0, fmt.Errorf("a symbolic link that cannot be followed: %s", errText(err))
+	}
+	inside, err := filepath.Rel(dir, real)
+	if err != nil || !filepath.IsLocal(inside) {
+		return "", 0, errors.New("a symbolic link out of the agents directory; not followed (a session may write there)")
 	}
 	fi, err := os.Lstat(real)
 	if err != nil {
-		return "", 0, err
+		return "", 0, fmt.Errorf("a symbolic link that cannot be followed: %s", errText(err))
 	}
-	return real, fi.Mode().Type(), nil
+	return inside, fi.Mode().Type(), nil
 }
 
 // errText is an error's text without the path it repeats.

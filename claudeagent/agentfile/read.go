@@ -8,6 +8,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/beneath"
 )
 
 // Reading files safely: a file listed as a regular file may be replaced by
@@ -17,59 +19,41 @@ import (
 // metadata decides (regular files only), and they are read up to
 // MaxFileBytes.
 
-// errSymlink is an open's refusal of a symbolic link: links are resolved
-// when a directory is listed (or, for the operator file, just before the
-// open), so one found at the open appeared since.
+// errSymlink is an open's refusal of a symbolic link: links are not
+// listed, so one found at the open appeared since.
 var errSymlink = errors.New("replaced by a symbolic link since it was listed; not followed")
 
 // errTooLarge is a file over MaxFileBytes.
 var errTooLarge = fmt.Errorf("larger than %d bytes, the cap of an agent file or the operator file", MaxFileBytes)
 
-// openRegular opens path (its links already resolved) with openNoFollow
-// and returns it with its metadata, read from the open descriptor, when it
-// is a regular file; else an error saying what it is.
-func openRegular(path string) (*os.File, fs.FileInfo, error) {
-	f, err := openNoFollow(path)
+// readCapped reads r to its end, at most limit bytes: errTooLarge when
+// there is more (a file may grow after its size was read).
+func readCapped(r io.Reader, limit int64) ([]byte, error) {
+	data, err := beneath.ReadCapped(r, limit)
+	if errors.Is(err, beneath.ErrTooLarge) {
+		return nil, errTooLarge
+	}
+	return data, err
+}
+
+// openRegular opens p (see beneath.Open: no link followed beneath its
+// directory, a regular file of one link, never waited on) and returns it
+// with its metadata, read from the open descriptor; else an error saying
+// what it met.
+func openRegular(p beneath.Path) (*os.File, fs.FileInfo, error) {
+	f, err := beneath.Open(p)
+	if errors.Is(err, beneath.ErrLink) {
+		return nil, nil, errSymlink
+	}
 	if err != nil {
 		return nil, nil, err
 	}
 	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
-		err = notRegular(fi.Mode())
-	}
 	if err != nil {
 		f.Close()
 		return nil, nil, err
 	}
 	return f, fi, nil
-}
-
-// notRegular says what a file that is not a regular file is.
-func notRegular(m fs.FileMode) error {
-	switch {
-	case m.IsDir():
-		return errors.New("a directory")
-	case m&fs.ModeNamedPipe != 0:
-		return errors.New("a named pipe, not a regular file")
-	case m&fs.ModeDevice != 0:
-		return errors.New("a device, not a regular file")
-	case m&fs.ModeSocket != 0:
-		return errors.New("a socket, not a regular file")
-	}
-	return errors.New("not a regular file")
-}
-
-// readCapped reads r to its end, at most limit bytes: errTooLarge when
-// there is more (a file may grow after its size was read).
-func readCapped(r io.Reader, limit int64) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, errTooLarge
-	}
-	return data, nil
 }
 
 // readDirNoBlock lists a directory, sorted by name, as os.ReadDir does,

@@ -127,7 +127,7 @@ func TestLoadOperatorFileNotRegular(t *testing.T) {
 			if err := os.Mkdir(path, 0o755); err != nil {
 				t.Fatal(err)
 			}
-		}, "not read: a directory"},
+		}, "not read: a directory, not a regular file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "agents.yaml")
@@ -140,29 +140,33 @@ func TestLoadOperatorFileNotRegular(t *testing.T) {
 	}
 }
 
-// TestLoadThroughLinks: symbolic links resolved when listed are followed,
-// as the CLI follows them (a Kubernetes ConfigMap's files are links): an
-// agent file that is a link, in a directory that is a link, and an
-// operator file that is a link.
+// TestLoadThroughLinks: symbolic links resolved when listed are followed
+// within the agents directory, as a Kubernetes ConfigMap's files are links
+// to ..data/ beside them (an agent file that is a link, in a directory
+// that is a link), and an operator file that is a link; a link out of the
+// agents directory, which a session may have planted there, is not
+// followed, nor is one that leaves it through another link.
 func TestLoadThroughLinks(t *testing.T) {
 	root := t.TempDir()
-	writeFile(t, filepath.Join(root, "data", "a.md"), agentMD("a", "linked file"))
-	writeFile(t, filepath.Join(root, "data", "sub", "b.md"), agentMD("b", "linked directory"))
-	writeFile(t, filepath.Join(root, "data", "ops.yaml"), "c: {description: linked operator file, prompt: p}\n")
 	dir := filepath.Join(root, "agents")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	symlink(t, filepath.Join(root, "data", "a.md"), filepath.Join(dir, "a.md"))
-	symlink(t, filepath.Join(root, "data", "sub"), filepath.Join(dir, "sub"))
+	writeFile(t, filepath.Join(dir, "..data", "a.txt"), agentMD("a", "linked file"))
+	writeFile(t, filepath.Join(dir, "..data", "sub", "b.md"), agentMD("b", "linked directory"))
+	writeFile(t, filepath.Join(root, "data", "ops.yaml"), "c: {description: linked operator file, prompt: p}\n")
+	writeFile(t, filepath.Join(root, "outside", "x.md"), agentMD("x", "outside the directory"))
+	symlink(t, filepath.Join("..data", "a.txt"), filepath.Join(dir, "a.md"))
+	symlink(t, filepath.Join(dir, "..data", "sub"), filepath.Join(dir, "sub"))
 	symlink(t, filepath.Join(root, "data", "ops.yaml"), filepath.Join(root, "ops.yaml"))
+	symlink(t, filepath.Join(root, "outside", "x.md"), filepath.Join(dir, "x.md"))
+	symlink(t, filepath.Join(root, "outside"), filepath.Join(dir, "..data", "out"))
 	got := Load(Config{Sources: Sources(SourceDirs | SourceFile), Dirs: []string{dir}, File: filepath.Join(root, "ops.yaml")})
 	want := []string{"a=linked file (dirs)", "b=linked directory (dirs)", "c=linked operator file (file)"}
-	if !slices.Equal(summary(got), want) || len(got.Warnings) != 0 {
-		t.Errorf("agents %q, warnings %q; want %q and none", summary(got), warningTexts(got.Warnings), want)
+	out := "not read: a symbolic link out of the agents directory; not followed (a session may write there)"
+	wantWarns := []string{filepath.Join(dir, "..data", "out") + ": " + out, filepath.Join(dir, "x.md") + ": " + out}
+	if ws := warningTexts(got.Warnings); !slices.Equal(summary(got), want) || !slices.Equal(ws, wantWarns) {
+		t.Errorf("agents %q, warnings %q; want %q and %q", summary(got), ws, want, wantWarns)
 	}
-	if a := got.Lookup("b"); a == nil || a.Path != filepath.Join(dir, "sub", "b.md") {
-		t.Errorf("b's path: %+v, want the listed one", a)
+	if a := got.Lookup("b"); a == nil || (a.Path != filepath.Join(dir, "sub", "b.md") && a.Path != filepath.Join(dir, "..data", "sub", "b.md")) {
+		t.Errorf("b's path: %+v, want a listed one", a)
 	}
 }
 

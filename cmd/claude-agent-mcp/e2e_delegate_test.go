@@ -750,7 +750,7 @@ func TestE2EDelegateReplay(t *testing.T) {
 	// The CLI is gone, so nothing writes the transcript any more. 2.1.197
 	// writes it lazily and may not have written it yet: that is the case
 	// this recovery is for, too.
-	transcript := history.TranscriptPath(e.env, e.cwd, csid)
+	transcript := history.TranscriptPath(e.env, e.cwd, csid).String()
 	if err := os.Remove(transcript); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		t.Fatal(err)
 	} else if err != nil {
@@ -824,7 +824,7 @@ func TestE2EDelegateTranscriptRestored(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	sid, _, csid := twoTurnsKilled(t, ctx, e, "RESTORE-ONE", "RESTORE-TWO")
-	transcript := history.TranscriptPath(e.env, e.cwd, csid)
+	transcript := history.TranscriptPath(e.env, e.cwd, csid).String()
 	if err := os.Remove(transcript); err != nil {
 		t.Fatalf("the CLI's transcript after two turns: %v", err)
 	}

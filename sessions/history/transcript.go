@@ -4,21 +4,30 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/beneath"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 )
+
+// MaxTranscriptBytes caps what the server reads of a transcript, a file
+// the session itself may write (as the CLI caps a line).
+const MaxTranscriptBytes = 256 << 20
 
 // TranscriptPath is where the CLI keeps the transcript of a Claude session
 // started in cwd: <config dir>/projects/<cwd with every character other
 // than ASCII letters and digits replaced by '-'>/<id>.jsonl, where the
 // config dir is $CLAUDE_CONFIG_DIR or $HOME/.claude (env first, then the
-// server's environment).
-func TranscriptPath(env map[string]string, cwd, claudeSessionID string) string {
+// server's environment). The session may write its config directory, so
+// the file is named beneath it: the server opens it without following a
+// link (package beneath).
+func TranscriptPath(env map[string]string, cwd, claudeSessionID string) beneath.Path {
 	lookup := func(k string) string {
 		if v, ok := env[k]; ok {
 			return v
@@ -39,12 +48,21 @@ func TranscriptPath(env map[string]string, cwd, claudeSessionID string) string {
 		}
 		return '-'
 	}, cwd)
-	return filepath.Join(dir, "projects", slug, claudeSessionID+".jsonl")
+	if claudeSessionID == "" {
+		return beneath.Path{}
+	}
+	return beneath.Path{Dir: dir, Rel: filepath.Join("projects", slug, claudeSessionID+".jsonl")}
 }
 
-// Load reads a CLI transcript into entries. A missing file is no history.
-func Load(path string) ([]Entry, error) {
-	f, err := os.Open(path)
+// Load reads a CLI transcript into entries, at most MaxTranscriptBytes
+// (what lies beyond is left out, and the error says so). A missing file is
+// no history; a link, a named pipe or a directory in its place is an error
+// (package beneath).
+func Load(path beneath.Path) ([]Entry, error) {
+	if path.IsZero() {
+		return nil, nil
+	}
+	f, err := beneath.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -54,15 +72,20 @@ func Load(path string) ([]Entry, error) {
 	defer f.Close()
 	var out []Entry
 	tools := map[string]int{}
-	r := bufio.NewReaderSize(f, 64<<10)
+	r := bufio.NewReaderSize(io.LimitReader(f, MaxTranscriptBytes), 64<<10)
+	read := int64(0)
 	for {
 		line, err := r.ReadBytes('\n')
+		read += int64(len(line))
 		if len(line) > 0 {
 			out = appendTranscriptLine(out, tools, line)
 		}
 		if err != nil {
 			break
 		}
+	}
+	if read >= MaxTranscriptBytes {
+		return out, fmt.Errorf("the transcript %s: read its first %d bytes: %w", path, read, beneath.ErrTooLarge)
 	}
 	return out, nil
 }

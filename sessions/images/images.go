@@ -10,12 +10,14 @@ package images
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/beneath"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
 )
 
@@ -64,18 +66,13 @@ func Load(cwd string, in []Input, checkPath func(what, path string) error) ([]Im
 			if err := options.NoControl(what+" path", path); err != nil {
 				return nil, err
 			}
-			st, err := os.Stat(path)
-			if err != nil || st.IsDir() {
-				return nil, fmt.Errorf("%s: %s is not a readable file", what, path)
-			}
+			// The gate first: nothing is told of a path outside the roots.
 			if err := checkPath(what+" path", path); err != nil {
 				return nil, err
 			}
-			if st.Size() > MaxBytes {
-				return nil, fmt.Errorf("%s: %s has %d bytes, more than the %d an image may have", what, path, st.Size(), MaxBytes)
-			}
-			if data, err = os.ReadFile(path); err != nil {
-				return nil, fmt.Errorf("%s: reading %s: %v", what, path, err)
+			var err error
+			if data, err = readImage(path); err != nil {
+				return nil, fmt.Errorf("%s: %s %v", what, path, err)
 			}
 		case im.Data != "":
 			var err error
@@ -98,6 +95,27 @@ func Load(cwd string, in []Input, checkPath func(what, path string) error) ([]Im
 		out = append(out, Image{MediaType: sniffed, Data: data})
 	}
 	return out, nil
+}
+
+// readImage reads the image file at path, which the session may have
+// written: its links resolved (as the gate judged it), then opened without
+// following one (a link planted since is refused), a regular file of one
+// link, at most MaxBytes.
+func readImage(path string) ([]byte, error) {
+	real, err := beneath.Real(path)
+	if err != nil {
+		return nil, errors.New("is not a readable file")
+	}
+	data, err := beneath.ReadFile(real, MaxBytes)
+	switch {
+	case errors.Is(err, beneath.ErrTooLarge):
+		return nil, fmt.Errorf("has more than the %d bytes an image may have", MaxBytes)
+	case errors.Is(err, beneath.ErrNotRegular) || errors.Is(err, fs.ErrNotExist):
+		return nil, errors.New("is not a readable file")
+	case err != nil:
+		return nil, fmt.Errorf("cannot be read: %v", err)
+	}
+	return data, nil
 }
 
 // Content is the content of a user message: the text alone, or the text

@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/beneath"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
 )
 
@@ -20,16 +21,18 @@ import (
 // of conversation claudeID of session id, holds beyond what is stored. It
 // reads only the new bytes: the offset stored is remembered per
 // transcript (after a restart the first save sends the whole file, which
-// the store skips as far as it has it).
-func (i *Instance) SaveTranscript(ctx context.Context, id, claudeID, path string) error {
-	if i.cfg.Store == nil || claudeID == "" || path == "" {
+// the store skips as far as it has it). The session may write where the
+// file lies: it is opened without following a link, must be a regular
+// file of one link, and is read up to history.MaxTranscriptBytes.
+func (i *Instance) SaveTranscript(ctx context.Context, id, claudeID string, path beneath.Path) error {
+	if i.cfg.Store == nil || claudeID == "" || path.IsZero() {
 		return nil
 	}
 	key := id + "/" + claudeID
 	i.mu.Lock()
 	off := i.offsets[key]
 	i.mu.Unlock()
-	f, err := os.Open(path)
+	f, err := beneath.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil // the CLI has not written it yet
 	}
@@ -37,7 +40,7 @@ func (i *Instance) SaveTranscript(ctx context.Context, id, claudeID, path string
 		return err
 	}
 	defer f.Close()
-	data, err := readFrom(f, off)
+	data, err := readFrom(f, off, history.MaxTranscriptBytes)
 	if err != nil || len(data) == 0 {
 		return err
 	}
@@ -61,27 +64,23 @@ func (i *Instance) SaveTranscript(ctx context.Context, id, claudeID, path string
 }
 
 // PlaceTranscript writes the stored transcript of conversation claudeID of
-// session id to path when no file is there (another machine ran the
+// session id to path when nothing is there (another machine ran the
 // session), so that the CLI can resume it. It reports whether it wrote.
-func (i *Instance) PlaceTranscript(ctx context.Context, id, claudeID, path string) (bool, error) {
-	if i.cfg.Store == nil || claudeID == "" || path == "" {
+// The session may write where the file goes: nothing it planted there (a
+// link, a named pipe, a directory, a file) is written through or
+// replaced, and no link on the way is followed (package beneath).
+func (i *Instance) PlaceTranscript(ctx context.Context, id, claudeID string, path beneath.Path) (bool, error) {
+	if i.cfg.Store == nil || claudeID == "" || path.IsZero() {
 		return false, nil
 	}
-	if _, err := os.Stat(path); err == nil || !errors.Is(err, os.ErrNotExist) {
-		return false, nil
+	if there, err := beneath.Exists(path); there || err != nil {
+		return false, err
 	}
 	data, err := i.cfg.Store.ReadTranscript(ctx, id, claudeID)
 	if err != nil || len(data) == 0 {
 		return false, err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return false, err
-	}
-	tmp := path + ".part"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return false, err
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := beneath.WriteNew(path, data, 0o600); err != nil {
 		return false, err
 	}
 	i.mu.Lock()
@@ -93,11 +92,15 @@ func (i *Instance) PlaceTranscript(ctx context.Context, id, claudeID, path strin
 // readFrom reads what f holds from off to its size now, in one buffer of
 // that size (a turn can add megabytes: io.ReadAll's doublings would
 // allocate about twice as much). Bytes the CLI appends meanwhile are left
-// for the next save; a file that shrank gives what it still has.
-func readFrom(f *os.File, off int64) ([]byte, error) {
+// for the next save; a file that shrank gives what it still has; a file
+// over max is refused.
+func readFrom(f *os.File, off, max int64) ([]byte, error) {
 	st, err := f.Stat()
 	if err != nil || st.Size() <= off {
 		return nil, err
+	}
+	if st.Size() > max {
+		return nil, fmt.Errorf("the transcript %s has %d bytes: %w of %d", f.Name(), st.Size(), beneath.ErrTooLarge, max)
 	}
 	data := make([]byte, st.Size()-off)
 	n, err := io.ReadFull(io.NewSectionReader(f, off, int64(len(data))), data)

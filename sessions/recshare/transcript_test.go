@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/beneath"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/sqlite"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
@@ -27,7 +28,8 @@ func TestSaveTranscriptAppends(t *testing.T) {
 		t.Fatal(err)
 	}
 	i := New(Config{Store: st})
-	path := filepath.Join(t.TempDir(), "c1.jsonl")
+	file := beneath.Path{Dir: t.TempDir(), Rel: "c1.jsonl"}
+	path := file.String()
 	var want strings.Builder
 	for n, add := range []string{`{"n":1}` + "\n", "", strings.Repeat("x", 3<<20) + "\n", `{"n":3}` + "\n"} {
 		want.WriteString(add)
@@ -36,7 +38,7 @@ func TestSaveTranscriptAppends(t *testing.T) {
 		}
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		if err := i.SaveTranscript(ctx, "s1", "c1", path); err != nil {
+		if err := i.SaveTranscript(ctx, "s1", "c1", file); err != nil {
 			t.Fatalf("save %d: %v", n, err)
 		}
 		runtime.ReadMemStats(&after)

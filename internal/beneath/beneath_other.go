@@ -1,0 +1,103 @@
+//go:build !unix
+
+package beneath
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"path"
+)
+
+// Elsewhere (Windows) an os.Root keeps every open beneath its directory;
+// each name on the way is looked at first, and a link refused.
+
+// checkWay refuses a link on the way through names in r.
+func checkWay(r *os.Root, names []string) error {
+	for i := range names {
+		fi, err := r.Lstat(path.Join(names[:i+1]...))
+		if err != nil {
+			return err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return ErrLink
+		}
+	}
+	return nil
+}
+
+func openFile(p Path) (*os.File, error) {
+	names, err := components(p.Rel)
+	if err != nil {
+		return nil, err
+	}
+	r, err := os.OpenRoot(p.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	if err := checkWay(r, names); err != nil {
+		return nil, err
+	}
+	return r.Open(path.Join(names...))
+}
+
+func links(fs.FileInfo) uint64 { return 1 }
+
+// Exists reports whether anything is at p; a link on the way is ErrLink.
+func Exists(p Path) (bool, error) {
+	names, err := components(p.Rel)
+	if err != nil {
+		return false, err
+	}
+	r, err := os.OpenRoot(p.Dir)
+	if err != nil {
+		return false, err
+	}
+	defer r.Close()
+	err = checkWay(r, names)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func writeNew(p Path, data []byte, perm fs.FileMode) error {
+	names, err := components(p.Rel)
+	if err != nil {
+		return err
+	}
+	r, err := os.OpenRoot(p.Dir)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	dir := path.Join(names[:len(names)-1]...)
+	if dir != "" {
+		if err := checkWay(r, names[:len(names)-1]); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if err := r.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+	}
+	var salt [8]byte
+	_, _ = rand.Read(salt[:])
+	name := path.Join(names...)
+	tmp := path.Join(dir, "."+names[len(names)-1]+"."+hex.EncodeToString(salt[:])+".part")
+	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = r.Link(tmp, name)
+	}
+	r.Remove(tmp)
+	return err
+}
