@@ -143,10 +143,13 @@ type controlResult struct {
 // InitializeRequest is the body of the "initialize" control request. All
 // fields are optional.
 type InitializeRequest struct {
-	Hooks              map[string]any `json:"hooks,omitempty"`
-	Agents             map[string]any `json:"agents,omitempty"`
-	SystemPrompt       string         `json:"systemPrompt,omitempty"`
-	AppendSystemPrompt string         `json:"appendSystemPrompt,omitempty"`
+	Hooks              map[string]any  `json:"hooks,omitempty"`
+	Agents             json.RawMessage `json:"agents,omitempty"`
+	SystemPrompt       string          `json:"systemPrompt,omitempty"`
+	AppendSystemPrompt string          `json:"appendSystemPrompt,omitempty"`
+	// JSONSchema makes the final answer structured output (both pinned
+	// CLIs take it here as they take --json-schema).
+	JSONSchema json.RawMessage `json:"jsonSchema,omitempty"`
 }
 
 // InitializeResponse is the CLI's answer to initialize.

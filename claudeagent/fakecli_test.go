@@ -1072,16 +1072,18 @@ func TestFakeCLIVersion(t *testing.T) {
 	}
 }
 
-// TestCLIVersionInheritsEnv: CLIVersion runs the binary with the inherited
-// environment.
-func TestCLIVersionInheritsEnv(t *testing.T) {
+// TestCLIVersionEnvAllowList: CLIVersion runs the binary with the
+// allow-list of the server's environment alone: a variable outside it
+// (the fake's version) does not reach it, one given by CLIVersionEnv does.
+func TestCLIVersionEnvAllowList(t *testing.T) {
 	path, env := fakecli.Command(t)
-	for k, v := range env {
-		t.Setenv(k, v)
-	}
 	t.Setenv("FAKE_CLAUDE_VERSION", "1.9.9")
-	if v, err := CLIVersion(context.Background(), path); v != "1.9.9" || err == nil {
-		t.Errorf("CLIVersion = %q, %v; want 1.9.9 and a too-old error", v, err)
+	if v, err := CLIVersionEnv(context.Background(), path, env); v != fakecli.DefaultVersion || err != nil {
+		t.Errorf("CLIVersionEnv = %q, %v; want the fake's default %s: FAKE_CLAUDE_VERSION is no variable a CLI inherits", v, err, fakecli.DefaultVersion)
+	}
+	env["FAKE_CLAUDE_VERSION"] = "1.9.9"
+	if v, err := CLIVersionEnv(context.Background(), path, env); v != "1.9.9" || err == nil {
+		t.Errorf("CLIVersionEnv = %q, %v; want 1.9.9 and a too-old error", v, err)
 	}
 }
 
@@ -1126,8 +1128,9 @@ func TestOptionsArgs(t *testing.T) {
 		{"zero", Options{}, nil},
 		{"model", Options{SessionOptions: SessionOptions{Model: "sonnet"}}, []string{"--model=sonnet"}},
 		{"permission_mode", Options{SessionOptions: SessionOptions{PermissionMode: "plan"}}, []string{"--permission-mode=plan"}},
-		{"system_prompt", Options{SessionOptions: SessionOptions{SystemPrompt: "be brief"}}, []string{"--system-prompt=be brief"}},
-		{"append_system_prompt", Options{SessionOptions: SessionOptions{AppendSystemPrompt: "and kind"}}, []string{"--append-system-prompt=and kind"}},
+		// Text goes by initialize, never on the command line.
+		{"system_prompt", Options{SessionOptions: SessionOptions{SystemPrompt: "be brief"}}, nil},
+		{"append_system_prompt", Options{SessionOptions: SessionOptions{AppendSystemPrompt: "and kind"}}, nil},
 		{"allowed_tools", Options{SessionOptions: SessionOptions{AllowedTools: []string{"Read", "Bash(git:*)"}}}, []string{"--allowedTools=Read,Bash(git:*)"}},
 		{"disallowed_tools", Options{SessionOptions: SessionOptions{DisallowedTools: []string{"Write"}}}, []string{"--disallowedTools=Write"}},
 		{"max_turns", Options{SessionOptions: SessionOptions{MaxTurns: 3}}, []string{"--max-turns=3"}},
@@ -1135,15 +1138,18 @@ func TestOptionsArgs(t *testing.T) {
 		{"resume", Options{Resume: "-abc"}, []string{"--resume=-abc"}},
 		{"fork", Options{Resume: "abc", ForkSession: true}, []string{"--resume=abc", "--fork-session"}},
 		{"session_id", Options{SessionID: "u-1"}, []string{"--session-id=u-1"}},
-		{"mcp_config", Options{MCPConfig: `{"mcpServers":{}}`, StrictMCPConfig: true}, []string{`--mcp-config={"mcpServers":{}}`, "--strict-mcp-config"}},
+		// A document is a file of the process's private directory (its
+		// name alone before the start).
+		{"mcp_config", Options{MCPConfig: `{"mcpServers":{}}`, StrictMCPConfig: true}, []string{"--mcp-config=mcp-config.json", "--strict-mcp-config"}},
+		{"mcp_config_file", Options{MCPConfig: "/etc/mcp.json"}, []string{"--mcp-config=/etc/mcp.json"}},
 		{"add_dirs", Options{SessionOptions: SessionOptions{AddDirs: []string{"/a", "/b"}}}, []string{"--add-dir=/a", "--add-dir=/b"}},
 		{"tools", Options{SessionOptions: SessionOptions{Tools: []string{"Read", "Grep"}}}, []string{"--tools=Read,Grep"}},
 		{"no_tools", Options{SessionOptions: SessionOptions{Tools: []string{}}}, []string{"--tools="}},
 		{"effort", Options{SessionOptions: SessionOptions{Effort: "high"}}, []string{"--effort=high"}},
-		{"json_schema", Options{SessionOptions: SessionOptions{JSONSchema: json.RawMessage(`{ "type": "object" }`)}}, []string{`--json-schema={"type":"object"}`}},
+		{"json_schema", Options{SessionOptions: SessionOptions{JSONSchema: json.RawMessage(`{ "type": "object" }`)}}, nil},
 		{"budget", Options{SessionOptions: SessionOptions{MaxBudgetUSD: 0.25}}, []string{"--max-budget-usd=0.25"}},
-		{"agents", Options{SessionOptions: SessionOptions{Agents: json.RawMessage(`{"r":{"description":"d","prompt":"p"}}`)}}, []string{`--agents={"r":{"description":"d","prompt":"p"}}`}},
-		{"settings_object", Options{SessionOptions: SessionOptions{Settings: json.RawMessage(`{"model": "x"}`)}}, []string{`--settings={"model":"x"}`}},
+		{"agents", Options{SessionOptions: SessionOptions{Agents: json.RawMessage(`{"r":{"description":"d","prompt":"p"}}`)}}, nil},
+		{"settings_object", Options{SessionOptions: SessionOptions{Settings: json.RawMessage(`{"model": "x"}`)}}, []string{"--settings=settings.json"}},
 		{"settings_file", Options{SessionOptions: SessionOptions{SettingsFile: "/etc/s.json"}}, []string{"--settings=/etc/s.json"}},
 		{"settings_file_persisted", Options{SessionOptions: SessionOptions{Settings: json.RawMessage(`"/etc/s.json"`)}}, []string{"--settings=/etc/s.json"}},
 		{"setting_sources", Options{SessionOptions: SessionOptions{SettingSources: []string{"user", "project"}}}, []string{"--setting-sources=user,project"}},
@@ -1170,12 +1176,23 @@ func TestOptionsArgs(t *testing.T) {
 	}
 }
 
+// TestOptionsEnviron: a CLI gets an allow-list of the server's
+// environment (what it needs: paths, locale, its credentials and
+// settings), never a variable of the server's own (CLAUDE_AGENT_MCP_*,
+// its token among them), not even through Env; CLAUDECODE is dropped;
+// CLAUDE_CODE_ENTRYPOINT and PWD are set; Env wins over the rest.
 func TestOptionsEnviron(t *testing.T) {
 	t.Setenv("CLAUDECODE", "1")
 	t.Setenv("CLAUDE_CODE_ENTRYPOINT", "sdk-py")
 	t.Setenv("PWD", "/somewhere/else")
-	t.Setenv("CLAUDEAGENT_TEST_KEEP", "kept")
-	t.Setenv("CLAUDEAGENT_TEST_OVERRIDE", "old")
+	t.Setenv("LANG", "kept")
+	t.Setenv("ANTHROPIC_API_KEY", "kept")
+	t.Setenv("CLAUDE_CODE_USE_BEDROCK", "kept")
+	t.Setenv("CLAUDE_AGENT_MCP_TOKEN", "secret")
+	t.Setenv("CLAUDE_AGENT_MCP_STORE", "postgres://agent:secret@db/agent")
+	t.Setenv("DATABASE_URL", "postgres://agent:secret@db/agent")
+	t.Setenv("SSH_AUTH_SOCK", "/run/agent.sock")
+	t.Setenv("GITHUB_TOKEN", "secret")
 
 	parse := func(env []string) map[string]string {
 		t.Helper()
@@ -1192,20 +1209,28 @@ func TestOptionsEnviron(t *testing.T) {
 		}
 		return m
 	}
-	o := Options{Env: map[string]string{"CLAUDEAGENT_TEST_OVERRIDE": "new", "EXTRA": "x"}}
+	o := Options{Env: map[string]string{"LANG": "new", "EXTRA": "x", "CLAUDE_AGENT_MCP_TOKEN": "smuggled"}}
 	env := parse(o.Environ("/work/dir"))
-	if _, ok := env["CLAUDECODE"]; ok {
-		t.Error("CLAUDECODE was not dropped")
+	for _, k := range []string{"CLAUDECODE", "CLAUDE_AGENT_MCP_TOKEN", "CLAUDE_AGENT_MCP_STORE", "DATABASE_URL", "SSH_AUTH_SOCK", "GITHUB_TOKEN"} {
+		if v, ok := env[k]; ok {
+			t.Errorf("%s=%s reached the CLI", k, v)
+		}
 	}
 	for k, want := range map[string]string{
-		"CLAUDE_CODE_ENTRYPOINT":    Entrypoint,
-		"PWD":                       "/work/dir",
-		"CLAUDEAGENT_TEST_KEEP":     "kept",
-		"CLAUDEAGENT_TEST_OVERRIDE": "new",
-		"EXTRA":                     "x",
+		"CLAUDE_CODE_ENTRYPOINT":  Entrypoint,
+		"PWD":                     "/work/dir",
+		"ANTHROPIC_API_KEY":       "kept",
+		"CLAUDE_CODE_USE_BEDROCK": "kept",
+		"LANG":                    "new",
+		"EXTRA":                   "x",
 	} {
 		if env[k] != want {
 			t.Errorf("%s = %q, want %q", k, env[k], want)
+		}
+	}
+	for k := range env {
+		if strings.HasPrefix(k, "CLAUDE_AGENT_MCP_") {
+			t.Errorf("%s reached the CLI", k)
 		}
 	}
 	if Entrypoint != "claude-agent-mcp" {
@@ -1216,8 +1241,8 @@ func TestOptionsEnviron(t *testing.T) {
 	if env := parse(o.Environ("/work/dir")); env["CLAUDE_CODE_ENTRYPOINT"] != "mine" || env["PWD"] != "/p" {
 		t.Errorf("Env did not win: %v %v", env["CLAUDE_CODE_ENTRYPOINT"], env["PWD"])
 	}
-	// No cwd: PWD is inherited.
-	if env := parse((&Options{}).Environ("")); env["PWD"] != "/somewhere/else" {
+	// No cwd: no PWD (the server's is not the CLI's).
+	if env := parse((&Options{}).Environ("")); env["PWD"] != "" {
 		t.Errorf("PWD = %q", env["PWD"])
 	}
 }

@@ -1,7 +1,6 @@
 package claudeagent
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,28 +85,29 @@ func CLINeeds(path string, env []string) (execs, read, write []string) {
 	return execs, read, append(write, deviceWrites...)
 }
 
-// ceilingFor is the ceiling a CLI at path starts under: c with what the
-// CLI needs (nil when c restricts nothing). Under a file ceiling the
-// process gets a temporary directory of its own (TMPDIR and
-// CLAUDE_CODE_TMPDIR in cmd's environment), not the shared one where
-// other processes' files lie; tmp names it, for the caller to remove.
-func ceilingFor(c *ceiling.Ceiling, path string, cmd *exec.Cmd) (limit *ceiling.Ceiling, tmp string, err error) {
-	if !c.Restricts() {
-		return nil, "", nil
+// ceilingFor is the ceiling a CLI at path starts under: o's with what the
+// CLI needs, in a jail when o asks for one (nil when nothing is
+// restricted). The process's private directory is its temporary directory
+// (TMPDIR and CLAUDE_CODE_TMPDIR in cmd's environment), not the shared
+// one where other processes' files lie, and in the jail the only one it
+// sees.
+func ceilingFor(o *Options, path string, cmd *exec.Cmd) *ceiling.Ceiling {
+	tmp := filepath.Join(o.private, privateTmp)
+	cmd.Env = append(cmd.Env, "TMPDIR="+tmp, "CLAUDE_CODE_TMPDIR="+tmp)
+	if !o.Ceiling.Restricts() && !o.Jail {
+		return nil
 	}
-	if c.Files {
-		if tmp, err = os.MkdirTemp("", "claude-agent-mcp-tmp-"); err != nil {
-			return nil, "", fmt.Errorf("making the CLI's temporary directory: %w", err)
-		}
-		cmd.Env = append(cmd.Env, "TMPDIR="+tmp, "CLAUDE_CODE_TMPDIR="+tmp)
+	var c ceiling.Ceiling
+	if o.Ceiling != nil {
+		c = *o.Ceiling
+	}
+	if o.Jail {
+		c.Jail, c.Private = true, o.private
 	}
 	full := c.With(CLINeeds(path, cmd.Env))
-	return &full, tmp, nil
-}
-
-// removeTemp removes a process's temporary directory ("" none).
-func removeTemp(dir string) {
-	if dir != "" {
-		_ = os.RemoveAll(dir)
+	full.Read = append(full.Read, o.private)
+	if c.Jail && c.NoPrograms {
+		full.Map = append(full.Map, ceiling.Libraries(path)...)
 	}
+	return &full
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"log/slog"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -19,7 +18,7 @@ const Entrypoint = "claude-agent-mcp"
 // MarkerEnv is the variable each [Process] gets with a value of its own, so
 // that the tools it starts can be found (see [KillMarked]) when they outlive
 // it.
-const MarkerEnv = "CLAUDE_AGENT_MCP_PROCESS"
+const MarkerEnv = "CLAUDE_SUBAGENT_PROCESS"
 
 // Defaults for the zero values of [Options].
 const (
@@ -100,7 +99,8 @@ type Options struct {
 	// MCPConfig is a JSON document ({"mcpServers":{…}}) or a file path.
 	MCPConfig       string
 	StrictMCPConfig bool
-	// Env is added to the inherited environment (and wins over it).
+	// Env is added to the environment the process inherits (an
+	// allow-list of the server's, see [Allowed]) and wins over it.
 	Env map[string]string
 	// IncludePartialMessages makes the CLI emit stream_event lines.
 	IncludePartialMessages bool
@@ -117,6 +117,11 @@ type Options struct {
 	// adds what the CLI itself needs (see [CLINeeds]) and refuses to start
 	// where the kernel cannot enforce it.
 	Ceiling *ceiling.Ceiling
+	// Jail starts the process in a jail of its own (see package ceiling:
+	// its own processes alone in /proc, no capabilities, no other
+	// process's private directory); Start refuses where the kernel cannot
+	// (ceiling.JailAvailable).
+	Jail bool
 
 	// OnControlRequest answers the CLI's control requests; nil answers every
 	// one with an "unsupported" error.
@@ -134,6 +139,8 @@ type Options struct {
 	CloseTimeout time.Duration
 	// StderrLines is how many trailing stderr lines are kept (default 40).
 	StderrLines int
+
+	private string // the process's private directory, once Start made it
 }
 
 func (o *Options) maxLineBytes() int {
@@ -157,11 +164,14 @@ func (o *Options) closeTimeout() time.Duration {
 	return DefaultCloseTimeout
 }
 
-// Args returns the CLI arguments for o, without the binary. Prompts never
-// appear here: they go over stdin. Values are joined to their flag
-// (--flag=value), so that a value starting with a dash (a system prompt
-// "- be brief", a name) is never read as a flag, and a variadic flag never
-// takes the next argument.
+// Args returns the CLI arguments for o, without the binary. A command line
+// is readable by every process of the machine, so text never appears
+// here: prompts go over stdin, and so do the system prompts, the agents
+// and the JSON schema, in initialize (see [Process.Initialize]); the MCP
+// configuration and a settings object are files in the process's private
+// directory (see private.go). Values are joined to their flag
+// (--flag=value), so that a value starting with a dash (a name) is never
+// read as a flag, and a variadic flag never takes the next argument.
 func (o *Options) Args() []string {
 	args := []string{"--output-format", "stream-json", "--input-format", "stream-json", "--verbose"}
 	add := func(flag, v string) {
@@ -171,8 +181,6 @@ func (o *Options) Args() []string {
 	}
 	add("--model", o.Model)
 	add("--permission-mode", o.PermissionMode)
-	add("--system-prompt", o.SystemPrompt)
-	add("--append-system-prompt", o.AppendSystemPrompt)
 	add("--allowedTools", strings.Join(o.AllowedTools, ","))
 	add("--disallowedTools", strings.Join(o.DisallowedTools, ","))
 	if o.MaxTurns > 0 {
@@ -188,7 +196,11 @@ func (o *Options) Args() []string {
 	if o.SessionID != "" {
 		args = append(args, "--session-id="+o.SessionID)
 	}
-	add("--mcp-config", o.MCPConfig)
+	if isJSONObject(o.MCPConfig) {
+		add("--mcp-config", o.document(mcpConfigFile))
+	} else {
+		add("--mcp-config", o.MCPConfig)
+	}
 	if o.StrictMCPConfig {
 		args = append(args, "--strict-mcp-config")
 	}
@@ -200,18 +212,13 @@ func (o *Options) Args() []string {
 		args = append(args, "--tools="+strings.Join(o.Tools, ","))
 	}
 	add("--effort", o.Effort)
-	add("--json-schema", compactJSON(o.JSONSchema))
 	if o.MaxBudgetUSD > 0 {
 		add("--max-budget-usd", strconv.FormatFloat(o.MaxBudgetUSD, 'f', -1, 64))
 	}
-	add("--agents", compactJSON(o.Agents))
-	if len(o.Settings) > 0 {
-		var path string
-		if json.Unmarshal(o.Settings, &path) == nil {
-			add("--settings", path) // a file
-		} else {
-			add("--settings", compactJSON(o.Settings))
-		}
+	if raw, path := o.settingsObject(); raw != nil {
+		add("--settings", o.document(settingsFile))
+	} else {
+		add("--settings", path) // a file
 	}
 	add("--settings", o.SettingsFile)
 	if o.SettingSources != nil {
@@ -247,34 +254,7 @@ func compactJSON(raw json.RawMessage) string {
 	return b.String()
 }
 
-// Environ returns the child's environment: the inherited one without
-// CLAUDECODE (so the child does not think it runs inside Claude Code), with
-// CLAUDE_CODE_ENTRYPOINT and PWD set, and Env on top.
+// Environ returns the child's environment (see environ).
 func (o *Options) Environ(cwd string) []string {
 	return o.environ(cwd, "")
-}
-
-func (o *Options) environ(cwd, marker string) []string {
-	set := map[string]string{"CLAUDE_CODE_ENTRYPOINT": Entrypoint}
-	if marker != "" {
-		set[MarkerEnv] = marker
-	}
-	if cwd != "" {
-		set["PWD"] = cwd
-	}
-	for k, v := range o.Env {
-		set[k] = v
-	}
-	env := make([]string, 0, len(os.Environ())+len(set))
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if _, over := set[k]; over || k == "CLAUDECODE" {
-			continue
-		}
-		env = append(env, kv)
-	}
-	for k, v := range set {
-		env = append(env, k+"="+v)
-	}
-	return env
 }

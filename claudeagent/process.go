@@ -78,7 +78,7 @@ type Process struct {
 	seq      uint64
 	idSalt   string
 	marker   string // MarkerEnv=value, in the CLI's environment and so its tools'
-	tmp      string // the process's own temporary directory (under a file ceiling), removed at its end
+	private  string // the process's private directory (private.go), removed at its end
 
 	stderr tailBuffer
 
@@ -114,20 +114,26 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	marker := randomHex(8)
+	private, err := makePrivate()
+	if err != nil {
+		return nil, err
+	}
+	opts.private = private
+	if err := opts.writeDocuments(private); err != nil {
+		removePrivate(private)
+		return nil, err
+	}
 	cmd := exec.Command(path, opts.Args()...)
 	cmd.Dir = cwd
 	cmd.Env = opts.environ(cwd, marker)
 	setProcAttr(cmd)
-	limit, tmp, err := ceilingFor(opts.Ceiling, path, cmd)
-	if err != nil {
-		return nil, err
-	}
+	limit := ceilingFor(&opts, path, cmd)
 	if limit.Restricts() {
 		logger.Debug("starting claude under the kernel's ceiling", "ceiling", limit.String())
 	}
 	pp, err := startPiped(cmd, path, limit)
 	if err != nil {
-		removeTemp(tmp)
+		removePrivate(private)
 		return nil, err
 	}
 
@@ -143,7 +149,7 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 		incoming:   map[string]context.CancelFunc{},
 		idSalt:     randomHex(4),
 		marker:     MarkerEnv + "=" + marker,
-		tmp:        tmp,
+		private:    private,
 		life:       life,
 		endLife:    endLife,
 		exited:     make(chan struct{}),
@@ -344,9 +350,12 @@ func (p *Process) Control(ctx context.Context, subtype string, body any) (json.R
 }
 
 // Initialize sends the initialize request; send it before the first user
-// message. The response lists models (aliases → ids), commands and the pid.
+// message. What the options give by initialize (the system prompts, the
+// agents, the JSON schema: never on the command line) fills what req
+// leaves empty, so a process whose options have any must be initialized.
+// The response lists models (aliases → ids), commands and the pid.
 func (p *Process) Initialize(ctx context.Context, req InitializeRequest) (*InitializeResponse, error) {
-	payload, err := p.Control(ctx, "initialize", req)
+	payload, err := p.Control(ctx, "initialize", p.opts.initialize(req))
 	if err != nil {
 		return nil, err
 	}
@@ -464,7 +473,7 @@ func (p *Process) wait(outR, errR *os.File, stderrDone <-chan struct{}) {
 	if n := KillMarked(p.marker); n > 0 {
 		p.log.Debug("killed tool processes the CLI left behind", "count", n)
 	}
-	removeTemp(p.tmp)
+	removePrivate(p.private)
 	waitOrClose(stderrDone, errR)
 	p.exitErr = p.exitError(err)
 	close(p.exited)

@@ -211,8 +211,7 @@ func BenchmarkBigQuery(b *testing.B) {
 // benchQuery times claude_chat_query with prompt in a session that has
 // answered "hi" once; ok checks each structured result.
 func benchQuery(b *testing.B, prompt string, ok func(map[string]any) bool) {
-	b.Setenv("FAKE_CLAUDE_SPEED", "1000000")
-	f := newFakeServer(b, "2025-11-25", sessions.Config{}, Options{})
+	f := newFakeServer(b, "2025-11-25", sessions.Config{Env: map[string]string{fakecli.EnvSpeed: "1000000"}}, Options{})
 	_, out := f.call(b, "claude_session_create", map[string]any{"cwd": b.TempDir()}, nil)
 	sid := out["sessionId"].(string)
 	f.call(b, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "hi"}, nil)
@@ -232,8 +231,7 @@ func benchQuery(b *testing.B, prompt string, ok func(map[string]any) bool) {
 // keeps both fields.
 func TestFailedTurnSaysItOnce(t *testing.T) {
 	const notLoggedIn = "Not logged in · Please run /login"
-	t.Setenv(fakecli.EnvNotLoggedIn, "1")
-	f := newFakeServer(t, "", sessions.Config{WarmSpares: 0}, Options{})
+	f := newFakeServer(t, "", sessions.Config{WarmSpares: 0, Env: map[string]string{fakecli.EnvNotLoggedIn: "1"}}, Options{})
 	res, out := f.call(t, "claude_session_create", map[string]any{"cwd": t.TempDir()}, nil)
 	if res.IsError {
 		t.Fatalf("create: %s", resText(res))
@@ -266,8 +264,7 @@ func TestFailedTurnSaysItOnce(t *testing.T) {
 // cut as finalText is (--max-result-chars), with a marker that gives the
 // whole length; a short text goes out whole.
 func TestLogTextCut(t *testing.T) {
-	t.Setenv("FAKE_CLAUDE_SPEED", "1000000")
-	f := newFakeServer(t, "2025-11-25", sessions.Config{}, Options{MaxResultChars: 1000})
+	f := newFakeServer(t, "2025-11-25", sessions.Config{Env: map[string]string{fakecli.EnvSpeed: "1000000"}}, Options{MaxResultChars: 1000})
 	_, out := f.call(t, "claude_session_create", map[string]any{"cwd": t.TempDir()}, nil)
 	sid := out["sessionId"].(string)
 	f.call(t, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "hi"}, nil)

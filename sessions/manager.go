@@ -108,6 +108,11 @@ type Config struct {
 	// Kernel makes the kernel enforce the ceilings too (Landlock; see
 	// policy.Gate.Ceiling).
 	Kernel bool
+	// Jail starts every CLI in a jail of its own (package ceiling: its own
+	// processes alone in /proc, no capabilities, no other process's
+	// private directory, and under "no programs" no program through the
+	// loader either).
+	Jail bool
 	// Env is added to every CLI's environment.
 	Env map[string]string
 	// UserMaxSessions, UserMaxLive and UserMaxBudgetUSD are per-user
@@ -142,7 +147,7 @@ type Config struct {
 	// (stdin EOF, SIGTERM, SIGKILL); default 5 s.
 	CloseStage time.Duration
 	// Depth is how deeply this server is nested in claude-agent-mcp sessions
-	// (CLAUDE_AGENT_MCP_DEPTH); at MaxDepth or beyond, Create refuses.
+	// (CLAUDE_SUBAGENT_DEPTH); at MaxDepth or beyond, Create refuses.
 	Depth, MaxDepth int
 	// Store keeps sessions across restarts and shares them with other
 	// instances, one record each; nil keeps them in memory.

@@ -248,6 +248,7 @@ func (s *Session) processOptions() claudeagent.Options {
 		IncludePartialMessages: true,
 		OnControlRequest:       s.onControl,
 		Ceiling:                s.m.policy.Ceiling(&o, s.cwdLocked()),
+		Jail:                   s.m.cfg.Jail,
 	}
 	opts.SettingSources = s.m.policy.SettingSources(&o)
 	if opts.Tools == nil && s.m.cfg.ToolsCeiling != nil {

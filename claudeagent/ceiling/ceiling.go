@@ -1,22 +1,36 @@
 // Package ceiling is what the kernel lets a claude CLI process, and every
-// program it starts, do: which files it may execute, read and write. The
-// server's policy decides what a session may do; a Ceiling makes the
-// kernel refuse the rest, so that a way of running a program that the
-// policy's classification does not know (a helper in a nested document, an
-// agent or a settings file the CLI loads by itself) is refused all the
-// same.
+// program it starts, do and see. A session is a hostile tenant: the
+// server's policy decides what it may do, and a Ceiling makes the kernel
+// refuse the rest, so that a way of running a program that the policy's
+// classification does not know (a helper in a nested document, an agent or
+// a settings file the CLI loads by itself) is refused all the same.
 //
-// On Linux a Ceiling is a Landlock ruleset: [Ceiling.Start] starts this
-// same binary as a wrapper (see [Init]), which restricts itself and then
-// executes the program in its place, so that the program and everything it
-// starts carry the restriction and the server never does. (Restricting a
-// thread of the server and forking from it would do without the extra
-// exec, but the parent-death signal follows the thread that forked, and
-// that thread would have to live as long as the child.) Elsewhere, and on
-// kernels without Landlock, [Available] says so and a restrictive Ceiling
-// refuses to start.
+// Two layers. The jail ([Ceiling.Jail], Linux): the process runs in user,
+// mount, PID and IPC namespaces of its own, as bubblewrap and Claude
+// Code's own Linux sandbox run theirs: a fresh /proc that shows only its
+// own processes (not the server's nor another session's command line or
+// environment), no capabilities in any set whatever user the server runs
+// as, the other processes' private directories hidden ([Ceiling.Private]),
+// and under NoPrograms every mount no-exec but the files the CLI itself
+// maps ([Ceiling.Exec], [Ceiling.Map]), so that the dynamic loader cannot
+// run another program (Landlock checks execve, not the loader's mmap). The
+// Landlock ruleset: which files it may execute, read and write, and
+// (ABI 6) no signal or abstract socket beyond its domain.
 //
-// It knows paths and access rights, nothing of sessions, policy or MCP.
+// [Ceiling.Start] starts this same binary as a wrapper (see [Init]), which
+// enters the jail, restricts itself and then executes the program in its
+// place, so that the program and everything it starts carry the
+// restriction and the server never does. (Restricting a thread of the
+// server and forking from it would do without the extra exec, but the
+// parent-death signal follows the thread that forked, and that thread
+// would have to live as long as the child.) In the jail the program is its
+// PID namespace's init: when it ends, everything it started ends with it.
+// Elsewhere, and on kernels without Landlock or namespaces, [Available]
+// and [JailAvailable] say so and a Ceiling that needs them refuses to
+// start.
+//
+// It knows paths, access rights and namespaces, nothing of sessions,
+// policy or MCP.
 package ceiling
 
 import (
@@ -48,10 +62,24 @@ type Ceiling struct {
 	Read []string
 	// Write may be read, written, created and removed.
 	Write []string
+
+	// Jail runs the process in namespaces of its own (see the package
+	// comment).
+	Jail bool
+	// Map are files the process maps executable but never executes (the
+	// shared libraries of the files under Exec): in the jail under
+	// NoPrograms they stay on executable mounts.
+	Map []string
+	// Private is the process's own directory: in the jail its parent shows
+	// it alone, the other processes' directories beside it hidden.
+	Private string
 }
 
 // Restricts reports whether c restricts anything.
-func (c *Ceiling) Restricts() bool { return c != nil && (c.NoPrograms || c.Files) }
+func (c *Ceiling) Restricts() bool { return c != nil && (c.NoPrograms || c.Files || c.Jail) }
+
+// landlock reports whether c needs a Landlock ruleset on files.
+func (c *Ceiling) landlock() bool { return c.NoPrograms || c.Files }
 
 // wrapperArg is the first argument that makes a binary the wrapper.
 const wrapperArg = "__ceiling"
@@ -62,6 +90,9 @@ const wrapperArg = "__ceiling"
 // the program runs in its place, or the wrapper exits 126 saying why.
 func Init() {
 	initCalled.Store(true)
+	if len(os.Args) == 2 && os.Args[1] == okArg {
+		os.Exit(0)
+	}
 	if len(os.Args) < 5 || os.Args[1] != wrapperArg {
 		return
 	}
@@ -93,6 +124,9 @@ func (c *Ceiling) String() string {
 		return "none"
 	}
 	var parts []string
+	if c.Jail {
+		parts = append(parts, "in a jail of its own")
+	}
 	if c.NoPrograms {
 		parts = append(parts, "executes only "+strings.Join(c.Exec, ","))
 	}
@@ -109,3 +143,8 @@ func (c Ceiling) With(exec, read, write []string) Ceiling {
 	c.Write = append(slices.Clip(c.Write), write...)
 	return c
 }
+
+// okArg, as the first argument, makes a binary that calls Init exit 0 at
+// once: what the wrapper runs to find out whether the jail can be entered
+// (JailAvailable).
+const okArg = "__ceiling_ok"

@@ -67,7 +67,7 @@ func Available() (int, error) { return abiOnce() }
 // grants them) on this kernel, and whether signals and abstract sockets
 // can be scoped.
 func (c *Ceiling) handled(abi int) (fs uint64, scoped bool) {
-	all := abiRights[min(abi, len(abiRights)-1)]
+	all := abiRights[min(max(abi, 0), len(abiRights)-1)]
 	if c.NoPrograms {
 		fs |= fsExecute
 	}
@@ -81,8 +81,16 @@ func (c *Ceiling) handled(abi int) (fs uint64, scoped bool) {
 // runs this binary, which restricts itself and then executes cmd's program
 // in its place (same pid, process group and parent-death signal).
 func (c *Ceiling) start(cmd *exec.Cmd) error {
-	if _, err := Available(); err != nil {
-		return err
+	if c.landlock() {
+		if _, err := Available(); err != nil {
+			return err
+		}
+	}
+	if c.Jail {
+		if err := JailAvailable(); err != nil {
+			return err
+		}
+		jailAttr(cmd)
 	}
 	if !initCalled.Load() {
 		return errors.New("starting a process under the kernel's ceiling needs ceiling.Init at the start of this binary's main")
@@ -91,13 +99,19 @@ func (c *Ceiling) start(cmd *exec.Cmd) error {
 	if err != nil {
 		return fmt.Errorf("finding this binary to apply the kernel's ceiling: %w", err)
 	}
-	spec, err := json.Marshal(c)
+	spec, err := jsonOf(c)
 	if err != nil {
 		return err
 	}
-	cmd.Args = append([]string{self, wrapperArg, string(spec), cmd.Path}, cmd.Args...)
+	cmd.Args = append([]string{self, wrapperArg, spec, cmd.Path}, cmd.Args...)
 	cmd.Path = self
 	return cmd.Start()
+}
+
+// jsonOf is c as the wrapper's argument.
+func jsonOf(c *Ceiling) (string, error) {
+	spec, err := json.Marshal(c)
+	return string(spec), err
 }
 
 // wrap is the wrapper's work: restrict this thread by the ceiling in
@@ -109,19 +123,38 @@ func wrap(spec, path string, argv []string) error {
 		return fmt.Errorf("reading the ceiling: %w", err)
 	}
 	abi, err := Available()
-	if err != nil {
+	if err != nil && c.landlock() {
 		return err
+	}
+	if c.Jail {
+		// Mounts are the process's: any thread may make them.
+		if err := c.enterJail(); err != nil {
+			return fmt.Errorf("entering the jail: %w", err)
+		}
 	}
 	// The restriction and the exec happen on one thread: the new
 	// program has that thread's credentials, and with them the domain.
 	runtime.LockOSThread()
-	if err := c.restrictThread(abi); err != nil {
-		return err
+	if c.Jail {
+		if err := dropBounding(); err != nil {
+			return err
+		}
+	}
+	if c.landlock() || (c.Jail && abi >= 6) {
+		if err := c.restrictThread(abi); err != nil {
+			return err
+		}
+	}
+	if c.Jail {
+		if err := dropCapabilities(); err != nil {
+			return err
+		}
 	}
 	return fmt.Errorf("executing %s under the ceiling: %w", path, syscall.Exec(path, argv, os.Environ()))
 }
 
-// restrictThread restricts the calling thread (locked by the caller).
+// restrictThread restricts the calling thread (locked by the caller): the
+// file rights c handles, and from ABI 6 signals and abstract sockets.
 func (c *Ceiling) restrictThread(abi int) error {
 	fd, err := c.ruleset(abi)
 	if err != nil {
@@ -172,7 +205,7 @@ func (c *Ceiling) ruleset(abi int) (int, error) {
 		// wrote (or found in a repository) is no program of the CLI's.
 		add(c.Write, all&^fsExecute),
 	)
-	if !c.Files {
+	if !c.Files && fs != 0 {
 		// Files are not restricted: everything but execution, everywhere.
 		err = errors.Join(err, add([]string{"/"}, all&^fsExecute))
 	}

@@ -24,14 +24,26 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// child tries what ("exec PATH", "read PATH", "write PATH") and exits 0
-// when it could, 3 when the kernel refused (EACCES/EPERM), 4 otherwise.
+// child tries what ("exec PATH [ARG…]", "read PATH", "write PATH", or
+// one of jailChild's) and exits 0 when it could, 3 when the kernel refused
+// (EACCES/EPERM), 4 otherwise.
 func child(what string) int {
 	verb, path, _ := strings.Cut(what, " ")
+	if code, ok := jailChild(verb, path); ok {
+		return code
+	}
 	var err error
 	switch verb {
 	case "exec":
-		err = exec.Command(path).Run()
+		args := strings.Fields(path)
+		out, runErr := exec.Command(args[0], args[1:]...).CombinedOutput()
+		err = runErr
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) && ee.ExitCode() == 127 && strings.Contains(string(out), "failed to map segment") {
+			// The loader's own refusal to map a file: the kernel's.
+			err = os.ErrPermission
+		} else if err != nil {
+			os.Stderr.Write(out)
+		}
 	case "read":
 		_, err = os.ReadFile(path)
 	case "write":

@@ -22,3 +22,9 @@ func wrap(string, string, []string) error {
 	_, err := Available()
 	return err
 }
+
+// JailAvailable returns an error wrapping ErrUnavailable: the jail's
+// namespaces are Linux's.
+func JailAvailable() error {
+	return fmt.Errorf("%w: the jail's namespaces are a Linux facility and this is %s", ErrUnavailable, runtime.GOOS)
+}

@@ -2,12 +2,15 @@ package ceiling
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 )
 
 // Interpreters are what the kernel also executes to run bin: an ELF
@@ -110,4 +113,78 @@ func elfInterpreter(f io.ReaderAt) (loader string, isELF bool) {
 		return strings.TrimRight(string(b), "\x00"), true
 	}
 	return "", true
+}
+
+// Libraries are the shared libraries the ELF binary bin loads, as its own
+// dynamic loader resolves them (`ld.so --list`, what ldd prints), with the
+// unwinder glibc loads later (libgcc_s, beside libc): what must stay
+// executable for bin to run when nothing else may be (the jail under
+// NoPrograms). A static binary, or anything else, has none. Found once per
+// binary and kept.
+func Libraries(bin string) []string {
+	real, err := filepath.EvalSymlinks(bin)
+	if err != nil {
+		return nil
+	}
+	st, err := os.Stat(real)
+	if err != nil {
+		return nil
+	}
+	key := libsKey{real, st.Size(), st.ModTime().UnixNano()}
+	if v, ok := libsCache.Load(key); ok {
+		return v.([]string)
+	}
+	libs := listLibraries(real)
+	libsCache.Store(key, libs)
+	return libs
+}
+
+// libsKey is a binary as it is now.
+type libsKey struct {
+	path  string
+	size  int64
+	mtime int64
+}
+
+var libsCache sync.Map // libsKey → []string
+
+// listLibraries asks bin's loader which libraries it loads.
+func listLibraries(bin string) []string {
+	loaders := Interpreters(bin, "")
+	if len(loaders) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, loaders[0], "--list", bin)
+	cmd.Env = []string{} // no LD_LIBRARY_PATH nor LD_PRELOAD of the server's
+	out, err := cmd.Output()
+	if err != nil {
+		return nil
+	}
+	var libs []string
+	for line := range strings.Lines(string(out)) {
+		// "\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x…)" or
+		// "\t/lib64/ld-linux-x86-64.so.2 (0x…)".
+		line = strings.TrimSpace(line)
+		if _, after, ok := strings.Cut(line, "=> "); ok {
+			line = after
+		}
+		if p, _, _ := strings.Cut(line, " ("); filepath.IsAbs(p) {
+			libs = append(libs, p)
+		}
+	}
+	for _, l := range libs {
+		if filepath.Base(l) == "libc.so.6" {
+			if gcc := filepath.Join(filepath.Dir(l), "libgcc_s.so.1"); fileExists(gcc) {
+				libs = append(libs, gcc)
+			}
+		}
+	}
+	return libs
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

@@ -492,7 +492,7 @@ func TestE2EAllowedPermissionModes(t *testing.T) {
 
 // TestE2EBypassModeAndDepthEnv switches a session to bypassPermissions
 // (allowed by default): a Bash tool then runs without a question, and it
-// sees CLAUDE_AGENT_MCP_DEPTH one deeper than the server's.
+// sees CLAUDE_SUBAGENT_DEPTH one deeper than the server's.
 func TestE2EBypassModeAndDepthEnv(t *testing.T) {
 	t.Parallel()
 	e := startE2E(t, e2eOptions{protocol: "2025-11-25", elicit: noElicitation(t), env: map[string]string{DepthEnv: "0"}})
@@ -502,7 +502,7 @@ func TestE2EBypassModeAndDepthEnv(t *testing.T) {
 	if res, out := e.call(t, ctx, "claude_chat_mode", map[string]any{"sessionId": sid, "permissionMode": "bypassPermissions"}, nil); res.IsError || out["permissionMode"] != "bypassPermissions" {
 		t.Fatalf("switch to bypassPermissions: %s", text(res))
 	}
-	res, out := e.query(t, ctx, sid, "TOOL_BASH[touch bypass.txt && echo depth=$CLAUDE_AGENT_MCP_DEPTH]")
+	res, out := e.query(t, ctx, sid, "TOOL_BASH[touch bypass.txt && echo depth=$CLAUDE_SUBAGENT_DEPTH]")
 	if res.IsError || out["finalText"] != "Tool said: depth=1" {
 		t.Errorf("query: isError=%v finalText=%q", res.IsError, out["finalText"])
 	}

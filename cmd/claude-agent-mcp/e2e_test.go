@@ -100,7 +100,7 @@ func startE2E(t *testing.T, o e2eOptions) *e2e {
 		"--store", filepath.Join(home, "state", "sessions.db")}, o.args...)...)
 	cmd.Dir = cwd
 	// The server's own settings come from the test, never from an outer
-	// environment (a nested session sets CLAUDE_AGENT_MCP_DEPTH, say).
+	// environment (a nested session sets CLAUDE_SUBAGENT_DEPTH, say).
 	cmd.Env = childEnv(env, o.env)
 	stderr, err := os.CreateTemp(home, "server-*.log")
 	if err != nil {

@@ -17,7 +17,7 @@ type flagGroup struct {
 // flagGroups orders --help. Every flag is in exactly one group
 // (TestHelpGroups); one left out is still shown, under "Other".
 var flagGroups = []flagGroup{
-	{"Sessions", []string{"claude-path", "max-sessions", "query-timeout", "max-limit-wait", "default-wait", "max-result-chars",
+	{"Sessions", []string{"claude-path", "pass-env", "max-sessions", "query-timeout", "max-limit-wait", "default-wait", "max-result-chars",
 		"heartbeat-interval", "profiles", "store", "state-file", "persist"}},
 	{"Policy", []string{"permission-policy", "permission-timeout", "allowed-permission-modes", "allowed-roots",
 		"allowed-tools-ceiling", "allow-session-mcp-servers", "setting-sources", "accept-no-landlock", "max-depth", "max-session-budget-usd", "max-total-budget-usd"}},

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -49,7 +50,7 @@ var (
 )
 
 // DepthEnv carries the nesting depth to child sessions.
-const DepthEnv = "CLAUDE_AGENT_MCP_DEPTH"
+const DepthEnv = "CLAUDE_SUBAGENT_DEPTH"
 
 func main() {
 	ceiling.Init() // as the wrapper that starts a CLI under its ceiling, never returns
@@ -245,6 +246,11 @@ func logEnforcement(st *settings, logger *slog.Logger) {
 	} else {
 		logger.Debug("the kernel enforces the sessions' ceilings", "landlock_abi", st.kernel)
 	}
+	if st.noJail != nil {
+		logger.Warn("the kernel cannot jail the sessions' processes: each sees every process of this machine in /proc (their command lines) and keeps the capabilities of the server's user", "reason", st.noJail)
+	} else {
+		logger.Debug("each session's process runs in a jail of its own (user, mount and PID namespaces, no capabilities)")
+	}
 }
 
 func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *slog.Logger) error {
@@ -254,6 +260,7 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 	mcfg := st.sessions
 	mcfg.Depth, mcfg.Logger = depth, logger
 	mcfg.Env = map[string]string{DepthEnv: strconv.Itoa(depth + 1), ServerMarkerEnv: marker}
+	maps.Copy(mcfg.Env, st.passEnv)
 	heapTuning.follow(&mcfg)
 	logEnforcement(st, logger)
 	alerter := newNotifier(c.notify, logger)

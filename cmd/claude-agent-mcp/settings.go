@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -31,9 +32,13 @@ type settings struct {
 	// (--oauth-scope-classes; nil: none given).
 	oauthScopes map[string][]string
 	// kernel is the Landlock ABI that enforces the sessions' ceilings, or
-	// why there is none (noKernel).
+	// why there is none (noKernel); noJail says why sessions cannot be
+	// jailed (nil: they are).
 	kernel   int
 	noKernel error
+	noJail   error
+	// passEnv are the --pass-env variables, with their values at start.
+	passEnv map[string]string
 }
 
 // check validates every flag and builds the settings, before anything is
@@ -48,6 +53,7 @@ func (c *config) check() (*settings, error) {
 	st.oauthScopes = scopes
 	c.checkPolicy(k, &st.sessions)
 	c.checkKernel(k, st)
+	st.passEnv = c.checkPassEnv(k)
 	c.loadFiles(k, st)
 	if len(k.errs) > 0 {
 		return nil, c.envNote(k.errs[0]) // one line: the first problem
@@ -256,21 +262,68 @@ func (c *config) checkSettingSources(k *checks) []string {
 	return sources
 }
 
-// kernelAvailable is ceiling.Available; tests replace it.
-var kernelAvailable = ceiling.Available
+// checkPassEnv reads the --pass-env variables from the server's
+// environment (a name not set there is passed empty: the operator named
+// it); the server's own variables are never passed.
+func (c *config) checkPassEnv(k *checks) map[string]string {
+	var env map[string]string
+	for _, name := range splitList(c.passEnv, ",") {
+		switch {
+		case !envNameRE.MatchString(name):
+			k.bad("pass-env", name, "use variable names (letters, digits and '_', not starting with a digit), comma-separated")
+		case strings.HasPrefix(name, "CLAUDE_AGENT_MCP_"):
+			k.bad("pass-env", name, "the server's own variables (CLAUDE_AGENT_MCP_*: its settings and token) are never passed to a session")
+		default:
+			if env == nil {
+				env = map[string]string{}
+			}
+			env[name] = os.Getenv(name)
+		}
+	}
+	return env
+}
+
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// kernelAvailable and jailAvailable are ceiling's; tests replace them.
+var (
+	kernelAvailable = ceiling.Available
+	jailAvailable   = ceiling.JailAvailable
+)
 
 // checkKernel finds out whether the kernel can enforce the sessions'
-// ceilings (Landlock). Without it, --http beyond loopback is refused
-// unless the operator accepts that with --accept-no-landlock.
+// ceilings (Landlock) and jail their processes (namespaces). Without
+// either, --http to anyone but this machine's own user is refused unless
+// the operator accepts that with --accept-no-landlock.
 func (c *config) checkKernel(k *checks, st *settings) {
 	st.kernel, st.noKernel = kernelAvailable()
+	st.noJail = jailAvailable()
 	st.sessions.Kernel = st.noKernel == nil
-	if st.noKernel == nil || c.http == "" || c.acceptNoLandlock {
+	st.sessions.Jail = st.noJail == nil
+	missing := errors.Join(st.noKernel, st.noJail)
+	if missing == nil || c.http == "" || c.acceptNoLandlock {
 		return
 	}
-	if host, _, err := net.SplitHostPort(c.http); err == nil && !loopback(host) {
-		k.add(fmt.Errorf("--http %s serves beyond this machine, but %v, so sessions would run without the kernel's ceilings: run on Linux 5.13 or later with Landlock enabled (lsm=landlock), or accept it with --accept-no-landlock", c.http, st.noKernel))
+	if who := c.servesOthers(); who != "" {
+		k.add(fmt.Errorf("--http serves %s, but %v, so sessions would run without the kernel's ceilings or jail: run on Linux 5.13 or later with Landlock enabled (lsm=landlock) and user namespaces allowed, or accept it with --accept-no-landlock", who, missing))
 	}
+}
+
+// servesOthers says whom --http serves besides this machine's own user:
+// callers beyond loopback (its address, or --public-url on another host,
+// a proxy's), or the several users of --tokens-file or --oauth-issuer; ""
+// for none.
+func (c *config) servesOthers() string {
+	if host, _, err := net.SplitHostPort(c.http); err != nil || !loopback(host) {
+		return "beyond this machine (" + c.http + ")"
+	}
+	if u, err := url.Parse(c.publicURL); c.publicURL != "" && (err != nil || !loopback(u.Hostname())) {
+		return "remote callers through --public-url " + c.publicURL
+	}
+	if c.tokensFile != "" || c.oauthIssuer != "" {
+		return "the users of --tokens-file or --oauth-issuer"
+	}
+	return ""
 }
 
 // loadFiles reads the profiles and the agent sources into st.

@@ -17,7 +17,7 @@ const watchdogArg = "__watchdog"
 
 // ServerMarkerEnv marks every process this server starts (the CLIs and,
 // through their environment, the tools they run).
-const ServerMarkerEnv = "CLAUDE_AGENT_MCP_SERVER"
+const ServerMarkerEnv = "CLAUDE_SUBAGENT_SERVER"
 
 // startWatchdog starts a small helper (this binary again) that kills every
 // process carrying marker once this server is gone, even after a SIGKILL:

@@ -224,20 +224,29 @@ func flagOf(args []string, name string) (string, bool) {
 	return "", false
 }
 
-// definitionOf decodes the --agents entry of name in args.
+// definitionOf decodes the agent name in the initialize request the fake
+// CLI logged after its command line (agents go there, never on a command
+// line: see fakecli's logArgs).
 func definitionOf(t *testing.T, args []string, name string) map[string]any {
 	t.Helper()
-	raw, ok := flagOf(args, "--agents")
+	raw, ok := flagOf(args, "initialize")
 	if !ok {
-		t.Fatalf("no --agents in %q", args)
+		t.Fatalf("no initialize request after %q", args)
 	}
-	var agents map[string]map[string]any
-	if err := json.Unmarshal([]byte(raw), &agents); err != nil {
-		t.Fatalf("--agents: %v", err)
+	var init struct {
+		Agents map[string]map[string]any `json:"agents"`
 	}
-	def, ok := agents[name]
-	if !ok || len(agents) != 1 {
-		t.Fatalf("--agents = %s, want the agent %q alone", raw, name)
+	if err := json.Unmarshal([]byte(raw), &init); err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	def, ok := init.Agents[name]
+	if !ok || len(init.Agents) != 1 {
+		t.Fatalf("initialize = %s, want the agent %q alone", raw, name)
+	}
+	for _, a := range args {
+		if strings.HasPrefix(a, "--agents") {
+			t.Errorf("the agents are on the command line: %.200s", a)
+		}
 	}
 	return def
 }

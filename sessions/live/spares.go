@@ -162,7 +162,9 @@ func (sp *Spare) onControl(ctx context.Context, req *claudeagent.ControlRequest)
 }
 
 // SpareKey identifies the process a fresh session with opts starts: its
-// arguments (without its own session id), directory and environment.
+// arguments (without its own session id), what it is given besides them
+// (the session options, the MCP configuration: the texts and documents the
+// command line does not carry), directory, environment and ceiling.
 func SpareKey(o claudeagent.Options) string {
 	var args []string
 	for _, a := range o.Args() {
@@ -171,11 +173,14 @@ func SpareKey(o claudeagent.Options) string {
 		}
 	}
 	b, _ := json.Marshal(struct {
-		Args    []string
-		Cwd     string
-		Env     map[string]string
-		Ceiling *ceiling.Ceiling
-	}{args, o.Cwd, o.Env, o.Ceiling})
+		Args      []string
+		Session   claudeagent.SessionOptions
+		MCPConfig string
+		Cwd       string
+		Env       map[string]string
+		Ceiling   *ceiling.Ceiling
+		Jail      bool
+	}{args, o.SessionOptions, o.MCPConfig, o.Cwd, o.Env, o.Ceiling, o.Jail})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
 }

@@ -12,12 +12,15 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 )
 
-// The options reach the CLI on its command line, most as one argument each
-// (--system-prompt=…, --agents=<JSON>, --mcp-config=<JSON>), and the kernel
-// bounds both one argument and the whole command line: an option too long
-// for it would fail only at the process's start, with "argument list too
-// long" and no word of which option or what limit. So the sizes are
-// checked with the options' form, when the session is created.
+// Some options reach the CLI on its command line, as one argument each
+// (--allowedTools=…, --add-dir=…), and the kernel bounds both one argument
+// and the whole command line: an option too long for it would fail only at
+// the process's start, with "argument list too long" and no word of which
+// option or what limit. So the sizes are checked with the options' form,
+// when the session is created. The options that carry text (the system
+// prompts, the agents, the JSON schema) go by initialize on stdin and the
+// documents (the MCP configuration, a settings object) by files
+// (claudeagent.Options.Args): neither is bound by the command line.
 
 // MaxArgBytes is the longest argument Linux passes to a program:
 // MAX_ARG_STRLEN, 32 pages of 4 KiB, counts the terminating NUL.
@@ -69,12 +72,6 @@ func withNULAndPointer(s string) int {
 type argOption struct{ name, advice string }
 
 var argOptions = map[string]argOption{
-	"--system-prompt":        {"systemPrompt", "shorten it, or put the long part in a file in the session's directory and tell Claude to read it"},
-	"--append-system-prompt": {"appendSystemPrompt", "shorten it, or put the long part in a file in the session's directory and tell Claude to read it"},
-	"--json-schema":          {"jsonSchema", "shorten its descriptions, or define repeated parts once under $defs"},
-	"--agents":               {"agents", "shorten the agents' prompts (an agent tool's: its agent file's), or pass fewer agents"},
-	"--settings":             {"settings", "pass them in a file with settingsFile"},
-	"--mcp-config":           {"mcpServers", "pass fewer or shorter server entries"},
 	"--allowedTools":         {"allowedTools", "pass fewer rules"},
 	"--disallowedTools":      {"disallowedTools", "pass fewer rules"},
 	"--tools":                {"tools", "pass fewer tools"},

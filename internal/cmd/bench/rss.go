@@ -156,7 +156,7 @@ func (b *bench) rss(ctx context.Context) error {
 		return err
 	}
 	fake, err := b.startServer(ctx, "rss-fake", b.c.fakeCLI, map[string]string{
-		fakecli.EnvVar: "1", fakecli.EnvStreams: streams, fakecli.EnvSpeed: "1000000",
+		fakecli.EnvVar: "1", fakecli.EnvStreams: streams, fakecli.EnvSpeed: "1000000", fakecli.PassEnvVar: fakecli.PassEnv,
 	}, "--max-live", "4", "--max-sessions", strconv.Itoa(max(256, b.c.manySessions)))
 	if err != nil {
 		return err

@@ -21,6 +21,14 @@ func (f *fake) control(id string, req json.RawMessage) {
 	}
 	switch r.Subtype {
 	case "initialize":
+		var init struct {
+			JSONSchema json.RawMessage `json:"jsonSchema"`
+		}
+		_ = json.Unmarshal(req, &init)
+		if len(init.JSONSchema) > 0 {
+			f.jsonSchema.Store(true)
+		}
+		f.logged.Do(func() { logArgs(f.args, req) })
 		payload, err := f.initializePayload()
 		if err != nil {
 			f.controlError(id, err.Error())

@@ -105,6 +105,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -116,7 +117,7 @@ import (
 )
 
 // EnvVar set to "1" makes a test binary act as the fake CLI (see [Main]).
-const EnvVar = "CLAUDE_AGENT_MCP_FAKE_CLI"
+const EnvVar = "FAKE_CLAUDE_CLI"
 
 // Environment variables the fake reads.
 const (
@@ -145,10 +146,23 @@ const (
 	rejectedToolText  = "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed."
 )
 
+// PassEnv names every variable the fake reads, as a server's --pass-env
+// takes them: a CLI gets only an allow-list of its server's environment,
+// and these are no part of it.
+const PassEnv = EnvVar + "," + EnvStreams + "," + EnvVersion + "," + EnvSpeed + "," + EnvExitEarly + "," +
+	EnvIgnoreSIGTERM + "," + EnvHangOnEOF + "," + EnvNoise + "," + EnvIgnoreControl + "," + EnvStderrFlood + "," +
+	EnvDieAfterMs + "," + EnvNoTranscript + "," + EnvInputLog + "," + EnvArgsLog + "," + EnvStructured + "," +
+	EnvNotLoggedIn + "," + EnvResetsIn + ",GORACE"
+
+// PassEnvVar is --pass-env's environment twin: a server started with the
+// environment of [Command] passes the fake its variables.
+const PassEnvVar = "CLAUDE_AGENT_MCP_PASS_ENV"
+
 // Command returns the fake CLI to start from a test: the running test
 // binary, and the environment it needs (EnvVar=1, the captures' directory,
-// and GORACE with atexit_sleep_ms=0 so a -race binary exits at once). The
-// test binary's TestMain must be [TestMain].
+// and GORACE with atexit_sleep_ms=0 so a -race binary exits at once), with
+// PassEnvVar for a server started with it (a CLI never gets it). The test
+// binary's TestMain must be [TestMain].
 func Command(t testing.TB) (path string, env map[string]string) {
 	t.Helper()
 	exe, err := os.Executable()
@@ -162,7 +176,15 @@ func Command(t testing.TB) (path string, env map[string]string) {
 	// A -race binary sleeps 1 s at exit by default (atexit_sleep_ms);
 	// the fake has no threads worth waiting for.
 	gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
-	return exe, map[string]string{EnvVar: "1", EnvStreams: dir, "GORACE": gorace}
+	env = map[string]string{EnvVar: "1", EnvStreams: dir, "GORACE": gorace, PassEnvVar: PassEnv}
+	// The fake's knobs a test set in its own environment (t.Setenv): a
+	// CLI inherits none of its server's, these included.
+	for _, kv := range os.Environ() {
+		if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "FAKE_CLAUDE_") && k != EnvStreams {
+			env[k] = v
+		}
+	}
+	return exe, env
 }
 
 // StreamsDir returns the absolute path of testdata/streams: found from the
@@ -221,9 +243,11 @@ type fake struct {
 	stdio      bool              // --permission-prompt-tool stdio
 	maxT       bool              // --max-turns given
 	bypass     bool              // bypassPermissions may be set later
-	jsonSchema bool              // --json-schema given
-	partials   bool              // --include-partial-messages given
-	ignore     string            // control subtype never answered
+	jsonSchema atomic.Bool       // --json-schema given, or jsonSchema in initialize
+	args       []string          // the command line, logged once (logArgs)
+	logged     sync.Once
+	partials   bool   // --include-partial-messages given
+	ignore     string // control subtype never answered
 	noise      bool
 	loggedOut  bool // every turn is the not-logged-in answer
 	die        time.Duration
@@ -267,7 +291,35 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	return newFake(flags, dir, stdout, stderr).serve(stdin)
+	f := newFake(flags, dir, stdout, stderr)
+	f.args = args
+	return f.serve(stdin)
+}
+
+// logArgs appends to EnvArgsLog (when set) a start's command line, then
+// what it was given besides: its initialize request as one more element
+// "initialize=<JSON>", and for each flag that names a file (--mcp-config,
+// --settings) "file:<flag>=<the file's content>", as the CLI reads them at
+// its start.
+func logArgs(args []string, initialize json.RawMessage) {
+	path := os.Getenv(EnvArgsLog)
+	if path == "" {
+		return
+	}
+	out := append([]string{}, args...)
+	if initialize != nil {
+		out = append(out, "initialize="+string(initialize))
+	}
+	for _, a := range args {
+		flag, value, _ := strings.Cut(a, "=")
+		if (flag == "--mcp-config" || flag == "--settings") && filepath.IsAbs(value) {
+			if b, err := os.ReadFile(value); err == nil {
+				out = append(out, "file:"+flag+"="+string(b))
+			}
+		}
+	}
+	line, _ := json.Marshal(out)
+	appendLine(path, line)
 }
 
 // before does what comes before a session: `--version`, `auth status`,
@@ -282,14 +334,12 @@ func before(flags flagSet, args []string, stdout, stderr io.Writer) (code int, d
 		fmt.Fprintf(stdout, "%s (Claude Code)\n", v)
 		return 0, true
 	}
-	if path := os.Getenv(EnvArgsLog); path != "" {
-		line, _ := json.Marshal(args)
-		appendLine(path, line)
-	}
 	if len(args) >= 2 && args[0] == "auth" && args[1] == "status" {
+		logArgs(args, nil)
 		return authStatus(stdout), true
 	}
 	if spec := os.Getenv(EnvExitEarly); spec != "" {
+		logArgs(args, nil)
 		codeText, text, _ := strings.Cut(spec, ":")
 		code, err := strconv.Atoi(codeText)
 		if err != nil {
@@ -357,7 +407,7 @@ func newFake(flags flagSet, dir string, stdout, stderr io.Writer) *fake {
 		interrupts: make(chan string, 16),
 		eof:        make(chan struct{}),
 	}
-	f.jsonSchema = flags.has("--json-schema")
+	f.jsonSchema.Store(flags.has("--json-schema"))
 	f.partials = flags.has("--include-partial-messages")
 	f.bypass = f.mode == "bypassPermissions" || flags.has("--allow-dangerously-skip-permissions") || flags.has("--dangerously-skip-permissions")
 	if s, err := strconv.ParseFloat(os.Getenv(EnvSpeed), 64); err == nil && s > 0 {
@@ -420,6 +470,7 @@ func (f *fake) serve(stdin io.Reader) int {
 			break
 		}
 	}
+	f.logged.Do(func() { logArgs(f.args, nil) })
 	close(f.eof)
 	close(queue)
 	<-turnsDone
@@ -456,6 +507,7 @@ func (f *fake) input(line []byte, queue chan<- string) (code int, fatal bool) {
 	}
 	switch in.Type {
 	case "user":
+		f.logged.Do(func() { logArgs(f.args, nil) })
 		if in.Message.Role != "user" {
 			fmt.Fprintf(f.errw, "Error: Expected message role 'user', got '%s'\n", in.Message.Role)
 			return 1, true

@@ -237,7 +237,7 @@ func (f *fake) emitResult(c *capture, line []byte, cost float64, set map[string]
 	f.cost += cost
 	o := mustObject(line)
 	o.set("total_cost_usd", f.cost)
-	if so := os.Getenv(EnvStructured); so != "" && f.jsonSchema {
+	if so := os.Getenv(EnvStructured); so != "" && f.jsonSchema.Load() {
 		o.set("structured_output", json.RawMessage(so))
 	}
 	for k, v := range set {
