@@ -72,11 +72,11 @@ func withNULAndPointer(s string) int {
 type argOption struct{ name, advice string }
 
 var argOptions = map[string]argOption{
-	"--allowedTools":         {"allowedTools", "pass fewer rules"},
-	"--disallowedTools":      {"disallowedTools", "pass fewer rules"},
-	"--tools":                {"tools", "pass fewer tools"},
-	"--add-dir":              {"addDirs entry", "pass a shorter path"},
-	"--plugin-dir":           {"plugins entry", "pass a shorter path"},
+	"--allowedTools":    {"allowedTools", "pass fewer rules"},
+	"--disallowedTools": {"disallowedTools", "pass fewer rules"},
+	"--tools":           {"tools", "pass fewer tools"},
+	"--add-dir":         {"addDirs entry", "pass a shorter path"},
+	"--plugin-dir":      {"plugins entry", "pass a shorter path"},
 }
 
 // ValidateArgSizes checks that each option fits in one argument of the
