@@ -4,18 +4,19 @@
 package worktree
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
-	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/beneath"
 )
 
 // Isolated worktrees: a session may run in a git worktree of its own, on a
@@ -94,18 +95,6 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 // maxChangedFiles bounds the list of changed files reported.
 const maxChangedFiles = 100
 
-func git(ctx context.Context, dir string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
-	}
-	return strings.TrimRight(out.String(), "\n"), nil
-}
-
 // makeWorktree makes a worktree of the repository holding cwd, on a new
 // branch from its HEAD, at <repo>/.claude/worktrees/<name> (where the CLI's
 // own --worktree puts them), and keeps it out of the repository's status.
@@ -116,11 +105,11 @@ func Make(ctx context.Context, cwd, name string, check func(what, path string) e
 	if _, err := exec.LookPath("git"); err != nil {
 		return nil, errors.New("worktree needs git, which is not on the server's PATH")
 	}
-	root, err := git(ctx, cwd, "rev-parse", "--show-toplevel")
+	root, err := git(ctx, cwd, nil, "rev-parse", "--show-toplevel")
 	if err != nil {
 		return nil, fmt.Errorf("cwd %q is not inside a git repository, and worktree needs one: pass a cwd in a repository, or leave worktree out", cwd)
 	}
-	base, err := git(ctx, root, "rev-parse", "--verify", "HEAD")
+	base, err := git(ctx, root, nil, "rev-parse", "--verify", "HEAD")
 	if err != nil {
 		return nil, fmt.Errorf("the repository %s has no commit yet, and a worktree starts from one: commit first, or leave worktree out", root)
 	}
@@ -130,20 +119,30 @@ func Make(ctx context.Context, cwd, name string, check func(what, path string) e
 	if err != nil || strings.HasPrefix(rel, "..") {
 		rel = "."
 	}
-	w := &Worktree{Path: filepath.Join(root, ".claude", "worktrees", name), Branch: "worktree-" + name, Base: base, Repo: root, Rel: rel}
+	w := &Worktree{Path: filepath.Join(root, worktreesDir, name), Branch: "worktree-" + name, Base: base, Repo: root, Rel: rel}
 	if err := check("the repository of the worktree", root); err != nil {
 		return nil, fmt.Errorf("the worktree would be made at %s: %w", w.Path, err)
 	}
-	if _, err := os.Stat(w.Path); err == nil {
-		return nil, fmt.Errorf("worktree %q exists already at %s: pick another name (or remove it with git worktree remove)", name, w.Path)
+	// The repository's git directory is written too: it must be as much
+	// the caller's as the repository (a .git file may point anywhere).
+	common, err := commonDir(ctx, root)
+	if err != nil {
+		return nil, fmt.Errorf("finding the git directory of %s: %w", root, err)
 	}
-	if _, err := git(ctx, root, "rev-parse", "--verify", "--quiet", "refs/heads/"+w.Branch); err == nil {
+	if err := check("the git directory of the worktree's repository", common); err != nil {
+		return nil, fmt.Errorf("the worktree would be made in %s: %w", common, err)
+	}
+	// .claude/worktrees is made here beneath the repository, never
+	// through a link a session planted (git would follow it).
+	if err := prepareWorktrees(root, name); err != nil {
+		return nil, err
+	}
+	if _, err := git(ctx, root, nil, "rev-parse", "--verify", "--quiet", "refs/heads/"+w.Branch); err == nil {
 		return nil, fmt.Errorf("branch %s exists already in %s: pick another worktree name", w.Branch, root)
 	}
-	if _, err := git(ctx, root, "worktree", "add", "--quiet", "-b", w.Branch, w.Path, base); err != nil {
+	if _, err := git(ctx, root, []string{root, common}, "worktree", "add", "--quiet", "-b", w.Branch, w.Path, base); err != nil {
 		return nil, fmt.Errorf("making the worktree: %w", err)
 	}
-	excludeWorktrees(ctx, root)
 	// cwd's place may hold no tracked file (git has no empty directories).
 	if err := os.MkdirAll(w.Cwd(), 0o755); err != nil {
 		return nil, fmt.Errorf("making %s in the worktree: %w", w.Rel, err)
@@ -151,34 +150,33 @@ func Make(ctx context.Context, cwd, name string, check func(what, path string) e
 	return w, nil
 }
 
-// excludeWorktrees adds .claude/worktrees/ to the repository's
-// info/exclude, so that the worktrees inside it do not show as untracked.
-func excludeWorktrees(ctx context.Context, root string) {
-	common, err := git(ctx, root, "rev-parse", "--git-common-dir")
-	if err != nil {
-		return
+// worktreesDir is where in a repository its worktrees are made (where the
+// CLI's own --worktree puts them).
+const worktreesDir = ".claude/worktrees"
+
+// prepareWorktrees makes root's worktrees directory (without following a
+// link: package beneath), ignored by git through a .gitignore of its own
+// (the repository's status stays clean; its .git is not written), and
+// refuses a name taken by anything already.
+func prepareWorktrees(root, name string) error {
+	ignore := beneath.Path{Dir: root, Rel: filepath.Join(worktreesDir, ".gitignore")}
+	if err := beneath.WriteNew(ignore, []byte("# claude-agent-mcp's worktrees of sessions: none is part of the repository\n*\n"), 0o644); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("making %s: %w", filepath.Join(root, worktreesDir), err)
 	}
-	if !filepath.IsAbs(common) {
-		common = filepath.Join(root, common)
+	if there, err := beneath.Exists(beneath.Path{Dir: root, Rel: filepath.Join(worktreesDir, name)}); err != nil || there {
+		if err == nil {
+			return fmt.Errorf("worktree %q exists already at %s: pick another name (or remove it with git worktree remove)", name, filepath.Join(root, worktreesDir, name))
+		}
+		return fmt.Errorf("worktree %q cannot be made at %s: %v", name, filepath.Join(root, worktreesDir, name), err)
 	}
-	path := filepath.Join(common, "info", "exclude")
-	data, _ := os.ReadFile(path)
-	const line = "/.claude/worktrees/"
-	if slices.Contains(strings.Split(string(data), "\n"), line) {
-		return
-	}
-	if len(data) > 0 && !bytes.HasSuffix(data, []byte("\n")) {
-		data = append(data, '\n')
-	}
-	_ = os.MkdirAll(filepath.Dir(path), 0o755)
-	_ = os.WriteFile(path, append(data, line+"\n"...), 0o644)
+	return nil
 }
 
 // changed lists what changed in the worktree since it was made: files
 // modified, added or deleted (committed or not, untracked included), and
 // whether there are commits.
 func (w *Worktree) Changed(ctx context.Context) (files []string, commits bool, err error) {
-	status, err := git(ctx, w.Path, "status", "--porcelain=v1", "-uall", "-z")
+	status, err := git(ctx, w.Path, nil, "status", "--porcelain=v1", "-uall", "-z")
 	if err != nil {
 		return nil, false, err
 	}
@@ -194,13 +192,13 @@ func (w *Worktree) Changed(ctx context.Context) (files []string, commits bool, e
 			i++ // the source path of a rename follows
 		}
 	}
-	head, err := git(ctx, w.Path, "rev-parse", "HEAD")
+	head, err := git(ctx, w.Path, nil, "rev-parse", "HEAD")
 	if err != nil {
 		return nil, false, err
 	}
 	if head != w.Base {
 		commits = true
-		diff, err := git(ctx, w.Path, "diff", "--name-only", "-z", w.Base, head)
+		diff, err := git(ctx, w.Path, nil, "diff", "--no-ext-diff", "--no-textconv", "--name-only", "-z", w.Base, head)
 		if err != nil {
 			return nil, false, err
 		}
@@ -238,10 +236,15 @@ func (w *Worktree) Finish(ctx context.Context) (*Info, error) {
 	if len(files) > 0 || commits {
 		return in, nil
 	}
-	if _, err := git(ctx, w.Repo, "worktree", "remove", w.Path); err != nil {
+	common, err := commonDir(ctx, w.Repo)
+	if err != nil {
+		return in, fmt.Errorf("finding the git directory of %s: %w; the worktree is kept", w.Repo, err)
+	}
+	write := []string{w.Repo, common}
+	if _, err := git(ctx, w.Repo, write, "worktree", "remove", w.Path); err != nil {
 		return in, fmt.Errorf("removing worktree %s: %w", w.Path, err)
 	}
-	if _, err := git(ctx, w.Repo, "branch", "-D", w.Branch); err != nil {
+	if _, err := git(ctx, w.Repo, write, "branch", "-D", w.Branch); err != nil {
 		return in, fmt.Errorf("removing branch %s: %w", w.Branch, err)
 	}
 	in.Removed = true
