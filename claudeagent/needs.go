@@ -102,7 +102,8 @@ func ceilingFor(o *Options, path string, cmd *exec.Cmd) *ceiling.Ceiling {
 		c = *o.Ceiling
 	}
 	if o.Jail {
-		c.Jail, c.Private = true, o.private
+		c.Jail = true
+		c.Alone = append([]string{o.private}, o.Alone...)
 	}
 	full := c.With(CLINeeds(path, cmd.Env))
 	full.Read = append(full.Read, o.private)

@@ -122,6 +122,10 @@ type Options struct {
 	// process's private directory); Start refuses where the kernel cannot
 	// (ceiling.JailAvailable).
 	Jail bool
+	// Alone are directories the jailed process sees alone in their
+	// parents (the project's directory of the CLI's transcripts: the other
+	// projects' hidden); each must exist.
+	Alone []string
 
 	// OnControlRequest answers the CLI's control requests; nil answers every
 	// one with an "unsupported" error.

@@ -56,7 +56,7 @@ func (h *handlers) steer(ctx context.Context, req *mcp.CallToolRequest, in Steer
 		return nil, SteerOutput{}, err
 	}
 	if err := s.Steer(ctx, in.Message, imgs); err != nil {
-		if errors.Is(err, sessions.ErrNotRunning) {
+		if errors.Is(err, sessions.ErrNotRunning) || errors.Is(err, turn.ErrSteerLimit) {
 			return nil, SteerOutput{}, err // it names claude_chat_query
 		}
 		return nil, SteerOutput{}, toolError(err)

@@ -61,11 +61,17 @@ func (s *Session) transcriptName() string { return s.transcriptPath().String() }
 // transcriptPath is this session's transcript, beneath its CLI config
 // directory, which the session may write; s.mu is held.
 func (s *Session) transcriptPath() beneath.Path {
-	env := cli.MergeEnv(s.m.cfg.Env, s.profileEnv, s.m.ownerEnv(s.opts.Owner), s.opts.Env)
 	id := s.claudeSessionID
 	if s.forkPending || id == "" {
 		id = s.opts.ResumeSessionID // the fork's own transcript does not exist yet
 	}
+	return s.transcriptPathFor(id)
+}
+
+// transcriptPathFor is where the CLI keeps the transcript of conversation
+// id of this session; s.mu is held.
+func (s *Session) transcriptPathFor(id string) beneath.Path {
+	env := cli.MergeEnv(s.m.cfg.Env, s.profileEnv, s.m.ownerEnv(s.opts.Owner), s.opts.Env)
 	return history.TranscriptPath(env, s.cwdLocked(), id)
 }
 

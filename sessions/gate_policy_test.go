@@ -272,12 +272,12 @@ func TestGateResumeOwnConversation(t *testing.T) {
 	}
 	create(t, m, CreateOptions{Cwd: dir, Owner: "alice", ResumeSessionID: conv})
 
-	// Each user in a config directory of their own finds only their own
-	// transcripts: the CLI is the check.
+	// With a config directory each, the check is the same (the CLI would
+	// fail later, with a session left failed).
 	own := newManager(t, Config{Remote: true, AllowedRoots: []string{dir}, PerUserConfigDir: t.TempDir()})
 	opts := CreateOptions{Cwd: dir, Owner: "bob", ResumeSessionID: conv}
-	if err := own.Validate(&opts); err != nil {
-		t.Errorf("a resume with --per-user-config-dir: %v", err)
+	if err := own.Validate(&opts); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a resume of a stranger's conversation with --per-user-config-dir: %v, want refused", err)
 	}
 	// On stdio the one user may resume any conversation.
 	local := newManager(t, Config{})

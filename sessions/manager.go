@@ -115,6 +115,9 @@ type Config struct {
 	Jail bool
 	// Env is added to every CLI's environment.
 	Env map[string]string
+	// MaxSteerBytes bounds the messages steered into one turn, in all
+	// (--max-prompt-bytes; 0 no bound beyond turn.MaxSteers).
+	MaxSteerBytes int
 	// UserMaxSessions, UserMaxLive and UserMaxBudgetUSD are per-user
 	// quotas (over HTTP, the user of the bearer token); 0 means none.
 	UserMaxSessions  int

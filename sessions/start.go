@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 
 	"github.com/google/uuid"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/beneath"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/cli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
@@ -163,6 +165,7 @@ func (s *Session) place(ctx context.Context, t *turn.Turn) error {
 // carries the conversation as this server recorded it; opts are the
 // options of the start that counts.
 func (s *Session) launch(ctx context.Context, opts claudeagent.Options) (*claudeagent.Process, *claudeagent.InitializeResponse, claudeagent.Options, error) {
+	s.projectAlone(&opts)
 	p, resp, err := s.m.cli.Start(ctx, opts, s.log)
 	if err == nil || opts.Resume == "" || !strings.Contains(err.Error(), "No conversation found") || !s.canReplay() {
 		return p, resp, opts, err
@@ -173,6 +176,7 @@ func (s *Session) launch(ctx context.Context, opts claudeagent.Options) (*claude
 	s.resumable, s.forkPending, s.replay = false, false, true
 	opts = s.processOptions()
 	s.mu.Unlock()
+	s.projectAlone(&opts)
 	s.log.Warn("the CLI has no transcript to resume (it was killed before writing it); starting a fresh conversation seeded with the session's recorded history",
 		"lost_claude_session_id", lost, "claude_session_id", opts.SessionID)
 	p, resp, err = s.m.cli.Start(ctx, opts, s.log)
@@ -181,6 +185,27 @@ func (s *Session) launch(ctx context.Context, opts claudeagent.Options) (*claude
 		opts.Resume = lost // so the session is marked failed
 	}
 	return p, resp, opts, err
+}
+
+// projectAlone makes a jailed process see its own project's directory of
+// transcripts alone in its CLI config directory's projects/ (the CLI keeps
+// a project's sessions together; the other projects' transcripts are
+// hidden). The directory is made beneath the config directory without
+// following a link; one the session planted leaves the others in view,
+// and says so.
+func (s *Session) projectAlone(opts *claudeagent.Options) {
+	if !opts.Jail {
+		return
+	}
+	s.mu.Lock()
+	t := s.transcriptPathFor("-")
+	s.mu.Unlock()
+	project := beneath.Path{Dir: t.Dir, Rel: filepath.Dir(t.Rel)}
+	if err := beneath.MkdirAll(project); err != nil {
+		s.log.Warn("the session's project directory of transcripts cannot be made; the other projects' stay in its view", "err", err)
+		return
+	}
+	opts.Alone = append(opts.Alone, project.String())
 }
 
 // startFailed gives the live place back and leaves the session dormant,

@@ -47,9 +47,15 @@ type followUp struct {
 
 // Steer writes message (with imgs) into the session's running turn and
 // returns once it is written. On a session without a running query it is
-// refused with ErrNotRunning.
+// refused with ErrNotRunning; past the turn's bound on steered messages
+// (turn.TakeSteer: their count, and their bytes in all within
+// Config.MaxSteerBytes) or the budgets a query would meet, it is refused
+// too, saying which.
 func (s *Session) Steer(ctx context.Context, message string, imgs []images.Image) error {
 	if err := ValidatePrompt(message); err != nil {
+		return err
+	}
+	if err := s.checkBudget(); err != nil {
 		return err
 	}
 	s.steerMu.Lock() // the pump takes it to end a turn (see pump)
@@ -66,6 +72,13 @@ func (s *Session) Steer(ctx context.Context, message string, imgs []images.Image
 		return fmt.Errorf("%w: session %s is %s; send the message with claude_chat_query", ErrNotRunning, s.ID, s.Info().State)
 	case fu != nil && fu.turn == t && !fu.named && !isDone(t.Seen()):
 		return fmt.Errorf("%w: session %s is about to answer a message steered into it; steer again once its turn runs", ErrNotRunning, s.ID)
+	}
+	size := len(message)
+	for _, im := range imgs {
+		size += len(im.Data)
+	}
+	if err := t.TakeSteer(size, s.m.cfg.MaxSteerBytes); err != nil {
+		return fmt.Errorf("%w; send it with claude_chat_query once the turn has ended", err)
 	}
 	id := uuid.NewString()
 	t.AddSteer(id, message)

@@ -191,3 +191,50 @@ func TestFollowText(t *testing.T) {
 		t.Errorf("not followed: %d deltas, want none", n)
 	}
 }
+
+// TestSteerBounded: the messages steered into one turn are bounded in
+// bytes (in all, MaxSteerBytes: --max-prompt-bytes) and in count
+// (turn.MaxSteers); a refused message says the limit and is neither
+// written nor kept; the next turn has its own bound (defect 6: 92 MiB
+// steered into one turn grew the server to 537 MiB).
+func TestSteerBounded(t *testing.T) {
+	t.Parallel()
+	log := filepath.Join(t.TempDir(), "stdin.jsonl")
+	m := newManager(t, Config{MaxSteerBytes: 100}, fakecli.EnvInputLog, log)
+	s := create(t, m, CreateOptions{SessionOptions: claudeagent.SessionOptions{PermissionMode: "bypassPermissions"}})
+	events := make(eventsTo, 1024)
+	r := startRun(t, s, "TOOL_BASH[sleep 2; echo slept]", RunOptions{Listener: events})
+	untilEvent(t, events, r, turn.EventToolStarted)
+	if err := s.Steer(ctxFor(t), strings.Repeat("a", 60), nil); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Steer(ctxFor(t), strings.Repeat("b", 41), nil)
+	if !errors.Is(err, turn.ErrSteerLimit) || !strings.Contains(err.Error(), "at most 100 bytes in all") || !strings.Contains(err.Error(), "101") {
+		t.Errorf("a steer past the bytes: %v", err)
+	}
+	for i := 1; i < turn.MaxSteers; i++ {
+		if err := s.Steer(ctxFor(t), "c", nil); err != nil {
+			t.Fatalf("steer %d: %v", i+1, err)
+		}
+	}
+	if err := s.Steer(ctxFor(t), "d", nil); !errors.Is(err, turn.ErrSteerLimit) || !strings.Contains(err.Error(), "at most 16 steered messages") {
+		t.Errorf("a steer past the count: %v", err)
+	}
+	collect(t, r)
+	in, _ := os.ReadFile(log)
+	if strings.Contains(string(in), strings.Repeat("b", 41)) || strings.Contains(string(in), `"d"`) {
+		t.Error("a refused message was written to the CLI")
+	}
+	for _, e := range s.History() {
+		if e.Text == strings.Repeat("b", 41) || e.Text == "d" {
+			t.Errorf("a refused message is in the history: %q", e.Text)
+		}
+	}
+	// The next turn has its own bound.
+	r = startRun(t, s, "TOOL_BASH[sleep 2; echo slept]", RunOptions{Listener: events})
+	untilEvent(t, events, r, turn.EventToolStarted)
+	if err := s.Steer(ctxFor(t), strings.Repeat("e", 100), nil); err != nil {
+		t.Errorf("the next turn's first steer: %v", err)
+	}
+	collect(t, r)
+}

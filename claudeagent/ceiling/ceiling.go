@@ -10,7 +10,7 @@
 // Code's own Linux sandbox run theirs: a fresh /proc that shows only its
 // own processes (not the server's nor another session's command line or
 // environment), no capabilities in any set whatever user the server runs
-// as, the other processes' private directories hidden ([Ceiling.Private]),
+// as, the other processes' private directories hidden ([Ceiling.Alone]),
 // and under NoPrograms every mount no-exec but the files the CLI itself
 // maps ([Ceiling.Exec], [Ceiling.Map]), so that the dynamic loader cannot
 // run another program (Landlock checks execve, not the loader's mmap). The
@@ -70,9 +70,10 @@ type Ceiling struct {
 	// shared libraries of the files under Exec): in the jail under
 	// NoPrograms they stay on executable mounts.
 	Map []string
-	// Private is the process's own directory: in the jail its parent shows
-	// it alone, the other processes' directories beside it hidden.
-	Private string
+	// Alone are directories the process sees alone in their parents, in
+	// the jail: what lies beside each (other processes' private
+	// directories, other projects' transcripts) is hidden.
+	Alone []string
 }
 
 // Restricts reports whether c restricts anything.

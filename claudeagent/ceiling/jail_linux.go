@@ -50,8 +50,8 @@ func jailAttr(cmd *exec.Cmd) {
 }
 
 // enterJail makes the process's mounts: its own from now on, a fresh /proc
-// of its PID namespace, the other processes' private directories hidden,
-// and under NoPrograms every mount no-exec but the program's own files.
+// of its PID namespace, what lies beside its Alone directories hidden, and
+// under NoPrograms every mount no-exec but the program's own files.
 func (c *Ceiling) enterJail() error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making the mounts private: %w", err)
@@ -77,8 +77,8 @@ func (c *Ceiling) enterJail() error {
 			return fmt.Errorf("making every mount no-exec: %w", err)
 		}
 	}
-	if c.Private != "" {
-		if err := hideBeside(c.Private); err != nil {
+	for _, dir := range c.Alone {
+		if err := hideBeside(dir); err != nil {
 			return err
 		}
 	}
@@ -118,7 +118,7 @@ func (c *Ceiling) execFiles() []string {
 // hideBeside hides the other entries of dir's parent: an empty file
 // system takes the parent's place, with dir alone in it.
 func hideBeside(dir string) error {
-	src, err := unix.OpenTree(unix.AT_FDCWD, dir, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	src, err := unix.OpenTree(unix.AT_FDCWD, dir, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_SYMLINK_NOFOLLOW)
 	if err != nil {
 		return fmt.Errorf("keeping %s: %w", dir, err)
 	}

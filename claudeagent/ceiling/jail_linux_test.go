@@ -200,7 +200,7 @@ func TestJailPrivate(t *testing.T) {
 		}
 	}
 	c := selfCeiling(false)
-	c.Private = mine
+	c.Alone = []string{mine}
 	if got := strings.Fields(output(t, c, "ls "+root)); !slices.Equal(got, []string{"mine"}) {
 		t.Errorf("the jail shows %v in %s, want [mine]", got, root)
 	}

@@ -75,6 +75,7 @@ type config struct {
 	userMaxLive       int
 	userBudget        float64
 	perUserConfigDir  string
+	shareConfigDir    bool
 	passEnv           string
 	auditLog          string
 	auditPrompts      bool
@@ -138,7 +139,8 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.IntVar(&c.userMaxLive, "user-max-live", -1, "live claude processes a user may have over --http; default (-1) half of --max-live rounded up, so that one user's endless turns leave room for others; 0 no limit")
 	fs.Float64Var(&c.userBudget, "user-max-budget-usd", 0, "the most a user's sessions may spend together, in USD; 0 no cap")
 	fs.StringVar(&c.passEnv, "pass-env", "", "further variables of the server's environment every claude CLI gets, by name (comma-separated); a CLI gets only an allow-list of it: paths, locale, proxies and certificates, ANTHROPIC_*, CLAUDE_CODE_*, AWS_* and the like, never CLAUDE_AGENT_MCP_* (see docs/security.md) (default: none)")
-	fs.StringVar(&c.perUserConfigDir, "per-user-config-dir", "", "give each --http user's sessions the CLI config directory DIR/<user> (their transcripts apart) (default: none, the CLI's own)")
+	fs.StringVar(&c.perUserConfigDir, "per-user-config-dir", "", "give each --http user's sessions the CLI config directory DIR/<user>: their transcripts, settings and logins apart (default over --http: $XDG_STATE_HOME/claude-agent-mcp/users; on stdio none, the CLI's own)")
+	fs.BoolVar(&c.shareConfigDir, "share-config-dir", false, "over --http, let every user's sessions share the CLI's own config directory (each can then read the others' transcripts) instead of one each under --per-user-config-dir")
 	fs.StringVar(&c.auditLog, "audit-log", "", "append two JSON lines per tool call to this file, 'started' before it runs (a call whose line cannot be written is refused) and its outcome: time, user, tool, session, prompt size and SHA-256, outcome, duration, cost (default: none)")
 	fs.BoolVar(&c.auditPrompts, "audit-prompts", false, "put the prompts themselves in --audit-log")
 	fs.StringVar(&c.agentSources, "agent-sources", "", "Claude Code agents served as tools, one each (see README): user, project, dirs, file, all or none (default: all on stdio, dirs,file over --http)")

@@ -23,7 +23,7 @@ var flagGroups = []flagGroup{
 		"allowed-tools-ceiling", "allow-session-mcp-servers", "setting-sources", "accept-no-landlock", "max-depth", "max-session-budget-usd", "max-total-budget-usd"}},
 	{"Tasks (MCP tasks, for clients that take them)", []string{"tasks", "task-after", "task-ttl"}},
 	{"HTTP and teams", []string{"http", "public-url", "tokens-file", "oauth-issuer", "oauth-user-claim", "oauth-scope-classes", "http-allow", "user-max-sessions", "user-max-live",
-		"user-max-budget-usd", "per-user-config-dir", "http-max-sessions", "http-session-idle"}},
+		"user-max-budget-usd", "per-user-config-dir", "share-config-dir", "http-max-sessions", "http-session-idle"}},
 	{"Performance and limits", []string{"max-live", "max-queue", "warm-spares", "idle-timeout", "max-frame-bytes", "max-prompt-bytes"}},
 	{"Dashboard and alerts", []string{"ui", "ui-admins", "notify"}},
 	{"Agents as tools", []string{"agent-sources", "agents-dir", "agents-file", "max-agent-tools"}},

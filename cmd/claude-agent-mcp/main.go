@@ -309,9 +309,7 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 	checked := make(chan struct{})
 	go func() {
 		defer close(checked)
-		// With --per-user-config-dir each user's sessions have credentials
-		// of their own: the server's are no guide.
-		checkCLI(checkCtx, mgr, mcfg.Env, mcfg.PerUserConfigDir == "", logger)
+		checkCLI(checkCtx, mgr, mcfg.Env, mcfg.PerUserConfigDir, logger)
 	}()
 	defer func() {
 		endCheck()
@@ -392,7 +390,8 @@ func awaitStop(ctx context.Context, runErr <-chan error, inputClosed <-chan stru
 // warning when it is missing, older than the oldest version tested, or (if
 // login) not logged in. It says nothing once ctx has ended (the server
 // stops).
-func checkCLI(ctx context.Context, mgr *sessions.Manager, env map[string]string, login bool, logger *slog.Logger) {
+func checkCLI(ctx context.Context, mgr *sessions.Manager, env map[string]string, perUser string, logger *slog.Logger) {
+	login := true
 	vctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	path, v, err := mgr.CLI(vctx)
 	cancel()
@@ -411,19 +410,36 @@ func checkCLI(ctx context.Context, mgr *sessions.Manager, env map[string]string,
 	}
 	mgr.ServerStarted() // the first warm spares
 	if login {
-		checkLogin(ctx, path, env, logger)
+		checkLogin(ctx, path, env, perUser, logger)
 	}
 }
 
 // checkLogin warns when the CLI, with the sessions' environment, is not
 // logged in: every query would fail. `claude auth status` tells without an
 // API call (see claudeagent.CLIAuthStatus).
-func checkLogin(ctx context.Context, path string, env map[string]string, logger *slog.Logger) {
+// With a config directory per user (perUser), the server's own login in its
+// config directory serves none of them: the check runs with an empty one,
+// and a miss says what serves the users.
+func checkLogin(ctx context.Context, path string, env map[string]string, perUser string, logger *slog.Logger) {
+	if perUser != "" {
+		empty, err := os.MkdirTemp("", "claude-agent-mcp-login-")
+		if err != nil {
+			return
+		}
+		defer os.RemoveAll(empty)
+		env = maps.Clone(env)
+		if env == nil {
+			env = map[string]string{}
+		}
+		env["CLAUDE_CONFIG_DIR"] = empty
+	}
 	st, err := claudeagent.CLIAuthStatus(ctx, path, env)
 	switch {
 	case ctx.Err() != nil:
 	case err != nil:
 		logger.Debug("could not tell whether the claude CLI is logged in", "err", err)
+	case !st.LoggedIn && perUser != "":
+		logger.Warn("each user's sessions have a CLI config directory of their own (--per-user-config-dir), where the server's own login is not, and the server's environment logs none in: give the server ANTHROPIC_API_KEY, log each user in (CLAUDE_CONFIG_DIR="+filepath.Join(perUser, "<user>")+" claude auth login), or share the CLI's own with --share-config-dir", "path", path)
 	case !st.LoggedIn:
 		logger.Warn("the claude CLI is not logged in; every query fails (\"Not logged in\") until it is: run claude auth login (or claude, then /login) as the user the server runs as, or give the server ANTHROPIC_API_KEY", "path", path)
 	default:

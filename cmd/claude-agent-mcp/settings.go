@@ -54,6 +54,7 @@ func (c *config) check() (*settings, error) {
 	c.checkPolicy(k, &st.sessions)
 	c.checkKernel(k, st)
 	st.passEnv = c.checkPassEnv(k)
+	st.sessions.PerUserConfigDir = c.checkConfigDirs(k)
 	c.loadFiles(k, st)
 	if len(k.errs) > 0 {
 		return nil, c.envNote(k.errs[0]) // one line: the first problem
@@ -193,8 +194,8 @@ func (c *config) baseSettings(userMaxLive int, allow []string) *settings {
 			IdleTimeout: c.idleTimeout, QueryTimeout: c.queryTimeout, PermissionTimeout: c.permissionTimeout, MaxLimitWait: limitWait(c.maxLimitWait),
 			MaxDepth: c.maxDepth, NoSessionMCPServers: !c.sessionMCP,
 			MaxSessionBudgetUSD: c.sessionBudget, MaxTotalBudgetUSD: c.totalBudget,
-			UserMaxSessions: c.userMaxSessions, UserMaxLive: userMaxLive, UserMaxBudgetUSD: c.userBudget, PerUserConfigDir: c.perUserConfigDir,
-			Remote: c.http != "", RemoteAllow: allow,
+			UserMaxSessions: c.userMaxSessions, UserMaxLive: userMaxLive, UserMaxBudgetUSD: c.userBudget,
+			Remote: c.http != "", RemoteAllow: allow, MaxSteerBytes: c.maxPromptBytes,
 		},
 		tools: mcptools.Options{
 			Version: versionString(), MaxResultChars: c.maxResultChars, DefaultWait: c.defaultWait, HeartbeatInterval: c.heartbeat,
@@ -260,6 +261,33 @@ func (c *config) checkSettingSources(k *checks) []string {
 		return nil // the CLI's own default: no flag
 	}
 	return sources
+}
+
+// checkConfigDirs checks --per-user-config-dir and --share-config-dir and
+// returns the directory of the users' config directories: over --http one
+// each by default (a session is a tenant: another user's transcripts are
+// not in its directory), none on stdio, where the caller is the user.
+func (c *config) checkConfigDirs(k *checks) string {
+	switch {
+	case c.shareConfigDir && c.perUserConfigDir != "":
+		k.add(errors.New("--share-config-dir and --per-user-config-dir exclude each other: give one"))
+		return ""
+	case c.shareConfigDir && c.http == "":
+		k.add(errors.New("--share-config-dir needs --http (on stdio the sessions share the CLI's own config directory)"))
+		return ""
+	case c.shareConfigDir || c.perUserConfigDir == "" && c.http == "":
+		return ""
+	case c.perUserConfigDir != "":
+		abs, err := filepath.Abs(c.perUserConfigDir)
+		k.add(err)
+		return abs
+	}
+	db, err := store.DefaultPath()
+	if err != nil {
+		k.add(fmt.Errorf("finding the default --per-user-config-dir: %w (give one, or --share-config-dir)", err))
+		return ""
+	}
+	return filepath.Join(filepath.Dir(db), "users")
 }
 
 // checkPassEnv reads the --pass-env variables from the server's

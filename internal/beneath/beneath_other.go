@@ -64,6 +64,24 @@ func Exists(p Path) (bool, error) {
 	return err == nil, err
 }
 
+// MkdirAll makes the directory p and those on the way where missing; a
+// link on the way is ErrLink.
+func MkdirAll(p Path) error {
+	names, err := components(p.Rel)
+	if err != nil {
+		return err
+	}
+	r, err := os.OpenRoot(p.Dir)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if err := checkWay(r, names); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return r.MkdirAll(path.Join(names...), 0o700)
+}
+
 func writeNew(p Path, data []byte, perm fs.FileMode) error {
 	names, err := components(p.Rel)
 	if err != nil {

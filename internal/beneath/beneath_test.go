@@ -181,3 +181,25 @@ func TestWriteNew(t *testing.T) {
 		t.Error("a path through a link exists")
 	}
 }
+
+func TestMkdirAll(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	if err := MkdirAll(Path{Dir: dir, Rel: "projects/-a-b"}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "projects", "-a-b")); err != nil || !fi.IsDir() {
+		t.Fatalf("made: %v, %v", fi, err)
+	}
+	if err := MkdirAll(Path{Dir: dir, Rel: "projects/-a-b"}); err != nil {
+		t.Errorf("again: %v", err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "projects", "l")); err != nil {
+		t.Fatal(err)
+	}
+	if err := MkdirAll(Path{Dir: dir, Rel: "projects/l/x"}); !errors.Is(err, ErrLink) {
+		t.Errorf("through a link: %v", err)
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Errorf("made outside: %v", entries)
+	}
+}

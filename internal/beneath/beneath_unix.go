@@ -126,6 +126,22 @@ func Exists(p Path) (bool, error) {
 	}
 }
 
+// MkdirAll makes the directory p and those on the way (0700) where
+// missing, never through a link (ErrLink).
+func MkdirAll(p Path) error {
+	names, err := components(p.Rel)
+	if err == nil {
+		var fd int
+		if fd, err = walk(p.Dir, names, true); err == nil {
+			unix.Close(fd)
+		}
+	}
+	if err != nil {
+		return &fs.PathError{Op: "mkdir", Path: p.String(), Err: err}
+	}
+	return nil
+}
+
 func writeNew(p Path, data []byte, perm fs.FileMode) error {
 	dir, name, err := split(p, true)
 	if err != nil {

@@ -103,7 +103,7 @@ type ConversationError struct {
 }
 
 func (e *ConversationError) Error() string {
-	return fmt.Sprintf("resumeSessionId %s names no conversation of yours that this server knows: over HTTP a session continues only conversations its user made here (the operator can give each user a config directory of their own with --per-user-config-dir)", e.ResumeSessionID)
+	return fmt.Sprintf("resumeSessionId %s names no conversation of yours that this server knows: over HTTP a session continues only conversations its user made here", e.ResumeSessionID)
 }
 
 // usd renders an amount of dollars with the digits that matter.
@@ -452,11 +452,11 @@ func modeClass(mode string) (Class, string) {
 }
 
 // checkConversation refuses a resume or fork of another user's
-// conversation: over HTTP, unless each user has a config directory of
-// their own (where the CLI finds their transcripts only), the conversation
-// must be one this server knows its caller made.
+// conversation: over HTTP the conversation must be one this server knows
+// its caller made, whether the users share the CLI's config directory or
+// have one each (where a stranger's id would only fail later, in the CLI).
 func (g *Gate) checkConversation(o *options.CreateOptions) error {
-	if !g.cfg.Remote || g.cfg.PerUserConfigDir != "" {
+	if !g.cfg.Remote {
 		return nil
 	}
 	if g.cfg.ConversationOwner != nil {

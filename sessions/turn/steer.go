@@ -1,6 +1,8 @@
 package turn
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -27,6 +29,9 @@ type steering struct {
 	steers      []steer
 	toolResults int      // tool results handled so far
 	answers     []string // a follow-up's: the steered messages it answers
+	// admitted and admittedBytes count the messages TakeSteer let in.
+	admitted      int
+	admittedBytes int
 }
 
 // steer is one message steered into the turn.
@@ -36,8 +41,33 @@ type steer struct {
 	toolResults int // tool results handled when it was sent
 }
 
+// MaxSteers is how many messages may be steered into one turn.
+const MaxSteers = 16
+
+// ErrSteerLimit is a steer past a turn's bound (TakeSteer).
+var ErrSteerLimit = errors.New("the turn's steering limit")
+
+// TakeSteer admits a message of n bytes into the turn, whose steered
+// messages may hold at most maxBytes in all and be at most MaxSteers: an
+// error wrapping ErrSteerLimit says which bound it passes. Once admitted,
+// the message counts whether or not it is written (AddSteer).
+func (t *Turn) TakeSteer(n, maxBytes int) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.admitted >= MaxSteers:
+		return fmt.Errorf("%w: a turn takes at most %d steered messages, and this one has them", ErrSteerLimit, MaxSteers)
+	case maxBytes > 0 && t.admittedBytes+n > maxBytes:
+		return fmt.Errorf("%w: the messages steered into a turn hold at most %d bytes in all (--max-prompt-bytes), and this one would make %d", ErrSteerLimit, maxBytes, t.admittedBytes+n)
+	}
+	t.admitted++
+	t.admittedBytes += n
+	return nil
+}
+
 // AddSteer records that the user message uuid with text was written into
-// the running turn, and tells the turn's watchers.
+// the running turn, and tells the turn's watchers. The text is kept once:
+// the turn's record of it and its step share it.
 func (t *Turn) AddSteer(uuid, text string) {
 	t.mu.Lock()
 	t.steers = append(t.steers, steer{uuid: uuid, text: text, toolResults: t.toolResults})
