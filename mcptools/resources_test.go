@@ -236,6 +236,17 @@ func TestResourcesHTTPUsers(t *testing.T) {
 				if got := strings.Join(uris, " "); !strings.Contains(got, own) || strings.Contains(got, other) {
 					t.Errorf("%s lists %s", who, got)
 				}
+				// A user's own: never cached for another (defect 11).
+				if protocol == "" && list.CacheScope != "private" {
+					t.Errorf("%s's list has cacheScope %q, want private", who, list.CacheScope)
+				}
+				rd, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: sessionURI(own, "transcript")})
+				if err != nil {
+					t.Fatalf("%s's transcript: %v", who, err)
+				}
+				if protocol == "" && rd.CacheScope != "private" {
+					t.Errorf("%s's transcript has cacheScope %q, want private", who, rd.CacheScope)
+				}
 			}
 			_, err := readText(bob, transcript)
 			wantRPCError(t, "bob reads alice's transcript", err, jsonrpc.CodeInvalidParams, resNotFound)

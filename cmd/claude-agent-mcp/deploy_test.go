@@ -21,16 +21,27 @@ import (
 
 type composeFile struct {
 	Services map[string]struct {
-		Image   string   `yaml:"image"`
-		Command []string `yaml:"command"`
-		Volumes []string `yaml:"volumes"`
+		Image       string            `yaml:"image"`
+		Command     []string          `yaml:"command"`
+		Volumes     []string          `yaml:"volumes"`
+		Environment map[string]string `yaml:"environment"`
 	} `yaml:"services"`
 }
 
-// serverFlags parses a server's arguments as main does; nil when they do
-// not parse.
-func serverFlags(t *testing.T, where string, args []string) *config {
+// serverFlags parses a server's arguments as main does, its environment
+// (env, each variable to a stand-in value) applied; nil when they do not
+// parse. The store's URL, which holds the database's password, comes from
+// the environment, never the command line (which every process may read).
+func serverFlags(t *testing.T, where string, args []string, env map[string]string) *config {
 	t.Helper()
+	for _, a := range args {
+		if strings.HasPrefix(a, "--store") || strings.Contains(a, "postgres://") {
+			t.Errorf("%s: the store's URL is on the command line (%q): put it in CLAUDE_AGENT_MCP_STORE", where, a)
+		}
+	}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
 	c, _, err := parseFlags(args)
 	if err != nil {
 		t.Errorf("%s: the server's arguments %q do not parse: %v", where, args, err)
@@ -68,7 +79,11 @@ func checkCompose(t *testing.T, dir string) {
 			continue
 		}
 		agents = append(agents, name)
-		c := serverFlags(t, "compose.yaml service "+name, s.Command)
+		env := map[string]string{}
+		for k, v := range s.Environment {
+			env[k] = strings.ReplaceAll(v, "${STORE_URL}", "postgres://agent@db:5432/agents")
+		}
+		c := serverFlags(t, "compose.yaml service "+name, s.Command, env)
 		if c == nil {
 			continue
 		}
@@ -129,7 +144,8 @@ type k8sPodTemplate struct {
 		Containers []struct {
 			Args []string `yaml:"args"`
 			Env  []struct {
-				Name string `yaml:"name"`
+				Name      string         `yaml:"name"`
+				ValueFrom map[string]any `yaml:"valueFrom"`
 			} `yaml:"env"`
 			VolumeMounts []struct {
 				Name      string `yaml:"name"`
@@ -190,16 +206,23 @@ func checkKubernetes(t *testing.T, dir string) {
 		t.Fatalf("Deployment: %d containers, want 1", len(d.Spec.Template.Spec.Containers))
 	}
 	ct := d.Spec.Template.Spec.Containers[0]
-	// Kubernetes expands $(NAME) in args from the container's env: here a
+	// The store's URL comes from a secret into the environment: here a
 	// stand-in for the secret's value.
-	args := make([]string, len(ct.Args))
-	for i, a := range ct.Args {
-		args[i] = strings.ReplaceAll(a, "$(STORE_URL)", "postgres://agent@db:5432/agents")
-		if strings.Contains(args[i], "$(") {
-			t.Errorf("Deployment arg %q names a variable the check does not know", a)
+	env := map[string]string{}
+	for _, e := range ct.Env {
+		if e.Name == "CLAUDE_AGENT_MCP_STORE" {
+			if _, ok := e.ValueFrom["secretKeyRef"]; !ok {
+				t.Errorf("Deployment: CLAUDE_AGENT_MCP_STORE is not from a secret")
+			}
+			env[e.Name] = "postgres://agent@db:5432/agents"
 		}
 	}
-	c := serverFlags(t, "Deployment", args)
+	for _, a := range ct.Args {
+		if strings.Contains(a, "$(") {
+			t.Errorf("Deployment arg %q names a variable: a value from a secret goes in the environment, not on the command line", a)
+		}
+	}
+	c := serverFlags(t, "Deployment", ct.Args, env)
 	if c != nil {
 		perPod := map[string]bool{}
 		for _, v := range d.Spec.Template.Spec.Volumes {

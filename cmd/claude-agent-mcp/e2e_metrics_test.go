@@ -17,14 +17,24 @@ import (
 var metricsURLRE = regexp.MustCompile(`metrics \(Prometheus text format\) url=(http://\S+/metrics)`)
 
 // checkTurnMetrics checks a scrape after one successful turn of user's one
-// session, which is idle with its live process (no warm spares).
+// session, which is idle with its live process (no warm spares); user ""
+// is the unauthenticated listener's scrape, which names no user.
 func checkTurnMetrics(t *testing.T, f promtext.Families, user string) {
 	t.Helper()
 	p := metrics.Prefix
 	if v := promtext.Value(f.Metric(t, p+"turn_duration_seconds", "outcome", metrics.Success)); v != 1 {
 		t.Errorf("turn_duration_seconds{outcome=success} counts %v turns, want 1", v)
 	}
-	if v := promtext.Value(f.Metric(t, p+"cost_usd_total", "user", user)); v <= 0 {
+	if user == "" {
+		if v := promtext.Value(f.Metric(t, p+"cost_usd_total")); v <= 0 {
+			t.Errorf("cost_usd_total = %v, want the turn's cost (above 0)", v)
+		}
+		for _, m := range f[p+"cost_usd_total"].GetMetric() {
+			if len(m.GetLabel()) != 0 {
+				t.Errorf("the unauthenticated scrape names a user: %v", m.GetLabel())
+			}
+		}
+	} else if v := promtext.Value(f.Metric(t, p+"cost_usd_total", "user", user)); v <= 0 {
 		t.Errorf("cost_usd_total{user=%q} = %v, want the turn's cost (above 0)", user, v)
 	}
 	if v := promtext.Value(f.Metric(t, p+"sessions", "state", "idle")); v != 1 {
@@ -79,7 +89,7 @@ func TestE2EMetrics(t *testing.T) {
 		if res, _ := e.query(t, ctx, sid, "hi"); res.IsError {
 			t.Fatalf("query: %s", text(res))
 		}
-		checkTurnMetrics(t, promtext.Scrape(t, http.DefaultClient, url, ""), metrics.LocalUser)
+		checkTurnMetrics(t, promtext.Scrape(t, http.DefaultClient, url, ""), "")
 	})
 	t.Run("http", func(t *testing.T) {
 		scrapeToken := "scrape-" + randomHex(t, 16)

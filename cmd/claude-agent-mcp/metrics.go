@@ -100,7 +100,7 @@ func (om *operatorMetrics) serve(mgr *sessions.Manager) (stop func()) {
 		return func() {}
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", om.m.Handler())
+	mux.Handle("/metrics", om.m.AnonymousHandler()) // no authentication: no user's name or spend
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: time.Minute, IdleTimeout: time.Minute}
 	served := make(chan struct{})
 	go func() {

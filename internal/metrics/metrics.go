@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/listing"
@@ -75,7 +76,7 @@ func New() *Metrics {
 		cost: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: Prefix + "cost_usd_total",
 			Help: "What the turns cost in USD, as the CLI reports it, by the user of the session (" + LocalUser + " without one: stdio).",
-		}, []string{"user"}),
+		}, []string{UserLabel}),
 		storeWrite: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    Prefix + "store_write_seconds",
 			Help:    "Time of each write of the session registry, from the call (the wait for its locks included) to the synced rename.",
@@ -188,4 +189,57 @@ func (c *byState) Collect(ch chan<- prometheus.Metric) {
 	for _, st := range all {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n[st]), string(st))
 	}
+}
+
+// UserLabel is the label that names a session's user.
+const UserLabel = "user"
+
+// AnonymousHandler serves the metrics without the users' names: every
+// series labelled by user is summed into one without the label. It is what
+// --metrics's unauthenticated loopback listener serves, which any process
+// of the machine may read (the sessions' too: they share its network);
+// the users' names and spend are for the bearers of --metrics-tokens-file.
+func (m *Metrics) AnonymousHandler() http.Handler {
+	return promhttp.HandlerFor(withoutUsers{m.reg}, promhttp.HandlerOpts{MaxRequestsInFlight: 4})
+}
+
+// withoutUsers is a gatherer that folds the user label away.
+type withoutUsers struct{ g prometheus.Gatherer }
+
+func (w withoutUsers) Gather() ([]*dto.MetricFamily, error) {
+	fams, err := w.g.Gather()
+	for _, f := range fams {
+		if !slices.ContainsFunc(f.Metric, hasUser) {
+			continue
+		}
+		var sum float64
+		var rest []*dto.Metric
+		for _, mt := range f.Metric {
+			switch {
+			case !hasUser(mt):
+				rest = append(rest, mt)
+			case mt.Counter != nil:
+				sum += mt.Counter.GetValue()
+			case mt.Gauge != nil:
+				sum += mt.Gauge.GetValue()
+			}
+		}
+		folded := &dto.Metric{}
+		switch f.GetType() {
+		case dto.MetricType_COUNTER:
+			folded.Counter = &dto.Counter{Value: &sum}
+		case dto.MetricType_GAUGE:
+			folded.Gauge = &dto.Gauge{Value: &sum}
+		default:
+			f.Metric = rest // nothing else is summed: left out
+			continue
+		}
+		f.Metric = append(rest, folded)
+	}
+	return fams, err
+}
+
+// hasUser reports whether a series is labelled by user.
+func hasUser(mt *dto.Metric) bool {
+	return slices.ContainsFunc(mt.Label, func(l *dto.LabelPair) bool { return l.GetName() == UserLabel })
 }

@@ -2,9 +2,11 @@ package metrics
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -232,4 +234,50 @@ func BenchmarkTurnHook(b *testing.B) {
 		m.Turn(a)
 		m.StoreWrite(time.Millisecond)
 	}
+}
+
+// TestAnonymousHandler: the unauthenticated handler (--metrics, which any
+// process of the machine may read) serves the cost summed over the users,
+// without their names; the authenticated one keeps them (defect 12 of
+// issue 43).
+func TestAnonymousHandler(t *testing.T) {
+	t.Parallel()
+	m := New()
+	m.cost.WithLabelValues("alice").Add(1.5)
+	m.cost.WithLabelValues("bob").Add(0.25)
+	anon := httptest.NewServer(m.AnonymousHandler())
+	t.Cleanup(anon.Close)
+	full := httptest.NewServer(m.Handler())
+	t.Cleanup(full.Close)
+	body := func(url string) string {
+		t.Helper()
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	a, f := body(anon.URL), body(full.URL)
+	if strings.Contains(a, "alice") || strings.Contains(a, "bob") || !strings.Contains(a, Prefix+"cost_usd_total 1.75") {
+		t.Errorf("the anonymous metrics name users or lack the sum:\n%s", grep(a, "cost"))
+	}
+	if !strings.Contains(f, `user="alice"`) || !strings.Contains(f, `user="bob"`) {
+		t.Errorf("the authenticated metrics lack the users:\n%s", grep(f, "cost"))
+	}
+	if !strings.Contains(a, "go_goroutines") {
+		t.Error("the anonymous metrics lack the rest")
+	}
+}
+
+// grep is the lines of s holding sub.
+func grep(s, sub string) string {
+	var out []string
+	for line := range strings.Lines(s) {
+		if strings.Contains(line, sub) {
+			out = append(out, strings.TrimSpace(line))
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -208,9 +208,15 @@ func (d *Dashboard) URL() string {
 	return base + d.root + "/?secret=" + d.secret
 }
 
-// SessionURL is the address of session id's page, without the sign-in
-// secret (for links sent elsewhere: whoever opens one signs in first).
+// SessionURL is the address of session id's page over HTTP, without a
+// sign-in (for links sent elsewhere: whoever opens one signs in first);
+// "" on stdio, where the pages' root is itself a secret (it keeps the
+// cookie from other servers on the same loopback address) and a link sent
+// to a webhook would carry it.
 func (d *Dashboard) SessionURL(id string) string {
+	if !d.overHTTP {
+		return ""
+	}
 	return strings.TrimRight(d.o.BaseURL, "/") + d.root + "/s/" + url.PathEscape(id)
 }
 

@@ -208,3 +208,17 @@ func TestDashboardSigninsPerUser(t *testing.T) {
 		t.Errorf("%d sign-ins of %d users, want %d of 2", n, users, e.d.MaxSignins()+1)
 	}
 }
+
+// TestSessionURLKeepsTheRoot: a session's link for alerts is the page over
+// HTTP, and none on stdio, where the pages' root is a secret that a
+// webhook would otherwise get (defect 10 of issue 43).
+func TestSessionURLKeepsTheRoot(t *testing.T) {
+	e := newDashEnv(t, "2025-11-25", nil)
+	if u := e.d.SessionURL("abc"); u != "" {
+		t.Errorf("on stdio SessionURL = %q, want none", u)
+	}
+	h := newDashHTTP(t, sessions.Config{})
+	if u := h.d.SessionURL("abc"); !strings.HasSuffix(u, "/ui/s/abc") {
+		t.Errorf("over HTTP SessionURL = %q, want the page at /ui/s/abc", u)
+	}
+}

@@ -117,6 +117,10 @@ func (r *Resources) visible(ctx context.Context, id string) (*sessions.Session, 
 	return s, true
 }
 
+// private is the cache scope of what a user reads of their sessions (a
+// list, a transcript, an answer): for that user's client alone.
+const private = "private"
+
 // list answers resources/list: a transcript and an answer for each session
 // the caller may see, oldest session first, listPage sessions a page.
 func (r *Resources) list(ctx context.Context, req *mcp.ListResourcesRequest, next mcp.MethodHandler) (mcp.Result, error) {
@@ -149,6 +153,8 @@ func (r *Resources) list(ctx context.Context, req *mcp.ListResourcesRequest, nex
 			mine = append(mine, s)
 		}
 	}
+	// Each user's own: no client or intermediary may cache it for another.
+	out.CacheScope = private
 	out.Resources, out.NextCursor = []*mcp.Resource{}, ""
 	for i := from; i < len(mine) && i < from+listPage; i++ {
 		out.Resources = append(out.Resources, listed(mine[i])...)
@@ -195,7 +201,7 @@ func (r *Resources) read(ctx context.Context, req *mcp.ReadResourceRequest) (*mc
 	} else if text, err = transcriptPage(s, ref.page, DefaultPageBytes); err != nil {
 		return nil, err
 	}
-	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: mimeType, Text: text}}}, nil
+	return &mcp.ReadResourceResult{Cacheable: mcp.Cacheable{CacheScope: private}, Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: mimeType, Text: text}}}, nil
 }
 
 // Subscribe admits a subscription (mcp.ServerOptions.SubscribeHandler): to

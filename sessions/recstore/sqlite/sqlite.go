@@ -34,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -123,6 +124,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("opening the session store %s: %w", path, err)
 	}
+	if err := private(path); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("opening the session store %s: %w", path, err)
+	}
 	if checked && s.backupDue() {
 		s.bg.Add(1)
 		go func() {
@@ -131,6 +136,26 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		}()
 	}
 	return s, nil
+}
+
+// private makes the store's files the server user's alone (0600): they
+// hold prompts and the MCP servers' headers. SQLite creates the -wal and
+// -shm files with the database file's mode, so what it makes later is
+// private too.
+func private(path string) error {
+	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(f)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err == nil && fi.Mode().Perm()&0o077 != 0 {
+			err = os.Chmod(f, fi.Mode().Perm()&0o700)
+		}
+		if err != nil {
+			return fmt.Errorf("making the store's files private: %w", err)
+		}
+	}
+	return nil
 }
 
 // openDB opens the database pool on path.

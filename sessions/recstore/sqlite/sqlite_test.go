@@ -169,3 +169,43 @@ func TestChangesTrimmed(t *testing.T) {
 		t.Fatalf("%d changes kept after %d writes %s apart, want at most %d", n, trimEvery+2, step, kept)
 	}
 }
+
+// TestStoreFilesPrivate: the database and its -wal and -shm files are the
+// server user's alone (0600), new or left 0644 by an older server: they
+// hold prompts and MCP servers' headers (defect 9 of issue 43).
+func TestStoreFilesPrivate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	check := func(when string) {
+		t.Helper()
+		for _, f := range []string{path, path + "-wal", path + "-shm"} {
+			fi, err := os.Stat(f)
+			if err != nil {
+				t.Fatalf("%s: %v", when, err)
+			}
+			if fi.Mode().Perm() != 0o600 {
+				t.Errorf("%s: %s is %v, want 0600", when, filepath.Base(f), fi.Mode().Perm())
+			}
+		}
+	}
+	st, err := Open(context.Background(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Create(context.Background(), recstore.Record{Entry: store.Entry{SessionID: "s1", Owner: "alice"}}, recstore.Quota{}); err != nil {
+		t.Fatal(err)
+	}
+	check("a new store")
+	st.Close()
+	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+		_ = os.Chmod(f, 0o644)
+	}
+	st, err = Open(context.Background(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Create(context.Background(), recstore.Record{Entry: store.Entry{SessionID: "s2", Owner: "alice"}}, recstore.Quota{}); err != nil {
+		t.Fatal(err)
+	}
+	check("an older server's store")
+}
