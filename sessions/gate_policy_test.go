@@ -358,3 +358,66 @@ func TestGateGrantKept(t *testing.T) {
 		t.Errorf("switching to acceptEdits without a grant, --http-allow widens-permissions: %v", err)
 	}
 }
+
+// TestNoProbeOutside: what a create says of a path the caller may not use
+// is the same whether it exists, is missing or is a file (defect 15 of
+// issue 43: Validate stat'ed before the gate, so /etc said "outside",
+// /etc/nope "does not exist" and /etc/passwd "is not a directory"): with
+// --allowed-roots, and over HTTP without them, where a cwd other than the
+// server's is off; a path the caller may use still says what is wrong with
+// it.
+func TestNoProbeOutside(t *testing.T) {
+	t.Parallel()
+	root, outside := t.TempDir(), t.TempDir()
+	file := filepath.Join(outside, "passwd")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		cwd  string // of the addDirs and settingsFile cases: one the caller may use
+	}{
+		{"roots", Config{AllowedRoots: []string{root}}, root},
+		{"http without roots", Config{Remote: true}, ""}, // the server's
+	} {
+		m := newManager(t, tc.cfg)
+		says := func(o CreateOptions) string {
+			t.Helper()
+			o.Owner = "alice"
+			err := m.Validate(&o)
+			if err == nil {
+				t.Fatalf("%s: %+v passed", tc.name, o)
+			}
+			for _, p := range []string{filepath.Join(outside, "nope"), file, outside} {
+				if strings.Contains(err.Error(), p) {
+					return strings.ReplaceAll(err.Error(), p, "PATH")
+				}
+			}
+			return err.Error()
+		}
+		for _, of := range []func(string) CreateOptions{
+			func(p string) CreateOptions { return CreateOptions{Cwd: p} },
+			func(p string) CreateOptions {
+				return CreateOptions{Cwd: tc.cwd, SessionOptions: claudeagent.SessionOptions{AddDirs: []string{p}}}
+			},
+			func(p string) CreateOptions {
+				return CreateOptions{Cwd: tc.cwd, SessionOptions: claudeagent.SessionOptions{SettingsFile: p}}
+			},
+		} {
+			exists, missing, notDir := says(of(outside)), says(of(filepath.Join(outside, "nope"))), says(of(file))
+			if !strings.Contains(exists, "PATH") {
+				t.Errorf("%s: the refusal %q is not about the path", tc.name, exists)
+			}
+			if exists != missing || missing != notDir {
+				t.Errorf("%s: the answers tell the paths apart:\n exists:  %s\n missing: %s\n a file:  %s", tc.name, exists, missing, notDir)
+			}
+		}
+	}
+	// Inside the roots the answer says what is wrong.
+	m := newManager(t, Config{AllowedRoots: []string{root}})
+	o := CreateOptions{Cwd: filepath.Join(root, "nope")}
+	if err := m.Validate(&o); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("a missing cwd inside the roots: %v", err)
+	}
+}

@@ -281,10 +281,10 @@ func (m *Manager) Create(ctx context.Context, opts CreateOptions) (*Session, err
 		return s, nil
 	}
 	if err != nil {
-		m.mu.Lock()
-		delete(m.sessions, s.ID)
-		m.mu.Unlock()
-		s.close()
+		// The caller gets no session: none stays in memory or the store,
+		// counted against the quotas (a failed start, a refusal, a resume
+		// the CLI does not find).
+		m.Discard(s)
 		return nil, err
 	}
 	s.resetIdleTimer()

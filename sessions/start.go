@@ -41,6 +41,7 @@ func (s *Session) ensureProcess(ctx context.Context, t *turn.Turn) error {
 	}
 	opts, fresh, err := s.admitStart()
 	if err != nil {
+		s.m.share.Release(s.ID) // a lease goes with a process
 		return err
 	}
 	var sp *live.Spare
@@ -54,6 +55,7 @@ func (s *Session) ensureProcess(ctx context.Context, t *turn.Turn) error {
 	}
 	if err := s.place(ctx, t); err != nil {
 		s.st.Move(state.Dormant)
+		s.m.share.Release(s.ID) // a lease goes with a process
 		return err
 	}
 	proc, resp, opts, err := s.launch(ctx, opts)
@@ -213,6 +215,7 @@ func (s *Session) projectAlone(opts *claudeagent.Options) {
 // a reason a retry does not mend.
 func (s *Session) startFailed(ctx context.Context, err error, resume string) error {
 	s.m.pool.Release(s.holder())
+	s.m.share.Release(s.ID) // a lease goes with a process
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.st.State() == state.Closed { // closed while starting

@@ -51,11 +51,9 @@ func ValidatePermissionMode(mode string) error {
 // ValidateDir checks that dir is an absolute path to an existing directory
 // and returns it cleaned. what names the parameter in the error.
 func ValidateDir(what, dir string) (string, error) {
-	if err := NoControl(what, dir); err != nil {
+	dir, err := FormPath(what, dir)
+	if err != nil {
 		return "", err
-	}
-	if !filepath.IsAbs(dir) {
-		return "", fmt.Errorf("%s %q is not an absolute path: pass an absolute directory such as /home/me/project", what, dir)
 	}
 	st, err := os.Stat(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -66,6 +64,21 @@ func ValidateDir(what, dir string) (string, error) {
 	}
 	if !st.IsDir() {
 		return "", fmt.Errorf("%s %q is not a directory: pass a directory, not a file", what, dir)
+	}
+	return filepath.Clean(dir), nil
+}
+
+// FormPath checks a directory's path by its form alone (no control
+// character, absolute) and cleans it; whether it exists is for the policy
+// gate to tell, once the path is one the caller may use (Validate's
+// options: telling "does not exist" of a path outside the allowed roots
+// would let a caller probe the server's files).
+func FormPath(what, dir string) (string, error) {
+	if err := NoControl(what, dir); err != nil {
+		return "", err
+	}
+	if !filepath.IsAbs(dir) {
+		return "", fmt.Errorf("%s %q is not an absolute path: pass an absolute directory such as /home/me/project", what, dir)
 	}
 	return filepath.Clean(dir), nil
 }
@@ -279,10 +292,7 @@ func validateSettingsFile(path string) error {
 	if !filepath.IsAbs(path) {
 		return fmt.Errorf("invalid settingsFile %q: not an absolute path (or pass the settings as an object in settings)", path)
 	}
-	if st, err := os.Stat(path); err != nil || st.IsDir() {
-		return fmt.Errorf("invalid settingsFile %q: no such file (pass an existing settings file, or the settings as an object in settings)", path)
-	}
-	return nil
+	return nil // whether it exists is told once the gate admits it (see FormPath)
 }
 
 // validateJSONSchema checks a --json-schema: a JSON Schema object whose
@@ -346,11 +356,11 @@ func checkSchemaTypes(where string, v any) error {
 // command line (ValidateArgSizes).
 func Validate(o *CreateOptions) error {
 	var err error
-	if o.Cwd, err = ValidateDir("cwd", o.Cwd); err != nil {
+	if o.Cwd, err = FormPath("cwd", o.Cwd); err != nil {
 		return err
 	}
 	for i, d := range o.AddDirs {
-		if o.AddDirs[i], err = ValidateDir("addDirs entry", d); err != nil {
+		if o.AddDirs[i], err = FormPath("addDirs entry", d); err != nil {
 			return err
 		}
 	}
@@ -388,7 +398,7 @@ func Validate(o *CreateOptions) error {
 		return err
 	}
 	for _, p := range o.Plugins {
-		if _, err := ValidateDir("plugins entry", p); err != nil {
+		if _, err := FormPath("plugins entry", p); err != nil {
 			return err
 		}
 	}

@@ -113,8 +113,12 @@ func settingsFileUses(path string) ([]Use, error) {
 	if err != nil {
 		return nil, err
 	}
-	uses := []Use{{what: "settings file", value: path, class: ReadsFiles, also: "settings", paths: []string{path}}}
-	return append(uses, settingsUses(obj)...), nil
+	return append([]Use{settingsFileUse(path)}, settingsUses(obj)...), nil
+}
+
+// settingsFileUse is the use of a settings file by its path: reading it.
+func settingsFileUse(path string) Use {
+	return Use{what: "settings file", value: path, class: ReadsFiles, also: "settings", paths: []string{path}, option: "settingsFile"}
 }
 
 // optionUses breaks the options that are set down into uses. An option

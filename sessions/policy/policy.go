@@ -23,7 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"io/fs"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -33,6 +33,7 @@ import (
 	"strings"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/beneath"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
 )
 
@@ -217,10 +218,11 @@ func (g *Gate) Check(o *options.CreateOptions, ch Change) (map[string]string, er
 	if harmlessGate {
 		return nil, nil // a test build: see harmless_gate.go
 	}
+	allow := g.remoteAllow(o)
 	if o.SettingsFile != "" {
-		// Before the file is read: whether a file outside the roots
-		// exists is none of the caller's business.
-		if err := g.CheckPath("settings file", o.SettingsFile); err != nil {
+		// Before the file is read: whether a file outside the roots, or
+		// one the caller may not read, exists is none of its business.
+		if err := g.admitUse(settingsFileUse(o.SettingsFile), nil, allow, o); err != nil {
 			return nil, err
 		}
 	}
@@ -235,7 +237,6 @@ func (g *Gate) Check(o *options.CreateOptions, ch Change) (map[string]string, er
 		uses = append(uses, Use{what: "permissionMode", modes: []string{"default"}})
 	}
 	effective := g.effectiveTools(o)
-	allow := g.remoteAllow(o)
 	for _, u := range uses {
 		if err := g.checkUse(u, effective, allow, o); err != nil {
 			return nil, err
@@ -261,21 +262,33 @@ func (g *Gate) Check(o *options.CreateOptions, ch Change) (map[string]string, er
 	return g.cfg.ProfileEnv(o.Profile)
 }
 
-// checkUse checks one use of o's: the ceilings first (they bind every
-// caller), then, for a remote caller, its class against allow
-// (--http-allow as the session's grant narrows it; see remoteAllow),
-// unless the operator chose the option's value (o.Operator).
+// checkUse checks one use of o's: admitUse, then that its directories
+// exist, last, so that whether a path exists is told only of paths the
+// caller may use.
 func (g *Gate) checkUse(u Use, effective, allow []string, o *options.CreateOptions) error {
-	cfg := &g.cfg
-	for _, p := range u.paths {
-		// The roots first: what lies outside them is not described.
-		if err := g.CheckPath(u.what, p); err != nil {
-			return err
-		}
-		if u.dirs {
+	if err := g.admitUse(u, effective, allow, o); err != nil {
+		return err
+	}
+	if u.dirs {
+		for _, p := range u.paths {
 			if _, err := options.ValidateDir(u.what, p); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// admitUse checks one use of o's: the ceilings first (they bind every
+// caller; the roots before anything else: what lies outside them is not
+// described), then, for a remote caller, its class against allow
+// (--http-allow as the session's grant narrows it; see remoteAllow),
+// unless the operator chose the option's value (o.Operator).
+func (g *Gate) admitUse(u Use, effective, allow []string, o *options.CreateOptions) error {
+	cfg := &g.cfg
+	for _, p := range u.paths {
+		if err := g.CheckPath(u.what, p); err != nil {
+			return err
 		}
 	}
 	for _, mode := range u.modes {
@@ -508,14 +521,21 @@ func setOptions(o *options.CreateOptions) ([]string, error) {
 
 // readSettingsFile reads a settings file for the gate (at most 1 MiB).
 func readSettingsFile(path string) (map[string]json.RawMessage, error) {
-	f, err := os.Open(path)
-	if err != nil {
+	real, err := beneath.Real(path)
+	var data []byte
+	if err == nil {
+		// Opened at its resolved path, no link followed since: the file
+		// the roots were checked for is the file read.
+		data, err = beneath.ReadFile(real, 1<<20)
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, beneath.ErrNotRegular):
+		return nil, fmt.Errorf("invalid settingsFile %q: no such file (pass an existing settings file, or the settings as an object in settings)", path)
+	case err != nil:
 		return nil, fmt.Errorf("settings file %s: %v", path, err)
 	}
-	defer f.Close()
 	var obj map[string]json.RawMessage
-	dec := json.NewDecoder(io.LimitReader(f, 1<<20))
-	if err := dec.Decode(&obj); err != nil {
+	if err := json.Unmarshal(data, &obj); err != nil {
 		return nil, fmt.Errorf("settings file %s is not a JSON object this server can check: %v", path, err)
 	}
 	return obj, nil
