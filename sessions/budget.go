@@ -36,25 +36,3 @@ func (s *Session) Budget() float64 {
 	defer s.mu.Unlock()
 	return s.budgetLocked()
 }
-
-// makeRoomFor keeps s's owner within --user-max-live (quota.MakeRoom): the
-// owner's least recently used idle session goes dormant; when none is
-// idle, s cannot start.
-func (m *Manager) makeRoomFor(s *Session) error {
-	return quota.MakeRoom(m.quota, s.opts.Owner, func() []quota.Live[*Session] {
-		var live []quota.Live[*Session]
-		for _, o := range m.List() {
-			if o == s || o.opts.Owner != s.opts.Owner {
-				continue
-			}
-			since, idle := o.idleSince()
-			o.mu.Lock()
-			isLive := o.proc != nil
-			o.mu.Unlock()
-			if isLive {
-				live = append(live, quota.Live[*Session]{Session: o, Since: since, Idle: idle})
-			}
-		}
-		return live
-	}, func(o *Session) { o.makeDormant("user-max-live reached") })
-}

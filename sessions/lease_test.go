@@ -109,3 +109,56 @@ func TestLeaseGivenBackOnFailedStart(t *testing.T) {
 		}
 	})
 }
+
+// TestUserMaxLiveRace: a user's queries started together on sessions
+// without a process get one live process (--user-max-live 1), not one
+// each: the cap is counted when a live place is given (defect 16 of issue
+// 43: two of alice's parked queries held both of --max-live 2, and bob's
+// query waited 40 s for her usage limit's reset); the others are refused
+// saying so, and another user's query runs at once.
+func TestUserMaxLiveRace(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, Config{MaxLive: 2, UserMaxLive: 1, WarmSpares: 0}, fakecli.EnvSpeed, "1")
+	var alice []*Session
+	for range 4 {
+		s, err := m.Open(ctxFor(t), CreateOptions{Owner: "alice"}) // no process yet
+		if err != nil {
+			t.Fatal(err)
+		}
+		alice = append(alice, s)
+	}
+	type outcome struct {
+		r   *Run
+		err error
+	}
+	out := make(chan outcome, len(alice))
+	for _, s := range alice {
+		go func() {
+			r, err := s.StartRun(ctxFor(t), "TOOL_BASH[sleep 2; echo slept]", RunOptions{})
+			if err == nil {
+				waitDone(t, r)
+				_, err, _ = r.Collect()
+			}
+			out <- outcome{r, err}
+		}()
+	}
+	bob := create(t, m, CreateOptions{Owner: "bob"})
+	if res := query(t, bob, "hi", QueryOptions{}); res.IsError {
+		t.Errorf("bob's query: %s", res.ErrorText)
+	}
+	ran, refused := 0, 0
+	for range alice {
+		o := <-out
+		switch {
+		case o.err == nil:
+			ran++
+		case errors.Is(o.err, ErrTooMany) && strings.Contains(o.err.Error(), "--user-max-live"):
+			refused++
+		default:
+			t.Errorf("one of alice's queries: %v", o.err)
+		}
+	}
+	if ran != 1 || refused != 3 {
+		t.Errorf("alice's concurrent queries: %d ran, %d refused; want 1 and 3", ran, refused)
+	}
+}

@@ -141,8 +141,8 @@ func (s *Session) stopProcess(p *claudeagent.Process) {
 }
 
 // idleSince reports whether s is idle and live, so that it can give its
-// process up, and since when (the pool sees it through sessionHolder;
-// --user-max-live through makeRoomFor).
+// process up, and since when (the pool sees it through sessionHolder,
+// for --max-live and --user-max-live).
 func (s *Session) idleSince() (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -17,7 +17,7 @@ import (
 // newLive gives m its pool and spares.
 func newLive(m *Manager) {
 	cfg := m.cfg
-	m.pool = live.NewPool(live.PoolConfig{Max: cfg.MaxLive, MaxQueue: cfg.MaxQueue, ErrFull: ErrTooMany, ErrClosed: ErrShuttingDown})
+	m.pool = live.NewPool(live.PoolConfig{Max: cfg.MaxLive, MaxQueue: cfg.MaxQueue, UserMax: cfg.UserMaxLive, ErrFull: ErrTooMany, ErrClosed: ErrShuttingDown})
 	m.spares = live.NewSpares(live.SparesConfig[CreateOptions]{
 		Sets:         cfg.WarmSpares,
 		Pool:         m.pool,
@@ -42,6 +42,9 @@ func (h sessionHolder) IdleSince() (time.Time, bool) { return h.s.idleSince() }
 
 // Evict implements live.Holder: the session goes dormant.
 func (h sessionHolder) Evict(reason string) bool { return h.s.makeDormant(reason) }
+
+// Owner implements live.Holder: its user's live processes are capped.
+func (h sessionHolder) Owner() string { return h.s.opts.Owner }
 
 // holder is s in the pool.
 func (s *Session) holder() live.Holder { return sessionHolder{s} }

@@ -132,9 +132,10 @@ func (s *Session) takeSpare(opts claudeagent.Options) (*live.Spare, *claudeagent
 	return sp, sp.Initialized()
 }
 
-// place gets the session a live place: within the owner's
-// --user-max-live, then from the pool. A query (t set) waits its turn in
-// the pool's queue; a create does not.
+// place gets the session a live place from the pool, within the owner's
+// --user-max-live (the pool's UserMax: the owner's least recently used
+// idle session goes dormant, or the start is refused when all are busy). A
+// query (t set) waits its turn in the pool's queue; a create does not.
 func (s *Session) place(ctx context.Context, t *turn.Turn) error {
 	queued := func(pos int) {
 		s.mu.Lock()
@@ -145,12 +146,10 @@ func (s *Session) place(ctx context.Context, t *turn.Turn) error {
 		s.mu.Unlock()
 		t.Emit(turn.Event{Kind: turn.EventQueued, Text: fmt.Sprintf("queued for a live claude process (--max-live %d): position %d", s.m.cfg.MaxLive, pos)})
 	}
-	err := s.m.makeRoomFor(s)
-	switch {
-	case err != nil:
-	case t != nil: // a query waits its turn
+	var err error
+	if t != nil { // a query waits its turn
 		err = s.m.pool.Acquire(ctx, s.holder(), queued)
-	default:
+	} else {
 		err = s.m.pool.AcquireNow(s.holder())
 	}
 	s.mu.Lock()

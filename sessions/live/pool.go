@@ -31,6 +31,10 @@ type Holder interface {
 	// meanwhile. It returns once the process is gone, and must not be
 	// called with the pool's lock held (the holder releases its place).
 	Evict(reason string) bool
+	// Owner is the user the holder's process works for ("" for none: a
+	// spare, a session without a user), whose live processes count
+	// toward PoolConfig.UserMax.
+	Owner() string
 }
 
 // PoolConfig sets a pool's limits and the errors it refuses with.
@@ -39,6 +43,11 @@ type PoolConfig struct {
 	Max int
 	// MaxQueue is how many holders may wait for a place (--max-queue).
 	MaxQueue int
+	// UserMax is how many processes one owner's holders may have live at
+	// a time (--user-max-live; 0 no cap): checked when a place is given,
+	// under the pool's lock, so that concurrent starts of one user's
+	// sessions cannot pass it together.
+	UserMax int
 	// ErrFull is wrapped by the refusals when every place is busy (and,
 	// for a waiting acquire, the queue is full).
 	ErrFull error
@@ -101,6 +110,18 @@ func (p *Pool) acquire(ctx context.Context, h Holder, mode acquireMode, queued f
 			return nil
 		}
 		pos := p.positionLocked(h)
+		if full, n, own := p.userFullLocked(h.Owner(), nil); full {
+			// The owner's cap first: one of its idle holders gives way,
+			// or the acquire is refused (it is not the pool's to wait for).
+			p.mu.Unlock()
+			if own != nil && failed < 3 {
+				if !own.Evict("user-max-live reached") {
+					failed++
+				}
+				continue
+			}
+			return fmt.Errorf("%w: user %s has %d live sessions, all busy, and this server allows a user %d (--user-max-live); wait for one to finish", p.cfg.ErrFull, h.Owner(), n, p.cfg.UserMax)
+		}
 		if len(p.live) < p.cfg.Max && pos <= 1 {
 			p.live[h] = true
 			p.mu.Unlock()
@@ -138,6 +159,25 @@ func (p *Pool) acquire(ctx context.Context, h Holder, mode acquireMode, queued f
 			return ctx.Err()
 		}
 	}
+}
+
+// userFullLocked reports whether owner has UserMax live holders
+// (not counting except), how many, and the least recently used idle one.
+func (p *Pool) userFullLocked(owner string, except Holder) (full bool, n int, idle Holder) {
+	if owner == "" || p.cfg.UserMax <= 0 {
+		return false, 0, nil
+	}
+	var oldest time.Time
+	for v := range p.live {
+		if v == except || v.Owner() != owner {
+			continue
+		}
+		n++
+		if since, ok := v.IdleSince(); ok && (idle == nil || since.Before(oldest)) {
+			idle, oldest = v, since
+		}
+	}
+	return n >= p.cfg.UserMax, n, idle
 }
 
 // positionLocked is h's place in the queue (1 is next), 0 when it is not
@@ -201,14 +241,20 @@ func (p *Pool) TryAcquire(h Holder) bool {
 	return true
 }
 
-// Handover gives from's place to to.
-func (p *Pool) Handover(from, to Holder) {
+// Handover gives from's place to to, unless to's owner has its UserMax
+// live already (false: nothing changed).
+func (p *Pool) Handover(from, to Holder) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.live[from] {
-		delete(p.live, from)
-		p.live[to] = true
+	if !p.live[from] {
+		return true
 	}
+	if full, _, _ := p.userFullLocked(to.Owner(), from); full {
+		return false
+	}
+	delete(p.live, from)
+	p.live[to] = true
+	return true
 }
 
 // Release frees h's place.

@@ -3,6 +3,7 @@ package live
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,13 +23,16 @@ func newPool(max, maxQueue int) *Pool {
 // holder is a fake holder: idle since a time, or busy; evicted, it gives
 // its place back.
 type holder struct {
-	pool *Pool
+	pool  *Pool
+	owner string
 
 	mu      sync.Mutex
 	idle    bool
 	since   time.Time
 	evicted []string // the reasons
 }
+
+func (h *holder) Owner() string { return h.owner }
 
 func (h *holder) IdleSince() (time.Time, bool) {
 	h.mu.Lock()
@@ -156,6 +160,8 @@ type liarHolder struct {
 
 func (h *liarHolder) IdleSince() (time.Time, bool) { return time.Time{}, true }
 
+func (h *liarHolder) Owner() string { return "" }
+
 func (h *liarHolder) Evict(string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -236,5 +242,68 @@ func TestPoolQueue(t *testing.T) {
 	}
 	if err := p.AcquireNow(a); err != errClosed {
 		t.Errorf("Acquire after Close: %v", err)
+	}
+}
+
+// TestPoolUserMax: an owner's holders get at most UserMax places at a
+// time, counted when a place is given (under the pool's lock: starts that
+// race cannot pass it together, defect 16 of issue 43): the owner's least
+// recently used idle holder gives way, or the acquire is refused when all
+// are busy; other owners are not held up; a handover to a full owner is
+// refused.
+func TestPoolUserMax(t *testing.T) {
+	t.Parallel()
+	p := NewPool(PoolConfig{Max: 3, MaxQueue: 4, UserMax: 1, ErrFull: errFull, ErrClosed: errClosed})
+	alice1, alice2 := &holder{pool: p, owner: "alice"}, &holder{pool: p, owner: "alice"}
+	bob := &holder{pool: p, owner: "bob"}
+	// Many of alice's starts at once: one place.
+	var wg sync.WaitGroup
+	got := make(chan Holder, 8)
+	for _, h := range []*holder{alice1, alice2, {pool: p, owner: "alice"}, {pool: p, owner: "alice"}} {
+		wg.Go(func() {
+			if p.AcquireNow(h) == nil {
+				got <- h
+			}
+		})
+	}
+	wg.Wait()
+	close(got)
+	var won []Holder
+	for h := range got {
+		won = append(won, h)
+	}
+	if len(won) != 1 {
+		t.Fatalf("%d of alice's concurrent starts got a place, want 1", len(won))
+	}
+	first := won[0].(*holder)
+	other := alice1
+	if first == alice1 {
+		other = alice2
+	}
+	err := p.AcquireNow(other)
+	if !errors.Is(err, errFull) || !strings.Contains(err.Error(), "--user-max-live") {
+		t.Errorf("alice's second start while her first is busy: %v", err)
+	}
+	if err := p.AcquireNow(bob); err != nil {
+		t.Errorf("bob is held up by alice's cap: %v", err)
+	}
+	// Idle, alice's first gives way to her second.
+	first.setIdle(time.Now())
+	if err := p.AcquireNow(other); err != nil {
+		t.Fatalf("alice's second start with her first idle: %v", err)
+	}
+	if ev := first.evictions(); len(ev) != 1 || ev[0] != "user-max-live reached" {
+		t.Errorf("alice's first was evicted for %v", ev)
+	}
+	// A handover (a spare taken) to a full owner is refused.
+	spare := &holder{pool: p}
+	if !p.TryAcquire(spare) {
+		t.Fatal("no free place for the spare")
+	}
+	if p.Handover(spare, &holder{pool: p, owner: "alice"}) {
+		t.Error("a spare was handed to alice at her cap")
+	}
+	if !p.Handover(spare, &holder{pool: p, owner: "carol"}) {
+		t.Error("a spare was not handed to carol")
 	}
 }

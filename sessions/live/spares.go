@@ -136,6 +136,9 @@ func (sp *Spare) IdleSince() (time.Time, bool) {
 }
 
 // Evict implements Holder: a spare still starting is cancelled.
+// Owner implements Holder: a spare works for nobody until it is taken.
+func (sp *Spare) Owner() string { return "" }
+
 func (sp *Spare) Evict(reason string) bool {
 	if sp.taker.Load() != nil {
 		return false
@@ -362,8 +365,14 @@ func (st *Spares[O]) Take(key string, to Holder, onControl claudeagent.ControlHa
 		return nil
 	default:
 	}
+	if !st.cfg.Pool.Handover(sp, to) {
+		// to's owner has its live processes already: the spare stays.
+		st.mu.Lock()
+		st.ready = append(st.ready, sp)
+		st.mu.Unlock()
+		return nil
+	}
 	sp.taker.Store(&onControl)
-	st.cfg.Pool.Handover(sp, to)
 	return sp
 }
 

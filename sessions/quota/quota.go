@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"time"
 )
 
 // Limits are the quotas; 0 means none.
@@ -86,40 +85,4 @@ func (l Limits) CheckOpen(open int, owner string, count func() int, adopting str
 		return fmt.Errorf("%w: user %s has %d open sessions and this server allows a user %d (--user-max-sessions); close one first", l.ErrTooMany, owner, n, limit)
 	}
 	return nil
-}
-
-// Live is a live session of a user's as --user-max-live sees it: whether
-// it is idle, and since when.
-type Live[S any] struct {
-	Session S
-	Since   time.Time
-	Idle    bool
-}
-
-// MakeRoom keeps owner within --user-max-live before one more of the
-// owner's sessions starts: while live (the owner's other live sessions,
-// asked again each time) holds that many, the least recently used idle one
-// is evicted (made dormant); when none is idle, the start is refused.
-func MakeRoom[S any](l Limits, owner string, live func() []Live[S], evict func(S)) error {
-	limit := l.UserMaxLive
-	if owner == "" || limit <= 0 {
-		return nil
-	}
-	for range limit + 1 {
-		all := live()
-		var victim *Live[S]
-		for i, o := range all {
-			if o.Idle && (victim == nil || o.Since.Before(victim.Since)) {
-				victim = &all[i]
-			}
-		}
-		if len(all) < limit {
-			return nil
-		}
-		if victim == nil {
-			return fmt.Errorf("%w: user %s has %d live sessions, all busy, and this server allows a user %d (--user-max-live); wait for one to finish", l.ErrTooMany, owner, len(all), limit)
-		}
-		evict(victim.Session)
-	}
-	return fmt.Errorf("%w: user %s is at --user-max-live %d", l.ErrTooMany, owner, limit)
 }
