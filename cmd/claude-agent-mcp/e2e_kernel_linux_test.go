@@ -21,7 +21,7 @@ import (
 
 // harmlessBuild is the test server whose policy gate checks nothing
 // (-tags harmlessgate: see sessions/policy/harmless_gate.go).
-var harmlessBuild build
+var harmlessBuild = build{prebuilt: "E2E_HARMLESS_SERVER_BIN"}
 
 // harmlessGateBinary builds it once per test run.
 func harmlessGateBinary(t *testing.T) string { return harmlessBuild.get(t, "-tags", "harmlessgate") }
