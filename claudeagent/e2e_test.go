@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/ceiling"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/syncbuf"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
@@ -776,4 +777,46 @@ func pinnedSpec(deps map[string]string, rel string) (dep, spec string) {
 		dep += "/" + parts[1]
 	}
 	return dep, deps[dep]
+}
+
+// BenchmarkE2EStartJail times a start of the real CLI to its answer to
+// initialize, with and without the jail (namespaces, a /proc of its own,
+// the capabilities dropped; and under "no programs" every mount no-exec
+// but the CLI's files), alternating so that both meet the same machine:
+// the jail's cost on a session's start (BENCHMARKS.md). Run with
+// -bench E2EStartJail -benchtime 20x, CLAUDE_BIN naming the CLI.
+func BenchmarkE2EStartJail(b *testing.B) {
+	bin := e2eenv.FindClaude(b)
+	srv, err := fakeapi.Start()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(srv.Close)
+	_, env := e2eenv.Env(b, srv.URL())
+	for _, mode := range []string{"plain", "jail", "jail_no_programs"} {
+		b.Run(mode, func(b *testing.B) {
+			for b.Loop() {
+				opts := claudeagent.Options{Path: bin, Cwd: b.TempDir(), Env: env}
+				switch mode {
+				case "jail":
+					opts.Jail = true
+				case "jail_no_programs":
+					opts.Jail = true
+					opts.Ceiling = &ceiling.Ceiling{NoPrograms: true}
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), e2eTimeout)
+				p, err := claudeagent.Start(ctx, opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := p.Initialize(ctx, claudeagent.InitializeRequest{}); err != nil {
+					b.Fatalf("%s: %v (%s)", mode, err, p.StderrTail())
+				}
+				b.StopTimer()
+				p.Close()
+				cancel()
+				b.StartTimer()
+			}
+		})
+	}
 }

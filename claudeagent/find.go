@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
@@ -66,18 +67,18 @@ func FindCLI(path string) (string, error) {
 		os.Getenv("PATH"), strings.Join(names, ", "), InstallHint)
 }
 
-var versionRE = regexp.MustCompile(`(\d+)\.(\d+)\.(\d+)`)
+var versionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(\d+)\.(\d+)\.(\d+)`) })
 
 // ParseVersion extracts X.Y.Z from `claude --version` output such as
 // "2.1.197 (Claude Code)".
 func ParseVersion(out string) (string, bool) {
-	m := versionRE.FindString(out)
+	m := versionRE().FindString(out)
 	return m, m != ""
 }
 
 // CompareVersions compares two X.Y.Z versions: -1, 0 or 1.
 func CompareVersions(a, b string) int {
-	pa, pb := versionRE.FindStringSubmatch(a), versionRE.FindStringSubmatch(b)
+	pa, pb := versionRE().FindStringSubmatch(a), versionRE().FindStringSubmatch(b)
 	for i := 1; i <= 3; i++ {
 		var x, y int
 		if pa != nil {

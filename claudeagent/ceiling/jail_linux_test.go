@@ -214,3 +214,52 @@ func TestJailPrivate(t *testing.T) {
 		t.Errorf("a file written in the jail is not in the directory outside: %v", err)
 	}
 }
+
+// BenchmarkJailStart times a start of /bin/true to its exit: directly,
+// through the wrapper with a Landlock ruleset, in the jail, and in the
+// jail under "no programs" with the mounts a CLI needs (its files kept
+// executable: CLAUDE_BIN's, when set). The difference is the wrapper's and
+// the jail's cost on a process's start (BENCHMARKS.md). JAIL_WRAPPER names
+// the binary to time as the wrapper (the server's: it calls Init first);
+// by default this test binary, which initializes far fewer packages.
+func BenchmarkJailStart(b *testing.B) {
+	if w := os.Getenv("JAIL_WRAPPER"); w != "" {
+		wrapper = func() (string, error) { return w, nil }
+		b.Cleanup(func() { wrapper = os.Executable })
+	}
+	prog, err := exec.LookPath("true")
+	if err != nil {
+		b.Fatal(err)
+	}
+	prog, _ = filepath.EvalSymlinks(prog)
+	keep := append([]string{prog}, Interpreters(prog, "")...)
+	libs := Libraries(prog)
+	if cli := os.Getenv("CLAUDE_BIN"); cli != "" {
+		keep = append(keep, cli)
+		libs = append(libs, Libraries(cli)...)
+	}
+	for _, tc := range []struct {
+		name string
+		c    *Ceiling
+	}{
+		{"direct", &Ceiling{}},
+		{"landlock", &Ceiling{NoPrograms: true, Exec: keep}},
+		{"jail", &Ceiling{Jail: true}},
+		{"jail_no_programs", &Ceiling{Jail: true, NoPrograms: true, Exec: keep, Map: libs, Alone: []string{b.TempDir()}}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			if tc.c.Jail && JailAvailable() != nil {
+				b.Skip(JailAvailable())
+			}
+			for b.Loop() {
+				cmd := exec.Command(prog)
+				if err := tc.c.Start(cmd); err != nil {
+					b.Fatal(err)
+				}
+				if err := cmd.Wait(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

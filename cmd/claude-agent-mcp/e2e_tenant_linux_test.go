@@ -120,7 +120,7 @@ func TestE2ELoaderRunsNothing(t *testing.T) {
 		mcp := fmt.Sprintf(`{"mcpServers":{"ldso":{"command":%q,"args":[%q,%q]},"ldsocopy":{"command":%q,"args":[%q,%q]}}}`,
 			loaders[0], touch, marker(home, "loader"), loaders[0], filepath.Join(cwd, "mytouch"), marker(home, "loader-copy"))
 		files := map[string]string{
-			filepath.Join(cwd, ".mcp.json"):               mcp,
+			filepath.Join(cwd, ".mcp.json"):                mcp,
 			filepath.Join(cwd, ".claude", "settings.json"): `{"enableAllProjectMcpServers":true}`,
 			filepath.Join(cwd, "notes.md"):                 "the word needle is here\n",
 		}

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/nearest"
@@ -207,9 +208,11 @@ func applyEnv(fs *flag.FlagSet) (map[string]string, error) {
 // Translations of the flag package's errors, which name a flag with one
 // dash and do not say what a value should look like.
 var (
-	undefinedRE = regexp.MustCompile(`^flag provided but not defined: -(.*)$`)
-	badValueRE  = regexp.MustCompile(`^invalid (?:boolean )?value (".*") for (?:flag )?-([^:\s]+): (.*)$`)
-	needsArgRE  = regexp.MustCompile(`^flag needs an argument: -(.*)$`)
+	undefinedRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^flag provided but not defined: -(.*)$`) })
+	badValueRE  = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^invalid (?:boolean )?value (".*") for (?:flag )?-([^:\s]+): (.*)$`)
+	})
+	needsArgRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^flag needs an argument: -(.*)$`) })
 )
 
 // flagError rewrites an error of fs.Parse: flags in their double-dash
@@ -217,13 +220,13 @@ var (
 // closest one.
 func flagError(fs *flag.FlagSet, err error) error {
 	msg := err.Error()
-	if m := undefinedRE.FindStringSubmatch(msg); m != nil {
+	if m := undefinedRE().FindStringSubmatch(msg); m != nil {
 		if near := closestFlag(fs, m[1]); near != "" {
 			return fmt.Errorf("unknown flag --%s: did you mean --%s?", m[1], near)
 		}
 		return fmt.Errorf("unknown flag --%s", m[1])
 	}
-	if m := badValueRE.FindStringSubmatch(msg); m != nil {
+	if m := badValueRE().FindStringSubmatch(msg); m != nil {
 		if f := fs.Lookup(m[2]); f != nil {
 			v, uerr := strconv.Unquote(m[1])
 			if uerr != nil {
@@ -232,7 +235,7 @@ func flagError(fs *flag.FlagSet, err error) error {
 			return fmt.Errorf("invalid --%s %q: %s", f.Name, v, useFor(f.Value, errors.New(m[3])))
 		}
 	}
-	if m := needsArgRE.FindStringSubmatch(msg); m != nil {
+	if m := needsArgRE().FindStringSubmatch(msg); m != nil {
 		if f := fs.Lookup(m[1]); f != nil {
 			if want := wantFor(f.Value); want != "" {
 				return fmt.Errorf("--%s needs a value: %s", f.Name, want)

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // profileFile is the --profiles JSON document:
@@ -28,7 +29,7 @@ type profile struct {
 	Env          map[string]string `json:"env"`
 }
 
-var profileNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+var profileNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`) })
 
 // loadProfiles reads the profiles file and resolves each profile to the
 // environment it gives the CLI. A referenced variable that is unset is an
@@ -49,7 +50,7 @@ func loadProfiles(path string) (map[string]map[string]string, error) {
 	}
 	out := make(map[string]map[string]string, len(f.Profiles))
 	for name, p := range f.Profiles {
-		if !profileNameRE.MatchString(name) {
+		if !profileNameRE().MatchString(name) {
 			return nil, fmt.Errorf("--profiles: invalid profile name %q: use letters, digits, '.', '_' and '-'", name)
 		}
 		env := map[string]string{}

@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/agentfile"
@@ -297,7 +298,7 @@ func (c *config) checkPassEnv(k *checks) map[string]string {
 	var env map[string]string
 	for _, name := range splitList(c.passEnv, ",") {
 		switch {
-		case !envNameRE.MatchString(name):
+		case !envNameRE().MatchString(name):
 			k.bad("pass-env", name, "use variable names (letters, digits and '_', not starting with a digit), comma-separated")
 		case strings.HasPrefix(name, "CLAUDE_AGENT_MCP_"):
 			k.bad("pass-env", name, "the server's own variables (CLAUDE_AGENT_MCP_*: its settings and token) are never passed to a session")
@@ -311,7 +312,7 @@ func (c *config) checkPassEnv(k *checks) map[string]string {
 	return env
 }
 
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // kernelAvailable and jailAvailable are ceiling's; tests replace them.
 var (
@@ -370,12 +371,12 @@ func (c *config) loadFiles(k *checks, st *settings) {
 	}
 }
 
-var flagNameRE = regexp.MustCompile(`--([a-z][a-z0-9-]*)`)
+var flagNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`--([a-z][a-z0-9-]*)`) })
 
 // envNote adds to err the environment variable that set a flag it names,
 // so that a bad value nobody typed can be found.
 func (c *config) envNote(err error) error {
-	for _, m := range flagNameRE.FindAllStringSubmatch(err.Error(), -1) {
+	for _, m := range flagNameRE().FindAllStringSubmatch(err.Error(), -1) {
 		if name, ok := c.fromEnv[m[1]]; ok {
 			return fmt.Errorf("%w (set by %s)", err, name)
 		}

@@ -1,26 +1,25 @@
-// Package metrics is the server's Prometheus metrics for operators, in a
-// registry of its own (never the library's global one): the sessions by
-// state, the live processes and the queue for them, read from the manager
-// at each scrape (Watch); the turns' latency and cost by user, told at each
-// turn's end (Turn, a sessions.Config.OnAlert); the registry's write
-// latency (StoreWrite, timed around the session store's writes); the lease takeovers
-// (Takeover, a sessions.Config.OnTakeover); and the Go runtime's and the
-// process's collectors. Handler serves them in the Prometheus text format;
-// Tokens guards them with bearer tokens.
+// Package metrics is the server's Prometheus metrics for operators: the
+// sessions by state, the live processes and the queue for them, read from
+// the manager at each scrape (Watch); the turns' latency and cost by user,
+// told at each turn's end (Turn, a sessions.Config.OnAlert); the store's
+// write latency (StoreWrite, timed around the session store's writes); the
+// lease takeovers (Takeover, a sessions.Config.OnTakeover); and the Go
+// runtime's and the process's figures (runtime.go). Handler serves them in
+// the Prometheus text exposition format (0.0.4), written here (expo.go):
+// the client library and its protobuf would cost every start of the
+// binary, the jail's wrapper's included, about 1.5 ms of package
+// initialization (BENCHMARKS.md); Tokens guards them with bearer tokens.
 //
 // It knows the manager's public methods and the hooks' shapes; sessions
 // knows nothing of it (nor of Prometheus).
 package metrics
 
 import (
+	"bufio"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/listing"
@@ -53,46 +52,30 @@ var (
 	WriteBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}
 )
 
-// Metrics holds the registry and the metrics the hooks move. Its methods
-// are safe for concurrent use and never block.
+// Metrics holds what the hooks move and the source a scrape reads. Its
+// methods are safe for concurrent use and never block for long.
 type Metrics struct {
-	reg        *prometheus.Registry
-	turns      *prometheus.HistogramVec
-	cost       *prometheus.CounterVec
-	storeWrite prometheus.Histogram
-	takeovers  prometheus.Counter
-	handler    http.Handler
+	mu         sync.Mutex
+	turns      map[string]*histogram // by outcome
+	cost       map[string]float64    // by user
+	storeWrite histogram
+	takeovers  float64
+	src        Source
+
+	scrapes chan struct{} // at most maxScrapes at once
 }
 
-// New returns the metrics, the Go and process collectors registered.
+// maxScrapes is how many scrapes are served at once; more get 503.
+const maxScrapes = 4
+
+// UserLabel is the label that names a session's user.
+const UserLabel = "user"
+
+// New returns the metrics.
 func New() *Metrics {
-	m := &Metrics{
-		reg: prometheus.NewRegistry(),
-		turns: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    Prefix + "turn_duration_seconds",
-			Help:    "Time from a turn's prompt sent to its result recorded in the session, by outcome (success, error, interrupted); a process start or a wait for a live process is not counted.",
-			Buckets: TurnBuckets,
-		}, []string{"outcome"}),
-		cost: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: Prefix + "cost_usd_total",
-			Help: "What the turns cost in USD, as the CLI reports it, by the user of the session (" + LocalUser + " without one: stdio).",
-		}, []string{UserLabel}),
-		storeWrite: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    Prefix + "store_write_seconds",
-			Help:    "Time of each write of the session registry, from the call (the wait for its locks included) to the synced rename.",
-			Buckets: WriteBuckets,
-		}),
-		takeovers: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: Prefix + "lease_takeovers_total",
-			Help: "Claims of other instances on sessions that had lapsed (lease expired, or process gone) and that a registry write of this instance broke.",
-		}),
-	}
-	m.reg.MustRegister(m.turns, m.cost, m.storeWrite, m.takeovers,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	// At most a few scrapes at once; promhttp_metric_handler_errors_total
-	// counts the failed ones.
-	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, MaxRequestsInFlight: 4})
-	return m
+	return &Metrics{turns: map[string]*histogram{}, cost: map[string]float64{},
+		storeWrite: histogram{buckets: WriteBuckets, counts: make([]uint64, len(WriteBuckets))},
+		scrapes:    make(chan struct{}, maxScrapes)}
 }
 
 // Source is what a scrape reads: the sessions held, the open sessions in
@@ -109,27 +92,38 @@ type Source interface {
 // hold: in the store, dormant, or live on another instance.
 const Stored = "stored"
 
-// Watch registers the metrics read from src at each scrape. Call it once.
+// Watch makes each scrape read src. Call it once.
 func (m *Metrics) Watch(src Source) {
-	m.reg.MustRegister(
-		&byState{src: src, desc: prometheus.NewDesc(Prefix+"sessions",
-			"Open sessions: those this instance holds by state (interrupting is counted as running), the others in the store as stored.", []string{"state"}, nil)},
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: Prefix + "live_processes",
-			Help: "Live claude CLI processes, at most --max-live (warm spares included).",
-		}, func() float64 { return float64(src.LiveCount()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: Prefix + "queue_depth",
-			Help: "Sessions waiting for a live process (all --max-live are busy), at most --max-queue.",
-		}, func() float64 { return float64(src.Queued()) }),
-	)
+	m.mu.Lock()
+	m.src = src
+	m.mu.Unlock()
 }
 
-// Registry is the registry the metrics are in.
-func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
-
 // Handler serves the metrics in the Prometheus text format.
-func (m *Metrics) Handler() http.Handler { return m.handler }
+func (m *Metrics) Handler() http.Handler { return m.handler(false) }
+
+// AnonymousHandler serves the metrics without the users' names: the cost
+// is summed over the users, without the label. It is what --metrics's
+// unauthenticated loopback listener serves, which any process of the
+// machine may read (the sessions' too: they share its network); the users'
+// names and spend are for the bearers of --metrics-tokens-file.
+func (m *Metrics) AnonymousHandler() http.Handler { return m.handler(true) }
+
+func (m *Metrics) handler(anonymous bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case m.scrapes <- struct{}{}:
+			defer func() { <-m.scrapes }()
+		default:
+			http.Error(w, "too many scrapes at once", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		bw := bufio.NewWriter(w)
+		m.write(&expo{w: bw}, anonymous)
+		_ = bw.Flush()
+	})
+}
 
 // Turn is a sessions.Config.OnAlert: a turn's end moves the turn histogram
 // and its user's cost; a permission wait (no result) moves nothing.
@@ -145,101 +139,91 @@ func (m *Metrics) Turn(a sessions.Alert) {
 	case r.IsError:
 		outcome = Failed
 	}
-	if !a.Started.IsZero() {
-		m.turns.WithLabelValues(outcome).Observe(time.Since(a.Started).Seconds())
-	}
 	user := a.Session.Info().Owner
 	if user == "" {
 		user = LocalUser
 	}
-	c := m.cost.WithLabelValues(user)
-	if r.CostUSD > 0 {
-		c.Add(r.CostUSD)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !a.Started.IsZero() {
+		h := m.turns[outcome]
+		if h == nil {
+			h = &histogram{buckets: TurnBuckets, counts: make([]uint64, len(TurnBuckets))}
+			m.turns[outcome] = h
+		}
+		h.observe(time.Since(a.Started).Seconds())
 	}
+	m.cost[user] += max(r.CostUSD, 0)
 }
 
 // StoreWrite notes that one write of the session store took d.
-func (m *Metrics) StoreWrite(d time.Duration) { m.storeWrite.Observe(d.Seconds()) }
+func (m *Metrics) StoreWrite(d time.Duration) {
+	m.mu.Lock()
+	m.storeWrite.observe(d.Seconds())
+	m.mu.Unlock()
+}
 
 // Takeover is a sessions.Config.OnTakeover: a write of this instance broke
 // another instance's lapsed claim.
-func (m *Metrics) Takeover() { m.takeovers.Inc() }
-
-// byState is the sessions gauge, counted at each scrape.
-type byState struct {
-	src  Source
-	desc *prometheus.Desc
+func (m *Metrics) Takeover() {
+	m.mu.Lock()
+	m.takeovers++
+	m.mu.Unlock()
 }
 
-func (c *byState) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+// write writes every metric; anonymous sums the cost over the users.
+func (m *Metrics) write(e *expo, anonymous bool) {
+	m.mu.Lock()
+	src := m.src
+	m.mu.Unlock()
+	if src != nil {
+		writeSources(e, src)
+	}
+	m.mu.Lock()
+	e.header(Prefix+"turn_duration_seconds", "histogram", "Time from a turn's prompt sent to its result recorded in the session, by outcome (success, error, interrupted); a process start or a wait for a live process is not counted.")
+	for _, outcome := range sortedKeys(m.turns) {
+		m.turns[outcome].write(e, Prefix+"turn_duration_seconds", "outcome", outcome)
+	}
+	e.header(Prefix+"cost_usd_total", "counter", "What the turns cost in USD, as the CLI reports it, by the user of the session ("+LocalUser+" without one: stdio).")
+	if anonymous && len(m.cost) > 0 {
+		sum := 0.0
+		for _, v := range m.cost {
+			sum += v
+		}
+		e.sample(Prefix+"cost_usd_total", "", "", sum)
+	} else if !anonymous {
+		for _, user := range sortedKeys(m.cost) {
+			e.sample(Prefix+"cost_usd_total", UserLabel, user, m.cost[user])
+		}
+	}
+	e.header(Prefix+"store_write_seconds", "histogram", "Time of each write of a session's record in the session store, from the call (the wait for its locks included) to its commit.")
+	m.storeWrite.write(e, Prefix+"store_write_seconds", "", "")
+	e.header(Prefix+"lease_takeovers_total", "counter", "Claims of other instances on sessions that had lapsed (lease expired, or process gone) and that a write of this instance broke.")
+	e.sample(Prefix+"lease_takeovers_total", "", "", m.takeovers)
+	m.mu.Unlock()
+	writeRuntime(e)
+}
 
-func (c *byState) Collect(ch chan<- prometheus.Metric) {
+// writeSources writes the figures read from src at the scrape.
+func writeSources(e *expo, src Source) {
 	n := map[state.State]int{}
-	held := c.src.List()
+	held := src.List()
 	for _, s := range held {
 		n[s.Info().State]++
 	}
-	n[Stored] = max(0, c.src.Count()-len(held))
+	n[Stored] = max(0, src.Count()-len(held))
 	all := append(slices.Clone(States), Stored)
 	for st := range n {
 		if !slices.Contains(all, st) {
 			all = append(all, st)
 		}
 	}
+	e.header(Prefix+"sessions", "gauge", "Open sessions: those this instance holds by state (interrupting is counted as running), the others in the store as stored.")
 	for _, st := range all {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n[st]), string(st))
+		e.sample(Prefix+"sessions", "state", string(st), float64(n[st]))
 	}
-}
-
-// UserLabel is the label that names a session's user.
-const UserLabel = "user"
-
-// AnonymousHandler serves the metrics without the users' names: every
-// series labelled by user is summed into one without the label. It is what
-// --metrics's unauthenticated loopback listener serves, which any process
-// of the machine may read (the sessions' too: they share its network);
-// the users' names and spend are for the bearers of --metrics-tokens-file.
-func (m *Metrics) AnonymousHandler() http.Handler {
-	return promhttp.HandlerFor(withoutUsers{m.reg}, promhttp.HandlerOpts{MaxRequestsInFlight: 4})
-}
-
-// withoutUsers is a gatherer that folds the user label away.
-type withoutUsers struct{ g prometheus.Gatherer }
-
-func (w withoutUsers) Gather() ([]*dto.MetricFamily, error) {
-	fams, err := w.g.Gather()
-	for _, f := range fams {
-		if !slices.ContainsFunc(f.Metric, hasUser) {
-			continue
-		}
-		var sum float64
-		var rest []*dto.Metric
-		for _, mt := range f.Metric {
-			switch {
-			case !hasUser(mt):
-				rest = append(rest, mt)
-			case mt.Counter != nil:
-				sum += mt.Counter.GetValue()
-			case mt.Gauge != nil:
-				sum += mt.Gauge.GetValue()
-			}
-		}
-		folded := &dto.Metric{}
-		switch f.GetType() {
-		case dto.MetricType_COUNTER:
-			folded.Counter = &dto.Counter{Value: &sum}
-		case dto.MetricType_GAUGE:
-			folded.Gauge = &dto.Gauge{Value: &sum}
-		default:
-			f.Metric = rest // nothing else is summed: left out
-			continue
-		}
-		f.Metric = append(rest, folded)
-	}
-	return fams, err
-}
-
-// hasUser reports whether a series is labelled by user.
-func hasUser(mt *dto.Metric) bool {
-	return slices.ContainsFunc(mt.Label, func(l *dto.LabelPair) bool { return l.GetName() == UserLabel })
+	e.header(Prefix+"live_processes", "gauge", "Live claude CLI processes, at most --max-live (warm spares included).")
+	e.sample(Prefix+"live_processes", "", "", float64(src.LiveCount()))
+	e.header(Prefix+"queue_depth", "gauge", "Sessions waiting for a live process (all --max-live are busy), at most --max-queue.")
+	e.sample(Prefix+"queue_depth", "", "", float64(src.Queued()))
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/promtext"
@@ -166,26 +166,55 @@ func TestMetricsHooks(t *testing.T) {
 	m := New()
 	m.Takeover()
 	m.Takeover()
-	if v := testutil.ToFloat64(m.takeovers); v != 2 {
+	m.StoreWrite(3 * time.Millisecond)
+	m.Turn(sessions.Alert{Tool: "Bash"}) // a permission wait
+	m.Watch(fakeSource{})
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	f := promtext.Scrape(t, srv.Client(), srv.URL, "")
+	if v := promtext.Value(f.Metric(t, Prefix+"lease_takeovers_total")); v != 2 {
 		t.Errorf("lease_takeovers_total = %v after two takeovers, want 2", v)
 	}
-	m.StoreWrite(3 * time.Millisecond)
-	if n := testutil.CollectAndCount(m.storeWrite); n != 1 {
-		t.Errorf("store_write_seconds has %d series, want 1", n)
+	if h := f.Metric(t, Prefix+"store_write_seconds").GetHistogram(); h.GetSampleCount() != 1 || h.GetSampleSum() != 0.003 {
+		t.Errorf("store_write_seconds = %v writes of %v s, want one of 0.003", h.GetSampleCount(), h.GetSampleSum())
 	}
-	m.Turn(sessions.Alert{Tool: "Bash"}) // a permission wait
-	if n := testutil.CollectAndCount(m.turns); n != 0 {
-		t.Errorf("a permission wait made %d turn series, want none", n)
+	if fam, ok := f[Prefix+"turn_duration_seconds"]; ok && len(fam.GetMetric()) != 0 {
+		t.Errorf("a permission wait made %d turn series, want none", len(fam.GetMetric()))
 	}
-	m.Watch(fakeSource{})
-	problems, err := testutil.GatherAndLint(m.Registry())
+	// The exposition passes Prometheus's own linter.
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	problems, err := promlint.New(resp.Body).Lint()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range problems {
-		if len(p.Metric) > len(Prefix) && p.Metric[:len(Prefix)] == Prefix {
-			t.Errorf("lint: %s: %s", p.Metric, p.Text)
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+// TestHistogramBuckets: an observation counts in the first bucket whose
+// bound holds it, the buckets are written cumulative, +Inf counts them all.
+func TestHistogramBuckets(t *testing.T) {
+	t.Parallel()
+	m := New()
+	for _, d := range []time.Duration{500 * time.Microsecond, time.Millisecond, 7 * time.Millisecond, 10 * time.Second} {
+		m.StoreWrite(d)
+	}
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	h := promtext.Scrape(t, srv.Client(), srv.URL, "").Metric(t, Prefix+"store_write_seconds").GetHistogram()
+	want := map[float64]uint64{0.001: 2, 0.0025: 2, 0.005: 2, 0.01: 3, 2.5: 3}
+	for _, b := range h.GetBucket() {
+		if n, ok := want[b.GetUpperBound()]; ok && b.GetCumulativeCount() != n {
+			t.Errorf("le=%v counts %d, want %d", b.GetUpperBound(), b.GetCumulativeCount(), n)
 		}
+	}
+	if h.GetSampleCount() != 4 {
+		t.Errorf("count %d, want 4", h.GetSampleCount())
 	}
 }
 
@@ -243,8 +272,7 @@ func BenchmarkTurnHook(b *testing.B) {
 func TestAnonymousHandler(t *testing.T) {
 	t.Parallel()
 	m := New()
-	m.cost.WithLabelValues("alice").Add(1.5)
-	m.cost.WithLabelValues("bob").Add(0.25)
+	m.cost["alice"], m.cost["bob"] = 1.5, 0.25
 	anon := httptest.NewServer(m.AnonymousHandler())
 	t.Cleanup(anon.Close)
 	full := httptest.NewServer(m.Handler())

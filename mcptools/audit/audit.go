@@ -157,10 +157,12 @@ func (a *Log) Finish(e Entry, args json.RawMessage, start time.Time) {
 // ("cannot unmarshal \"…\" into") and toolargs.Check's (`got the string "…"`,
 // `"…" is not one of`, `put it in a list: […]`, strings in Go's quotes).
 var (
-	quotedValueRE  = regexp.MustCompile(`(type: ).*?( has type)`)
-	unmarshalRE    = regexp.MustCompile(`(cannot unmarshal ).*?( into )`)
-	argStringRE    = regexp.MustCompile(`(got the string |put it in a list: \[)"(?:[^"\\]|\\.)*"()`)
-	argEnumRE      = regexp.MustCompile(`(: )"(?:[^"\\]|\\.)*"( is not one of)`)
+	quotedValueRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(type: ).*?( has type)`) })
+	unmarshalRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(cannot unmarshal ).*?( into )`) })
+	argStringRE   = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(got the string |put it in a list: \[)"(?:[^"\\]|\\.)*"()`)
+	})
+	argEnumRE      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(: )"(?:[^"\\]|\\.)*"( is not one of)`) })
 	valueRedaction = "${1}[redacted]${2}"
 )
 
@@ -171,10 +173,10 @@ func redact(text string, args json.RawMessage) string {
 	if text == "" {
 		return ""
 	}
-	text = quotedValueRE.ReplaceAllString(text, valueRedaction)
-	text = unmarshalRE.ReplaceAllString(text, valueRedaction)
-	text = argStringRE.ReplaceAllString(text, valueRedaction)
-	text = argEnumRE.ReplaceAllString(text, valueRedaction)
+	text = quotedValueRE().ReplaceAllString(text, valueRedaction)
+	text = unmarshalRE().ReplaceAllString(text, valueRedaction)
+	text = argStringRE().ReplaceAllString(text, valueRedaction)
+	text = argEnumRE().ReplaceAllString(text, valueRedaction)
 	var v any
 	_ = json.Unmarshal(args, &v)
 	var strs []string

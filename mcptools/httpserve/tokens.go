@@ -32,15 +32,15 @@ type Tokens struct {
 }
 
 var (
-	tokenHashRE = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
+	tokenHashRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-fA-F]{64}$`) })
 	// A user name is a directory under --per-user-config-dir: "." and ".."
 	// are refused besides the characters, and so is any separator.
-	tokenUserRE = regexp.MustCompile(`^[A-Za-z0-9._@-]{1,64}$`)
+	tokenUserRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._@-]{1,64}$`) })
 )
 
 // validUser reports whether u may name a user: it names a directory
 // under --per-user-config-dir.
-func validUser(u string) bool { return tokenUserRE.MatchString(u) && u != "." && u != ".." }
+func validUser(u string) bool { return tokenUserRE().MatchString(u) && u != "." && u != ".." }
 
 // LoadTokens reads the tokens file (path "" for none) and adds the single
 // token (raw; "" for none) as user "default". No token at all is no error:
@@ -78,7 +78,7 @@ func (t *Tokens) Reload() (removed []string, err error) {
 				continue
 			}
 			i := strings.LastIndexByte(line, ':')
-			if i < 0 || !tokenHashRE.MatchString(line[i+1:]) {
+			if i < 0 || !tokenHashRE().MatchString(line[i+1:]) {
 				return nil, fmt.Errorf("--tokens-file %s line %d: want USER:SHA256HEX (the SHA-256 of the token, 64 hex digits; never the token itself)", t.path, n)
 			}
 			user := line[:i]

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/google/uuid"
@@ -28,12 +29,12 @@ var PermissionModes = claudeagent.PermissionModes
 // ModelPattern is the form of a model alias or id.
 const ModelPattern = `^[A-Za-z0-9._\-\[\]]{1,100}$`
 
-var modelRE = regexp.MustCompile(ModelPattern)
+var modelRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(ModelPattern) })
 
 // ValidateModel checks the form of a model alias or id; the CLI accepts any
 // string and fails only later, at the API.
 func ValidateModel(model string) error {
-	if model == "" || modelRE.MatchString(model) {
+	if model == "" || modelRE().MatchString(model) {
 		return nil
 	}
 	return fmt.Errorf("invalid model %q: use an alias (opus, sonnet, haiku) or a model id such as claude-sonnet-4-5 (letters, digits, '.', '-', '_', '[', ']')", model)
@@ -94,25 +95,25 @@ func NoControl(what, v string) error {
 	return nil
 }
 
-var toolNameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,63}$`)
+var toolNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,63}$`) })
 
 // ValidateToolNames checks names of built-in tools such as Read or Bash.
 func ValidateToolNames(what string, names []string) error {
 	for _, n := range names {
-		if !toolNameRE.MatchString(n) {
+		if !toolNameRE().MatchString(n) {
 			return fmt.Errorf("invalid %s entry %q: use built-in tool names such as Read, Grep, Edit or Bash", what, n)
 		}
 	}
 	return nil
 }
 
-var toolRuleRE = regexp.MustCompile(`^[A-Za-z0-9_\-.*]+(\(.*\))?$`)
+var toolRuleRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_\-.*]+(\(.*\))?$`) })
 
 // ValidateToolRules checks permission rules such as "Bash", "Bash(git:*)" or
 // "mcp__srv__tool".
 func ValidateToolRules(what string, rules []string) error {
 	for _, r := range rules {
-		if !toolRuleRE.MatchString(r) || strings.ContainsRune(r, '\n') {
+		if !toolRuleRE().MatchString(r) || strings.ContainsRune(r, '\n') {
 			return fmt.Errorf("invalid %s entry %q: use a tool name such as Bash or Edit, optionally with a rule in parentheses such as Bash(git:*)", what, r)
 		}
 	}
@@ -181,11 +182,11 @@ func ValidateEffort(effort string) error {
 // SettingSources are the CLI's --setting-sources values.
 var SettingSources = []string{"user", "project", "local"}
 
-var agentNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+var agentNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`) })
 
 // ValidAgentName reports whether name has the form of an agent name the
 // options accept (agents' keys, agent).
-func ValidAgentName(name string) bool { return agentNameRE.MatchString(name) }
+func ValidAgentName(name string) bool { return agentNameRE().MatchString(name) }
 
 // ValidateDelegation checks the options that shape what a session does:
 // effort, structured output, budget, custom agents, settings (an object)
@@ -208,7 +209,7 @@ func ValidateDelegation(o *CreateOptions) error {
 			return fmt.Errorf("invalid agents: %v; expected {\"name\": {\"description\": \"…\", \"prompt\": \"…\"}}", err)
 		}
 		for name, a := range agents {
-			if !agentNameRE.MatchString(name) {
+			if !agentNameRE().MatchString(name) {
 				return fmt.Errorf("invalid agents name %q: use letters, digits, '.', '_' and '-'", name)
 			}
 			for _, field := range []string{"description", "prompt"} {
@@ -250,7 +251,7 @@ func ValidateDelegation(o *CreateOptions) error {
 			return fmt.Errorf("invalid settingSources entry %q: use user, project or local ([] loads none)", src)
 		}
 	}
-	if o.Agent != "" && !agentNameRE.MatchString(o.Agent) {
+	if o.Agent != "" && !agentNameRE().MatchString(o.Agent) {
 		return fmt.Errorf("invalid agent %q: name one of the agents (letters, digits, '.', '_' and '-'; at most 64)", o.Agent)
 	}
 	if o.FallbackModel != "" {

@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/beneath"
 )
@@ -90,7 +91,7 @@ type Info struct {
 	Removed      bool     `json:"removed,omitempty" jsonschema:"True when the session was closed with nothing changed and the worktree and its branch were removed."`
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
 
 // maxChangedFiles bounds the list of changed files reported.
 const maxChangedFiles = 100
@@ -99,7 +100,7 @@ const maxChangedFiles = 100
 // branch from its HEAD, at <repo>/.claude/worktrees/<name> (where the CLI's
 // own --worktree puts them), and keeps it out of the repository's status.
 func Make(ctx context.Context, cwd, name string, check func(what, path string) error) (*Worktree, error) {
-	if !nameRE.MatchString(name) {
+	if !nameRE().MatchString(name) {
 		return nil, fmt.Errorf("invalid worktree name %q: use letters, digits, '.', '_' and '-' (at most 64)", name)
 	}
 	if _, err := exec.LookPath("git"); err != nil {
