@@ -8,7 +8,7 @@
 // waits (limitwait), finding and starting a CLI (cli), permission answers
 // (permission), turns (turn), runs (run), the history and transcript
 // format (history), images, the session store and its leases (recstore,
-// through recshare and the sharedStore seam), a list's rows (listing), the
+// through recshare), a list's rows (listing), the
 // caps and budgets (quota), the policy's classes (policy, through
 // Manager.gate), git (worktree), live places and spares (live). None of
 // its subpackages imports it.
@@ -155,11 +155,6 @@ type Config struct {
 	// Store keeps sessions across restarts and shares them with other
 	// instances, one record each; nil keeps them in memory.
 	Store recstore.Store
-	// StoreBeforeAnswer makes a turn's answer wait for its write to Store
-	// (its record, cost and transcript bytes): for a store other machines
-	// share, which may take the session over after a crash with no copy of
-	// the transcript but the store's. Else the write follows the answer.
-	StoreBeforeAnswer bool
 	// StoreFailed says that sessions should survive a restart but the
 	// default store could not be opened (Store is nil): PersistFailing
 	// reports it, as it does a store whose writes fail.
@@ -192,9 +187,9 @@ type Manager struct {
 	pool     *live.Pool
 	spares   *live.Spares[CreateOptions]
 
-	share  sharedStore  // this instance's part in the store, and the costs (share.go)
-	policy *policy.Gate // the one policy gate (see gate)
-	quota  quota.Limits // the caps on sessions and the budgets (budget.go)
+	share  *recshare.Instance // this instance's part in the store, and the costs (share.go)
+	policy *policy.Gate       // the one policy gate (see gate)
+	quota  quota.Limits       // the caps on sessions and the budgets (budget.go)
 
 	permissions permission.Policy // answers the permission questions nobody else answered
 

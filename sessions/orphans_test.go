@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recshare"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
@@ -21,7 +20,7 @@ import (
 // sweep runs m's sweep of orphans now.
 func sweep(t *testing.T, m *Manager) int {
 	t.Helper()
-	n, err := m.share.(*recshare.Instance).SweepOrphans(ctxFor(t), storeHost{m})
+	n, err := m.share.SweepOrphans(ctxFor(t), storeHost{m})
 	if err != nil {
 		t.Fatalf("the sweep: %v", err)
 	}
@@ -92,7 +91,7 @@ func testStoreOrphanSwept(t *testing.T, open backend) {
 	if err := st.Create(ctx, own, recstore.Quota{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := st.Acquire(ctx, own.SessionID, a.share.(*recshare.Instance).Holder(), time.Nanosecond); err != nil {
+	if _, _, err := st.Acquire(ctx, own.SessionID, a.share.Holder(), time.Nanosecond); err != nil {
 		t.Fatal(err)
 	}
 	kept := create(t, a, CreateOptions{Owner: "bob"})
@@ -178,7 +177,7 @@ func testStoreOrphanRunningElsewhere(t *testing.T, open backend) {
 	if _, err := st.Get(ctx, s.ID); err != nil {
 		t.Fatalf("A's running one-shot after B's sweep: %v", err)
 	}
-	if h, _ := leaseOf(t, st, s.ID); h != a.share.(*recshare.Instance).Holder() {
+	if h, _ := leaseOf(t, st, s.ID); h != a.share.Holder() {
 		t.Errorf("the lease of A's one-shot after B's sweep is %q, want A's", h)
 	}
 	select {

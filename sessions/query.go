@@ -180,6 +180,9 @@ func (s *Session) finish(t *turn.Turn, end turnEnd) *turn.Result {
 	}
 	r.FollowUp = fu != nil && fu.after == t
 	s.limits.Note(t.LimitOutcome(), s.m.now(), s.log)
+	if u := t.LastMessage(); u != "" {
+		s.lastMessage = u
+	}
 	if r.ClaudeSessionID != "" {
 		s.setClaudeSessionIDLocked(r.ClaudeSessionID)
 	} else {

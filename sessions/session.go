@@ -102,7 +102,8 @@ type Session struct {
 	idleTimer     *time.Timer
 	oneShot       bool // opened by OneShot: its query follows at once
 
-	saves *saver.Queue[save] // its record's writes, in order (share.go)
+	saves        *saver.Queue[save] // its record's writes, in order (share.go)
+	transcriptMu sync.Mutex         // one save of its transcript at a time (durable.go)
 }
 
 // sessionRecord is what the store keeps of a session besides its options.
@@ -131,6 +132,10 @@ type liveProcess struct {
 	procCost    float64           // cumulative cost the current process reported
 	everStarted bool              // a process of this session started once
 	replay      bool              // the transcript was lost: the next prompt carries the recorded history
+	lastMessage string            // the last turn's last assistant message (store.Entry.LastMessage)
+	histAbs     int               // history entries (history.Buffer.Total) in the store
+	histSeq     int               // the store's next history sequence number
+	following   bool              // a goroutine follows the transcript (followTranscript)
 	cur         *turn.Turn        // the running turn
 	curAsk      func(ctx context.Context, req *turn.PermissionRequest) (*claudeagent.PermissionResult, error)
 }
@@ -173,15 +178,35 @@ func newSession(m *Manager, opts CreateOptions) *Session {
 	return s
 }
 
-// loadHistory starts the history with the transcript of the conversation
-// this session continues.
+// loadHistory starts the history with the conversation this session
+// continues: the store's, which every turn's end writes before its answer
+// goes out, or else the CLI's transcript (no store, or a record older than
+// the store's history). Hold no lock.
 func (s *Session) loadHistory() {
-	path := s.transcriptPath()
-	h, err := history.Load(path)
-	if err != nil {
-		s.log.Warn("reading the transcript for the history", "path", path, "err", err)
+	var h []history.Entry
+	var err error
+	if s.m.share.Stored() {
+		h, err = s.m.share.ReadHistory(context.Background(), s.ID)
+		if err != nil {
+			s.log.Warn("reading the history from the session store", "err", err)
+		}
 	}
+	stored := len(h)
+	if stored == 0 {
+		s.mu.Lock()
+		path := s.transcriptPath()
+		s.mu.Unlock()
+		if h, err = history.Load(path); err != nil {
+			s.log.Warn("reading the transcript for the history", "path", path, "err", err)
+		}
+	}
+	s.mu.Lock()
 	s.setHistoryLocked(h)
+	s.histSeq, s.histAbs = stored, s.history.Total()
+	if stored == 0 {
+		s.histAbs = 0 // none of it is in the store yet
+	}
+	s.mu.Unlock()
 }
 
 // Info returns a snapshot of the session.

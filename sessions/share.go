@@ -7,9 +7,6 @@ import (
 	"os"
 	"slices"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/beneath"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recshare"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
@@ -22,29 +19,6 @@ import (
 // (persist) under the session's lease, which its process starts under
 // (claimLease) and gives up at its end (released: a dormant session then
 // leaves memory; Get loads it again). Without a store, memory only.
-
-// sharedStore is the seam: what the manager needs of the store.
-type sharedStore interface {
-	Stored() bool
-	Failing() bool
-	Get(ctx context.Context, id string) (recstore.Record, error)
-	Create(ctx context.Context, rec recstore.Record, q recstore.Quota) error
-	Put(ctx context.Context, rec recstore.Record, spent float64) error
-	Owe(owner string, usd float64)
-	Close(ctx context.Context, id, owner string, claudeIDs []string) error
-	List(ctx context.Context, q recstore.Query) (recstore.Page, error)
-	Count(ctx context.Context, owner string) (int, error)
-	Spent() float64
-	UserSpent(owner string) float64
-	ConversationOwner(id string) (string, bool)
-	Acquire(ctx context.Context, id string, h recshare.Host) error
-	Fence(id string, h recshare.Host) error
-	Release(id string)
-	SaveTranscript(ctx context.Context, id, claudeID string, path beneath.Path) error
-	PlaceTranscript(ctx context.Context, id, claudeID string, path beneath.Path) (bool, error)
-	Start(h recshare.Host)
-	Stop()
-}
 
 // storeHost is the manager as the store's changes and the leases reach it.
 type storeHost struct{ m *Manager }
@@ -90,7 +64,7 @@ func (s *Session) entryLocked() store.Entry {
 		Resumable: s.resumable, ForkPending: s.forkPending, Model: s.model,
 		Created: s.created, LastUsed: s.lastUsed, Queries: s.queries, CostUSD: s.cost, Usage: store.Usage(s.usage),
 		Options: s.opts, Worktree: s.worktree, Owner: s.opts.Owner, Operator: s.opts.Operator, AgentTool: s.opts.AgentTool,
-		Grant: s.opts.Grant,
+		Grant: s.opts.Grant, LastMessage: s.lastMessage,
 	}
 }
 
@@ -105,7 +79,7 @@ func (s *Session) applyEntryLocked(e store.Entry) {
 	s.pastClaudeSessionIDs = slices.Clone(e.PastClaudeSessionIDs)
 	s.model, s.created, s.lastUsed = e.Model, e.Created, e.LastUsed
 	s.queries, s.cost, s.usage = e.Queries, e.CostUSD, turn.Usage(e.Usage)
-	s.worktree = e.Worktree
+	s.worktree, s.lastMessage = e.Worktree, e.LastMessage
 }
 
 // takeOver takes over the record another instance wrote of the session
@@ -118,21 +92,7 @@ func (s *Session) takeOver(e store.Entry) {
 	}
 	s.applyEntryLocked(e)
 	s.mu.Unlock()
-	s.reloadHistory()
-}
-
-// reloadHistory starts the history again with the transcript.
-func (s *Session) reloadHistory() {
-	s.mu.Lock()
-	path := s.transcriptPath()
-	s.mu.Unlock()
-	h, err := history.Load(path)
-	if err != nil {
-		s.log.Warn("reading the transcript for the history", "path", path, "err", err)
-	}
-	s.mu.Lock()
-	s.setHistoryLocked(h)
-	s.mu.Unlock()
+	s.loadHistory()
 }
 
 // setClaudeSessionIDLocked makes id the session's Claude session id; the
@@ -162,11 +122,12 @@ func (m *Manager) persist(s *Session, saveTranscript bool) {
 	s.saves.Now(save{transcript: saveTranscript})
 }
 
-// persistTurn writes what a turn that ended changed of s (its record,
-// its cost, its transcript's new bytes) off the turn's path: the answer
-// does not wait for the store, unless Config.StoreBeforeAnswer. Until the
-// write, the cost is counted as owed (Spent, UserSpent see it). Hold no
-// lock.
+// persistTurn writes what a turn that ended changed of s (its history's
+// new entries, then its record with its cost) before the answer goes to
+// its caller, so that no answer a caller has seen is missing from the
+// store; the transcript follows, as the CLI writes it (followTranscript,
+// durable.go). Until the write, the cost is counted as owed (Spent,
+// UserSpent see it). Hold no lock.
 func (m *Manager) persistTurn(s *Session, spent float64) {
 	if !m.share.Stored() {
 		m.write(s, save{spent, true})
@@ -176,40 +137,40 @@ func (m *Manager) persistTurn(s *Session, spent float64) {
 	owner := s.opts.Owner
 	s.mu.Unlock()
 	m.share.Owe(owner, spent)
-	written := s.saves.Later(save{spent, true})
-	if m.cfg.StoreBeforeAnswer {
-		<-written
-	}
+	s.saves.Now(save{spent, true})
 }
 
-// write is one write of s's record (see persist).
+// write is one write of s's record (see persist): the history's new
+// entries first, then the record, whose LastMessage marks the turn stored;
+// with transcript, the transcript follows in the background.
 func (m *Manager) write(s *Session, w save) {
-	spent, saveTranscript := w.spent, w.transcript
+	spent := w.spent
 	s.mu.Lock()
 	closed := s.st.State() == state.Closed
-	rec, path := s.recordLocked(), s.transcriptPath()
+	rec := s.recordLocked()
 	s.mu.Unlock()
 	ctx := context.Background()
 	defer m.share.Owe(rec.Owner, -spent) // what persistTurn counted as owed: written now, or never
 	if closed && m.share.Stored() {
 		return
 	}
-	err := m.share.Put(ctx, rec, spent)
+	err := m.storeHistory(ctx, s)
+	if err == nil {
+		err = m.share.Put(ctx, rec, spent)
+	}
 	if errors.Is(err, recstore.ErrElsewhere) || errors.Is(err, recstore.ErrFenced) {
 		go s.fenceOff(err) // persist may run on the pump, which fenceOff waits for
 		return
 	}
-	if saveTranscript && err == nil {
-		if err := m.share.SaveTranscript(ctx, s.ID, rec.ClaudeSessionID, path); err != nil {
-			s.log.Warn("storing the transcript", "err", err)
-		}
+	if w.transcript && err == nil {
+		m.followTranscript(s)
 	}
 }
 
 // claimLease takes s's lease before its process starts (ErrElsewhere while
 // another instance runs s, ErrClosed when one closed it); s takes over what
-// others recorded of it since, and a transcript another machine stored is
-// written where this instance's CLI reads it.
+// others recorded of it since, and its conversation is made whole for the
+// CLI (wholeConversation, durable.go).
 func (m *Manager) claimLease(ctx context.Context, s *Session) error {
 	if !m.share.Stored() {
 		return nil
@@ -229,18 +190,7 @@ func (m *Manager) claimLease(ctx context.Context, s *Session) error {
 	if rec, err := m.share.Get(ctx, s.ID); err == nil {
 		s.takeOver(rec.Entry)
 	}
-	s.mu.Lock()
-	path, id, resumable := s.transcriptPath(), s.claudeSessionID, s.resumable && !s.forkPending
-	s.mu.Unlock()
-	if !resumable {
-		return nil
-	}
-	if placed, err := m.share.PlaceTranscript(ctx, s.ID, id, path); err != nil {
-		s.log.Warn("writing the stored transcript for --resume", "path", path, "err", err)
-	} else if placed {
-		s.log.Info("wrote the session's transcript from the session store (another machine ran it)", "path", path)
-		s.reloadHistory()
-	}
+	m.wholeConversation(ctx, s)
 	return nil
 }
 
@@ -250,7 +200,8 @@ func (m *Manager) released(s *Session) {
 	if !m.share.Stored() {
 		return
 	}
-	m.persist(s, true)
+	m.persist(s, false)
+	m.saveTranscript(s) // the CLI has ended: its transcript is whole
 	m.share.Release(s.ID)
 	m.leaveMemory(s)
 }
@@ -336,11 +287,6 @@ func (m *Manager) restoreOne(rec recstore.Record) *Session {
 		s.log.Warn("a stored session that this server cannot run", "reason", err)
 	} else {
 		s.st.MoveLocked(state.Dormant)
-	}
-	if path := s.transcriptPath(); s.resumable && !s.forkPending {
-		if _, err := m.share.PlaceTranscript(context.Background(), s.ID, s.claudeSessionID, path); err != nil {
-			s.log.Warn("writing the stored transcript", "path", path, "err", err)
-		}
 	}
 	s.loadHistory()
 	return s

@@ -38,15 +38,7 @@ func TestTranscriptPlanted(t *testing.T) {
 			s := create(t, a, CreateOptions{})
 			query(t, s, "mine", QueryOptions{})
 			src := s.TranscriptPath().String()
-			if what == "temporary link" {
-				// The transcript is the CLI's own (the fake writes none).
-				if err := os.MkdirAll(filepath.Dir(src), 0o700); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(src, []byte(`{"type":"user","message":{"role":"user","content":"mine"}}`+"\n"), 0o600); err != nil {
-					t.Fatal(err)
-				}
-			} else {
+			if what != "temporary link" { // else the transcript is the CLI's own
 				plantAt(t, src, what, outside)
 			}
 			if !s.makeDormant("test") { // stores the transcript: never bob's
@@ -74,6 +66,12 @@ func TestTranscriptPlanted(t *testing.T) {
 			bs, err := b.Get(s.ID)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if what == "temporary link" {
+				// Its start writes the stored transcript, where nothing is
+				// (the other cases' CLI would write through what was
+				// planted: its own business, in its jail).
+				query(t, bs, "again", QueryOptions{})
 			}
 			for _, e := range bs.History() {
 				if strings.Contains(e.Text, "BOB-SECRET") {

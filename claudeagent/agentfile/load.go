@@ -357,7 +357,7 @@ func listAgentFiles(dir string, mustExist bool, warn func(Warning)) []listedFile
 			return
 		}
 		visited[rel] = true
-		entries, err := readDirNoBlock(filepath.Join(realDir, rel))
+		entries, err := beneath.ReadDir(beneath.Path{Dir: realDir, Rel: rel})
 		if err != nil {
 			warn(Warning{Path: d, Text: "agents directory not read: " + errText(err)})
 			return

@@ -6,8 +6,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"slices"
-	"strings"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/beneath"
 )
@@ -54,17 +52,4 @@ func openRegular(p beneath.Path) (*os.File, fs.FileInfo, error) {
 		return nil, nil, err
 	}
 	return f, fi, nil
-}
-
-// readDirNoBlock lists a directory, sorted by name, as os.ReadDir does,
-// but opened with openDir: a named pipe put in its place is not waited on.
-func readDirNoBlock(dir string) ([]fs.DirEntry, error) {
-	f, err := openDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	entries, err := f.ReadDir(-1)
-	f.Close()
-	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
-	return entries, err
 }

@@ -79,9 +79,6 @@ type Ceiling struct {
 // Restricts reports whether c restricts anything.
 func (c *Ceiling) Restricts() bool { return c != nil && (c.NoPrograms || c.Files || c.Jail) }
 
-// landlock reports whether c needs a Landlock ruleset on files.
-func (c *Ceiling) landlock() bool { return c.NoPrograms || c.Files }
-
 // wrapperArg is the first argument that makes a binary the wrapper.
 const wrapperArg = "__ceiling"
 

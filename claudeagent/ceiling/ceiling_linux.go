@@ -112,6 +112,9 @@ func (c *Ceiling) start(cmd *exec.Cmd) error {
 // times another, the server's).
 var wrapper = os.Executable
 
+// landlock reports whether c needs a Landlock ruleset on files.
+func (c *Ceiling) landlock() bool { return c.NoPrograms || c.Files }
+
 // jsonOf is c as the wrapper's argument.
 func jsonOf(c *Ceiling) (string, error) {
 	spec, err := json.Marshal(c)

@@ -121,9 +121,6 @@ func openStore(c *config, mcfg *sessions.Config, logger *slog.Logger) (closeStor
 		return nil, err
 	}
 	mcfg.Store = st
-	// Another machine may take a session over from PostgreSQL with only the
-	// store's copy of its transcript: an answer waits for its turn's write.
-	mcfg.StoreBeforeAnswer = backend.IsURL(c.store)
 	logger.Info("sessions are kept in the session store and survive a restart (--persist=false turns this off)", "store", where)
 	if err := migrateRegistry(ctx, c, st, logger); err != nil {
 		logger.Error("importing the old session registry into the session store", "err", err)

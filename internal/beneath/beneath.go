@@ -160,6 +160,17 @@ func ReadCapped(r io.Reader, max int64) ([]byte, error) {
 	return data, nil
 }
 
+// Replace writes data to p in place of what is there: a fresh file,
+// created exclusively beside it, takes p's name, so that a link there is
+// replaced, never written through (a directory there is an error), and no
+// link on the way is followed.
+func Replace(p Path, data []byte, perm fs.FileMode) error {
+	if err := replace(p, data, perm); err != nil {
+		return &fs.PathError{Op: "replace", Path: p.String(), Err: err}
+	}
+	return nil
+}
+
 // WriteNew writes data to p where nothing is: the directories on the way
 // are made (perm 0700) where missing, never through a link; the data goes
 // to a fresh file beside p, created exclusively, which then takes p's name

@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
+	"strings"
 )
 
 // Elsewhere (Windows) an os.Root keeps every open beneath its directory;
@@ -64,6 +66,33 @@ func Exists(p Path) (bool, error) {
 	return err == nil, err
 }
 
+// ReadDir lists the directory p, sorted by name; a link on the way is
+// ErrLink.
+func ReadDir(p Path) ([]fs.DirEntry, error) {
+	names, err := components(p.Rel)
+	if err != nil {
+		return nil, err
+	}
+	r, err := os.OpenRoot(p.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	if names[0] != "." {
+		if err := checkWay(r, names); err != nil {
+			return nil, err
+		}
+	}
+	f, err := r.Open(path.Join(names...))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	entries, err := f.ReadDir(-1)
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return entries, err
+}
+
 // MkdirAll makes the directory p and those on the way where missing; a
 // link on the way is ErrLink.
 func MkdirAll(p Path) error {
@@ -83,6 +112,14 @@ func MkdirAll(p Path) error {
 }
 
 func writeNew(p Path, data []byte, perm fs.FileMode) error {
+	return place(p, data, perm, func(r *os.Root, tmp, name string) error { return r.Link(tmp, name) })
+}
+
+func replace(p Path, data []byte, perm fs.FileMode) error {
+	return place(p, data, perm, func(r *os.Root, tmp, name string) error { return r.Rename(tmp, name) })
+}
+
+func place(p Path, data []byte, perm fs.FileMode, give func(r *os.Root, tmp, name string) error) error {
 	names, err := components(p.Rel)
 	if err != nil {
 		return err
@@ -114,7 +151,7 @@ func writeNew(p Path, data []byte, perm fs.FileMode) error {
 		err = cerr
 	}
 	if err == nil {
-		err = r.Link(tmp, name)
+		err = give(r, tmp, name)
 	}
 	r.Remove(tmp)
 	return err

@@ -203,3 +203,38 @@ func TestMkdirAll(t *testing.T) {
 		t.Errorf("made outside: %v", entries)
 	}
 }
+
+// TestReplace: a file, or a link planted at the name, is replaced (the
+// link's target keeps its bytes); a directory there is an error.
+func TestReplace(t *testing.T) {
+	dir, out := t.TempDir(), t.TempDir()
+	victim := filepath.Join(out, "v")
+	if err := os.WriteFile(victim, []byte("KEEP"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plant(t, dir, "p/t.jsonl", "symlink", victim)
+	p := Path{Dir: dir, Rel: "p/t.jsonl"}
+	if err := Replace(p, []byte("new"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "KEEP" {
+		t.Errorf("written through the link: %q", b)
+	}
+	if fi, err := os.Lstat(p.String()); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("after: %v, %v", fi, err)
+	}
+	if err := Replace(p, []byte("newer"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p.String()); string(b) != "newer" {
+		t.Errorf("replaced: %q", b)
+	}
+	plant(t, dir, "p/d", "dir", "")
+	if err := Replace(Path{Dir: dir, Rel: "p/d"}, []byte("x"), 0o600); err == nil {
+		t.Error("a directory was replaced")
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, "p", ".*.part"))
+	if len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"slices"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -126,6 +128,25 @@ func Exists(p Path) (bool, error) {
 	}
 }
 
+// ReadDir lists the directory p, sorted by name, reached without
+// following a link (ErrLink) and never waited on (a named pipe in its
+// place is not a directory).
+func ReadDir(p Path) ([]fs.DirEntry, error) {
+	names, err := components(p.Rel)
+	var fd int
+	if err == nil {
+		fd, err = walk(p.Dir, names, false)
+	}
+	if err != nil {
+		return nil, &fs.PathError{Op: "readdir", Path: p.String(), Err: err}
+	}
+	f := os.NewFile(uintptr(fd), p.String())
+	defer f.Close()
+	entries, err := f.ReadDir(-1)
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return entries, err
+}
+
 // MkdirAll makes the directory p and those on the way (0700) where
 // missing, never through a link (ErrLink).
 func MkdirAll(p Path) error {
@@ -143,14 +164,35 @@ func MkdirAll(p Path) error {
 }
 
 func writeNew(p Path, data []byte, perm fs.FileMode) error {
-	dir, name, err := split(p, true)
+	return place(p, data, perm, func(dir int, tmp, name string) error {
+		// A second name that fails where anything is: no file, link or
+		// directory planted there is replaced or written through.
+		err := unix.Linkat(dir, tmp, dir, name, 0)
+		if errors.Is(err, unix.EEXIST) {
+			err = fs.ErrExist
+		}
+		return err
+	})
+}
+
+func replace(p Path, data []byte, perm fs.FileMode) error {
+	return place(p, data, perm, func(dir int, tmp, name string) error {
+		return unix.Renameat(dir, tmp, dir, name)
+	})
+}
+
+// place writes data to a fresh file beside p (in the directory p walks
+// to, made where missing) and gives it p's name with name; the fresh file
+// is gone after.
+func place(p Path, data []byte, perm fs.FileMode, name func(dir int, tmp, name string) error) error {
+	dir, last, err := split(p, true)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(dir)
 	var salt [8]byte
 	_, _ = rand.Read(salt[:])
-	tmp := "." + name + "." + hex.EncodeToString(salt[:]) + ".part"
+	tmp := "." + last + "." + hex.EncodeToString(salt[:]) + ".part"
 	fd, err := retry(func() (int, error) {
 		return unix.Openat(dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
 	})
@@ -163,12 +205,7 @@ func writeNew(p Path, data []byte, perm fs.FileMode) error {
 		err = cerr
 	}
 	if err == nil {
-		// A second name that fails where anything is: no file, link or
-		// directory planted there is replaced or written through.
-		err = unix.Linkat(dir, tmp, dir, name, 0)
-		if errors.Is(err, unix.EEXIST) {
-			err = fs.ErrExist
-		}
+		err = name(dir, tmp, last)
 	}
 	unix.Unlinkat(dir, tmp, 0)
 	return err

@@ -82,6 +82,16 @@ func (b *Buffer) Set(h []Entry, transcript func() string) {
 	}
 }
 
+// Total is how many entries were ever added (held and dropped): the
+// absolute index of the next one.
+func (b *Buffer) Total() int { return b.dropped + len(b.entries) }
+
+// Since returns a copy of the entries held whose absolute index is n or
+// more (those dropped before are gone).
+func (b *Buffer) Since(n int) []Entry {
+	return slices.Clone(b.entries[min(max(n-b.dropped, 0), len(b.entries)):])
+}
+
 // Entries returns a copy of the entries held, oldest first.
 func (b *Buffer) Entries() []Entry { return slices.Clone(b.entries) }
 

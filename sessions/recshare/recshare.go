@@ -62,11 +62,13 @@ type Instance struct {
 	failing      atomic.Bool   // the last write of a record failed
 
 	mu         sync.Mutex
-	held       map[string]*held // the leases held here, by session id
-	offsets    map[string]int64 // what of each transcript is stored: id "/" claude session id → bytes
-	spent      costs            // without a store: what every turn has cost
-	owed       costs            // with one: the costs of turns whose Put has not run yet (Owe)
-	closedHere []closing        // without a store: the sessions closed here lately, oldest first
+	held       map[string]*held  // the leases held here, by session id
+	offsets    map[string]int64  // what of each transcript is stored: id "/" claude session id → bytes
+	tails      map[string][]byte // the last bytes stored of each transcript: a mark split between two saves is still found
+	found      map[string]string // the last mark found in each stored transcript (SaveTranscript)
+	spent      costs             // without a store: what every turn has cost
+	owed       costs             // with one: the costs of turns whose Put has not run yet (Owe)
+	closedHere []closing         // without a store: the sessions closed here lately, oldest first
 
 	stopWatch context.CancelFunc
 	watchDone chan struct{}
@@ -94,7 +96,7 @@ func New(cfg Config) *Instance {
 		cfg.ErrClosed = recstore.ErrClosed
 	}
 	host, _ := os.Hostname()
-	i := &Instance{cfg: cfg, holder: host + "/" + uuid.NewString(), held: map[string]*held{}, offsets: map[string]int64{}}
+	i := &Instance{cfg: cfg, holder: host + "/" + uuid.NewString(), held: map[string]*held{}, offsets: map[string]int64{}, tails: map[string][]byte{}, found: map[string]string{}}
 	i.setLease()
 	return i
 }

@@ -38,8 +38,13 @@ func TestSaveTranscriptAppends(t *testing.T) {
 		}
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		if err := i.SaveTranscript(ctx, "s1", "c1", file); err != nil {
+		has, err := i.SaveTranscript(ctx, "s1", "c1", file, `{"n":3}`)
+		if err != nil {
 			t.Fatalf("save %d: %v", n, err)
+		}
+		// The mark is in the last add alone.
+		if want := strings.Contains(add, `{"n":3}`); has != want {
+			t.Errorf("save %d: holds the mark %v, want %v", n, has, want)
 		}
 		runtime.ReadMemStats(&after)
 		// The new bytes are read into one buffer of their size: not the

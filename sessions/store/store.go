@@ -54,6 +54,11 @@ type Entry struct {
 	Operator             []string              `json:"operator,omitempty"`  // options the operator chose (CreateOptions.Operator)
 	AgentTool            string                `json:"agentTool,omitempty"` // the agent tool that started it (CreateOptions.AgentTool)
 	Grant                *[]string             `json:"grant,omitempty"`     // the classes its creator's token granted (CreateOptions.Grant)
+	// LastMessage is the uuid of the last assistant message of the
+	// session's last turn: a transcript that holds it holds the whole
+	// conversation (the CLI writes its transcript lazily, so the stored
+	// one may lag behind the record, which the turn's end writes at once).
+	LastMessage string `json:"lastMessage,omitempty"`
 }
 
 // Usage is the token usage an entry records: the sum of its turns'.

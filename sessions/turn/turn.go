@@ -159,6 +159,7 @@ type Turn struct {
 	steps       []history.Entry
 	apiCalls    int // distinct assistant message ids: API round trips
 	lastMsgID   string
+	lastUUID    string // of the last assistant message of the main conversation: its mark in the transcript
 	thinking    []string
 	tools       []ToolInvocation
 	toolIndex   map[string]int
@@ -221,6 +222,15 @@ func (t *Turn) Emit(e Event) {
 	t.onEvent(e)
 }
 
+// LastMessage is the uuid of the turn's last assistant message in the main
+// conversation ("" for none): the CLI writes it into its transcript, so a
+// transcript holding it holds the turn.
+func (t *Turn) LastMessage() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.lastUUID
+}
+
 // Handle folds one CLI message into the turn; it reports whether the turn
 // has ended.
 func (t *Turn) Handle(m claudeagent.Message) bool {
@@ -281,6 +291,9 @@ func (t *Turn) handleAssistant(m *claudeagent.AssistantMessage) {
 	t.mu.Lock()
 	if id := m.Message.ID; id != "" && id != t.lastMsgID {
 		t.apiCalls, t.lastMsgID = t.apiCalls+1, id
+	}
+	if m.UUID != "" && m.ParentToolUseID == nil {
+		t.lastUUID = m.UUID // a sub-agent's messages go to a transcript of their own
 	}
 	t.mu.Unlock()
 	if m.APIErrorParams != nil && m.APIErrorParams.RateLimitInfo != nil {

@@ -132,6 +132,7 @@ const (
 	EnvStderrFlood    = "FAKE_CLAUDE_STDERR_FLOOD"
 	EnvDieAfterMs     = "FAKE_CLAUDE_DIE_AFTER_MS"
 	EnvNoTranscript   = "FAKE_CLAUDE_NO_TRANSCRIPT"
+	EnvTranscriptLag  = "FAKE_CLAUDE_TRANSCRIPT_LAG"
 	EnvInputLog       = "FAKE_CLAUDE_INPUT_LOG"
 	EnvArgsLog        = "FAKE_CLAUDE_ARGS_LOG"
 	EnvStructured     = "FAKE_CLAUDE_STRUCTURED_OUTPUT"
@@ -151,7 +152,7 @@ const (
 // and these are no part of it.
 const PassEnv = EnvVar + "," + EnvStreams + "," + EnvVersion + "," + EnvSpeed + "," + EnvExitEarly + "," +
 	EnvIgnoreSIGTERM + "," + EnvHangOnEOF + "," + EnvNoise + "," + EnvIgnoreControl + "," + EnvStderrFlood + "," +
-	EnvDieAfterMs + "," + EnvNoTranscript + "," + EnvInputLog + "," + EnvArgsLog + "," + EnvStructured + "," +
+	EnvDieAfterMs + "," + EnvNoTranscript + "," + EnvTranscriptLag + "," + EnvInputLog + "," + EnvArgsLog + "," + EnvStructured + "," +
 	EnvNotLoggedIn + "," + EnvResetsIn + ",GORACE"
 
 // PassEnvVar is --pass-env's environment twin: a server started with the
@@ -240,6 +241,7 @@ type fake struct {
 	speed      float64
 	sid        string
 	paths      *strings.Replacer // /CWD, /HOME placeholders → real paths
+	trans      *transcript       // the transcript it keeps (transcript.go)
 	stdio      bool              // --permission-prompt-tool stdio
 	maxT       bool              // --max-turns given
 	bypass     bool              // bypassPermissions may be set later
@@ -427,6 +429,7 @@ func newFake(flags flagSet, dir string, stdout, stderr io.Writer) *fake {
 	if m := flags.value("--model"); m != "" {
 		f.model = m
 	}
+	f.trans = newTranscript(f.sid)
 	cwd, _ := os.Getwd()
 	home := os.Getenv("HOME")
 	f.paths = strings.NewReplacer(
@@ -508,6 +511,7 @@ func (f *fake) input(line []byte, queue chan<- string) (code int, fatal bool) {
 	switch in.Type {
 	case "user":
 		f.logged.Do(func() { logArgs(f.args, nil) })
+		f.trans.note(line)
 		if in.Message.Role != "user" {
 			fmt.Fprintf(f.errw, "Error: Expected message role 'user', got '%s'\n", in.Message.Role)
 			return 1, true

@@ -13,6 +13,7 @@ import (
 
 // emitLine writes one line to stdout.
 func (f *fake) emitLine(line []byte) {
+	f.trans.note(line)
 	buf := make([]byte, 0, len(line)+1)
 	buf = append(append(buf, line...), '\n')
 	f.outMu.Lock()
