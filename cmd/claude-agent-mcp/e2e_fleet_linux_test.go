@@ -196,7 +196,7 @@ func TestE2EFleetQuota(t *testing.T) {
 		t.Errorf("%d of %d concurrent creates succeeded, want exactly %d (--user-max-sessions)", made[0]+made[1], creates, limit)
 	}
 
-	st, err := backend.Open(ctx, url, slog.New(slog.DiscardHandler))
+	st, err := backend.Open(ctx, url, "", slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

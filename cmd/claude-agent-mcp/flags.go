@@ -51,6 +51,7 @@ type config struct {
 	stateFile         string
 	persist           bool
 	store             string
+	storeRecover      string
 	maxResultChars    int
 	defaultWait       time.Duration
 	heartbeat         time.Duration
@@ -117,6 +118,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.Float64Var(&c.totalBudget, "max-total-budget-usd", 0, "the most all sessions together may spend, in USD, counted from the costs the CLI reports (across restarts when persisted); past it new turns are refused; 0 no cap")
 	fs.StringVar(&c.profiles, "profiles", "", "JSON file of backend profiles (see docs/configuration.md) (default: none)")
 	fs.StringVar(&c.store, "store", "", "session store: a file path (SQLite) or postgres://… (default: $XDG_STATE_HOME/claude-agent-mcp/sessions.db)")
+	fs.StringVar(&c.storeRecover, "store-recover", "", "when the SQLite --store file is damaged (empty, truncated, not a database): backup restores its backup, fresh starts an empty store; either keeps the damaged file aside (default: refuse to start, naming the file and its backup)")
 	fs.StringVar(&c.stateFile, "state-file", "", "old session registry imported into an empty --store at start (default: $XDG_STATE_HOME/claude-agent-mcp/sessions.json)")
 	fs.BoolVar(&c.persist, "persist", true, "keep sessions in the store so they survive a restart")
 	fs.IntVar(&c.maxResultChars, "max-result-chars", 60000, "cut a query's final text beyond this many characters (naming the transcript that holds all of it); -1 never")

@@ -108,8 +108,8 @@ func openStore(c *config, mcfg *sessions.Config, logger *slog.Logger) (closeStor
 		return func() {}, nil
 	}
 	ctx := context.Background()
-	st, where, err := openStoreAt(ctx, c.store, logger)
-	if err != nil && c.store == "" {
+	st, where, err := openStoreAt(ctx, c.store, c.storeRecover, logger)
+	if err != nil && c.store == "" && !errors.Is(err, sqlite.ErrDamaged) && c.storeRecover == "" {
 		// The default place (under the user's state directory) is not
 		// the operator's choice: serve, in memory, and say so in every
 		// create's result (persisted: false).
@@ -130,7 +130,7 @@ func openStore(c *config, mcfg *sessions.Config, logger *slog.Logger) (closeStor
 
 // openStoreAt opens the store target names (see backend.Open); where
 // names it for the log.
-func openStoreAt(ctx context.Context, target string, logger *slog.Logger) (st recstore.Store, where string, err error) {
+func openStoreAt(ctx context.Context, target, recover string, logger *slog.Logger) (st recstore.Store, where string, err error) {
 	where = "postgres"
 	if !backend.IsURL(target) {
 		if target == "" {
@@ -143,7 +143,7 @@ func openStoreAt(ctx context.Context, target string, logger *slog.Logger) (st re
 		}
 		where = target
 	}
-	if st, err = backend.Open(ctx, target, logger); err != nil {
+	if st, err = backend.Open(ctx, target, recover, logger); err != nil {
 		return nil, "", fmt.Errorf("opening --store %s: %w", where, err)
 	}
 	return st, where, nil

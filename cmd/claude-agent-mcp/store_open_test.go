@@ -73,3 +73,51 @@ func TestDefaultStoreUnopenable(t *testing.T) {
 		}
 	})
 }
+
+// TestDamagedStoreStops: an empty store file stops the start even at the
+// default place, naming the file and its backup; --store-recover fresh
+// starts an empty store and keeps the damaged file aside; --store-recover
+// is refused for PostgreSQL and for a choice it does not know (issue 44).
+func TestDamagedStoreStops(t *testing.T) {
+	home := t.TempDir()
+	state := filepath.Join(home, "state")
+	db := filepath.Join(state, "claude-agent-mcp", "sessions.db")
+	if err := os.MkdirAll(filepath.Dir(db), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(db, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	claude, fenv := fakecli.Command(t)
+	env := append(append(os.Environ(), "HOME="+home, "XDG_STATE_HOME="+state), pairs(fenv)...)
+	start := func(args ...string) (string, error) {
+		cmd := exec.Command(serverBinary(t), append([]string{"--claude-path", claude, "--warm-spares", "0"}, args...)...)
+		cmd.Env, cmd.Dir, cmd.Stdin = env, home, strings.NewReader("")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := start()
+	if err == nil || !strings.Contains(out, db) || !strings.Contains(out, db+".bak") || !strings.Contains(out, "--store-recover") {
+		t.Fatalf("an empty store at the default place: exit %v, output %q: want a refusal naming %s, its backup and --store-recover", err, out, db)
+	}
+	if fi, err := os.Stat(db); err != nil || fi.Size() != 0 {
+		t.Fatalf("the refused store was changed: %v %v", fi, err)
+	}
+	if out, err := start("--store-recover", "fresh"); err != nil {
+		t.Fatalf("--store-recover fresh: %v\n%s", err, out)
+	}
+	if aside, _ := filepath.Glob(db + ".damaged-*"); len(aside) != 1 {
+		t.Errorf("the damaged file was not kept aside: %v", aside)
+	}
+	if out, err := start(); err != nil {
+		t.Fatalf("the fresh store at the next start: %v\n%s", err, out)
+	}
+	for _, args := range [][]string{
+		{"--store", "postgres://127.0.0.1:1/x", "--store-recover", "backup"},
+		{"--store-recover", "maybe"},
+	} {
+		if out, err := start(args...); err == nil || !strings.Contains(out, "--store-recover") {
+			t.Errorf("%v: exit %v, output %q: want a refusal naming --store-recover", args, err, out)
+		}
+	}
+}

@@ -21,9 +21,9 @@ import (
 //     fields, sessionId and claudeSessionId among them, and "state" —,
 //     with "transcripts" (each stored transcript, "claudeSessionId" and
 //     its bytes as base64 "data") and "history" (the stored entries).
-//   - A closed session, "type":"closed": "id", "closed", "owner",
-//     "claudeSessionIds": its tombstone, so that ConversationOwner keeps
-//     answering and nobody brings it back.
+//   - A closed session, "type":"closed": "id", "closed", "epoch" (of its
+//     lease then), "owner", "claudeSessionIds": its tombstone, so that
+//     ConversationOwner keeps answering and nobody brings it back.
 //   - A sum, "type":"spent": "owner" and "usd"; owner "" is the total
 //     (what --max-total-budget-usd counts), so budgets survive a move.
 //
@@ -45,10 +45,12 @@ type TranscriptData struct {
 	Data            []byte `json:"data"`
 }
 
-// ClosedLine is a tombstone as exported.
+// ClosedLine is a tombstone as exported: when, the epoch of the session's
+// lease then, and who made its conversations.
 type ClosedLine struct {
-	Type string `json:"type"` // "closed"
-	ID   string `json:"id"`
+	Type  string `json:"type"` // "closed"
+	ID    string `json:"id"`
+	Epoch int64  `json:"epoch,omitempty"`
 	store.Tombstone
 }
 

@@ -14,8 +14,8 @@
 //     session, with the per-user and total caps and budgets counted in the
 //     same transaction), Put (persist after a turn, a rename, a mode
 //     switch: one record, fenced by the session's lease, with the turn's
-//     cost added to the owner's and the total sums), CloseSession (a tombstone
-//     that remembers the owner and the Claude session ids);
+//     cost added to the owner's and the total sums), CloseSession (a tombstone:
+//     the id, the time and the lease's epoch);
 //   - List and Count: the session list paged by an opaque cursor, ordered
 //     by last use, filtered by owner, state and name; the per-user quota;
 //   - ConversationOwner: who made a conversation, for open and closed
@@ -64,9 +64,10 @@ type Store interface {
 	// ErrFenced when lease is not zero (the caller's lease passed on),
 	// else ErrElsewhere. A zero lease writes a session nobody holds.
 	Put(ctx context.Context, rec Record, lease Lease, spentUSD float64) error
-	// CloseSession closes the session id, fenced as Put: its record goes, a
-	// tombstone (owner, Claude session ids) stays for TombstoneAge; its
-	// transcripts and history go with the tombstone.
+	// CloseSession closes the session id, fenced as Put: its record,
+	// transcripts and history go; a tombstone (the id, the time, the
+	// lease's epoch) stays for TombstoneAge, at most MaxTombstones of
+	// them, and with it who made its conversations (ConversationOwner).
 	CloseSession(ctx context.Context, id string, lease Lease) error
 	// List returns a page of open sessions, the most recently used first.
 	List(ctx context.Context, q Query) (Page, error)
@@ -224,6 +225,12 @@ type ImportStats struct {
 // TombstoneAge is how long a closed session's tombstone is kept (as the
 // registry file keeps them).
 const TombstoneAge = store.TombstoneAge
+
+// MaxTombstones is how many tombstones a store keeps at most by default,
+// the oldest dropped first: a tombstone is an id, a time and an epoch
+// (under 100 bytes with its index), so a loop of creates and closes
+// cannot grow the store without bound.
+const MaxTombstones = 100_000
 
 // Errors callers branch on.
 var (

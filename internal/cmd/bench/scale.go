@@ -187,7 +187,7 @@ func writeRegistry(path string, n int, cwd string) error {
 // at db (a SQLite path or a postgres:// URL), as `claude-agent-mcp store import` does, before the
 // server starts.
 func importRegistry(ctx context.Context, db, path string) error {
-	st, err := backend.Open(ctx, db, nil)
+	st, err := backend.Open(ctx, db, "", nil)
 	if err != nil {
 		return err
 	}

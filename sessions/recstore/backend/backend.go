@@ -6,6 +6,7 @@ package backend
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 
@@ -19,10 +20,20 @@ func IsURL(target string) bool {
 	return strings.HasPrefix(target, "postgres://") || strings.HasPrefix(target, "postgresql://")
 }
 
-// Open opens the store target names.
-func Open(ctx context.Context, target string, log *slog.Logger) (recstore.Store, error) {
+// Open opens the store target names. recover is what to do with a damaged
+// SQLite file (sqlite.RecoverBackup, sqlite.RecoverFresh; "" refuses it);
+// a PostgreSQL database is the operator's to repair, and refuses it.
+func Open(ctx context.Context, target, recover string, log *slog.Logger) (recstore.Store, error) {
 	if IsURL(target) {
+		if recover != "" {
+			return nil, fmt.Errorf("--store-recover %s applies to a SQLite store file; a PostgreSQL database is repaired with its own tools", recover)
+		}
 		return postgres.Open(ctx, target, postgres.Options{Log: log})
+	}
+	switch recover {
+	case "", sqlite.RecoverBackup, sqlite.RecoverFresh:
+	default:
+		return nil, fmt.Errorf("--store-recover %q: want %s or %s", recover, sqlite.RecoverBackup, sqlite.RecoverFresh)
 	}
 	if target == "" {
 		p, err := sqlite.DefaultPath()
@@ -31,5 +42,5 @@ func Open(ctx context.Context, target string, log *slog.Logger) (recstore.Store,
 		}
 		target = p
 	}
-	return sqlite.Open(ctx, target, sqlite.Options{Log: log})
+	return sqlite.Open(ctx, target, sqlite.Options{Log: log, Recover: recover})
 }

@@ -83,3 +83,14 @@ func TestWatchReconnects(t *testing.T) {
 		t.Fatalf("change after the resync = %+v", c)
 	}
 }
+
+func TestTombstones(t *testing.T) {
+	recstoretest.Tombstones(t, func(t *testing.T, max int) recstore.Store {
+		s, err := Open(context.Background(), pgtest.New(t), Options{MaxTombstones: max})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}

@@ -3,6 +3,8 @@ package recstoretest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -35,9 +37,10 @@ func testTranscript(t *testing.T, open Opener) {
 	}
 	wantErr(t, s.AppendTranscript(ctx, recstore.Chunk{ID: "nope", ClaudeSessionID: "c", Data: []byte("x")}, recstore.Lease{}), recstore.ErrNotFound, "append to a missing session")
 	must(t, s.CloseSession(ctx, "s1", recstore.Lease{}), "close")
-	// Kept with the tombstone: a closed conversation may be resumed.
-	if got, _ := s.ReadTranscript(ctx, "s1", "c-s1"); string(got) != "line1\nline2\nline3\n" {
-		t.Fatalf("a closed session's transcript = %q", got)
+	// Gone with the session: a tombstone is only what a late writer needs
+	// (a closed conversation is resumed from the CLI's own file).
+	if got, _ := s.ReadTranscript(ctx, "s1", "c-s1"); got != nil {
+		t.Fatalf("a closed session's transcript is kept: %q", got)
 	}
 	wantErr(t, appendAt(18, "more\n"), recstore.ErrClosed, "append to a closed session")
 }
@@ -213,4 +216,59 @@ func testImportRegistry(t *testing.T, open Opener) {
 	counts(1, 1)
 	_, err = s.Get(ctx, "r1")
 	wantErr(t, err, recstore.ErrClosed, "a session closed by an import")
+}
+
+// Tombstones checks what a close leaves (issue 44): a tombstone carries
+// the lease's epoch, the session's history and transcripts go, and no
+// more than about maxTombstones of them stay, the newest. open opens a
+// fresh store that keeps at most maxTombstones.
+func Tombstones(t *testing.T, open func(t *testing.T, maxTombstones int) recstore.Store) {
+	const max, closes = 16, 200
+	s, ctx := open(t, max), ctxT(t)
+	must(t, s.Create(ctx, rec("held", "alice", "", 0), recstore.Quota{}), "create")
+	must(t, s.AppendHistory(ctx, "held", 0, entries("hello"), recstore.Lease{}), "append history")
+	var l recstore.Lease
+	for range 3 {
+		var err error
+		l, _, err = s.Acquire(ctx, "held", "A", time.Minute)
+		must(t, err, "acquire")
+		must(t, s.Release(ctx, l), "release")
+	}
+	l, _, err := s.Acquire(ctx, "held", "A", time.Minute)
+	must(t, err, "acquire")
+	must(t, s.CloseSession(ctx, "held", l), "close under a lease")
+	if h, _ := s.ReadHistory(ctx, "held"); len(h) != 0 {
+		t.Fatalf("a closed session's history is kept: %v", h)
+	}
+	var line struct {
+		ID               string   `json:"id"`
+		Epoch            int64    `json:"epoch"`
+		ClaudeSessionIDs []string `json:"claudeSessionIds"`
+	}
+	for _, b := range bytes.Split([]byte(export(t, s)), []byte("\n")) {
+		if bytes.Contains(b, []byte(`"type":"closed"`)) {
+			must(t, json.Unmarshal(b, &line), "a closed line")
+		}
+	}
+	if line.ID != "held" || line.Epoch != l.Epoch || l.Epoch == 0 || !slices.Equal(line.ClaudeSessionIDs, []string{"c-held"}) {
+		t.Fatalf("the tombstone exported: %+v; want id held, epoch %d, conversation c-held", line, l.Epoch)
+	}
+	for i := range closes {
+		id := fmt.Sprintf("s%03d", i)
+		must(t, s.Create(ctx, rec(id, "alice", "", i+1), recstore.Quota{}), "create")
+		must(t, s.CloseSession(ctx, id, recstore.Lease{}), "close")
+	}
+	kept := bytes.Count([]byte(export(t, s)), []byte(`"type":"closed"`))
+	if kept < max || kept > 2*max {
+		t.Fatalf("%d tombstones kept after %d closes; want about %d", kept, closes+1, max)
+	}
+	if _, known, _ := s.ConversationOwner(ctx, fmt.Sprintf("c-s%03d", closes-1)); !known {
+		t.Fatal("the newest tombstone's conversation is forgotten")
+	}
+	if _, known, _ := s.ConversationOwner(ctx, "c-s000"); known {
+		t.Fatal("the oldest tombstone's conversation is still known past the bound")
+	}
+	if _, err := s.Get(ctx, fmt.Sprintf("s%03d", closes-1)); !errors.Is(err, recstore.ErrClosed) {
+		t.Fatalf("the newest closed session: %v, want ErrClosed", err)
+	}
 }

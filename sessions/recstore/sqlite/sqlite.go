@@ -57,7 +57,14 @@ type Options struct {
 	// BackupEvery is how old <path>.bak may grow before an open takes a
 	// new one; 0 is an hour, <0 never.
 	BackupEvery time.Duration
-	Log         *slog.Logger
+	// Recover is what an open does with a damaged file (empty, truncated,
+	// not a database): "" refuses it (ErrDamaged, naming the file and its
+	// backup), RecoverBackup restores the backup, RecoverFresh starts an
+	// empty store; either keeps the damaged file aside (recover.go).
+	Recover string
+	// MaxTombstones bounds the tombstones kept; 0 is recstore.MaxTombstones.
+	MaxTombstones int
+	Log           *slog.Logger
 }
 
 const (
@@ -119,7 +126,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.DB = &sqldb.DB{SQL: db, D: s.dialect()}
+	s.DB = &sqldb.DB{SQL: db, D: s.dialect(), MaxTombstones: opts.MaxTombstones}
 	if err := s.Migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("opening the session store %s: %w", path, err)
@@ -225,36 +232,17 @@ var schema = [][]string{{
 	`CREATE TABLE history (session_id TEXT NOT NULL, seq INTEGER NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (session_id, seq))`,
 	`CREATE TABLE counts (name TEXT PRIMARY KEY, n INTEGER NOT NULL)`,
 	`CREATE TABLE changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, kind TEXT NOT NULL, origin TEXT NOT NULL, at INTEGER NOT NULL)`,
+}, {
+	// Version 2: a tombstone is an id, a time and an epoch; a closed
+	// session's transcripts and history go at its close.
+	`CREATE TABLE tombstones_v2 (id TEXT PRIMARY KEY, closed INTEGER NOT NULL, epoch INTEGER NOT NULL) WITHOUT ROWID`,
+	`INSERT INTO tombstones_v2 (id, closed, epoch) SELECT id, closed, 0 FROM tombstones`,
+	`DROP TABLE tombstones`,
+	`ALTER TABLE tombstones_v2 RENAME TO tombstones`,
+	`CREATE INDEX tombstones_closed ON tombstones (closed)`,
+	`DELETE FROM chunks WHERE session_id IN (SELECT id FROM tombstones)`,
+	`DELETE FROM history WHERE session_id IN (SELECT id FROM tombstones)`,
 }}
-
-// recover checks an existing file (checked: it passed) and, when it is
-// corrupt, moves it aside and restores the backup (else starts empty).
-func (s *Store) recover(ctx context.Context) (checked bool, err error) {
-	if _, err := os.Stat(s.path); errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
-	cerr := quickCheck(ctx, s.path)
-	if cerr == nil {
-		return true, nil
-	}
-	aside := fmt.Sprintf("%s.corrupt-%s", s.path, time.Now().UTC().Format("20060102T150405.000"))
-	for _, suffix := range []string{"", "-wal", "-shm"} {
-		if err := os.Rename(s.path+suffix, aside+suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return false, fmt.Errorf("the session store %s is corrupt (%v) and could not be moved aside: %w", s.path, cerr, err)
-		}
-	}
-	bak := s.path + ".bak"
-	berr := quickCheck(ctx, bak)
-	if berr == nil {
-		berr = copyFile(bak, s.path)
-	}
-	if berr != nil {
-		s.opts.Log.Error("the session store is corrupt; moved it aside and starting empty (no good backup)", "path", s.path, "moved_to", aside, "err", cerr, "backup_err", berr)
-		return false, nil
-	}
-	s.opts.Log.Error("the session store is corrupt; moved it aside and restored the last good copy (what changed after that copy is lost)", "path", s.path, "moved_to", aside, "err", cerr, "restored_from", bak)
-	return true, nil
-}
 
 // quickCheck opens the database at path alone and runs PRAGMA
 // quick_check (and SQLite's recovery of a hot journal).
@@ -295,30 +283,4 @@ func copyFile(from, to string) error {
 		err = cerr
 	}
 	return err
-}
-
-// backupDue reports whether <path>.bak is missing or older than
-// BackupEvery.
-func (s *Store) backupDue() bool {
-	if s.opts.BackupEvery < 0 {
-		return false
-	}
-	info, err := os.Stat(s.path + ".bak")
-	return err != nil || time.Since(info.ModTime()) > s.opts.BackupEvery
-}
-
-// backup copies the database to <path>.bak with VACUUM INTO (a
-// consistent copy, readers and writers going on), through a temporary
-// file renamed over the old backup.
-func (s *Store) backup(ctx context.Context) {
-	tmp := s.path + ".bak.tmp"
-	_ = os.Remove(tmp)
-	if _, err := s.SQL.ExecContext(ctx, `VACUUM INTO ?`, tmp); err != nil {
-		s.opts.Log.Warn("backing up the session store", "path", s.path, "err", err)
-		_ = os.Remove(tmp)
-		return
-	}
-	if err := os.Rename(tmp, s.path+".bak"); err != nil {
-		s.opts.Log.Warn("backing up the session store", "path", s.path, "err", err)
-	}
 }

@@ -69,7 +69,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 func run(ctx context.Context, verb, target string, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	s, err := backend.Open(ctx, target, log)
+	s, err := backend.Open(ctx, target, "", log)
 	if err != nil {
 		return err
 	}

@@ -106,27 +106,43 @@ func (db *DB) sessionLine(ctx context.Context, id string) (*recstore.SessionLine
 	return l, err
 }
 
-// dumpClosed emits the tombstones.
+// dumpClosed emits the tombstones, each with who made its conversations.
 func (db *DB) dumpClosed(ctx context.Context, emit func(any) error) error {
-	rows, err := db.SQL.QueryContext(ctx, `SELECT id, body FROM tombstones ORDER BY id`)
+	rows, err := db.SQL.QueryContext(ctx, `SELECT t.id, t.closed, t.epoch, c.claude_session_id, c.owner
+		FROM tombstones t LEFT JOIN conversations c ON c.session_id = t.id ORDER BY t.id, c.claude_session_id`)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
+	var l *recstore.ClosedLine
 	for rows.Next() {
-		var l recstore.ClosedLine
-		var body string
-		if err := rows.Scan(&l.ID, &body); err != nil {
+		var id string
+		var closed, epoch int64
+		var claudeID, owner sql.NullString
+		if err := rows.Scan(&id, &closed, &epoch, &claudeID, &owner); err != nil {
 			return err
 		}
-		if err := json.Unmarshal([]byte(body), &l.Tombstone); err != nil {
-			return fmt.Errorf("closed session %s: %w", l.ID, err)
+		if l == nil || l.ID != id {
+			if l != nil {
+				if err := emit(l); err != nil {
+					return err
+				}
+			}
+			l = &recstore.ClosedLine{ID: id, Epoch: epoch}
+			l.Closed = time.Unix(0, closed).UTC()
 		}
-		if err := emit(&l); err != nil {
-			return err
+		if claudeID.Valid {
+			l.Owner = owner.String
+			l.ClaudeSessionIDs = append(l.ClaudeSessionIDs, claudeID.String)
 		}
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if l != nil {
+		return emit(l)
+	}
+	return nil
 }
 
 // Import implements recstore.Store, in one transaction.
@@ -223,7 +239,7 @@ func (rs *restorer) replaceHistory(ctx context.Context, tx *sql.Tx, l recstore.S
 }
 
 func (rs *restorer) RestoreClosed(ctx context.Context, l recstore.ClosedLine) error {
-	if err := rs.db.putTombstone(ctx, rs.tx, l.ID, l.Tombstone); err != nil {
+	if err := rs.db.putTombstone(ctx, rs.tx, l.ID, l.Closed, l.Epoch, l.Tombstone); err != nil {
 		return err
 	}
 	return rs.db.D.Notify(ctx, rs.tx, l.ID, recstore.KindClosed)

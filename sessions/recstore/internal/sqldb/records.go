@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -145,17 +144,11 @@ func (db *DB) CloseSession(ctx context.Context, id string, lease recstore.Lease)
 		if err := db.checkLease(ctx, tx, id, lease, now); err != nil {
 			return err
 		}
-		var body string
-		if err := tx.QueryRowContext(ctx, db.Q(`SELECT body FROM records WHERE id = ?`), id).Scan(&body); err != nil {
-			return err
-		}
-		rec, err := decodeRecord(body)
+		cur, err := db.lease(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		t := store.Tombstone{Closed: now, Owner: rec.Owner, Operator: rec.Operator,
-			ClaudeSessionIDs: slices.DeleteFunc(append(slices.Clone(rec.PastClaudeSessionIDs), rec.ClaudeSessionID), func(c string) bool { return c == "" })}
-		if err := db.putTombstone(ctx, tx, id, t); err != nil {
+		if err := db.putTombstone(ctx, tx, id, now, cur.Epoch, store.Tombstone{}); err != nil {
 			return err
 		}
 		if err := db.pruneTombstones(ctx, tx, now.Add(-recstore.TombstoneAge)); err != nil {
@@ -165,8 +158,12 @@ func (db *DB) CloseSession(ctx context.Context, id string, lease recstore.Lease)
 	})
 }
 
-// putTombstone closes session id with t: its record and lease go.
-func (db *DB) putTombstone(ctx context.Context, tx *sql.Tx, id string, t store.Tombstone) error {
+// putTombstone closes session id at closed, its lease at epoch: a
+// tombstone is the id, the time and the epoch, all a late writer needs to
+// be refused. Its record, lease, transcripts and history go; who made its
+// conversations stays (they are noted as the record is written, and from
+// t, an imported tombstone, here) for ConversationOwner.
+func (db *DB) putTombstone(ctx context.Context, tx *sql.Tx, id string, closed time.Time, epoch int64, t store.Tombstone) error {
 	var owner string
 	err := tx.QueryRowContext(ctx, db.Q(`SELECT owner FROM records WHERE id = ?`), id).Scan(&owner)
 	switch {
@@ -177,8 +174,7 @@ func (db *DB) putTombstone(ctx context.Context, tx *sql.Tx, id string, t store.T
 	case !errors.Is(err, sql.ErrNoRows):
 		return err
 	}
-	tb, _ := json.Marshal(t)
-	if _, err := db.exec(ctx, tx, `INSERT INTO tombstones (id, closed, body) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING`, id, t.Closed.UnixNano(), string(tb)); err != nil {
+	if _, err := db.exec(ctx, tx, `INSERT INTO tombstones (id, closed, epoch) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING`, id, closed.UnixNano(), epoch); err != nil {
 		return fmt.Errorf("writing the tombstone of session %s: %w", id, err)
 	}
 	for _, c := range t.ClaudeSessionIDs {
@@ -191,20 +187,38 @@ func (db *DB) putTombstone(ctx context.Context, tx *sql.Tx, id string, t store.T
 			return err
 		}
 	}
+	for _, table := range []string{"chunks", "history"} {
+		if _, err := db.exec(ctx, tx, `DELETE FROM `+table+` WHERE session_id = ?`, id); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-// pruneTombstones drops the tombstones of sessions closed before horizon,
-// with their conversations, transcripts and history.
+// pruneEvery is how many closes of a handle go between its counts of the
+// tombstones against MaxTombstones (counting is a walk of the index).
+const pruneEvery = 256
+
+// pruneTombstones drops the tombstones of sessions closed before horizon
+// and, at every pruneEvery-th close, the oldest beyond MaxTombstones, with
+// their conversations.
 func (db *DB) pruneTombstones(ctx context.Context, tx *sql.Tx, horizon time.Time) error {
-	old := `(SELECT id FROM tombstones WHERE closed < ?)`
+	cut := horizon.UnixNano()
+	if limit := db.maxTombstones(); db.closes.Add(1)%int64(min(pruneEvery, max(1, limit/8))) == 0 {
+		var nth int64
+		err := tx.QueryRowContext(ctx, db.Q(`SELECT closed FROM tombstones ORDER BY closed DESC LIMIT 1 OFFSET ?`), limit-1).Scan(&nth)
+		switch {
+		case err == nil:
+			cut = max(cut, nth)
+		case !errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("counting the tombstones: %w", err)
+		}
+	}
 	for _, stmt := range []string{
-		`DELETE FROM conversations WHERE session_id IN ` + old,
-		`DELETE FROM chunks WHERE session_id IN ` + old,
-		`DELETE FROM history WHERE session_id IN ` + old,
+		`DELETE FROM conversations WHERE session_id IN (SELECT id FROM tombstones WHERE closed < ?)`,
 		`DELETE FROM tombstones WHERE closed < ?`,
 	} {
-		if _, err := db.exec(ctx, tx, stmt, horizon.UnixNano()); err != nil {
+		if _, err := db.exec(ctx, tx, stmt, cut); err != nil {
 			return fmt.Errorf("dropping old tombstones: %w", err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
@@ -49,6 +50,18 @@ type Dialect struct {
 type DB struct {
 	SQL *sql.DB
 	D   Dialect
+	// MaxTombstones bounds the tombstones kept, the oldest dropped first
+	// (checked every pruneEvery-th close); 0 is recstore.MaxTombstones.
+	MaxTombstones int
+
+	closes atomic.Int64 // closes by this handle
+}
+
+func (db *DB) maxTombstones() int {
+	if db.MaxTombstones > 0 {
+		return db.MaxTombstones
+	}
+	return recstore.MaxTombstones
 }
 
 // Q writes the placeholders of query as the dialect wants them.
