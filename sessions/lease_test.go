@@ -4,8 +4,10 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
@@ -47,11 +49,10 @@ func TestFailedCreateLeavesNothing(t *testing.T) {
 	})
 }
 
-// TestLeaseOnlyWithProcess: a session's lease is held only while a
-// process runs it or starts: a session created without a process (every
-// live process busy), one whose start failed and one the policy refuses
-// give it back, so another instance sharing the store may run them at
-// once (issue 44: 55 to 61 of 100 sessions were held by no process).
+// TestLeaseOnlyWithProcess: a session created without a process (every
+// live process busy) is run at once by another instance sharing the store
+// (issue 44: 55 to 61 of 100 sessions were held by no process; every other
+// path that leaves a session without a process: TestLeasePaths).
 func TestLeaseOnlyWithProcess(t *testing.T) {
 	t.Parallel()
 	backends(t, func(t *testing.T, open backend) {
@@ -72,40 +73,6 @@ func TestLeaseOnlyWithProcess(t *testing.T) {
 		}
 		if r := query(t, bs, "hi", QueryOptions{}); r.IsError {
 			t.Errorf("B's query of the session A made without a process: %s", r.ErrorText)
-		}
-	})
-}
-
-// TestLeaseGivenBackOnFailedStart: a query whose CLI fails to start leaves
-// the session dormant with its lease given back; a refused start too.
-func TestLeaseGivenBackOnFailedStart(t *testing.T) {
-	t.Parallel()
-	backends(t, func(t *testing.T, open backend) {
-		cfgA := Config{WarmSpares: 0, Store: open(t)}
-		a := newManager(t, cfgA)
-		s := create(t, a, CreateOptions{})
-		if !s.makeDormant("test") {
-			t.Fatal("could not make the session dormant")
-		}
-		broken := newManager(t, Config{WarmSpares: 0, Store: open(t)}, fakecli.EnvExitEarly, "1:boom")
-		bs, err := broken.Get(s.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := bs.Query(ctxFor(t), "hi", QueryOptions{}); err == nil {
-			t.Fatal("a query through a CLI that exits at once succeeded")
-		}
-		// Instance C runs it at once: no lease held by the failed start.
-		c := newManager(t, Config{WarmSpares: 0, Store: open(t)})
-		cs, err := c.Get(s.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := cs.Query(ctxFor(t), "hi", QueryOptions{}); err != nil {
-			if errors.Is(err, ErrElsewhere) || strings.Contains(err.Error(), "another claude-agent-mcp instance") {
-				t.Fatalf("the failed start kept the lease: %v", err)
-			}
-			t.Fatal(err)
 		}
 	})
 }
@@ -161,4 +128,142 @@ func TestUserMaxLiveRace(t *testing.T) {
 	if ran != 1 || refused != 3 {
 		t.Errorf("alice's concurrent queries: %d ran, %d refused; want 1 and 3", ran, refused)
 	}
+}
+
+// leaseProbe tries to take session id's lease in st as a third instance
+// would, and gives it back: nil when nobody held it.
+func leaseProbe(t *testing.T, st recstore.Store, id string) error {
+	t.Helper()
+	l, _, err := st.Acquire(ctxFor(t), id, "probe", time.Minute)
+	if err != nil {
+		return err
+	}
+	return st.Release(ctxFor(t), l)
+}
+
+// TestLeasePaths walks every way a session comes to have no process and
+// checks that its lease went with it (issue 44): a third instance takes
+// the lease at once. A live session's lease is held (the probe can fail).
+func TestLeasePaths(t *testing.T) {
+	t.Parallel()
+	type path struct {
+		name string
+		// run brings a session of a (whose store is st) to the path's end
+		// and returns its id; wantHeld says a live process runs it.
+		run      func(t *testing.T, open backend) (st recstore.Store, id string)
+		wantHeld bool
+	}
+	paths := []path{
+		{name: "live", wantHeld: true, run: func(t *testing.T, open backend) (recstore.Store, string) {
+			cfg := Config{WarmSpares: 0, Store: open(t)}
+			s := create(t, newManager(t, cfg), CreateOptions{})
+			query(t, s, "hi", QueryOptions{})
+			return cfg.Store, s.ID
+		}},
+		{name: "created while every process is busy", run: func(t *testing.T, open backend) (recstore.Store, string) {
+			cfg := Config{MaxLive: 1, WarmSpares: 0, Store: open(t)}
+			m := newManager(t, cfg, fakecli.EnvSpeed, "1")
+			events := make(eventsTo, 1024)
+			r := startRun(t, create(t, m, CreateOptions{}), "TOOL_BASH[sleep 2; echo slept]", RunOptions{Listener: events})
+			untilEvent(t, events, r, turn.EventToolStarted)
+			t.Cleanup(func() { collect(t, r) })
+			return cfg.Store, create(t, m, CreateOptions{}).ID
+		}},
+		{name: "start failed", run: func(t *testing.T, open backend) (recstore.Store, string) {
+			id := dormantSession(t, open)
+			cfg := Config{WarmSpares: 0, Store: open(t)}
+			s, err := newManager(t, cfg, fakecli.EnvExitEarly, "1:boom").Get(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Query(ctxFor(t), "hi", QueryOptions{}); err == nil {
+				t.Fatal("a query through a CLI that exits at once succeeded")
+			}
+			return cfg.Store, id
+		}},
+		{name: "refused by the policy", run: func(t *testing.T, open backend) (recstore.Store, string) {
+			id := dormantSession(t, open)
+			cfg := Config{WarmSpares: 0, Store: open(t), AllowedRoots: []string{t.TempDir()}}
+			s, err := newManager(t, cfg).Get(id)
+			if err == nil {
+				_, err = s.Query(ctxFor(t), "hi", QueryOptions{})
+			}
+			if err == nil {
+				t.Fatal("a query of a session outside the allowed roots succeeded")
+			}
+			return cfg.Store, id
+		}},
+		{name: "made dormant when idle", run: func(t *testing.T, open backend) (recstore.Store, string) {
+			cfg := Config{WarmSpares: 0, Store: open(t)}
+			s := create(t, newManager(t, cfg), CreateOptions{})
+			query(t, s, "hi", QueryOptions{})
+			if !s.makeDormant("test") {
+				t.Fatal("could not make the session dormant")
+			}
+			return cfg.Store, s.ID
+		}},
+		{name: "its CLI died mid-turn", run: func(t *testing.T, open backend) (recstore.Store, string) {
+			cfg := Config{WarmSpares: 0, Store: open(t)}
+			s := create(t, newManager(t, cfg, fakecli.EnvDieAfterMs, "200"), CreateOptions{})
+			if r := query(t, s, "SLOW", QueryOptions{}); !r.IsError {
+				t.Fatalf("a turn whose CLI died: %+v", r)
+			}
+			return cfg.Store, s.ID
+		}},
+		{name: "the server shut down", run: func(t *testing.T, open backend) (recstore.Store, string) {
+			cfg := Config{WarmSpares: 0, Store: open(t)}
+			m := newManager(t, cfg)
+			s := create(t, m, CreateOptions{})
+			query(t, s, "hi", QueryOptions{})
+			m.Shutdown()
+			return open(t), s.ID
+		}},
+	}
+	for _, p := range paths {
+		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
+			backends(t, func(t *testing.T, open backend) {
+				st, id := p.run(t, open)
+				if p.wantHeld {
+					if err := leaseProbe(t, st, id); !errors.Is(err, recstore.ErrElsewhere) {
+						t.Fatalf("the lease of a live session: probe %v, want held", err)
+					}
+					return
+				}
+				// Giving the lease back follows the process's end, which
+				// the read loop sees: it comes at once, not after a lapse.
+				var err error
+				if !poll.Within(5*time.Second, func() bool { err = leaseProbe(t, st, id); return err == nil }) {
+					t.Fatalf("the lease is still held: %v", err)
+				}
+			})
+		})
+	}
+	t.Run("closed", func(t *testing.T) {
+		t.Parallel()
+		backends(t, func(t *testing.T, open backend) {
+			cfg := Config{WarmSpares: 0, Store: open(t)}
+			m := newManager(t, cfg)
+			s := create(t, m, CreateOptions{})
+			query(t, s, "hi", QueryOptions{})
+			if _, err := m.Close(s.ID); err != nil {
+				t.Fatal(err)
+			}
+			if err := leaseProbe(t, cfg.Store, s.ID); !errors.Is(err, recstore.ErrClosed) {
+				t.Fatalf("the lease of a closed session: %v, want ErrClosed", err)
+			}
+		})
+	})
+}
+
+// dormantSession makes a session on an instance of its own, runs a turn
+// and leaves it dormant, its lease given back; it returns its id.
+func dormantSession(t *testing.T, open backend) string {
+	t.Helper()
+	s := create(t, newManager(t, Config{WarmSpares: 0, Store: open(t)}), CreateOptions{})
+	query(t, s, "hi", QueryOptions{})
+	if !s.makeDormant("test") {
+		t.Fatal("could not make the session dormant")
+	}
+	return s.ID
 }
