@@ -14,6 +14,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/leakcheck"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
@@ -339,4 +340,16 @@ func (c *testClock) advance(d time.Duration) {
 	c.mu.Lock()
 	c.off += d
 	c.mu.Unlock()
+}
+
+// untilNoFollower waits until nothing follows s's transcript in the
+// background (followTranscript), which reads the manager's configuration:
+// a test that changes cfg.Env afterwards does not race with it.
+func untilNoFollower(tb testing.TB, s *Session) {
+	tb.Helper()
+	poll.Until(tb, waitLimit, "the transcript's follower to end", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return !s.following
+	})
 }

@@ -123,7 +123,9 @@ func TestCloseDuringFailingStart(t *testing.T) {
 			}
 			create(t, m, CreateOptions{}) // a goes dormant
 			// From now on processes never answer initialize (nothing is
-			// starting, so nothing reads the map meanwhile).
+			// starting, and nothing follows a's transcript, so nothing
+			// reads the map meanwhile).
+			untilNoFollower(t, a)
 			cfg.Env["FAKE_CLAUDE_IGNORE_CONTROL"] = "initialize"
 			p := startQuery(ctxFor(t), a, "hi", QueryOptions{})
 			poll.Until(t, 10*time.Second, "the start", func() bool { return a.Info().State == state.Starting })

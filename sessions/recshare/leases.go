@@ -76,8 +76,8 @@ func (i *Instance) Acquire(ctx context.Context, id string, h Host) error {
 	var ee *recstore.ElsewhereError
 	switch {
 	case errors.As(err, &ee):
-		return fmt.Errorf("%w: session %s runs on another claude-agent-mcp instance sharing this server's session store (%s, until %s); send the query to that instance (route by the Mcp-Session-Id header), or retry once the session is dormant there (its idle timeout, or that instance stopping, releases it)",
-			recstore.ErrElsewhere, id, ee.Holder, ee.Until.Format(time.RFC3339))
+		return fmt.Errorf("%w: session %s runs on another claude-agent-mcp instance sharing this server's session store (%s); its lease runs until %s (in %s): send the query to that instance (route by the Mcp-Session-Id header), or retry then — if that instance has stopped, its lease lapses at that time and this instance serves the session; if it runs, it gives the session up when the session goes dormant there",
+			recstore.ErrElsewhere, id, ee.Holder, ee.Until.UTC().Format(time.RFC3339Nano), max(time.Until(ee.Until), 0).Round(100*time.Millisecond))
 	case errors.Is(err, recstore.ErrNotFound):
 		return nil // a session the store could not keep runs all the same
 	case errors.Is(err, recstore.ErrClosed):
