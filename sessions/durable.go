@@ -146,7 +146,7 @@ func (m *Manager) wholeConversation(ctx context.Context, s *Session) {
 	s.mu.Unlock()
 	if replay {
 		s.log.Warn("no transcript holds the session's last turn (the instance that ran it was killed before its CLI wrote it): a fresh conversation replays the session's stored history",
-			"lost_claude_session_id", lost)
+			"lost_claude_session_id", lost, "last_message", mark, "stored_transcript_bytes", len(data))
 	}
 }
 
