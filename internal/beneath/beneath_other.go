@@ -30,12 +30,19 @@ func checkWay(r *os.Root, names []string) error {
 	return nil
 }
 
-func openFile(p Path) (*os.File, error) {
+// root opens p's directory as a root and splits p's names; the caller
+// closes the root.
+func root(p Path) (*os.Root, []string, error) {
 	names, err := components(p.Rel)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r, err := os.OpenRoot(p.Dir)
+	return r, names, err
+}
+
+func openFile(p Path) (*os.File, error) {
+	r, names, err := root(p)
 	if err != nil {
 		return nil, err
 	}
@@ -50,11 +57,7 @@ func links(fs.FileInfo) uint64 { return 1 }
 
 // Exists reports whether anything is at p; a link on the way is ErrLink.
 func Exists(p Path) (bool, error) {
-	names, err := components(p.Rel)
-	if err != nil {
-		return false, err
-	}
-	r, err := os.OpenRoot(p.Dir)
+	r, names, err := root(p)
 	if err != nil {
 		return false, err
 	}
@@ -69,11 +72,7 @@ func Exists(p Path) (bool, error) {
 // ReadDir lists the directory p, sorted by name; a link on the way is
 // ErrLink.
 func ReadDir(p Path) ([]fs.DirEntry, error) {
-	names, err := components(p.Rel)
-	if err != nil {
-		return nil, err
-	}
-	r, err := os.OpenRoot(p.Dir)
+	r, names, err := root(p)
 	if err != nil {
 		return nil, err
 	}
@@ -96,11 +95,7 @@ func ReadDir(p Path) ([]fs.DirEntry, error) {
 // MkdirAll makes the directory p and those on the way where missing; a
 // link on the way is ErrLink.
 func MkdirAll(p Path) error {
-	names, err := components(p.Rel)
-	if err != nil {
-		return err
-	}
-	r, err := os.OpenRoot(p.Dir)
+	r, names, err := root(p)
 	if err != nil {
 		return err
 	}
@@ -120,11 +115,7 @@ func replace(p Path, data []byte, perm fs.FileMode) error {
 }
 
 func place(p Path, data []byte, perm fs.FileMode, give func(r *os.Root, tmp, name string) error) error {
-	names, err := components(p.Rel)
-	if err != nil {
-		return err
-	}
-	r, err := os.OpenRoot(p.Dir)
+	r, names, err := root(p)
 	if err != nil {
 		return err
 	}

@@ -156,14 +156,4 @@ var schema = [][]string{{
 	`CREATE TABLE chunks (session_id TEXT NOT NULL, claude_session_id TEXT NOT NULL, pos BIGINT NOT NULL, data BYTEA NOT NULL, PRIMARY KEY (session_id, claude_session_id, pos))`,
 	`CREATE TABLE history (session_id TEXT NOT NULL, seq BIGINT NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (session_id, seq))`,
 	`CREATE TABLE counts (name TEXT PRIMARY KEY, n BIGINT NOT NULL)`,
-}, {
-	// Version 2: a tombstone is an id, a time and an epoch; a closed
-	// session's transcripts and history go at its close.
-	`CREATE TABLE tombstones_v2 (id TEXT PRIMARY KEY, closed BIGINT NOT NULL, epoch BIGINT NOT NULL)`,
-	`INSERT INTO tombstones_v2 (id, closed, epoch) SELECT id, closed, 0 FROM tombstones`,
-	`DROP TABLE tombstones`,
-	`ALTER TABLE tombstones_v2 RENAME TO tombstones`,
-	`CREATE INDEX tombstones_closed ON tombstones (closed)`,
-	`DELETE FROM chunks WHERE session_id IN (SELECT id FROM tombstones)`,
-	`DELETE FROM history WHERE session_id IN (SELECT id FROM tombstones)`,
-}}
+}, sqldb.SchemaV2("BIGINT", "")}

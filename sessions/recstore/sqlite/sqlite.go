@@ -232,17 +232,7 @@ var schema = [][]string{{
 	`CREATE TABLE history (session_id TEXT NOT NULL, seq INTEGER NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (session_id, seq))`,
 	`CREATE TABLE counts (name TEXT PRIMARY KEY, n INTEGER NOT NULL)`,
 	`CREATE TABLE changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, kind TEXT NOT NULL, origin TEXT NOT NULL, at INTEGER NOT NULL)`,
-}, {
-	// Version 2: a tombstone is an id, a time and an epoch; a closed
-	// session's transcripts and history go at its close.
-	`CREATE TABLE tombstones_v2 (id TEXT PRIMARY KEY, closed INTEGER NOT NULL, epoch INTEGER NOT NULL) WITHOUT ROWID`,
-	`INSERT INTO tombstones_v2 (id, closed, epoch) SELECT id, closed, 0 FROM tombstones`,
-	`DROP TABLE tombstones`,
-	`ALTER TABLE tombstones_v2 RENAME TO tombstones`,
-	`CREATE INDEX tombstones_closed ON tombstones (closed)`,
-	`DELETE FROM chunks WHERE session_id IN (SELECT id FROM tombstones)`,
-	`DELETE FROM history WHERE session_id IN (SELECT id FROM tombstones)`,
-}}
+}, sqldb.SchemaV2("INTEGER", " WITHOUT ROWID")}
 
 // quickCheck opens the database at path alone and runs PRAGMA
 // quick_check (and SQLite's recovery of a hot journal).

@@ -64,6 +64,22 @@ func (db *DB) maxTombstones() int {
 	return recstore.MaxTombstones
 }
 
+// SchemaV2 is the DDL of schema version 2, in a dialect whose 64-bit
+// integer type is integer and whose tables keyed by text alone take the
+// suffix keyed: a tombstone is an id, a time and an epoch, and a closed
+// session's transcripts and history go at its close.
+func SchemaV2(integer, keyed string) []string {
+	return []string{
+		`CREATE TABLE tombstones_v2 (id TEXT PRIMARY KEY, closed ` + integer + ` NOT NULL, epoch ` + integer + ` NOT NULL)` + keyed,
+		`INSERT INTO tombstones_v2 (id, closed, epoch) SELECT id, closed, 0 FROM tombstones`,
+		`DROP TABLE tombstones`,
+		`ALTER TABLE tombstones_v2 RENAME TO tombstones`,
+		`CREATE INDEX tombstones_closed ON tombstones (closed)`,
+		`DELETE FROM chunks WHERE session_id IN (SELECT id FROM tombstones)`,
+		`DELETE FROM history WHERE session_id IN (SELECT id FROM tombstones)`,
+	}
+}
+
 // Q writes the placeholders of query as the dialect wants them.
 func (db *DB) Q(query string) string {
 	if !db.D.Numbered {
