@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/jsonenc"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/jsonstr"
 )
 
 // An Agent is one agent definition. Agents handed out by [Load] and a
@@ -116,7 +116,7 @@ type Worktree struct {
 func (a *Agent) AgentsJSON() (json.RawMessage, error) {
 	// Without HTML escaping: the CLI reads the same, and a human the
 	// prompt ("<example>") in the process's arguments.
-	data, err := jsonenc.Marshal(map[string]Definition{a.Name: a.Definition})
+	data, err := jsonstr.Marshal(map[string]Definition{a.Name: a.Definition})
 	if err != nil {
 		return nil, fmt.Errorf("encoding agent %q: %w", a.Name, err)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/jsonenc"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/jsonstr"
 )
 
 // The YAML layer: parsing with the lines of the file, the CLI's lenient
@@ -262,7 +262,7 @@ func toJSON(n *yaml.Node) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := jsonenc.Marshal(v)
+	data, err := jsonstr.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("not JSON: %v", err)
 	}

@@ -1,12 +1,15 @@
-// Package jsonstr decodes one JSON string as encoding/json does, and
-// encodes one as jsonenc does, several times as fast: the text of a
-// streamed answer (a text delta, tens of KiB with a newline every line)
-// went through encoding/json and segmentio's decoder at about 90 MB/s,
-// both slow on escapes.
+// Package jsonstr is the project's JSON text without HTML escaping:
+// Marshal (json.Marshal leaving <, > and & as they are: the CLI's
+// arguments, agent files, the stdio transport's frames), and one string
+// decoded as encoding/json does and encoded as Marshal does, several times
+// as fast: the text of a streamed answer (a text delta, tens of KiB with a
+// newline every line) went through encoding/json and segmentio's decoder
+// at about 90 MB/s, both slow on escapes.
 package jsonstr
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -174,7 +177,7 @@ func hex4(b []byte) rune {
 }
 
 // AppendQuote appends s to dst as a JSON string, the bytes
-// json.Encoder gives with SetEscapeHTML(false) (jsonenc): the quote, the
+// json.Encoder gives with SetEscapeHTML(false) (Marshal): the quote, the
 // backslash and control characters escaped, an invalid UTF-8 byte as
 // \ufffd, U+2028 and U+2029 as escapes, the rest as it is, copied a run
 // at a time.
@@ -231,3 +234,16 @@ func AppendQuote(dst []byte, s string) []byte {
 }
 
 const hexDigits = "0123456789abcdef"
+
+// Marshal is json.Marshal without HTML escaping: <, > and & stay as they
+// are (the CLI and MCP clients read the same; a human reads a prompt's
+// "<example>" in a process's arguments).
+func Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

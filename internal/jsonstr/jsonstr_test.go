@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/jsonenc"
 )
 
 // stdUnquote is encoding/json's reading of the string at the front of b:
@@ -106,7 +104,7 @@ var quoteCases = []string{
 	strings.Repeat("line of text, \"quoted\" é\n", 100),
 }
 
-// TestAppendQuote: jsonenc's bytes (json.Encoder without HTML escaping).
+// TestAppendQuote: Marshal's bytes (json.Encoder without HTML escaping).
 func TestAppendQuote(t *testing.T) {
 	for _, s := range quoteCases {
 		checkQuote(t, s)
@@ -115,7 +113,7 @@ func TestAppendQuote(t *testing.T) {
 
 func checkQuote(t *testing.T, s string) {
 	t.Helper()
-	want, err := jsonenc.Marshal(s)
+	want, err := Marshal(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +122,7 @@ func checkQuote(t *testing.T, s string) {
 	}
 }
 
-// FuzzAppendQuote: any string quoted as jsonenc quotes it.
+// FuzzAppendQuote: any string quoted as Marshal quotes it.
 func FuzzAppendQuote(f *testing.F) {
 	for _, s := range quoteCases {
 		f.Add(s)
@@ -146,5 +144,23 @@ func BenchmarkMarshalProse(b *testing.B) {
 	b.SetBytes(int64(len(s)))
 	for b.Loop() {
 		_, _ = json.Marshal(s)
+	}
+}
+
+// TestMarshal: json.Marshal's bytes, but for <, > and &, and no newline.
+func TestMarshal(t *testing.T) {
+	got, err := Marshal(map[string]any{"p": "<example> a & b", "n": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"n":1,"p":"<example> a & b"}`; string(got) != want {
+		t.Errorf("Marshal = %s, want %s", got, want)
+	}
+	if _, err := Marshal(func() {}); err == nil {
+		t.Error("Marshal of a func: no error")
+	}
+	std, _ := json.Marshal([]string{"plain"})
+	if got, _ := Marshal([]string{"plain"}); string(got) != string(std) {
+		t.Errorf("Marshal = %s, json.Marshal = %s", got, std)
 	}
 }

@@ -22,7 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/jsonenc"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/jsonstr"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/ndjson"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 )
@@ -395,7 +395,7 @@ func encodeResult(msg jsonrpc.Message) ([]byte, bool) {
 		id = strconv.AppendInt(nil, v, 10)
 	case string:
 		var err error
-		if id, err = jsonenc.Marshal(v); err != nil {
+		if id, err = jsonstr.Marshal(v); err != nil {
 			return nil, false
 		}
 	default:

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/jsonenc"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/jsonstr"
 )
 
 // object is a JSON object that keeps its key order, so that edited lines
@@ -91,7 +91,7 @@ func (o *object) bytes() []byte {
 
 // marshal encodes v without HTML escaping.
 func marshal(v any) []byte {
-	b, _ := jsonenc.Marshal(v)
+	b, _ := jsonstr.Marshal(v)
 	return b
 }
 
