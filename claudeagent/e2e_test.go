@@ -26,7 +26,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/ceiling"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/syncbuf"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/e2eenv"
@@ -46,7 +46,7 @@ type harness struct {
 	home string
 	cwd  string
 	env  map[string]string
-	logs *syncbuf.Buffer
+	logs *testkit.Buffer
 }
 
 func newHarness(t *testing.T) *harness {
@@ -62,7 +62,7 @@ func newHarness(t *testing.T) *harness {
 	if err := os.Mkdir(cwd, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, bin: bin, srv: srv, home: home, cwd: cwd, env: env, logs: &syncbuf.Buffer{}}
+	h := &harness{t: t, bin: bin, srv: srv, home: home, cwd: cwd, env: env, logs: &testkit.Buffer{}}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("claudeagent log:\n%s", h.logs.String())

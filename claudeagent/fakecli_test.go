@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/syncbuf"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakeapi"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
@@ -730,7 +730,7 @@ func TestFakeBigLine(t *testing.T) {
 
 func TestFakeLineCap(t *testing.T) {
 	t.Parallel()
-	var logs syncbuf.Buffer
+	var logs testkit.Buffer
 	opts := fakeOptions(t)
 	opts.MaxLineBytes = 1 << 20
 	opts.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -756,7 +756,7 @@ func TestFakeLineCap(t *testing.T) {
 
 func TestFakeNoise(t *testing.T) {
 	t.Parallel()
-	var logs syncbuf.Buffer
+	var logs testkit.Buffer
 	opts := fakeOptions(t, "FAKE_CLAUDE_NOISE", "1")
 	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	p := startFake(t, opts)

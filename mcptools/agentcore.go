@@ -7,19 +7,16 @@ import (
 	"reflect"
 	"time"
 
-	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/agenttools"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// agentCore is the core as the agent tools see it (agenttools.Core): their
-// queries go the way of claude_chat_query's, and so do their results.
+// agentCore is what an agent tool's call needs of the tool core: a query
+// launched and waited for exactly as claude_chat_query's, whose results
+// and errors come as that tool's.
 type agentCore struct{ h *handlers }
-
-var _ agenttools.Core = agentCore{}
 
 func (c agentCore) QueryWait(prompt string, waitSeconds int) (time.Duration, error) {
 	return c.h.queryArgs(prompt, waitSeconds)

@@ -6,11 +6,10 @@ import (
 	"testing"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/agentfile"
-	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/agenttools"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
-// The agent tools' own tests are in mcptools/agenttools; this one is the
+// The agent tools' own tests are agents_test.go and agentcall_test.go; this one is the
 // tasks': an agent tool's call becomes a task as claude_chat_query's does.
 
 // TestAgentToolsTask: a long turn of an agent tool becomes an MCP task
@@ -20,7 +19,7 @@ func TestAgentToolsTask(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "reviewer.md"), []byte("---\nname: reviewer\ndescription: Reviews code\n---\nP.\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	agents := agenttools.New(agenttools.Options{Config: agentfile.Config{Sources: agentfile.Sources(agentfile.SourceDirs), Dirs: []string{dir}}})
+	agents := NewAgents(AgentOptions{Config: agentfile.Config{Sources: agentfile.Sources(agentfile.SourceDirs), Dirs: []string{dir}}})
 	t.Cleanup(agents.Close)
 	opts := taskOpts
 	opts.Agents = agents

@@ -7,10 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/jsonschema-go/jsonschema"
-
-	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/agenttools"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // argCases are refused arguments of every tool, each with the whole error
@@ -113,7 +111,7 @@ func TestArgCheckKnowsEverySchemaKeyword(t *testing.T) {
 		walk(where+"[]", m["items"])
 		walk(where+"{}", m["additionalProperties"])
 	}
-	schemas := map[string]*jsonschema.Schema{"agent tools": agenttools.InputSchema()}
+	schemas := map[string]*jsonschema.Schema{"agent tools": agentInputSchema()}
 	for _, tool := range Tools() {
 		schemas[tool.Name] = tool.InputSchema.(*jsonschema.Schema)
 	}

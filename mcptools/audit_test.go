@@ -16,7 +16,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/resulttext"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
@@ -131,10 +131,10 @@ func TestAuditCancelledAndRedacted(t *testing.T) {
 		defer close(done)
 		_, _ = f.cs.CallTool(ctx, &mcp.CallToolParams{Name: "claude_direct_query", Arguments: map[string]any{"prompt": "SLOW5", "cwd": t.TempDir()}})
 	}()
-	poll.Until(t, 10*time.Second, "the query's process", func() bool { return f.mgr.LiveCount() > 0 })
+	testkit.Until(t, 10*time.Second, "the query's process", func() bool { return f.mgr.LiveCount() > 0 })
 	cancel()
 	<-done
-	poll.Until(t, 10*time.Second, "the cancelled call's audit line", func() bool { return strings.Contains(buf.String(), `"outcome":"cancelled"`) })
+	testkit.Until(t, 10*time.Second, "the cancelled call's audit line", func() bool { return strings.Contains(buf.String(), `"outcome":"cancelled"`) })
 
 	secret := "the secret plan for the merger"
 	long := secret + strings.Repeat(", and more of the secret plan", 4) // over what an argument error quotes

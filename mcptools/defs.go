@@ -7,12 +7,11 @@ import (
 	"fmt"
 	"reflect"
 
-	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/limitwait"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/worktree"
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The tool definitions. Every host session pays for them in context, so
@@ -279,7 +278,7 @@ func flat(s *jsonschema.Schema) {
 var inputProperties = map[string]func(*jsonschema.Schema){
 	"permissionMode": func(s *jsonschema.Schema) { s.Enum = enumOf(options.PermissionModes) },
 	"effort":         func(s *jsonschema.Schema) { s.Enum = enumOf(options.EffortLevels) },
-	"onUsageLimit":   func(s *jsonschema.Schema) { s.Enum = enumOf(limitwait.OnLimits) },
+	"onUsageLimit":   func(s *jsonschema.Schema) { s.Enum = enumOf(sessions.OnLimits) },
 	"settingSources": func(s *jsonschema.Schema) {
 		s.Items = &jsonschema.Schema{Type: "string", Enum: enumOf(options.SettingSources)}
 	},

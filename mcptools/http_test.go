@@ -16,9 +16,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/mcptest"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/tokenfile"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/httpserve"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
@@ -56,7 +56,7 @@ func newHTTPServerWith(t *testing.T, cfg sessions.Config, opts Options, ho https
 	opts.Audit = audit.New(auditBuf, "audit.log", audit.Options{})
 	srv := NewServer(mgr, opts)
 	file := filepath.Join(t.TempDir(), "tokens")
-	tokenfile.Write(t, file, "alice", "bob")
+	testkit.WriteTokens(t, file, "alice", "bob")
 	tokens, err := httpserve.LoadTokens(file, "")
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +135,7 @@ func TestHTTPUsers(t *testing.T) {
 	if len(lines) < 20 {
 		t.Errorf("%d audit lines for more than 20 calls:\n%s", len(lines), log)
 	}
-	for _, secret := range []string{"alice-secret", "bob-secret", tokenfile.Hash("alice-secret"), `"prompt":`} {
+	for _, secret := range []string{"alice-secret", "bob-secret", testkit.TokenHash("alice-secret"), `"prompt":`} {
 		if strings.Contains(log, secret) {
 			t.Errorf("the audit log holds %q", secret)
 		}
@@ -149,7 +149,7 @@ func TestHTTPUsers(t *testing.T) {
 			t.Errorf("audit line without its user: %s", l)
 		}
 	}
-	if !strings.Contains(log, `"tool":"claude_chat_query","session":`) || !strings.Contains(log, `"promptBytes":2,"promptSha256":"`+tokenfile.Hash("hi")+`"`) {
+	if !strings.Contains(log, `"tool":"claude_chat_query","session":`) || !strings.Contains(log, `"promptBytes":2,"promptSha256":"`+testkit.TokenHash("hi")+`"`) {
 		t.Errorf("the audit log lacks the query with its prompt's size and hash:\n%s", log)
 	}
 }

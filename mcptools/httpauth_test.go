@@ -14,8 +14,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/mcptest"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/tokenfile"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/httpserve"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
@@ -165,7 +165,7 @@ func TestHTTPReload(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	bob := h.connect(t, "bob-secret", "")
-	if err := os.WriteFile(h.tokens, []byte("bob:"+tokenfile.Hash("bob-secret")+"\nnot a token line\n"), 0o600); err != nil {
+	if err := os.WriteFile(h.tokens, []byte("bob:"+testkit.TokenHash("bob-secret")+"\nnot a token line\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.h.ReloadTokens(ctx); err == nil || !strings.Contains(err.Error(), "line 2") {
@@ -200,7 +200,7 @@ func TestHTTPReload(t *testing.T) {
 			t.Errorf("%s not revoked: %+v", u, events.all())
 		}
 	}
-	tokenfile.Write(t, h.tokens, "bob")
+	testkit.WriteTokens(t, h.tokens, "bob")
 	if err := h.h.ReloadTokens(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestHTTPRevoke(t *testing.T) {
 		t.Fatalf("s3's query with waitSeconds: %v %v", r.err, r.res)
 	}
 
-	tokenfile.Write(t, h.tokens, "bob")
+	testkit.WriteTokens(t, h.tokens, "bob")
 	if err := h.h.ReloadTokens(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +315,7 @@ func TestHTTPRevokeQueued(t *testing.T) {
 	ca := queryAsync(ctx, alice, map[string]any{"sessionId": sa, "prompt": "hi"})
 	waitEvent(t, ctx, recAlice, "progress:queued for a live claude process")
 
-	tokenfile.Write(t, h.tokens, "bob")
+	testkit.WriteTokens(t, h.tokens, "bob")
 	rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
 	defer rcancel()
 	if err := h.h.ReloadTokens(rctx); err != nil {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 )
@@ -80,7 +80,7 @@ func TestErrorHints(t *testing.T) {
 		_, err := f.cs.CallTool(ctx, &mcp.CallToolParams{Name: "claude_chat_query", Arguments: map[string]any{"sessionId": sid, "prompt": "SLOW4"}})
 		first <- err
 	}()
-	poll.Until(t, 10*time.Second, "the first query to run", func() bool { return f.mgr.Count() == 1 && runningQuery(f.mgr, sid) })
+	testkit.Until(t, 10*time.Second, "the first query to run", func() bool { return f.mgr.Count() == 1 && runningQuery(f.mgr, sid) })
 	_, err := f.cs.CallTool(ctx, &mcp.CallToolParams{Name: "claude_chat_query", Arguments: map[string]any{"sessionId": sid, "prompt": "hi"}})
 	if err == nil || !strings.Contains(err.Error(), "already running a query; wait for it to finish (claude_chat_wait) or call claude_chat_interrupt") {
 		t.Errorf("busy session: %v", err)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
@@ -208,7 +208,7 @@ func TestQueuedQuery(t *testing.T) {
 		_, err := f.cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "claude_chat_query", Arguments: map[string]any{"sessionId": a, "prompt": "SLOW4"}})
 		done <- err
 	}()
-	poll.Until(t, 10*time.Second, "A running", func() bool { s, _ := f.mgr.Get(a); return s.Info().State == state.Running })
+	testkit.Until(t, 10*time.Second, "A running", func() bool { s, _ := f.mgr.Get(a); return s.Info().State == state.Running })
 	res, out := f.call(t, "claude_session_create", map[string]any{"cwd": t.TempDir()}, nil)
 	b := out["sessionId"].(string)
 	if out["active"] != false || !strings.Contains(resText(res), "starts with its first query") {
@@ -223,7 +223,7 @@ func TestQueuedQuery(t *testing.T) {
 		}
 		queried <- res
 	}()
-	poll.Until(t, 10*time.Second, "B queued", func() bool { s, _ := f.mgr.Get(b); return s.Info().State == state.Queued })
+	testkit.Until(t, 10*time.Second, "B queued", func() bool { s, _ := f.mgr.Get(b); return s.Info().State == state.Queued })
 	_, list := f.call(t, "claude_session_list", map[string]any{"sessionId": b}, nil)
 	if info := list["sessions"].([]any)[0].(map[string]any); info["state"] != "queued" || info["queuePosition"] != float64(1) || list["queued"] != float64(1) {
 		t.Errorf("list while queued: %v", list)

@@ -10,11 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/toolargs"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/agenttools"
-	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/toolargs"
 )
 
 // The server's middleware, and what it decides for a tools/call: whose
@@ -202,7 +200,7 @@ func (h *handlers) callTool(ctx context.Context, req *mcp.CallToolRequest, next 
 	agent := h.agents.Has(name)
 	input := h.inputs[name]
 	if agent {
-		input = agenttools.InputSchema()
+		input = agentInputSchema()
 	}
 	if input != nil {
 		if _, ok := h.toolAction(name); !ok {

@@ -15,10 +15,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/mcptest"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/syncbuf"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -50,7 +49,7 @@ func (u *updates) count(uri string) int {
 // waitUpdate waits until n updates of uri came.
 func (u *updates) waitUpdate(t *testing.T, uri string, n int) {
 	t.Helper()
-	poll.Until(t, 10*time.Second, "update "+uri, func() bool { return u.count(uri) >= n })
+	testkit.Until(t, 10*time.Second, "update "+uri, func() bool { return u.count(uri) >= n })
 }
 
 // resourceClient is a go-sdk client that records resource updates.
@@ -198,7 +197,7 @@ func TestResources(t *testing.T) {
 // updates go to the owner's subscription alone, on both protocol eras (on
 // 2026-07-28 a subscription is a subscriptions/listen stream).
 func TestResourcesHTTPUsers(t *testing.T) {
-	logs := &syncbuf.Buffer{}
+	logs := &testkit.Buffer{}
 	h := newHTTPServer(t, sessions.Config{}, Options{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	for _, protocol := range []string{"2025-11-25", ""} {
 		t.Run("protocol_"+protocol, func(t *testing.T) {
@@ -286,7 +285,7 @@ func TestResourcesHTTPUsers(t *testing.T) {
 // subscriptions/listen stream open until Unsubscribe, and returns then: it
 // runs on a goroutine until the test ends, and the subscription stands once
 // the server logged it.
-func subscribeHTTP(t *testing.T, ctx context.Context, cs *mcp.ClientSession, uri, protocol string, logs *syncbuf.Buffer) {
+func subscribeHTTP(t *testing.T, ctx context.Context, cs *mcp.ClientSession, uri, protocol string, logs *testkit.Buffer) {
 	t.Helper()
 	if protocol != "" {
 		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
@@ -302,7 +301,7 @@ func subscribeHTTP(t *testing.T, ctx context.Context, cs *mcp.ClientSession, uri
 		_ = cs.Unsubscribe(context.Background(), &mcp.UnsubscribeParams{URI: uri})
 		<-done
 	})
-	poll.Until(t, 10*time.Second, "the server records the subscription to "+uri, func() bool { return logged() > n })
+	testkit.Until(t, 10*time.Second, "the server records the subscription to "+uri, func() bool { return logged() > n })
 }
 
 // listenRaw posts a subscriptions/listen of protocol 2026-07-28 for uri
@@ -357,7 +356,7 @@ func TestResourcesTaskFollowUp(t *testing.T) {
 	sid, _ := structured(c.tool("claude_session_create", map[string]any{"cwd": t.TempDir()}))["sessionId"].(string)
 	answer := sessionURI(sid, "answer")
 	listen := c.send("subscriptions/listen", map[string]any{"notifications": map[string]any{"resourceSubscriptions": []string{answer}}})
-	poll.Until(t, 10*time.Second, "the subscription's acknowledgement", func() bool {
+	testkit.Until(t, 10*time.Second, "the subscription's acknowledgement", func() bool {
 		return c.notesOf("notifications/subscriptions/acknowledged", answer) == 1
 	})
 	res := c.tool("claude_chat_query", map[string]any{"sessionId": sid, "prompt": "SLOW6"})
@@ -369,7 +368,7 @@ func TestResourcesTaskFollowUp(t *testing.T) {
 		t.Fatalf("steer: %v", steer)
 	}
 	c.pollTask(id, taskCompleted)
-	poll.Until(t, 10*time.Second, "an update at each of the two turns' ends", func() bool {
+	testkit.Until(t, 10*time.Second, "an update at each of the two turns' ends", func() bool {
 		return c.notesOf("notifications/resources/updated", answer) == 2
 	})
 	read := c.result(c.call("resources/read", map[string]any{"uri": answer}))

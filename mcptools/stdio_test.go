@@ -12,9 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/syncbuf"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/stdio"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
@@ -288,7 +287,7 @@ func FuzzStdioFrames(f *testing.F) {
 }
 
 // syncBuf is a buffer for concurrent writers.
-type syncBuf = syncbuf.Buffer
+type syncBuf = testkit.Buffer
 
 // TestProtocolErrorCodes: no JSON-RPC error goes out with code 0: a request
 // before initialize and a second initialize are invalid requests; a bad
@@ -481,10 +480,10 @@ func TestRunningQueryAnsweredAtEOF(t *testing.T) {
 	write(eofRequests[0])
 	write(eofRequests[1])
 	write(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"claude_session_create","arguments":{"cwd":"` + t.TempDir() + `"}}}`)
-	poll.Until(t, 10*time.Second, "the session", func() bool { return strings.Contains(out.String(), `{"jsonrpc":"2.0","id":2,"result"`) })
+	testkit.Until(t, 10*time.Second, "the session", func() bool { return strings.Contains(out.String(), `{"jsonrpc":"2.0","id":2,"result"`) })
 	sid := mgr.List()[0].ID
 	write(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"claude_chat_query","arguments":{"sessionId":"` + sid + `","prompt":"SLOW5"}}}`)
-	poll.Until(t, 10*time.Second, "the query to run", func() bool { return runningQuery(mgr, sid) || strings.Contains(out.String(), `"id":3,`) })
+	testkit.Until(t, 10*time.Second, "the query to run", func() bool { return runningQuery(mgr, sid) || strings.Contains(out.String(), `"id":3,`) })
 	inW.Close()
 	select {
 	case err := <-done:

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -17,7 +17,7 @@ func running(t *testing.T, mgr *sessions.Manager, sid string, ready func(p runPr
 	if err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 10*time.Second, "the query to run", func() bool {
+	testkit.Until(t, 10*time.Second, "the query to run", func() bool {
 		r := s.CurrentRun()
 		return r != nil && ready(runProgress{tools: r.Progress().ToolsUsed})
 	})

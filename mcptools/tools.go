@@ -6,9 +6,9 @@
 // as elicitation, the caller's user, and the server's middleware (argument
 // checks, the audit of calls, tasks).
 //
+// Agent files served as tools are files of it (agents.go, agentcall.go).
 // Its other parts are packages it imports and that never import it:
-// agenttools (agent files as tools, reaching the core through
-// agenttools.Core), toolargs (arguments against a JSON schema), notify (a
+// toolargs (arguments against a JSON schema), notify (a
 // call's notifications), audit (the audit log), resources (the sessions'
 // transcripts and answers as MCP resources) and dashboard (reaching the
 // core through dashboard.Core); the transports, stdio and httpserve, serve
@@ -38,10 +38,8 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/debuglog"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
-	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/agenttools"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
-	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/reqstate"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/resources"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/resulttext"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
@@ -92,8 +90,8 @@ type Options struct {
 	// heartbeat when the call has a progress token; default 15 s.
 	HeartbeatInterval time.Duration
 	// Agents, when set, serves agent definitions as tools
-	// (mcptools/agenttools).
-	Agents *agenttools.Agents
+	// (agents.go).
+	Agents *Agents
 	// Dashboard, when set, is the dashboard of the sessions (--ui): it
 	// follows every run, may answer permission questions, and its link is
 	// claude_session_list's dashboardUrl.
@@ -132,7 +130,7 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 			builtin = append(builtin, t.Name)
 		}
 		if opts.Agents.Start(builtin) {
-			instr += agenttools.Instructions
+			instr += agentInstructions
 		}
 	}
 	if opts.Dashboard != nil {
@@ -147,7 +145,7 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 			//lint:ignore SA1019 the logging capability serves clients of protocols before 2026-07-28
 			Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Prompts: &mcp.PromptCapabilities{}, Resources: resources.Capabilities()}})
 	res.Attach(srv)
-	h := &handlers{mgr: mgr, log: logger, opts: opts, states: reqstate.New(), tasks: newTaskStore(opts.TaskTTL), inputs: map[string]*jsonschema.Schema{},
+	h := &handlers{mgr: mgr, log: logger, opts: opts, states: newStateSigner(), tasks: newTaskStore(opts.TaskTTL), inputs: map[string]*jsonschema.Schema{},
 		audit: opts.Audit}
 	for _, t := range h.tools() {
 		t.add(srv)
@@ -210,7 +208,7 @@ type handlers struct {
 	log  *slog.Logger
 	opts Options
 
-	states  *reqstate.Signer // signs RequestState of input-required results
+	states  *stateSigner // signs RequestState of input-required results
 	tasks   *taskStore
 	inputs  map[string]*jsonschema.Schema // input schemas, by tool (toolargs.Check)
 	audit   *audit.Log
@@ -218,7 +216,7 @@ type handlers struct {
 	bursts  bursts            // the fan-out rule (middleware.go)
 	// dynamicAction classifies tools added after NewServer (actions.go).
 	dynamicAction func(name string) (string, bool)
-	agents        *agenttools.Agents // the agent tools, or nil
+	agents        *Agents // the agent tools, or nil
 	dash          *dashboard.Dashboard
 
 	tapsMu sync.Mutex

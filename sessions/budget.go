@@ -1,18 +1,16 @@
 package sessions
 
-import "github.com/claude-agent-mcp/claude-agent-mcp/sessions/quota"
-
 // The manager's side of package quota: what it counts and spends for the
 // budgets, --user-max-live and the open sessions' caps (Open, adopt).
 
 // newQuota is the quotas of cfg.
-func newQuota(cfg Config) quota.Limits {
-	return quota.Limits{MaxSessions: cfg.MaxSessions, UserMaxSessions: cfg.UserMaxSessions, UserMaxLive: cfg.UserMaxLive,
+func newQuota(cfg Config) quotaLimits {
+	return quotaLimits{MaxSessions: cfg.MaxSessions, UserMaxSessions: cfg.UserMaxSessions, UserMaxLive: cfg.UserMaxLive,
 		MaxSessionBudgetUSD: cfg.MaxSessionBudgetUSD, UserMaxBudgetUSD: cfg.UserMaxBudgetUSD, MaxTotalBudgetUSD: cfg.MaxTotalBudgetUSD,
 		ErrTooMany: ErrTooMany, ErrBudget: ErrBudget}
 }
 
-// budgetLocked is the session's budget (see quota.Limits.SessionBudget);
+// budgetLocked is the session's budget (see quotaLimits.SessionBudget);
 // s.mu is held.
 func (s *Session) budgetLocked() float64 { return s.m.quota.SessionBudget(s.opts.MaxBudgetUSD) }
 

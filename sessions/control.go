@@ -9,7 +9,6 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/permission"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
@@ -137,7 +136,7 @@ func (s *Session) onControl(ctx context.Context, req *claudeagent.ControlRequest
 	}
 	res := s.m.permissions.Decide(ctx, &turn.PermissionRequest{SessionID: s.ID, Cwd: cwd, CanUseToolRequest: c}, ask)
 	res = s.boundApproval(c, cwd, res)
-	permission.Record(t, c, res)
+	recordPermission(t, c, res)
 	return res, nil
 }
 

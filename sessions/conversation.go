@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/beneath"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/cli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
@@ -71,7 +70,7 @@ func (s *Session) transcriptPath() beneath.Path {
 // transcriptPathFor is where the CLI keeps the transcript of conversation
 // id of this session; s.mu is held.
 func (s *Session) transcriptPathFor(id string) beneath.Path {
-	env := cli.MergeEnv(s.m.cfg.Env, s.profileEnv, s.m.ownerEnv(s.opts.Owner), s.opts.Env)
+	env := mergeEnv(s.m.cfg.Env, s.profileEnv, s.m.ownerEnv(s.opts.Owner), s.opts.Env)
 	return history.TranscriptPath(env, s.cwdLocked(), id)
 }
 

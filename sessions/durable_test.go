@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 )
 
@@ -76,7 +76,7 @@ func TestResumeBeforeTranscript(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 10*time.Second, "the session dormant after its CLI died", func() bool { return stateOf(s) == state.Dormant })
+	testkit.Until(t, 10*time.Second, "the session dormant after its CLI died", func() bool { return stateOf(s) == state.Dormant })
 	s, err := m.Get(s.ID) // it may have left memory
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +100,7 @@ func TestTranscriptFollowed(t *testing.T) {
 		s := create(t, a, CreateOptions{})
 		query(t, s, "remember the word EGRET", QueryOptions{})
 		st := open(t)
-		poll.Until(t, 10*time.Second, "the stored transcript to hold the turn", func() bool {
+		testkit.Until(t, 10*time.Second, "the stored transcript to hold the turn", func() bool {
 			data, err := st.ReadTranscript(ctxFor(t), s.ID, s.Info().ClaudeSessionID)
 			s.mu.Lock()
 			mark := s.lastMessage

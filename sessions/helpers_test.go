@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/leakcheck"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
@@ -347,7 +347,7 @@ func (c *testClock) advance(d time.Duration) {
 // a test that changes cfg.Env afterwards does not race with it.
 func untilNoFollower(tb testing.TB, s *Session) {
 	tb.Helper()
-	poll.Until(tb, waitLimit, "the transcript's follower to end", func() bool {
+	testkit.Until(tb, waitLimit, "the transcript's follower to end", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return !s.following

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 )
 
@@ -32,7 +32,7 @@ func TestHungChild(t *testing.T) {
 		// The stop takes hold asynchronously: until it has, the child may
 		// still answer (an interrupt acknowledged 0.6 ms after the kill
 		// made this test fail under load).
-		poll.Until(t, waitLimit, "the child stopped", func() bool { return stopped(pid) })
+		testkit.Until(t, waitLimit, "the child stopped", func() bool { return stopped(pid) })
 	}
 	resumes := func(t *testing.T, s *Session, old int) {
 		t.Helper()
@@ -83,7 +83,7 @@ func TestHungChild(t *testing.T) {
 		}
 		stop(t, pid)
 		go s.Interrupt(ctxFor(t))
-		poll.Until(t, waitLimit, "the interrupt under way", func() bool { return stateOf(s) == state.Interrupting })
+		testkit.Until(t, waitLimit, "the interrupt under way", func() bool { return stateOf(s) == state.Interrupting })
 		r, err := s.Query(ctxFor(t), "hi", QueryOptions{})
 		if err != nil || r.FinalText != hello {
 			t.Fatalf("the query during the interrupt: %+v, %v", r, err)

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
@@ -233,7 +233,7 @@ func TestLeasePaths(t *testing.T) {
 				// Giving the lease back follows the process's end, which
 				// the read loop sees: it comes at once, not after a lapse.
 				var err error
-				if !poll.Within(5*time.Second, func() bool { err = leaseProbe(t, st, id); return err == nil }) {
+				if !testkit.Within(5*time.Second, func() bool { err = leaseProbe(t, st, id); return err == nil }) {
 					t.Fatalf("the lease is still held: %v", err)
 				}
 			})

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 )
 
@@ -54,7 +54,7 @@ func TestCrashMidTurn(t *testing.T) {
 	pr.checkArg(t, "--session-id="+in.ClaudeSessionID, false)
 
 	// An idle process that dies leaves the session dormant, not broken.
-	poll.Until(t, 10*time.Second, "the idle process to die", func() bool { return s.Info().State == state.Dormant })
+	testkit.Until(t, 10*time.Second, "the idle process to die", func() bool { return s.Info().State == state.Dormant })
 	checkGone(t, pr.pid)
 	var pr2 probe
 	r = query(t, s, "hi", QueryOptions{OnEvent: pr2.onEvent(s)})
@@ -128,7 +128,7 @@ func TestCloseDuringFailingStart(t *testing.T) {
 			untilNoFollower(t, a)
 			cfg.Env["FAKE_CLAUDE_IGNORE_CONTROL"] = "initialize"
 			p := startQuery(ctxFor(t), a, "hi", QueryOptions{})
-			poll.Until(t, 10*time.Second, "the start", func() bool { return a.Info().State == state.Starting })
+			testkit.Until(t, 10*time.Second, "the start", func() bool { return a.Info().State == state.Starting })
 			if _, err := m.Close(a.ID); err != nil {
 				t.Fatal(err)
 			}
@@ -241,7 +241,7 @@ func TestIdleTimeout(t *testing.T) {
 		t.Fatalf("slow query: %+v", r)
 	}
 	in := s.Info()
-	poll.Until(t, 10*time.Second, "the session to go dormant", func() bool { return s.Info().State == state.Dormant })
+	testkit.Until(t, 10*time.Second, "the session to go dormant", func() bool { return s.Info().State == state.Dormant })
 	checkGone(t, pr0.pid)
 	if n := m.LiveCount(); n != 0 {
 		t.Errorf("LiveCount = %d", n)

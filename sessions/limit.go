@@ -5,19 +5,19 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/limitwait"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
-// The session's side of the usage limit (package limitwait drives a query
-// through it): what the session shows of it (Session.limits, under s.mu),
-// and the session as the driver's limitwait.Session, limitQuery.
+// The session's side of the usage limit (the limit waiter, limitwait.go,
+// drives a query through it): what the session shows of it
+// (Session.limits, under s.mu), and the query as the waiter sees it,
+// limitQuery.
 
 // limitDriver is the driver of the query qo on s.
-func (s *Session) limitDriver(qo QueryOptions) *limitwait.Driver {
+func (s *Session) limitDriver(qo QueryOptions) *limitWaiter {
 	c := &s.m.cfg
-	return limitwait.New(limitQuery{s, qo}, limitwait.Config{OnLimit: qo.OnLimit, MaxWait: c.MaxLimitWait,
+	return newLimitWaiter(limitQuery{s, qo}, limitConfig{OnLimit: qo.OnLimit, MaxWait: c.MaxLimitWait,
 		Margin: c.limitMargin(), QueryTimeout: c.QueryTimeout, Now: s.m.now, Log: s.log})
 }
 

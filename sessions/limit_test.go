@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/limitwait"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
@@ -88,7 +87,7 @@ func TestUsageLimitWaitsAndGoesOn(t *testing.T) {
 	if !clk.now().After(limitReset) {
 		t.Errorf("the query went on at %s, before the reset %s", clk.now(), limitReset)
 	}
-	if got := sentTexts(t, log); len(got) != 2 || got[0] != limitPrompt || got[1] != limitwait.Continuation {
+	if got := sentTexts(t, log); len(got) != 2 || got[0] != limitPrompt || got[1] != Continuation {
 		t.Errorf("the CLI read %q, want the prompt once, then the continuation", got)
 	}
 	if !approx(r.CostUSD, plainCost) || r.Usage != (turn.Usage{InputTokens: 10, OutputTokens: 9}) || r.NumTurns != 2 {
@@ -100,7 +99,7 @@ func TestUsageLimitWaitsAndGoesOn(t *testing.T) {
 	}
 }
 
-// TestUsageLimitFail: with limitwait.OnFail the query ends at once with the
+// TestUsageLimitFail: with OnFail the query ends at once with the
 // limit; the session shows it; the next query is held back unsent while
 // it lasts (failing at once too, or waiting — and then interrupted, or
 // cancelled — without sending); at the reset a waiting one is sent, once.
@@ -108,7 +107,7 @@ func TestUsageLimitFail(t *testing.T) {
 	t.Parallel()
 	m, clk, log := limitManager(t, Config{}, time.Hour)
 	s := create(t, m, CreateOptions{})
-	r := query(t, s, limitPrompt, QueryOptions{OnLimit: limitwait.OnFail})
+	r := query(t, s, limitPrompt, QueryOptions{OnLimit: OnFail})
 	if !r.IsError || !r.LimitedUntil.Equal(limitReset) || r.LimitKind != "five_hour" ||
 		!strings.Contains(r.ErrorText, "limited until "+limitReset.UTC().Format(time.RFC3339)+" (in 1h0m0s, the 5-hour limit)") ||
 		!strings.Contains(r.ErrorText, "onUsageLimit fail") || !strings.Contains(r.ErrorText, "the session's next query continues") ||
@@ -119,7 +118,7 @@ func TestUsageLimitFail(t *testing.T) {
 		t.Errorf("Info = %+v, want idle, limited until %s", in, limitReset)
 	}
 
-	r = query(t, s, "second", QueryOptions{OnLimit: limitwait.OnFail})
+	r = query(t, s, "second", QueryOptions{OnLimit: OnFail})
 	if !r.IsError || !r.LimitedUntil.Equal(limitReset) || !strings.Contains(r.ErrorText, "the prompt was not sent") {
 		t.Errorf("held back, failing: %+v", r)
 	}
@@ -249,7 +248,7 @@ func TestUsageLimitRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, waitLimit, "the run to show the reset", func() bool { return !r.Progress().LimitedUntil.IsZero() })
+	testkit.Until(t, waitLimit, "the run to show the reset", func() bool { return !r.Progress().LimitedUntil.IsZero() })
 	if p := r.Progress(); !p.LimitedUntil.Equal(limitReset) || p.LimitKind != "five_hour" || !strings.HasPrefix(p.LastStep, "limited until ") {
 		t.Errorf("progress = %+v", p)
 	}

@@ -26,12 +26,8 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/quiet"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/cli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/permission"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/quota"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recshare"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
@@ -189,14 +185,14 @@ type Manager struct {
 
 	share  *recshare.Instance // this instance's part in the store, and the costs (share.go)
 	policy *policy.Gate       // the one policy gate (see gate)
-	quota  quota.Limits       // the caps on sessions and the budgets (budget.go)
+	quota  quotaLimits        // the caps on sessions and the budgets (budget.go)
 
-	permissions permission.Policy // answers the permission questions nobody else answered
+	permissions permissionPolicy // answers the permission questions nobody else answered
 
-	cli *cli.Launcher // starts the claude processes
+	cli *launcher // starts the claude processes
 
 	closing sync.WaitGroup // temporary sessions closing after their answer went out
-	quiet   *quiet.Quiet   // calls cfg.OnIdle when no query, create or spare start has run for a while, cfg.OnBusy when one begins again
+	quiet   *quietTimer    // calls cfg.OnIdle when no query, create or spare start has run for a while, cfg.OnBusy when one begins again
 
 	onFollowUp atomic.Pointer[func(*Run)]     // told of each follow-up's run (steer.go)
 	onTurnEnd  atomic.Pointer[func(*Session)] // told of each turn's end (alert.go)
@@ -235,10 +231,10 @@ func NewManager(cfg Config) *Manager {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{cfg: cfg, log: logger, sessions: map[string]*Session{}, quiet: quiet.New(cfg.OnIdle, cfg.OnBusy)}
+	m := &Manager{cfg: cfg, log: logger, sessions: map[string]*Session{}, quiet: newQuiet(cfg.OnIdle, cfg.OnBusy)}
 	m.policy, m.quota = newPolicy(m, cfg), newQuota(cfg)
-	m.permissions = permission.Policy{Timeout: cfg.PermissionTimeout, Answer: cfg.PermissionPolicy, Log: logger}
-	m.cli = cli.New(cli.Config{Path: cfg.CLIPath, Env: cfg.Env, CloseStage: cfg.CloseStage, StartTimeout: cfg.StartTimeout,
+	m.permissions = permissionPolicy{Timeout: cfg.PermissionTimeout, Answer: cfg.PermissionPolicy, Log: logger}
+	m.cli = newLauncher(launchConfig{Path: cfg.CLIPath, Env: cfg.Env, CloseStage: cfg.CloseStage, StartTimeout: cfg.StartTimeout,
 		Bypass: m.policy.BypassAvailable})
 	newLive(m)
 	m.share = recshare.New(recshare.Config{Store: cfg.Store, Lease: cfg.Lease, Log: logger, ErrClosed: ErrClosed, OnTakeover: cfg.OnTakeover})

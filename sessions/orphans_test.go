@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
@@ -167,7 +167,7 @@ func testStoreOrphanRunningElsewhere(t *testing.T, open backend) {
 		t.Fatal(err)
 	}
 	r := startRun(t, s, "SLOW", RunOptions{}) // 10 s, interrupted below
-	poll.Until(t, waitLimit, "A's one-shot running", func() bool { return stateOf(s) == state.Running && s.Info().PID > 0 })
+	testkit.Until(t, waitLimit, "A's one-shot running", func() bool { return stateOf(s) == state.Running && s.Info().PID > 0 })
 	age(t, st, s.ID, time.Now().Add(-time.Hour))
 
 	b := newManager(t, Config{Store: open(t)})
@@ -192,7 +192,7 @@ func testStoreOrphanRunningElsewhere(t *testing.T, open backend) {
 	if _, err, ok := r.Collect(); !ok || err != nil {
 		t.Fatalf("A's one-shot result: %v (collected %v)", err, ok)
 	}
-	poll.Until(t, waitLimit, "A's one-shot closed by A once collected", func() bool {
+	testkit.Until(t, waitLimit, "A's one-shot closed by A once collected", func() bool {
 		_, err := st.Get(ctx, s.ID)
 		return errors.Is(err, recstore.ErrClosed)
 	})
@@ -214,7 +214,7 @@ func TestStoreOrphanSweptAtStart(t *testing.T) {
 			t.Fatal(err)
 		}
 		newManager(t, Config{Store: open(t)})
-		poll.Until(t, waitLimit, "the orphan closed by the sweep at start", func() bool {
+		testkit.Until(t, waitLimit, "the orphan closed by the sweep at start", func() bool {
 			_, err := st.Get(ctx, orphan.SessionID)
 			return errors.Is(err, recstore.ErrClosed)
 		})

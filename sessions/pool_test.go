@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
@@ -54,9 +54,9 @@ func TestQueueBeyondMaxLive(t *testing.T) {
 	}
 	ql := &queueLog{queued: map[string][]string{}}
 	pb := startQuery(ctxFor(t), b, "hi", QueryOptions{OnEvent: ql.on("b")})
-	poll.Until(t, waitLimit, "b queued", func() bool { return b.Info().State == state.Queued })
+	testkit.Until(t, waitLimit, "b queued", func() bool { return b.Info().State == state.Queued })
 	pc := startQuery(ctxFor(t), c, "hi", QueryOptions{OnEvent: ql.on("c")})
-	poll.Until(t, waitLimit, "c queued", func() bool { return c.Info().QueuePosition == 2 })
+	testkit.Until(t, waitLimit, "c queued", func() bool { return c.Info().QueuePosition == 2 })
 	if in := b.Info(); in.State != state.Queued || in.QueuePosition != 1 {
 		t.Errorf("b while queued: %+v", in)
 	}
@@ -106,9 +106,9 @@ func TestQueueCancel(t *testing.T) {
 	c := create(t, m, CreateOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	pb := startQuery(ctx, b, "hi", QueryOptions{})
-	poll.Until(t, waitLimit, "b queued", func() bool { return b.Info().State == state.Queued })
+	testkit.Until(t, waitLimit, "b queued", func() bool { return b.Info().State == state.Queued })
 	pc := startQuery(ctxFor(t), c, "hi", QueryOptions{})
-	poll.Until(t, waitLimit, "c queued", func() bool { return c.Info().QueuePosition == 2 })
+	testkit.Until(t, waitLimit, "c queued", func() bool { return c.Info().QueuePosition == 2 })
 	cancel()
 	select {
 	case <-pb.done:
@@ -118,7 +118,7 @@ func TestQueueCancel(t *testing.T) {
 	if !errors.Is(pb.err, context.Canceled) {
 		t.Errorf("the cancelled queued query: %v", pb.err)
 	}
-	poll.Until(t, waitLimit, "c moves up", func() bool { return c.Info().QueuePosition == 1 })
+	testkit.Until(t, waitLimit, "c moves up", func() bool { return c.Info().QueuePosition == 1 })
 	if got := b.Info().State; got == state.Queued {
 		t.Errorf("b is still queued after its cancel")
 	}

@@ -6,13 +6,10 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/halt"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/limitwait"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/quota"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
@@ -38,7 +35,7 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*t
 	if err := ValidatePrompt(prompt); err != nil {
 		return nil, err
 	}
-	if err := limitwait.ValidateOnLimit(qo.OnLimit); err != nil {
+	if err := ValidateOnLimit(qo.OnLimit); err != nil {
 		return nil, err
 	}
 	busy := fmt.Errorf("%w: session %s is already running a query", ErrBusy, s.ID)
@@ -227,7 +224,7 @@ func (s *Session) explainLocked(r *turn.Result) {
 		r.ErrorText = "the answer did not match jsonSchema, also after the CLI asked again: " + r.ErrorText
 	}
 	if r.Subtype == "error_max_budget_usd" {
-		r.ErrorText = fmt.Sprintf("the session's budget stopped the turn: it has cost $%s of $%s (maxBudgetUsd); %s", quota.Cents(s.cost), quota.USD(s.budgetLocked()), r.ErrorText)
+		r.ErrorText = fmt.Sprintf("the session's budget stopped the turn: it has cost $%s of $%s (maxBudgetUsd); %s", cents(s.cost), usd(s.budgetLocked()), r.ErrorText)
 	}
 }
 
@@ -319,8 +316,8 @@ func (s *Session) wait(ctx context.Context, t *turn.Turn, p *claudeagent.Process
 
 // halt is how s stops its turns (package halt); a turn it interrupts
 // makes the running session interrupting.
-func (s *Session) halt() halt.Halt {
-	return halt.Halt{Ack: s.m.cfg.InterruptAck, Grace: s.m.cfg.interruptGrace(), Log: s.log, Interrupting: func(t *turn.Turn) {
+func (s *Session) halt() halter {
+	return halter{Ack: s.m.cfg.InterruptAck, Grace: s.m.cfg.interruptGrace(), Log: s.log, Interrupting: func(t *turn.Turn) {
 		s.mu.Lock()
 		if s.cur == t && s.st.State() == state.Running {
 			s.st.MoveLocked(state.Interrupting) // a query arriving now waits for this turn's end

@@ -5,8 +5,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/quiet"
 )
 
 // TestOnIdle: Config.OnIdle runs once a second after the last query ended,
@@ -43,7 +41,7 @@ func TestOnIdle(t *testing.T) {
 	if r := query(t, s, "SLOW4", QueryOptions{}); r.IsError {
 		t.Fatalf("query: %+v", r)
 	}
-	if d := time.Since(start); d < quiet.After+quiet.After/2 {
+	if d := time.Since(start); d < quietAfter+quietAfter/2 {
 		t.Fatalf("the slow query took only %s: it proves nothing", d)
 	}
 	if got := seen(); got != "busy" {

@@ -13,11 +13,9 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/limitwait"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/listing"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/saver"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
@@ -55,8 +53,8 @@ type QueryOptions struct {
 	// before Query returns.
 	OnEvent func(turn.Event)
 	// OnLimit is what the query does when the account's usage limit refuses
-	// it: limitwait.OnWait ("" too) waits for the reset and goes on,
-	// limitwait.OnFail ends at once.
+	// it: OnWait ("" too) waits for the reset and goes on,
+	// OnFail ends at once.
 	OnLimit string
 	// AskPermission asks the caller about a tool call; nil (or an error)
 	// applies the manager's policy.
@@ -90,8 +88,8 @@ type Session struct {
 	opts CreateOptions
 	sessionRecord
 	liveProcess
-	history history.Buffer  // the conversation as the session keeps it in memory (conversation.go)
-	limits  limitwait.Shown // what it shows of the usage limit (limit.go)
+	history history.Buffer // the conversation as the session keeps it in memory (conversation.go)
+	limits  limitShown     // what it shows of the usage limit (limit.go)
 
 	queuePos      int            // while queued: the position, 1 is next
 	run           *Run           // the latest run whose result may still be collected
@@ -102,8 +100,8 @@ type Session struct {
 	idleTimer     *time.Timer
 	oneShot       bool // opened by OneShot: its query follows at once
 
-	saves        *saver.Queue[save] // its record's writes, in order (share.go)
-	transcriptMu sync.Mutex         // one save of its transcript at a time (durable.go)
+	saves        *saveQueue[save] // its record's writes, in order (share.go)
+	transcriptMu sync.Mutex       // one save of its transcript at a time (durable.go)
 }
 
 // sessionRecord is what the store keeps of a session besides its options.
@@ -154,7 +152,7 @@ func newSession(m *Manager, opts CreateOptions) *Session {
 		opts:          opts,
 		sessionRecord: sessionRecord{created: now, lastUsed: now},
 	}
-	s.saves = saver.New(func(w save) { m.write(s, w) }, mergeSaves)
+	s.saves = newSaveQueue(func(w save) { m.write(s, w) }, mergeSaves)
 	s.st = state.New(&s.mu, func(from, to state.State) {
 		if !state.Allowed(from, to) {
 			s.log.Error("a session state transition the table does not allow", "from", from, "to", to)

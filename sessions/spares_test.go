@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
@@ -22,7 +22,7 @@ func sparePIDs(m *Manager) []int {
 
 func waitSpares(t *testing.T, m *Manager, n int) []int {
 	t.Helper()
-	poll.Until(t, waitLimit, "spares ready", func() bool { return m.Spares() == n })
+	testkit.Until(t, waitLimit, "spares ready", func() bool { return m.Spares() == n })
 	return sparePIDs(m)
 }
 
@@ -82,7 +82,7 @@ func TestSpareWantedOnCreate(t *testing.T) {
 	tmp := opts
 	tmp.Temporary = true
 	s := create(t, m, tmp)
-	poll.Until(t, waitLimit, "the temporary session's options wanted", func() bool { return len(m.spares.Snapshot().Wanted) == 1 })
+	testkit.Until(t, waitLimit, "the temporary session's options wanted", func() bool { return len(m.spares.Snapshot().Wanted) == 1 })
 	if sn := m.spares.Snapshot(); sn.Starting != 0 || len(sn.Ready) != 0 {
 		t.Errorf("a temporary session's create started a spare before its turn: %+v", sn)
 	}
@@ -148,8 +148,8 @@ func TestSpareGivesWay(t *testing.T) {
 		m := newManager(t, Config{WarmSpares: 1, MaxLive: 2, IdleTimeout: 300 * time.Millisecond})
 		m.spareOn(live.SessionCreated, CreateOptions{Cwd: t.TempDir()})
 		spare := waitSpares(t, m, 1)[0]
-		poll.Until(t, waitLimit, "the spare stops", func() bool { return m.Spares() == 0 })
-		poll.Until(t, waitLimit, "its place is free", func() bool { return m.LiveCount() == 0 }) // after its process is gone
+		testkit.Until(t, waitLimit, "the spare stops", func() bool { return m.Spares() == 0 })
+		testkit.Until(t, waitLimit, "its place is free", func() bool { return m.LiveCount() == 0 }) // after its process is gone
 		checkGone(t, spare)
 	})
 	t.Run("shutdown", func(t *testing.T) {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/beneath"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/cli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
@@ -268,7 +267,7 @@ func (s *Session) processOptions() claudeagent.Options {
 		Cwd:                   s.cwdLocked(),
 		MCPConfig:             options.MCPConfig(&o),
 		StrictMCPConfig:       o.StrictMCPConfig,
-		Env:                   cli.MergeEnv(cli.SubAgentEnv, s.profileEnv, s.m.ownerEnv(o.Owner), o.Env),
+		Env:                   mergeEnv(subAgentEnv, s.profileEnv, s.m.ownerEnv(o.Owner), o.Env),
 		PermissionPromptStdio: true,
 		// Text deltas, dropped undecoded unless someone follows the text
 		// (FollowText).

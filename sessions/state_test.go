@@ -12,8 +12,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 )
 
@@ -106,11 +106,11 @@ func scenarioQueued(t *testing.T) []*Session {
 	b := create(t, m, CreateOptions{}) // every live place busy: dormant
 	c := create(t, m, CreateOptions{})
 	pb := startQuery(ctxFor(t), b, "hi", QueryOptions{})
-	poll.Until(t, waitLimit, "b queued", func() bool { return stateOf(b) == state.Queued })
+	testkit.Until(t, waitLimit, "b queued", func() bool { return stateOf(b) == state.Queued })
 	cctx, cancel := context.WithCancel(ctxFor(t))
 	defer cancel()
 	pc := startQuery(cctx, c, "hi", QueryOptions{})
-	poll.Until(t, waitLimit, "c queued", func() bool { return stateOf(c) == state.Queued })
+	testkit.Until(t, waitLimit, "c queued", func() bool { return stateOf(c) == state.Queued })
 	if _, err := m.Close(c.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func scenarioCloseStarting(t *testing.T) []*Session {
 	create(t, m, CreateOptions{})                        // a goes dormant
 	cfg.Env["FAKE_CLAUDE_IGNORE_CONTROL"] = "initialize" // nothing is starting now
 	p := startQuery(ctxFor(t), a, "hi", QueryOptions{})
-	poll.Until(t, waitLimit, "the start", func() bool { return stateOf(a) == state.Starting })
+	testkit.Until(t, waitLimit, "the start", func() bool { return stateOf(a) == state.Starting })
 	if _, err := m.Close(a.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +319,7 @@ func TestStateAdmission(t *testing.T) {
 				t.Errorf("dormancy took a session somebody owns")
 			}
 			p := startQuery(ctxFor(t), s, "hi", QueryOptions{})
-			poll.Until(t, waitLimit, "the query waiting", func() bool { return waitingOf(s) })
+			testkit.Until(t, waitLimit, "the query waiting", func() bool { return waitingOf(s) })
 			if _, err := s.Query(ctxFor(t), "hi", QueryOptions{}); !errors.Is(err, ErrBusy) {
 				t.Errorf("a second query while the first waits: %v, want ErrBusy", err)
 			}
@@ -348,6 +348,6 @@ func interrupting(t *testing.T, ack time.Duration) (m *Manager, s *Session, p *p
 		defer close(interrupted)
 		s.Interrupt(ctxFor(t))
 	}()
-	poll.Until(t, waitLimit, "the interrupt under way", func() bool { return stateOf(s) == state.Interrupting })
+	testkit.Until(t, waitLimit, "the interrupt under way", func() bool { return stateOf(s) == state.Interrupting })
 	return m, s, p, interrupted
 }

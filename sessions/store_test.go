@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/pgtest"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/postgres"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/sqlite"
@@ -286,7 +286,7 @@ func testStoreCloseSeen(t *testing.T, open backend) {
 	if _, err := a.Close(s.ID); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, 10*time.Second, "B's copy closed", func() bool { return bs.Info().State == state.Closed })
+	testkit.Until(t, 10*time.Second, "B's copy closed", func() bool { return bs.Info().State == state.Closed })
 	if got := b.List(); len(got) != 1 || got[0] != kept {
 		t.Errorf("B holds %d sessions after A closed %s, want only its own", len(got), s.ID)
 	}
@@ -323,7 +323,7 @@ func testStoreCostsShared(t *testing.T, open backend) {
 		}
 	}
 	for name, m := range map[string]*Manager{"A": a, "B": b} {
-		poll.Until(t, 10*time.Second, name+" counts both turns", func() bool {
+		testkit.Until(t, 10*time.Second, name+" counts both turns", func() bool {
 			got := m.Spent()
 			return got > want-1e-9 && got < want+1e-9
 		})
@@ -402,7 +402,7 @@ func testStoreFencing(t *testing.T, open backend) {
 	// Another instance takes the lease over, as after A's lapsed.
 	execSQL(t, other, `UPDATE leases SET holder = 'other', epoch = ?, expires = ? WHERE id = ?`, epoch+1, time.Now().Add(time.Hour).UnixNano(), s.ID)
 	// A's renewal (every 100 ms) finds it passed on and kills the process.
-	poll.Until(t, 10*time.Second, "A's process fenced off", func() bool { return s.Info().PID == 0 })
+	testkit.Until(t, 10*time.Second, "A's process fenced off", func() bool { return s.Info().PID == 0 })
 	checkGone(t, pid)
 	_, err := s.Query(ctxFor(t), "FENCED-PROMPT", QueryOptions{})
 	if !errors.Is(err, ErrElsewhere) {

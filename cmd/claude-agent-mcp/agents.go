@@ -6,7 +6,7 @@ import (
 	"os"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/agentfile"
-	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/agenttools"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
 )
 
 // agentsConfig is where the agent tools come from (--agent-sources,
@@ -49,11 +49,11 @@ func (c *config) agentsConfig() (agentfile.Config, error) {
 
 // newAgents returns the agent tools of cfg, or nil when no source can
 // give any.
-func newAgents(cfg agentfile.Config, logger *slog.Logger) *agenttools.Agents {
+func newAgents(cfg agentfile.Config, logger *slog.Logger) *mcptools.Agents {
 	s := cfg.Sources
 	if !s.Has(agentfile.SourceUser) && !s.Has(agentfile.SourceProject) &&
 		!(s.Has(agentfile.SourceDirs) && len(cfg.Dirs) > 0) && !(s.Has(agentfile.SourceFile) && cfg.File != "") {
 		return nil
 	}
-	return agenttools.New(agenttools.Options{Config: cfg, Logger: logger})
+	return mcptools.NewAgents(mcptools.AgentOptions{Config: cfg, Logger: logger})
 }

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/agenttools"
+	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
 )
 
 // TestE2EAgentTools: the user's agents as tools with the real CLI. An agent
@@ -47,7 +47,7 @@ func TestE2EAgentTools(t *testing.T) {
 		}
 		found++
 		b, _ := json.Marshal(map[string]any{"name": tool.Name, "description": tool.Description, "inputSchema": tool.InputSchema})
-		if len(b) > agenttools.MaxToolBytes {
+		if len(b) > mcptools.MaxAgentToolBytes {
 			t.Errorf("%s: %d bytes model-visible", tool.Name, len(b))
 		}
 		t.Logf("%s: %d bytes model-visible", tool.Name, len(b))

@@ -16,9 +16,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakeapi"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/pgtest"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/postgres"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/sqlite"
 )
@@ -114,7 +114,7 @@ func failover(t *testing.T, store string, point killPoint) {
 		}
 		answered <- res
 	}()
-	poll.Until(t, 60*time.Second, "the second turn's request to reach A's API", func() bool { return len(requestsFor(a.api, second)) > 0 })
+	testkit.Until(t, 60*time.Second, "the second turn's request to reach A's API", func() bool { return len(requestsFor(a.api, second)) > 0 })
 	sawAnswer := false
 	unlock := func() {}
 	switch point {
@@ -144,7 +144,7 @@ func failover(t *testing.T, store string, point killPoint) {
 		t.Fatal(err)
 	}
 	unlock() // B needs the store
-	if !poll.Within(5*time.Second, func() bool { return len(markedAlive(markerA)) == 0 }) {
+	if !testkit.Within(5*time.Second, func() bool { return len(markedAlive(markerA)) == 0 }) {
 		t.Errorf("A's processes alive 5 s after A was killed: %v", markedAlive(markerA))
 	}
 	failoverServe(t, ctx, b, sid, killed, lease, point, sawAnswer)

@@ -13,8 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/pgtest"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/backend"
 )
 
@@ -55,7 +55,7 @@ func TestE2EFleetFailover(t *testing.T) {
 		_, err := a.session.CallTool(ctx, &mcp.CallToolParams{Name: "claude_chat_query", Arguments: map[string]any{"sessionId": sid, "prompt": "SLOW answer"}})
 		slow <- err
 	}()
-	poll.Until(t, 30*time.Second, "A's slow turn to reach the API and stream", func() bool {
+	testkit.Until(t, 30*time.Second, "A's slow turn to reach the API and stream", func() bool {
 		res, out, err := a.callErr(ctx, "claude_session_list", map[string]any{"sessionId": sid}, nil)
 		if err != nil || res.IsError {
 			return false
@@ -81,7 +81,7 @@ func TestE2EFleetFailover(t *testing.T) {
 	}
 	// Nothing of A's survives: its claude processes die with it (Pdeathsig),
 	// the watchdog kills the rest.
-	if !poll.Within(5*time.Second, func() bool { return len(markedAlive(markerA)) == 0 }) {
+	if !testkit.Within(5*time.Second, func() bool { return len(markedAlive(markerA)) == 0 }) {
 		t.Errorf("A's processes alive 5 s after A was killed: %v", markedAlive(markerA))
 	}
 

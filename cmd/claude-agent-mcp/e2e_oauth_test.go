@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/e2eenv"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/syncbuf"
 )
 
 // The OAuth resource-server mode (--oauth-issuer) against a real OpenID
@@ -78,7 +78,7 @@ func oidcProvider(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr syncbuf.Buffer
+	var stderr testkit.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 )
 
 // serverMarker is the marker a server gives every process it starts
@@ -276,7 +276,7 @@ func TestProcWatch(t *testing.T) {
 	start("m-a", "sleep 30; :", "--resume=conv-2", "--fork-session", "--session-id=conv-3")
 	start("m-b", "sleep 30; :", "--resume", "conv-2")
 	parent := start("m-b", "(sleep 30; :) & wait", "--session-id=conv-4")
-	poll.Until(t, 10*time.Second, "the subshell", func() bool {
+	testkit.Until(t, 10*time.Second, "the subshell", func() bool {
 		for _, p := range descendants(t, parent.Process.Pid) {
 			if cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(p) + "/cmdline"); strings.Contains(string(cmdline), "conv-4") {
 				return true

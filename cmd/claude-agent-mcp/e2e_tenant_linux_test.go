@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/ceiling"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 )
 
 // A session is a tenant (issue 43): these run the attacks of a hostile
@@ -196,7 +196,7 @@ func TestE2ETenantTranscripts(t *testing.T) {
 	// Where bob's transcript lies (2.1.197 writes it a moment after the
 	// turn).
 	var bobTranscript string
-	poll.Until(t, 30*time.Second, "bob's transcript", func() bool {
+	testkit.Until(t, 30*time.Second, "bob's transcript", func() bool {
 		filepath.WalkDir(e.home, func(p string, d os.DirEntry, err error) error {
 			if err == nil && d.Name() == bconv+".jsonl" {
 				bobTranscript = p

@@ -14,7 +14,6 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/nearest"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
-	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/agenttools"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/httpserve"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/stdio"
 )
@@ -149,7 +148,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.agentSources, "agent-sources", "", "Claude Code agents served as tools, one each (see README): user, project, dirs, file, all or none (default: all on stdio, dirs,file over --http)")
 	fs.StringVar(&c.agentsDir, "agents-dir", "", "further directories of agent files (separated by "+string(os.PathListSeparator)+") (default: none)")
 	fs.StringVar(&c.agentsFile, "agents-file", "", "operator file of agents (JSON or YAML), which may also set their session options (see README) (default: none)")
-	fs.IntVar(&c.maxAgentTools, "max-agent-tools", agenttools.DefaultMaxTools, "most agents served as tools; the others are named in a warning")
+	fs.IntVar(&c.maxAgentTools, "max-agent-tools", mcptools.DefaultMaxAgentTools, "most agents served as tools; the others are named in a warning")
 	fs.StringVar(&c.ui, "ui", "", "serve a live web dashboard of the sessions: on stdio at this loopback address (on = 127.0.0.1 with a free port), its link with a secret logged at start and in claude_session_list; with --http give on: it is /ui there, signed in with a bearer token (default: none)")
 	fs.Var(&c.notify, "notify", "POST a JSON alert to this `URL` when a turn finishes, fails, stops on a budget or waits for a permission answer; repeatable (an ntfy topic, a Slack incoming webhook: see README, Alerts) (default none)")
 	fs.StringVar(&c.metrics, "metrics", "", "serve Prometheus metrics at /metrics on this loopback address, without authentication, e.g. 127.0.0.1:9464 (see docs/metrics.md); a port that cannot be listened on stops the server at start (default: none)")

@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/metrics"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/listing"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 )
 
 // checkMetrics checks --metrics (a loopback HOST:PORT: its listener has
@@ -78,15 +82,46 @@ func newOperatorMetrics(c *config, mcfg *sessions.Config, logger *slog.Logger) (
 		mcfg.Store = om.m.Timed(mcfg.Store)
 	}
 	mcfg.OnTakeover = om.m.Takeover
-	if notify := mcfg.OnAlert; notify != nil {
-		mcfg.OnAlert = func(a sessions.Alert) {
-			om.m.Turn(a)
+	notify := mcfg.OnAlert
+	mcfg.OnAlert = func(a sessions.Alert) {
+		if t, ok := turnEnd(a); ok {
+			om.m.Turn(t)
+		}
+		if notify != nil {
 			notify(a)
 		}
-	} else {
-		mcfg.OnAlert = om.m.Turn
 	}
 	return om, nil
+}
+
+// turnEnd is the turn's end an alert tells of, as the metrics count it; a
+// permission wait (no result) is none.
+func turnEnd(a sessions.Alert) (metrics.TurnEnd, bool) {
+	r := a.Result
+	if r == nil {
+		return metrics.TurnEnd{}, false
+	}
+	return metrics.TurnEnd{User: a.Session.Info().Owner, Started: a.Started, CostUSD: r.CostUSD,
+		IsError: r.IsError, Interrupted: r.Interrupted}, true
+}
+
+// sessionCounts is what a scrape of the metrics reads of mgr: the sessions
+// it holds by state — every state a list filters by, in its order, then
+// any other —, the open sessions in all, its live processes and queue.
+func sessionCounts(mgr *sessions.Manager) metrics.Counts {
+	n := map[state.State]int{}
+	for _, s := range mgr.List() {
+		n[s.Info().State]++
+	}
+	c := metrics.Counts{Open: mgr.Count(), Live: mgr.LiveCount(), Queued: mgr.Queued()}
+	for _, st := range listing.States {
+		c.Held = append(c.Held, metrics.StateCount{State: string(st), N: n[st]})
+		delete(n, st)
+	}
+	for _, st := range slices.Sorted(maps.Keys(n)) {
+		c.Held = append(c.Held, metrics.StateCount{State: string(st), N: n[st]})
+	}
+	return c
 }
 
 // serve reads the sessions of mgr at each scrape and serves the metrics on
@@ -95,7 +130,7 @@ func (om *operatorMetrics) serve(mgr *sessions.Manager) (stop func()) {
 	if om == nil {
 		return func() {}
 	}
-	om.m.Watch(mgr)
+	om.m.Watch(func() metrics.Counts { return sessionCounts(mgr) })
 	if om.ln == nil {
 		return func() {}
 	}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/syncbuf"
 )
 
 // TestDefaultStoreUnopenable: when the default store (under the user's
@@ -33,7 +33,7 @@ func TestDefaultStoreUnopenable(t *testing.T) {
 	t.Run("default", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		var stderr syncbuf.Buffer
+		var stderr testkit.Buffer
 		cmd := exec.Command(serverBinary(t), "--claude-path", claude, "--warm-spares", "0")
 		cmd.Env, cmd.Dir, cmd.Stderr = env, home, &stderr
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)

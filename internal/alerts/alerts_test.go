@@ -13,7 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/syncbuf"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 )
 
 // receiver is a local webhook: it records the events posted and answers
@@ -86,7 +86,7 @@ func TestSendDelivers(t *testing.T) {
 // backoff until it takes the event; a 4xx it gives is final, and logged.
 func TestSendRetries(t *testing.T) {
 	r := newReceiver(t, 500, 429, 503)
-	var log syncbuf.Buffer
+	var log testkit.Buffer
 	s := New([]string{r.URL}, quick(&log))
 	s.Send(Event{Kind: Failed, SessionID: "s1"})
 	s.Close(context.Background())
@@ -120,7 +120,7 @@ func TestSendHangingReceiver(t *testing.T) {
 	defer hang.Close()
 	defer close(release)
 	good := newReceiver(t)
-	var log syncbuf.Buffer
+	var log testkit.Buffer
 	o := quick(&log)
 	o.Queue = 4
 	s := New([]string{hang.URL, good.URL}, o)

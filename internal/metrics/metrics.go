@@ -1,29 +1,23 @@
 // Package metrics is the server's Prometheus metrics for operators: the
-// sessions by state, the live processes and the queue for them, read from
-// the manager at each scrape (Watch); the turns' latency and cost by user,
-// told at each turn's end (Turn, a sessions.Config.OnAlert); the store's
-// write latency (StoreWrite, timed around the session store's writes); the
-// lease takeovers (Takeover, a sessions.Config.OnTakeover); and the Go
+// sessions by state, the live processes and the queue for them, counted at
+// each scrape (Watch); the turns' latency and cost by user, told at each
+// turn's end (Turn); the store's write latency (StoreWrite, timed around
+// the session store's writes); the lease takeovers (Takeover); and the Go
 // runtime's and the process's figures (runtime.go). Handler serves them in
 // the Prometheus text exposition format (0.0.4), written here (expo.go):
 // the client library and its protobuf would cost every start of the
 // binary, the jail's wrapper's included, about 1.5 ms of package
 // initialization (BENCHMARKS.md); Tokens guards them with bearer tokens.
 //
-// It knows the manager's public methods and the hooks' shapes; sessions
-// knows nothing of it (nor of Prometheus).
+// It knows counts, times and users, not sessions: the server counts for it
+// (cmd/claude-agent-mcp/metrics.go), and sessions knows nothing of it.
 package metrics
 
 import (
 	"bufio"
 	"net/http"
-	"slices"
 	"sync"
 	"time"
-
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/listing"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 )
 
 // Prefix starts every metric of the server's own.
@@ -39,11 +33,6 @@ const (
 	Failed      = "error"
 	Interrupted = "interrupted"
 )
-
-// States are the states the sessions gauge always has a series for, in
-// the order a scrape gives them: every state a held session can be in as
-// its Info reports it, the same a list filters by (listing.States).
-var States = listing.States
 
 // Buckets of the histograms, in seconds: a turn takes from a fraction of a
 // second to many minutes, a registry write (two fsyncs) milliseconds.
@@ -78,14 +67,33 @@ func New() *Metrics {
 		scrapes:    make(chan struct{}, maxScrapes)}
 }
 
-// Source is what a scrape reads: the sessions held, the open sessions in
-// all (the store's count), the live processes and the sessions waiting for
-// one (a *sessions.Manager).
-type Source interface {
-	List() []*sessions.Session
-	Count() int
-	LiveCount() int
-	Queued() int
+// Counts is what a scrape reads of the sessions: those this instance
+// holds by state (Held: every state the gauge always has a series for,
+// in the order a scrape gives them), the open sessions in all (Open, the
+// store's count), the live processes (Live) and the sessions waiting for
+// one (Queued).
+type Counts struct {
+	Held               []StateCount
+	Open, Live, Queued int
+}
+
+// StateCount is how many sessions are in a state.
+type StateCount struct {
+	State string
+	N     int
+}
+
+// Source counts the sessions at each scrape.
+type Source func() Counts
+
+// TurnEnd is a turn's end as the metrics count it: whose ("" is
+// LocalUser), when its prompt was sent (zero: not timed), what it cost,
+// and how it ended.
+type TurnEnd struct {
+	User                 string
+	Started              time.Time
+	CostUSD              float64
+	IsError, Interrupted bool
 }
 
 // Stored is the state label of the open sessions this instance does not
@@ -125,35 +133,31 @@ func (m *Metrics) handler(anonymous bool) http.Handler {
 	})
 }
 
-// Turn is a sessions.Config.OnAlert: a turn's end moves the turn histogram
-// and its user's cost; a permission wait (no result) moves nothing.
-func (m *Metrics) Turn(a sessions.Alert) {
-	r := a.Result
-	if r == nil {
-		return
-	}
+// Turn notes a turn's end: it moves the turn histogram and its user's
+// cost.
+func (m *Metrics) Turn(t TurnEnd) {
 	outcome := Success
 	switch {
-	case r.Interrupted:
+	case t.Interrupted:
 		outcome = Interrupted
-	case r.IsError:
+	case t.IsError:
 		outcome = Failed
 	}
-	user := a.Session.Info().Owner
+	user := t.User
 	if user == "" {
 		user = LocalUser
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !a.Started.IsZero() {
+	if !t.Started.IsZero() {
 		h := m.turns[outcome]
 		if h == nil {
 			h = &histogram{buckets: TurnBuckets, counts: make([]uint64, len(TurnBuckets))}
 			m.turns[outcome] = h
 		}
-		h.observe(time.Since(a.Started).Seconds())
+		h.observe(time.Since(t.Started).Seconds())
 	}
-	m.cost[user] += max(r.CostUSD, 0)
+	m.cost[user] += max(t.CostUSD, 0)
 }
 
 // StoreWrite notes that one write of the session store took d.
@@ -163,7 +167,7 @@ func (m *Metrics) StoreWrite(d time.Duration) {
 	m.mu.Unlock()
 }
 
-// Takeover is a sessions.Config.OnTakeover: a write of this instance broke
+// Takeover notes that a write of this instance broke
 // another instance's lapsed claim.
 func (m *Metrics) Takeover() {
 	m.mu.Lock()
@@ -206,24 +210,16 @@ func (m *Metrics) write(e *expo, anonymous bool) {
 
 // writeSources writes the figures read from src at the scrape.
 func writeSources(e *expo, src Source) {
-	n := map[state.State]int{}
-	held := src.List()
-	for _, s := range held {
-		n[s.Info().State]++
-	}
-	n[Stored] = max(0, src.Count()-len(held))
-	all := append(slices.Clone(States), Stored)
-	for st := range n {
-		if !slices.Contains(all, st) {
-			all = append(all, st)
-		}
-	}
+	c := src()
+	held := 0
 	e.header(Prefix+"sessions", "gauge", "Open sessions: those this instance holds by state (interrupting is counted as running), the others in the store as stored.")
-	for _, st := range all {
-		e.sample(Prefix+"sessions", "state", string(st), float64(n[st]))
+	for _, sc := range c.Held {
+		held += sc.N
+		e.sample(Prefix+"sessions", "state", sc.State, float64(sc.N))
 	}
+	e.sample(Prefix+"sessions", "state", Stored, float64(max(0, c.Open-held)))
 	e.header(Prefix+"live_processes", "gauge", "Live claude CLI processes, at most --max-live (warm spares included).")
-	e.sample(Prefix+"live_processes", "", "", float64(src.LiveCount()))
+	e.sample(Prefix+"live_processes", "", "", float64(c.Live))
 	e.header(Prefix+"queue_depth", "gauge", "Sessions waiting for a live process (all --max-live are busy), at most --max-queue.")
-	e.sample(Prefix+"queue_depth", "", "", float64(src.Queued()))
+	e.sample(Prefix+"queue_depth", "", "", float64(c.Queued))
 }

@@ -40,7 +40,7 @@ func TestTokensProtect(t *testing.T) {
 		t.Fatalf("Len = %d, want 2", n)
 	}
 	m := New()
-	m.Watch(fakeSource{})
+	m.Watch(fakeSource)
 	srv := httptest.NewServer(tokens.Protect(m.Handler()))
 	defer srv.Close()
 	status := func(auth string) int {

@@ -58,8 +58,6 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/weborigin"
-	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard/spend"
-	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard/throttle"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
@@ -149,14 +147,14 @@ type Dashboard struct {
 	writeTimeout time.Duration
 	maxSignins   int // a user's sign-ins at most
 
-	throttle *throttle.Throttle
+	throttle *throttle
 
 	mu      sync.Mutex
 	signins signinTable
 	feeds   map[string]*Feed
 	subs    map[*subscriber]struct{}
 	pending map[string]*pendingQuestion // the dashboard's own questions, by id
-	spend   *spend.Record               // what sessions cost over time, for the list's charts
+	spend   *spendRecord                // what sessions cost over time, for the list's charts
 }
 
 const (
@@ -170,9 +168,9 @@ func New(mgr *sessions.Manager, o Options) *Dashboard {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	d := &Dashboard{mgr: mgr, o: o, log: o.Logger, key: randomBytes(32), start: time.Now(), spend: spend.NewRecord(),
+	d := &Dashboard{mgr: mgr, o: o, log: o.Logger, key: randomBytes(32), start: time.Now(), spend: newSpendRecord(),
 		maxSteps: defaultWindow, maxStepBytes: 2 << 20, writeTimeout: 10 * time.Second, maxSignins: maxSigninsPerUser,
-		throttle: throttle.New(time.Now), signins: newSigninTable(), feeds: map[string]*Feed{},
+		throttle: newThrottle(time.Now), signins: newSigninTable(), feeds: map[string]*Feed{},
 		subs: map[*subscriber]struct{}{}, pending: map[string]*pendingQuestion{}}
 	d.secret = randomToken()
 	d.root = uiPrefix + "/" + randomString(16) // 128 bits: see signin.go

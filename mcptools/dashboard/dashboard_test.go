@@ -20,10 +20,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/mcptest"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/syncbuf"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/tokenfile"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
@@ -47,7 +46,7 @@ type dashEnv struct {
 	rec   *mcptest.Recorder
 	url   string // the dashboard's base URL (its origin)
 	ui    string // where its pages are: url and the root path
-	audit *syncbuf.Buffer
+	audit *testkit.Buffer
 }
 
 func newDashEnv(t testing.TB, protocol string, elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)) *dashEnv {
@@ -55,7 +54,7 @@ func newDashEnv(t testing.TB, protocol string, elicit func(context.Context, *mcp
 	path, env := fakecli.Command(t)
 	mgr := sessions.NewManager(sessions.Config{CLIPath: path, Env: env, PermissionTimeout: 20 * time.Second})
 	t.Cleanup(mgr.Shutdown)
-	auditBuf := &syncbuf.Buffer{}
+	auditBuf := &testkit.Buffer{}
 	al := audit.New(auditBuf, "audit.log", audit.Options{})
 	d := dashboard.New(mgr, dashboard.Options{Audit: al})
 	ts := httptest.NewServer(d)
@@ -706,7 +705,7 @@ func TestDashboardHTTP(t *testing.T) {
 		t.Errorf("the admin's list lacks a session")
 	}
 	// Revoking alice ends her sign-in.
-	tokenfile.Write(t, file, "bob", "root")
+	testkit.WriteTokens(t, file, "bob", "root")
 	if err := h.ReloadTokens(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,6 @@ package dashboard
 
 import (
 	"time"
-
-	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard/throttle"
 )
 
 // Hooks for the tests of package dashboard_test, which drive a dashboard
@@ -32,7 +30,7 @@ func (d *Dashboard) Watched(id, owner string) bool       { return d.watched(id, 
 func (d *Dashboard) Unsubscribe(sub *Subscriber)         { d.unsubscribe(sub) }
 
 // SetClock gives the sign-in throttle a clock of the test's.
-func (d *Dashboard) SetClock(now func() time.Time) { d.throttle = throttle.New(now) }
+func (d *Dashboard) SetClock(now func() time.Time) { d.throttle = newThrottle(now) }
 
 // Subscribe opens a stream of user's: the list (session "") or a
 // session's page.
@@ -52,7 +50,7 @@ func (d *Dashboard) SigninCounts() (n, users int) {
 
 // The sign-in throttle's rates.
 var (
-	PerAddressBurst = throttle.PerAddress.Burst
-	AllAddressBurst = throttle.AllAddresses.Burst
-	AllAddressEvery = throttle.AllAddresses.Every
+	PerAddressBurst = perAddress.Burst
+	AllAddressBurst = allAddresses.Burst
+	AllAddressEvery = allAddresses.Every
 )

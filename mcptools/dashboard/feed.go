@@ -12,7 +12,6 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
-	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard/spend"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
@@ -156,7 +155,7 @@ func (f *Feed) OnEvent(e turn.Event) {
 		return
 	case turn.EventTurnStarted, turn.EventDone:
 		info := f.session.Info() // the cost before and after the turn
-		f.d.spend.Add(spend.Sample{T: time.Now(), Session: f.session.ID, Name: info.Name, Owner: info.Owner, Cost: info.CostUSD})
+		f.d.spend.Add(spendSample{T: time.Now(), Session: f.session.ID, Name: info.Name, Owner: info.Owner, Cost: info.CostUSD})
 	}
 	text := e.Text
 	if e.Kind == turn.EventDone && e.Text == "" {

@@ -4,7 +4,6 @@ import (
 	"strconv"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
-	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard/spend"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/listing"
 )
 
@@ -68,7 +67,7 @@ func (p listPage) startForm(w *htmlWriter) {
 }
 
 // writeChart writes a spend chart as inline SVG.
-func writeChart(w *htmlWriter, c spend.Chart) {
+func writeChart(w *htmlWriter, c spendChart) {
 	w.el("figure", attrs{at("class", "chart")}, func() {
 		w.el("figcaption", nil, func() {
 			w.text(c.Title + " ")

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard/spend"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/worktree"
 )
@@ -60,7 +59,7 @@ func hostilePages() map[string]string {
 	}
 	others := []otherRow{{}}
 	query, next, listErr := listQuery{}, "", ""
-	charts := []spend.Chart{{Width: 480, Height: 140, Lines: []spend.Line{{}, {}}}}
+	charts := []spendChart{{Width: 480, Height: 140, Lines: []spendLine{{}, {}}}}
 	history := []history.Entry{{Time: time.Now()}, {}, {}, {}}
 	questions := []shownQuestion{{}, {}}
 	for _, v := range []any{&base, &rows, &others, &query, &next, &listErr, &charts, &history, &questions} {

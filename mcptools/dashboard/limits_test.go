@@ -9,7 +9,6 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/limitwait"
 )
 
 // limitEnv makes the fake CLI's usage limit reset in an hour.
@@ -30,7 +29,7 @@ func TestUsageLimitDashboard(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := d.panelKey(s)
-	if _, err := s.Query(ctx, "LIMIT[600] hi", sessions.QueryOptions{OnLimit: limitwait.OnFail}); err != nil {
+	if _, err := s.Query(ctx, "LIMIT[600] hi", sessions.QueryOptions{OnLimit: sessions.OnFail}); err != nil {
 		t.Fatal(err)
 	}
 	if d.panelKey(s) == before {

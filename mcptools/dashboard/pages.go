@@ -14,7 +14,6 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/jsonstr"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
-	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard/spend"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
@@ -77,7 +76,7 @@ type listPage struct {
 	Query   listQuery    // the page's cursor and filters
 	Next    string       // the next page's cursor; "" at the end
 	Error   string       // why the stored sessions were not read
-	Charts  []spend.Chart
+	Charts  []spendChart
 }
 
 type sessionPage struct {

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard/throttle"
 )
 
 // Sign-ins. The stdio link's secret, or over HTTP a bearer token, makes a
@@ -112,7 +110,7 @@ func (d *Dashboard) secretSignin(w http.ResponseWriter, r *http.Request) {
 		d.refuse(w, r)
 		return
 	}
-	addr := throttle.RemoteKey(r)
+	addr := remoteKey(r)
 	if wait, ok := d.throttle.Take(addr); !ok {
 		tooMany(w, wait)
 		http.Error(w, "Too many failed sign-ins: try again in "+strconv.Itoa(retrySeconds(wait))+" s.", http.StatusTooManyRequests)
@@ -192,7 +190,7 @@ func (d *Dashboard) serveSignin(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Forbidden: cross-origin sign-in", http.StatusForbidden)
 		return
 	}
-	addr := throttle.RemoteKey(r)
+	addr := remoteKey(r)
 	wait, ok := d.throttle.Take(addr)
 	if !ok {
 		d.tokens.Failed(r, "too many failed sign-ins (dashboard sign-in, not checked)")

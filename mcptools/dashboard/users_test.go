@@ -12,10 +12,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/mcptest"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/syncbuf"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/tokenfile"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
@@ -36,7 +35,7 @@ type dashHTTP struct {
 	mgr    *sessions.Manager
 	h      *httpserve.HTTPHandler
 	tokens string // the tokens file
-	audit  *syncbuf.Buffer
+	audit  *testkit.Buffer
 }
 
 // connect connects a go-sdk client with token (protocol "" negotiates the
@@ -53,12 +52,12 @@ func newDashHTTP(t testing.TB, cfg sessions.Config) *dashHTTP {
 	cfg.CLIPath, cfg.Env, cfg.Remote, cfg.AllowedRoots = path, env, true, []string{os.TempDir(), wd}
 	mgr := sessions.NewManager(cfg)
 	t.Cleanup(mgr.Shutdown)
-	auditBuf := &syncbuf.Buffer{}
+	auditBuf := &testkit.Buffer{}
 	al := audit.New(auditBuf, "audit.log", audit.Options{})
 	d := dashboard.New(mgr, dashboard.Options{Admins: []string{"root"}, Audit: al})
 	srv := mcptools.NewServer(mgr, mcptools.Options{Dashboard: d, Audit: al})
 	file := filepath.Join(t.TempDir(), "tokens")
-	tokenfile.Write(t, file, "alice", "bob", "root")
+	testkit.WriteTokens(t, file, "alice", "bob", "root")
 	tokens, err := httpserve.LoadTokens(file, "")
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/tokenfile"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 )
 
 // Tests of the tokens file.
@@ -40,14 +40,14 @@ func TestTokensFile(t *testing.T) {
 		}
 	}
 	for _, name := range []string{".", "..", "a/b", `a\b`, "../x", "x/..", "/", `\`, ""} {
-		write("# users\nok:" + tokenfile.Hash("ok") + "\n" + name + ":" + tokenfile.Hash("t") + "\n")
+		write("# users\nok:" + testkit.TokenHash("ok") + "\n" + name + ":" + testkit.TokenHash("t") + "\n")
 		_, err := LoadTokens(file, "")
 		if err == nil || !strings.Contains(err.Error(), file+" line 3") {
 			t.Errorf("user name %q: %v; want an error naming %s line 3", name, err, file)
 		}
 	}
 
-	tokenfile.Write(t, file, "alice", "bob", "carol")
+	testkit.WriteTokens(t, file, "alice", "bob", "carol")
 	tokens, err := LoadTokens(file, "single-token")
 	if err != nil {
 		t.Fatal(err)
@@ -55,11 +55,11 @@ func TestTokensFile(t *testing.T) {
 	if n := tokens.Users(); n != 4 {
 		t.Errorf("%d users, want alice, bob, carol and default", n)
 	}
-	tokenfile.Write(t, file, "bob")
+	testkit.WriteTokens(t, file, "bob")
 	if removed, err := tokens.Reload(); err != nil || !slices.Equal(removed, []string{"alice", "carol"}) {
 		t.Errorf("Reload without alice and carol: removed %v, %v", removed, err)
 	}
-	write("bob:" + tokenfile.Hash("bob-secret") + "\nbob:not-a-hash\n")
+	write("bob:" + testkit.TokenHash("bob-secret") + "\nbob:not-a-hash\n")
 	if removed, err := tokens.Reload(); err == nil || removed != nil || !strings.Contains(err.Error(), "line 2") {
 		t.Errorf("Reload of a broken file: removed %v, %v", removed, err)
 	}

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/leakcheck"
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
 )
 
 // TestMain lets the test binary double as the fake claude CLI (see
@@ -93,7 +93,7 @@ func TestSpareTake(t *testing.T) {
 	a, b := t.TempDir(), t.TempDir()
 	st.Want(a)
 	st.Want(b)
-	poll.Until(t, waitLimit, "two spares", func() bool { return len(readySpares(st)) == 2 })
+	testkit.Until(t, waitLimit, "two spares", func() bool { return len(readySpares(st)) == 2 })
 	if sn := st.Snapshot(); len(sn.Wanted) != 2 || sn.Wanted[0] != SpareKey(claudeagent.Options{Cwd: b}) {
 		t.Errorf("wanted %v, want b's key first", sn.Wanted)
 	}
@@ -164,7 +164,7 @@ func TestSpareReplacedWhileStarting(t *testing.T) {
 	receive(t, "a's start", aStarting)
 	st.Want(b) // b replaces a while a's spare is still starting
 	close(letA)
-	poll.Until(t, waitLimit, "the starts to end and a spare to be ready", func() bool {
+	testkit.Until(t, waitLimit, "the starts to end and a spare to be ready", func() bool {
 		sn := st.Snapshot()
 		return sn.Starting == 0 && len(sn.Ready) > 0
 	})
@@ -176,5 +176,5 @@ func TestSpareReplacedWhileStarting(t *testing.T) {
 	if want := SpareKey(claudeagent.Options{Cwd: b}); len(keys) != 1 || keys[0] != want || sn.Wanted[0] != want {
 		t.Errorf("ready spares %v, want only b's %s", keys, want)
 	}
-	poll.Until(t, waitLimit, "a's spare to stop", func() bool { return p.Count() == 1 })
+	testkit.Until(t, waitLimit, "a's spare to stop", func() bool { return p.Count() == 1 })
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
 )
 
@@ -57,7 +57,7 @@ func testFencing(t *testing.T, open Opener) {
 	// B pauses past its lease; A takes the session over.
 	var la recstore.Lease
 	var lapsed string
-	poll.Until(t, 20*time.Second, "A taking over the lapsed lease", func() bool {
+	testkit.Until(t, 20*time.Second, "A taking over the lapsed lease", func() bool {
 		la, lapsed, err = a.Acquire(ctx, "s1", "A", time.Minute)
 		return err == nil
 	})

@@ -1,15 +1,12 @@
-// Package cli is how this server starts the claude CLI: the binary, found
-// once and its version read (Launcher.Find), and a process started with
+// The launcher is how this server starts the claude CLI: the binary, found
+// once and its version read (launcher.Find), and a process started with
 // the server's settings — its environment, the stages of its close,
 // whether it may bypass permissions — and initialized within the start
 // timeout, or a failed start explained by its exit and stderr
-// (Launcher.Start). The environment of a session's process is layered
-// (MergeEnv), with the server's defaults for sub-agents first (SubAgentEnv).
-//
-// It knows claudeagent's processes and options; it must not know
-// sessions, the policy, the registry or MCP: what a process runs with is
-// its caller's options.
-package cli
+// (launcher.Start). The environment of a session's process is layered
+// (mergeEnv), with the server's defaults for sub-agents first (subAgentEnv).
+
+package sessions
 
 import (
 	"context"
@@ -21,8 +18,8 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 )
 
-// Config is what every start shares.
-type Config struct {
+// launchConfig is what every start shares.
+type launchConfig struct {
 	Path         string            // the claude binary; "" finds it on PATH
 	Env          map[string]string // added to every CLI's environment
 	CloseStage   time.Duration     // each stage of stopping a process
@@ -32,20 +29,20 @@ type Config struct {
 	Bypass func() bool
 }
 
-// Launcher starts CLI processes. Its methods are safe for concurrent use.
-type Launcher struct {
-	cfg Config
+// launcher starts CLI processes. Its methods are safe for concurrent use.
+type launcher struct {
+	cfg launchConfig
 
 	mu      sync.Mutex
 	path    string
 	version string
 }
 
-// New is a launcher of cfg.
-func New(cfg Config) *Launcher { return &Launcher{cfg: cfg} }
+// newLauncher is a launcher of cfg.
+func newLauncher(cfg launchConfig) *launcher { return &launcher{cfg: cfg} }
 
 // Find resolves the claude binary and checks its version, once.
-func (l *Launcher) Find(ctx context.Context) (path, version string, err error) {
+func (l *launcher) Find(ctx context.Context) (path, version string, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.path != "" {
@@ -65,7 +62,7 @@ func (l *Launcher) Find(ctx context.Context) (path, version string, err error) {
 
 // Start starts and initializes a CLI. On failure the process is gone and
 // the error carries its exit code and stderr tail when it died.
-func (l *Launcher) Start(ctx context.Context, opts claudeagent.Options, log *slog.Logger) (*claudeagent.Process, *claudeagent.InitializeResponse, error) {
+func (l *launcher) Start(ctx context.Context, opts claudeagent.Options, log *slog.Logger) (*claudeagent.Process, *claudeagent.InitializeResponse, error) {
 	path, _, err := l.Find(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -74,7 +71,7 @@ func (l *Launcher) Start(ctx context.Context, opts claudeagent.Options, log *slo
 	opts.Logger = log
 	opts.CloseTimeout = l.cfg.CloseStage
 	opts.AllowDangerouslySkipPermissions = l.cfg.Bypass()
-	opts.Env = MergeEnv(l.cfg.Env, opts.Env)
+	opts.Env = mergeEnv(l.cfg.Env, opts.Env)
 	p, err := claudeagent.Start(ctx, opts)
 	if err != nil {
 		return nil, nil, err
@@ -102,20 +99,20 @@ func (l *Launcher) Start(ctx context.Context, opts claudeagent.Options, log *slo
 	return nil, nil, fmt.Errorf("starting claude: %w", err)
 }
 
-// SubAgentEnv keeps a session's work inside its turns: no background
+// subAgentEnv keeps a session's work inside its turns: no background
 // tasks, workflows or cron jobs, whose results would come in turns the CLI
 // starts by itself, after the query returned, where nobody reads them.
 // (Agent sub-agents then run in the foreground and their report is part
 // of the turn.) A profile or a session's env may override them.
-var SubAgentEnv = map[string]string{
+var subAgentEnv = map[string]string{
 	"CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1",
 	"CLAUDE_CODE_DISABLE_WORKFLOWS":        "1",
 	"CLAUDE_CODE_DISABLE_CRON":             "1",
 }
 
-// MergeEnv returns the variables of every map, later ones winning; nil
+// mergeEnv returns the variables of every map, later ones winning; nil
 // when there are none.
-func MergeEnv(maps ...map[string]string) map[string]string {
+func mergeEnv(maps ...map[string]string) map[string]string {
 	var out map[string]string
 	for _, m := range maps {
 		for k, v := range m {

@@ -1,10 +1,9 @@
-// Package spend is the dashboard's record of what sessions cost over time
-// and its charts: a bounded list of samples (each session's cumulative
-// cost at the start and end of its turns) and the line charts drawn from
-// it, as the points of inline SVG lines (no script). It knows costs,
-// owners and times; it must not know sessions, HTTP or the pages that
-// show the charts.
-package spend
+package dashboard
+
+// What sessions cost over time, and its charts: a bounded list of samples
+// (each session's cumulative cost at the start and end of its turns) and
+// the line charts drawn from it, as the points of inline SVG lines (no
+// script).
 
 import (
 	"fmt"
@@ -15,8 +14,8 @@ import (
 	"time"
 )
 
-// Sample is a session's cumulative cost at a moment.
-type Sample struct {
+// spendSample is a session's cumulative cost at a moment.
+type spendSample struct {
 	T       time.Time
 	Session string
 	Name    string
@@ -27,18 +26,18 @@ type Sample struct {
 // maxSamples bounds the record: beyond it the oldest tenth goes.
 const maxSamples = 10000
 
-// Record is the samples since the server started.
-type Record struct {
+// spendRecord is the samples since the server started.
+type spendRecord struct {
 	start time.Time
 	mu    sync.Mutex
-	s     []Sample
+	s     []spendSample
 }
 
-// NewRecord starts an empty record now.
-func NewRecord() *Record { return &Record{start: time.Now()} }
+// newSpendRecord starts an empty record now.
+func newSpendRecord() *spendRecord { return &spendRecord{start: time.Now()} }
 
 // Add appends a sample.
-func (r *Record) Add(s Sample) {
+func (r *spendRecord) Add(s spendSample) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.s) >= maxSamples {
@@ -47,32 +46,32 @@ func (r *Record) Add(s Sample) {
 	r.s = append(r.s, s)
 }
 
-// Chart is a small line chart of cumulative spend.
-type Chart struct {
+// spendChart is a small line chart of cumulative spend.
+type spendChart struct {
 	Title  string
-	Lines  []Line
+	Lines  []spendLine
 	Max    string
 	Span   string
 	Width  int
 	Height int
 }
 
-// Line is one series of a chart.
-type Line struct {
+// spendLine is one series of a chart.
+type spendLine struct {
 	Label  string
 	Color  string
 	Points string
 	Total  float64
 }
 
-var colors = []string{"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7"}
+var spendColors = []string{"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7"}
 
 // Charts draws the spend over time per session of the owners visible
 // says yes to and, with perUser, per user: a user's spend is the sum of
 // their sessions' latest costs.
-func (r *Record) Charts(visible func(owner string) bool, perUser bool) []Chart {
+func (r *spendRecord) Charts(visible func(owner string) bool, perUser bool) []spendChart {
 	r.mu.Lock()
-	var samples []Sample
+	var samples []spendSample
 	for _, s := range r.s {
 		if visible(s.Owner) {
 			samples = append(samples, s)
@@ -82,7 +81,7 @@ func (r *Record) Charts(visible func(owner string) bool, perUser bool) []Chart {
 	if len(samples) == 0 {
 		return nil
 	}
-	bySession := map[string][]Sample{}
+	bySession := map[string][]spendSample{}
 	labels := map[string]string{}
 	for _, s := range samples {
 		bySession[s.Session] = append(bySession[s.Session], s)
@@ -91,7 +90,7 @@ func (r *Record) Charts(visible func(owner string) bool, perUser bool) []Chart {
 			labels[s.Session] = s.Session[:min(8, len(s.Session))]
 		}
 	}
-	byUser := map[string][]Sample{}
+	byUser := map[string][]spendSample{}
 	latest := map[string]float64{}
 	for _, s := range samples {
 		latest[s.Session] = s.Cost
@@ -105,20 +104,20 @@ func (r *Record) Charts(visible func(owner string) bool, perUser bool) []Chart {
 		if owner == "" {
 			owner = "local"
 		}
-		byUser[owner] = append(byUser[owner], Sample{T: s.T, Cost: sum})
+		byUser[owner] = append(byUser[owner], spendSample{T: s.T, Cost: sum})
 		labels["user:"+owner] = owner
 	}
 	t0, t1 := r.start, time.Now()
-	out := []Chart{draw("Spend per session", bySession, labels, "", t0, t1)}
+	out := []spendChart{drawSpend("Spend per session", bySession, labels, "", t0, t1)}
 	if perUser {
-		out = append(out, draw("Spend per user", byUser, labels, "user:", t0, t1))
+		out = append(out, drawSpend("Spend per user", byUser, labels, "user:", t0, t1))
 	}
 	return out
 }
 
-func draw(title string, series map[string][]Sample, labels map[string]string, prefix string, t0, t1 time.Time) Chart {
+func drawSpend(title string, series map[string][]spendSample, labels map[string]string, prefix string, t0, t1 time.Time) spendChart {
 	const w, h = 480, 140
-	c := Chart{Title: title, Width: w, Height: h, Span: t1.Sub(t0).Round(time.Second).String()}
+	c := spendChart{Title: title, Width: w, Height: h, Span: t1.Sub(t0).Round(time.Second).String()}
 	keys := make([]string, 0, len(series))
 	top := 0.0
 	for k, ss := range series {
@@ -136,8 +135,8 @@ func draw(title string, series map[string][]Sample, labels map[string]string, pr
 		}
 		return strings.Compare(a, b)
 	})
-	if len(keys) > len(colors) {
-		keys = keys[:len(colors)]
+	if len(keys) > len(spendColors) {
+		keys = keys[:len(spendColors)]
 	}
 	if top <= 0 {
 		top = 1e-6
@@ -161,7 +160,7 @@ func draw(title string, series map[string][]Sample, labels map[string]string, pr
 			last = s.Cost
 		}
 		fmt.Fprintf(&b, " %.1f,%.1f", float64(w), y(last))
-		c.Lines = append(c.Lines, Line{Label: labels[prefix+k], Color: colors[i], Points: b.String(), Total: last})
+		c.Lines = append(c.Lines, spendLine{Label: labels[prefix+k], Color: spendColors[i], Points: b.String(), Total: last})
 	}
 	return c
 }

@@ -1,4 +1,4 @@
-// Package limitwait drives a query through the account's usage limit: a
+// The limit waiter drives a query through the account's usage limit: a
 // subscription's account can be refused by it, and the CLI says so in a
 // rate_limit_event "rejected" with the reset (resetsAt), then ends the
 // turn with an error result (api_error_status 429; api_error
@@ -15,14 +15,9 @@
 // instead (Continuation), which makes the CLI send the conversation again.
 // A prompt held back because the session was limited already (an earlier
 // query met the limit) was never sent: it goes once, after the reset
-// (Driver.HoldBack). A warning (allowed_warning) is shown, never acted on.
-//
-// It knows turns (package turn: what a turn met of the limit, the wait for
-// the reset) and a process to send the continuation to; it must not know
-// sessions, their lock, states or the registry: the query's session is a
-// [Session], and what it shows of the limit is a [Shown] it keeps under
-// its own lock.
-package limitwait
+// (limitWaiter.HoldBack). A warning (allowed_warning) is shown, never acted on.
+
+package sessions
 
 import (
 	"context"
@@ -61,16 +56,16 @@ const Continuation = "Continue."
 // refuses again after its reset ends the query.
 const maxWaits = 4
 
-// Shown is what a session shows of the usage limit; the session's lock
+// limitShown is what a session shows of the usage limit; the session's lock
 // guards it.
-type Shown struct {
+type limitShown struct {
 	Limit   *turn.Limit // the refusal its latest query ended on, until its reset
 	Warning *turn.Limit // the latest warning
 	Parked  *turn.Turn  // the query waiting for a reset, until it goes on
 }
 
 // Note records (and logs) what a query's turn met of the usage limit.
-func (sh *Shown) Note(o turn.LimitOutcome, now time.Time, log *slog.Logger) {
+func (sh *limitShown) Note(o turn.LimitOutcome, now time.Time, log *slog.Logger) {
 	switch {
 	case o.Limited != nil:
 		sh.Limit = o.Limited
@@ -88,7 +83,7 @@ func (sh *Shown) Note(o turn.LimitOutcome, now time.Time, log *slog.Logger) {
 }
 
 // Active is the refusal met whose reset has not come, or nil.
-func (sh *Shown) Active(now time.Time) *turn.Limit {
+func (sh *limitShown) Active(now time.Time) *turn.Limit {
 	if l := sh.Limit; l != nil && l.Until.After(now) {
 		return l
 	}
@@ -97,7 +92,7 @@ func (sh *Shown) Active(now time.Time) *turn.Limit {
 
 // Info is what a listing shows: when the limit met resets and its kind,
 // while that is ahead, and the latest warning's note.
-func (sh *Shown) Info(now time.Time) (until time.Time, kind, note string) {
+func (sh *limitShown) Info(now time.Time) (until time.Time, kind, note string) {
 	if l := sh.Active(now); l != nil {
 		until, kind = l.Until, l.Kind
 	}
@@ -107,31 +102,8 @@ func (sh *Shown) Info(now time.Time) (until time.Time, kind, note string) {
 	return until, kind, note
 }
 
-// Session is the query's session as the driver sees it.
-type Session interface {
-	// Active is the refusal the session met whose reset has not come, or nil.
-	Active() *turn.Limit
-	// Park shows t's query as waiting for l's reset; false when the session
-	// is closed.
-	Park(t *turn.Turn, l turn.Limit) bool
-	// Unpark ends the wait shown.
-	Unpark()
-	// Limited shows l as the limit the session met.
-	Limited(l *turn.Limit)
-	// Cost notes the total cost its process reported after the turn the
-	// limit refused.
-	Cost(total float64)
-	// Claim claims the session's process for t's continuation (starting it
-	// again if it ended meanwhile) with the query's effort, and returns it
-	// and its cost before the continuation.
-	Claim(ctx context.Context, t *turn.Turn) (*claudeagent.Process, float64, error)
-	// Wait waits for the end of t's turn on p (interrupting it on
-	// cancellation or the deadline).
-	Wait(ctx context.Context, t *turn.Turn, p *claudeagent.Process, dl *turn.Deadline)
-}
-
-// Config is a query's part in the usage limit.
-type Config struct {
+// limitConfig is a query's part in the usage limit.
+type limitConfig struct {
 	OnLimit      string        // the query's onUsageLimit
 	MaxWait      time.Duration // --max-limit-wait: 0 is 6 h, negative never waits
 	Margin       time.Duration // the pause after a reset before the query goes on
@@ -140,25 +112,25 @@ type Config struct {
 	Log          *slog.Logger
 }
 
-// Driver takes one query through the usage limit.
-type Driver struct {
-	s   Session
-	cfg Config
+// limitWaiter takes one query through the usage limit.
+type limitWaiter struct {
+	s   limitQuery
+	cfg limitConfig
 }
 
-// New is the driver of a query on s.
-func New(s Session, cfg Config) *Driver {
+// newLimitWaiter is the driver of a query on s.
+func newLimitWaiter(s limitQuery, cfg limitConfig) *limitWaiter {
 	if cfg.MaxWait == 0 {
 		cfg.MaxWait = 6 * time.Hour
 	}
-	return &Driver{s: s, cfg: cfg}
+	return &limitWaiter{s: s, cfg: cfg}
 }
 
 // HoldBack parks a query whose session is limited already (an earlier
 // query met the limit and its reset has not come): its prompt waits for
 // the reset unsent. It reports whether the prompt may go; when not, t
 // ends with the limit.
-func (d *Driver) HoldBack(ctx context.Context, t *turn.Turn, dl *turn.Deadline) bool {
+func (d *limitWaiter) HoldBack(ctx context.Context, t *turn.Turn, dl *turn.Deadline) bool {
 	l := d.s.Active()
 	if l == nil {
 		return true
@@ -179,7 +151,7 @@ func (d *Driver) HoldBack(ctx context.Context, t *turn.Turn, dl *turn.Deadline) 
 // a reset beyond its --query-timeout or --max-limit-wait — or stopped
 // waiting: cancelled, interrupted, timed out, its session closed. t
 // records why.
-func (d *Driver) park(ctx context.Context, t *turn.Turn, l turn.Limit, dl *turn.Deadline) bool {
+func (d *limitWaiter) park(ctx context.Context, t *turn.Turn, l turn.Limit, dl *turn.Deadline) bool {
 	now := d.cfg.Now()
 	dl.Arm(now)
 	wait := max(l.Until.Sub(now), 0) + d.cfg.Margin
@@ -213,7 +185,7 @@ func (d *Driver) park(ctx context.Context, t *turn.Turn, l turn.Limit, dl *turn.
 // limit and the query waited for the reset: a continuation goes to the
 // CLI, and t waits for its turn. It returns the process the query ends on
 // and that process's cost before the latest turn.
-func (d *Driver) After(ctx context.Context, t *turn.Turn, p *claudeagent.Process, dl *turn.Deadline, prevCost float64) (*claudeagent.Process, float64) {
+func (d *limitWaiter) After(ctx context.Context, t *turn.Turn, p *claudeagent.Process, dl *turn.Deadline, prevCost float64) (*claudeagent.Process, float64) {
 	for n := 0; ; n++ {
 		l := t.Limited()
 		if l == nil || t.Interrupted() {
@@ -240,7 +212,7 @@ func (d *Driver) After(ctx context.Context, t *turn.Turn, p *claudeagent.Process
 // session's process, unless the query was interrupted. It returns the
 // process and its cost before the continuation, and whether the
 // continuation went.
-func (d *Driver) goOn(ctx context.Context, t *turn.Turn, prevCost float64) (*claudeagent.Process, float64, bool) {
+func (d *limitWaiter) goOn(ctx context.Context, t *turn.Turn, prevCost float64) (*claudeagent.Process, float64, bool) {
 	if total, ok := t.TotalCost(); ok {
 		d.s.Cost(total)
 	}

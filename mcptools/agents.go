@@ -1,20 +1,16 @@
-// Package agenttools serves named sub-agents as tools: every agent
-// definition that claudeagent/agentfile finds (the user's and the project's
-// Claude Code agent files, the operator's directories and file) is one tool
-// of the server, named after the agent, whose call runs a session as that
-// agent (call.go). An agentfile.Watcher keeps them current: a change adds,
-// replaces or removes tools, and the go-sdk server sends
-// notifications/tools/list_changed.
-//
-// It owns the agent tools' definitions (name, description within
-// MaxToolBytes, the one input schema), their registration on the server,
-// and the rule that a caller's overrides may only tighten the agent's
-// session. It must not know the tool core (package mcptools, which imports
-// it): how a query is launched, waited for, turned into a task or a
-// result, and how the caller is known, come through Core, which the core
-// gives to Attach. Arguments reach a handler already checked against
-// InputSchema by the core's middleware.
-package agenttools
+// Agent tools: every agent definition that claudeagent/agentfile finds
+// (the user's and the project's Claude Code agent files, the operator's
+// directories and file) is one tool of the server, named after the agent,
+// whose call runs a session as that agent (agentcall.go). An
+// agentfile.Watcher keeps them current: a change adds, replaces or removes
+// tools, and the go-sdk server sends notifications/tools/list_changed.
+// They have their own definitions (name, description within
+// MaxAgentToolBytes, the one input schema), registration, and the rule
+// that a caller's overrides may only tighten the agent's session; their
+// queries go the way of claude_chat_query's (agentCore). Arguments reach a
+// handler already checked against agentInputSchema by the middleware.
+
+package mcptools
 
 import (
 	"fmt"
@@ -32,17 +28,17 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
 )
 
-// MaxToolBytes caps what an agent tool costs the host's model: its
+// MaxAgentToolBytes caps what an agent tool costs the host's model: its
 // name, description and input schema as JSON. The description is cut to
 // fit.
-const MaxToolBytes = 600
+const MaxAgentToolBytes = 600
 
-// DefaultMaxTools is how many agents are served as tools unless the
+// DefaultMaxAgentTools is how many agents are served as tools unless the
 // operator says otherwise.
-const DefaultMaxTools = 20
+const DefaultMaxAgentTools = 20
 
-// Options configure New.
-type Options struct {
+// AgentOptions configure NewAgents.
+type AgentOptions struct {
 	// Config says where the agents are and how many are served; the
 	// built-in tools' names are added to its Reserved names.
 	Config agentfile.Config
@@ -52,17 +48,17 @@ type Options struct {
 }
 
 // Agents serves agent definitions as the tools of one server. Make it with
-// New, pass it as mcptools.Options.Agents (mcptools.NewServer calls Start,
+// NewAgents, pass it as mcptools.Options.Agents (mcptools.NewServer calls Start,
 // then Attach), and Close it once the server is done.
 type Agents struct {
-	opts Options
+	opts AgentOptions
 	log  *slog.Logger
 
 	mu     sync.Mutex
 	w      *agentfile.Watcher
 	srv    *mcp.Server
-	core   Core
-	output *jsonschema.Schema    // the tools' output schema, Core.OutputSchema's
+	core   agentCore
+	output *jsonschema.Schema    // the tools' output schema, agentCore.OutputSchema's
 	tools  map[string]*agentTool // what is registered, by tool name
 	warned map[string]bool       // the warnings of the current set, logged once
 	closed bool
@@ -74,8 +70,8 @@ type agentTool struct {
 	def   *mcp.Tool
 }
 
-// New returns the agent tools of opts; nothing is read before Start.
-func New(opts Options) *Agents {
+// NewAgents returns the agent tools of opts; nothing is read before Start.
+func NewAgents(opts AgentOptions) *Agents {
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -85,12 +81,12 @@ func New(opts Options) *Agents {
 
 // Start reads the agents and starts watching, reserving the names of the
 // built-in tools; it reports whether there are agents to serve (then the
-// server's instructions get Instructions).
+// server's instructions get agentInstructions).
 func (a *Agents) Start(builtin []string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.w != nil {
-		panic("agenttools: an Agents serves one server")
+		panic("mcptools: an Agents serves one server")
 	}
 	if a.closed {
 		return false
@@ -104,7 +100,7 @@ func (a *Agents) Start(builtin []string) bool {
 
 // Attach registers the agents' tools on srv, their calls served through
 // core; from then on the watcher's changes reach it. Start comes first.
-func (a *Agents) Attach(srv *mcp.Server, core Core) {
+func (a *Agents) Attach(srv *mcp.Server, core agentCore) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed || a.w == nil {
@@ -160,7 +156,7 @@ func (a *Agents) Has(name string) bool {
 // applyLocked makes the registered tools those of set: new and changed
 // agents are (re)registered, the others removed; each change makes the
 // server notify its clients (debounced by the SDK into one
-// notifications/tools/list_changed). New warnings are logged.
+// notifications/tools/list_changed). NewAgents warnings are logged.
 func (a *Agents) applyLocked(set *agentfile.Set) {
 	warned := map[string]bool{}
 	for _, w := range set.Warnings {
@@ -203,10 +199,10 @@ func (a *Agents) applyLocked(set *agentfile.Set) {
 	}
 }
 
-// Arguments are an agent tool's arguments: the prompt, a conversation of
+// agentArguments are an agent tool's arguments: the prompt, a conversation of
 // this tool to continue, and overrides that may only tighten the agent's
 // session (call.go).
-type Arguments struct {
+type agentArguments struct {
 	Prompt          string         `json:"prompt"`
 	SessionID       string         `json:"sessionId,omitempty"`
 	Cwd             string         `json:"cwd,omitempty"`
@@ -222,22 +218,22 @@ type Arguments struct {
 // agentInput is the input schema of every agent tool; agentParams are its
 // argument names.
 var (
-	agentInput  = agentInputSchema()
+	agentInput  = buildAgentInputSchema()
 	agentParams = slices.Sorted(maps.Keys(agentInput.Properties))
 )
 
-// InputSchema is the input schema of every agent tool, which the core's
+// agentInputSchema is the input schema of every agent tool, which the core's
 // middleware checks each call against: one schema, shared; read it, never
 // change it.
-func InputSchema() *jsonschema.Schema { return agentInput }
+func agentInputSchema() *jsonschema.Schema { return agentInput }
 
-// agentInputSchema is the input schema of every agent tool: as lean as it
+// buildAgentInputSchema makes the input schema of every agent tool: as lean as it
 // gets (427 bytes), since the description has what is left of
-// MaxToolBytes; what the parameters mean is said once, in the
-// server's instructions (Instructions). The values the overrides take
+// MaxAgentToolBytes; what the parameters mean is said once, in the
+// server's instructions (agentInstructions). The values the overrides take
 // are checked by the handler, which says why a value is refused (an enum
 // would only say that it is not listed).
-func agentInputSchema() *jsonschema.Schema {
+func buildAgentInputSchema() *jsonschema.Schema {
 	str := func() *jsonschema.Schema { return &jsonschema.Schema{Type: "string"} }
 	list := func() *jsonschema.Schema { return &jsonschema.Schema{Type: "array", Items: str()} }
 	return &jsonschema.Schema{Type: "object", Required: []string{"prompt"}, Properties: map[string]*jsonschema.Schema{
@@ -254,10 +250,10 @@ func agentInputSchema() *jsonschema.Schema {
 	}}
 }
 
-// Instructions are added to the server's instructions when there are
+// agentInstructions are added to the server's instructions when there are
 // agents to serve at start (the instructions are given once, at the
 // client's initialize or server/discover).
-const Instructions = `- Tools without the claude_ prefix run the operator's Claude Code agents (each its own prompt,
+const agentInstructions = `- Tools without the claude_ prefix run the operator's Claude Code agents (each its own prompt,
   tools and model): the prompt starts a conversation; pass the result's sessionId (to the same
   tool) to continue it. Their effort, maxBudgetUsd, tools, disallowedTools and permissionMode
   may only narrow the agent's own.
@@ -271,16 +267,16 @@ type visibleTool struct {
 }
 
 // newAgentTool makes the tool of an agent, returning out: its description,
-// its whitespace folded, cut so that the tool stays within MaxToolBytes.
+// its whitespace folded, cut so that the tool stays within MaxAgentToolBytes.
 func newAgentTool(ag *agentfile.Agent, out *jsonschema.Schema) (*agentTool, error) {
 	in := agentInputSchema()
-	budget, err := agentfile.DescriptionBudget(visibleTool{Name: ag.ToolName, InputSchema: in}, MaxToolBytes)
+	budget, err := agentfile.DescriptionBudget(visibleTool{Name: ag.ToolName, InputSchema: in}, MaxAgentToolBytes)
 	if err != nil {
 		return nil, err
 	}
 	desc := agentfile.CutDescription(strings.Join(strings.Fields(ag.Description), " "), budget)
 	if desc == "" {
-		return nil, fmt.Errorf("no room for a description within %d bytes", MaxToolBytes)
+		return nil, fmt.Errorf("no room for a description within %d bytes", MaxAgentToolBytes)
 	}
 	def := &mcp.Tool{Name: ag.ToolName, Description: desc, InputSchema: in, OutputSchema: out}
 	return &agentTool{agent: ag, def: def}, nil

@@ -1,4 +1,4 @@
-package spend
+package dashboard
 
 import (
 	"strings"
@@ -10,11 +10,11 @@ import (
 // first, and per user (the sum of their sessions' latest costs); the
 // record keeps at most maxSamples.
 func TestCharts(t *testing.T) {
-	r := NewRecord()
+	r := newSpendRecord()
 	now := time.Now()
-	r.Add(Sample{T: now, Session: "s1", Name: "cheap", Owner: "ann", Cost: 0.1})
-	r.Add(Sample{T: now, Session: "s2", Name: "dear", Owner: "ann", Cost: 0.5})
-	r.Add(Sample{T: now, Session: "s3", Name: "bob's", Owner: "bob", Cost: 0.9})
+	r.Add(spendSample{T: now, Session: "s1", Name: "cheap", Owner: "ann", Cost: 0.1})
+	r.Add(spendSample{T: now, Session: "s2", Name: "dear", Owner: "ann", Cost: 0.5})
+	r.Add(spendSample{T: now, Session: "s3", Name: "bob's", Owner: "bob", Cost: 0.9})
 	cs := r.Charts(func(owner string) bool { return owner == "ann" }, true)
 	if len(cs) != 2 || cs[0].Title != "Spend per session" || cs[1].Title != "Spend per user" {
 		t.Fatalf("charts %+v", cs)
@@ -29,7 +29,7 @@ func TestCharts(t *testing.T) {
 		t.Errorf("nothing visible: %+v", cs)
 	}
 	for range maxSamples + 5 {
-		r.Add(Sample{T: now, Session: "s1", Cost: 1})
+		r.Add(spendSample{T: now, Session: "s1", Cost: 1})
 	}
 	if n := len(r.s); n > maxSamples {
 		t.Errorf("%d samples kept, at most %d", n, maxSamples)

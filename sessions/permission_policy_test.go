@@ -1,4 +1,4 @@
-package permission
+package sessions
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // with the input), else the policy's, saying why.
 func TestDecide(t *testing.T) {
 	req := &turn.PermissionRequest{CanUseToolRequest: &claudeagent.CanUseToolRequest{ToolName: "Bash", Input: []byte(`{"command":"ls"}`)}}
-	deny := Policy{Timeout: time.Minute, Log: slog.New(slog.DiscardHandler)}
+	deny := permissionPolicy{Timeout: time.Minute, Log: slog.New(slog.DiscardHandler)}
 	if res := deny.Decide(context.Background(), req, nil); res.Behavior != "deny" || !strings.Contains(res.Message, "cannot be asked") {
 		t.Errorf("nobody to ask: %+v", res)
 	}

@@ -1,4 +1,4 @@
-package agenttools_test
+package mcptools
 
 import (
 	"bufio"
@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/syncbuf"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -23,8 +23,6 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/agentfile"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/mcptest"
-	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools"
-	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/agenttools"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -36,11 +34,11 @@ type agentEnv struct {
 	mgr                      *sessions.Manager
 	cs                       *mcp.ClientSession
 	rec                      *mcptest.Recorder // the client's notifications
-	agents                   *agenttools.Agents
+	agents                   *Agents
 	user, project, dir, file string // project is the project's agents directory
 	projectRoot              string
 	argsLog                  string
-	logs                     *syncbuf.Buffer
+	logs                     *testkit.Buffer
 }
 
 // newAgentEnv makes the directories; serve starts the server.
@@ -48,7 +46,7 @@ func newAgentEnv(t *testing.T) *agentEnv {
 	t.Helper()
 	root := t.TempDir()
 	e := &agentEnv{user: filepath.Join(root, "user"), projectRoot: filepath.Join(root, "proj"), dir: filepath.Join(root, "dir"),
-		file: filepath.Join(root, "agents.yaml"), argsLog: filepath.Join(root, "args.jsonl"), logs: &syncbuf.Buffer{}}
+		file: filepath.Join(root, "agents.yaml"), argsLog: filepath.Join(root, "args.jsonl"), logs: &testkit.Buffer{}}
 	e.project = filepath.Join(e.projectRoot, ".claude", "agents")
 	for _, d := range []string{e.user, e.project, e.dir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -63,13 +61,13 @@ func newAgentEnv(t *testing.T) *agentEnv {
 func (e *agentEnv) serve(t *testing.T, protocol string, scfg sessions.Config, max int) {
 	t.Helper()
 	if max == 0 {
-		max = agenttools.DefaultMaxTools
+		max = DefaultMaxAgentTools
 	}
 	cfg := agentfile.Config{Sources: agentfile.AllSources, UserDir: e.user, Project: e.projectRoot, Dirs: []string{e.dir}, Max: max}
 	if _, err := os.Stat(e.file); err == nil {
 		cfg.File = e.file // else no warning about it
 	}
-	e.agents = agenttools.New(agenttools.Options{
+	e.agents = NewAgents(AgentOptions{
 		Config: cfg,
 		Watch:  agentfile.WatchOptions{Tick: make(chan time.Time)}, // scans only on Rescan
 		Logger: slog.New(slog.NewTextHandler(e.logs, nil)),
@@ -82,7 +80,7 @@ func (e *agentEnv) serve(t *testing.T, protocol string, scfg sessions.Config, ma
 	e.mgr = sessions.NewManager(scfg)
 	t.Cleanup(e.mgr.Shutdown)
 	e.rec = mcptest.NewToolsRecorder("agents", nil)
-	e.cs = connect(t, mcptools.NewServer(e.mgr, mcptools.Options{Agents: e.agents}), e.rec, protocol)
+	e.cs = connect(t, NewServer(e.mgr, Options{Agents: e.agents}), e.rec, protocol)
 }
 
 // connect connects a client (rec's, or a plain one for nil) to srv.
@@ -139,16 +137,13 @@ func (e *agentEnv) call(t *testing.T, name string, args any, meta mcp.Meta) (*mc
 // plain is a server without agent tools: its tools/list and instructions.
 func plain(t *testing.T) ([]*mcp.Tool, string) {
 	t.Helper()
-	cs := connect(t, mcptools.NewServer(sessions.NewManager(sessions.Config{}), mcptools.Options{}), nil, "")
+	cs := connect(t, NewServer(sessions.NewManager(sessions.Config{}), Options{}), nil, "")
 	res, err := cs.ListTools(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return res.Tools, cs.InitializeResult().Instructions
 }
-
-// resText is a result's text content (mcptest.Text).
-var resText = mcptest.Text
 
 // writeAgent writes an agent file: front matter lines, then the prompt.
 func writeAgent(t *testing.T, dir, file, prompt string, front ...string) string {
@@ -186,7 +181,7 @@ func (e *agentEnv) tools(t *testing.T) map[string]*mcp.Tool {
 func agentToolNames(tools map[string]*mcp.Tool) []string {
 	var names []string
 	for name := range tools {
-		if !slices.ContainsFunc(mcptools.Tools(), func(b *mcp.Tool) bool { return b.Name == name }) {
+		if !slices.ContainsFunc(Tools(), func(b *mcp.Tool) bool { return b.Name == name }) {
 			names = append(names, name)
 		}
 	}
@@ -282,7 +277,7 @@ func TestAgentToolsListed(t *testing.T) {
 	if ir := e.cs.InitializeResult(); ir == nil || !strings.Contains(ir.Instructions, "Tools without the claude_ prefix run the operator's Claude Code agents") {
 		t.Errorf("the instructions do not explain the agent tools")
 	}
-	builtin := mcptools.Tools()[0]
+	builtin := Tools()[0]
 	if got := tools["claude_session_create"]; got == nil || got.Description != builtin.Description {
 		t.Errorf("the built-in claude_session_create was changed: %v", got)
 	}
@@ -364,14 +359,14 @@ func TestAgentToolsCap(t *testing.T) {
 // description and input schema as JSON.
 func visibleSize(t *testing.T, tool *mcp.Tool) int {
 	t.Helper()
-	b, err := json.Marshal(agenttools.VisibleTool{Name: tool.Name, Description: tool.Description, InputSchema: tool.InputSchema})
+	b, err := json.Marshal(visibleTool{Name: tool.Name, Description: tool.Description, InputSchema: tool.InputSchema})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return len(b)
 }
 
-// TestAgentToolsSize: an agent tool is at most agenttools.MaxToolBytes of
+// TestAgentToolsSize: an agent tool is at most MaxAgentToolBytes of
 // model-visible JSON, even with the longest name and a long description
 // (cut, with its whitespace folded); and a server whose agent sources hold
 // nothing lists exactly the tools of one without agents.
@@ -390,8 +385,8 @@ func TestAgentToolsSize(t *testing.T) {
 		}
 		size := visibleSize(t, tool)
 		t.Logf("%.10s…: %d bytes model-visible, description %q", name, size, tool.Description)
-		if size > agenttools.MaxToolBytes {
-			t.Errorf("%.10s…: %d bytes, over %d", name, size, agenttools.MaxToolBytes)
+		if size > MaxAgentToolBytes {
+			t.Errorf("%.10s…: %d bytes, over %d", name, size, MaxAgentToolBytes)
 		}
 	}
 	if d := tools[long].Description; !strings.HasPrefix(d, "Use this agent <when> the code needs a review. It") || !strings.HasSuffix(d, "…") {
@@ -428,16 +423,16 @@ func yamlQuote(s string) string {
 }
 
 // TestAgentParams: the argument names checked are the input schema's, and
-// those of Arguments.
+// those of agentArguments.
 func TestAgentParams(t *testing.T) {
 	var names []string
-	for f := range reflect.TypeFor[agenttools.Arguments]().Fields() {
+	for f := range reflect.TypeFor[agentArguments]().Fields() {
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	if !slices.Equal(names, agenttools.AgentParams) {
-		t.Errorf("Arguments' fields %v, the schema's %v", names, agenttools.AgentParams)
+	if !slices.Equal(names, agentParams) {
+		t.Errorf("agentArguments' fields %v, the schema's %v", names, agentParams)
 	}
 }
 

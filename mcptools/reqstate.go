@@ -1,11 +1,9 @@
-// Package reqstate signs the requestState of input-required results
+// stateSigner signs the requestState of input-required results
 // (multi-round-trip calls, protocol 2026-07-28): the client echoes it
 // with its retry, and only a state this server issued since its start is
 // taken back. The key is random and lives as long as the server.
-//
-// It knows strings and HMAC-SHA256; it must not know what a state holds
-// (the tools put a session, run and question id in it), runs or MCP.
-package reqstate
+
+package mcptools
 
 import (
 	"crypto/hmac"
@@ -16,26 +14,26 @@ import (
 	"strings"
 )
 
-// Signer signs and checks request states with a key of its own.
-type Signer struct{ key []byte }
+// stateSigner signs and checks request states with a key of its own.
+type stateSigner struct{ key []byte }
 
-// New returns a Signer with a fresh random key.
-func New() *Signer {
+// newStateSigner returns a stateSigner with a fresh random key.
+func newStateSigner() *stateSigner {
 	k := make([]byte, 32)
 	_, _ = rand.Read(k)
-	return &Signer{key: k}
+	return &stateSigner{key: k}
 }
 
 // Sign is s with its signature, as the client is to echo it.
-func (sg *Signer) Sign(s string) string {
+func (sg *stateSigner) Sign(s string) string {
 	mac := hmac.New(sha256.New, sg.key)
 	mac.Write([]byte(s))
 	return base64.RawURLEncoding.EncodeToString([]byte(s)) + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
 // Verify returns the state token carries, or an error saying why it is
-// not one this Signer issued.
-func (sg *Signer) Verify(token string) (string, error) {
+// not one this stateSigner issued.
+func (sg *stateSigner) Verify(token string) (string, error) {
 	body, sig, ok := strings.Cut(token, ".")
 	raw, err1 := base64.RawURLEncoding.DecodeString(body)
 	got, err2 := base64.RawURLEncoding.DecodeString(sig)

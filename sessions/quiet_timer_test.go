@@ -1,4 +1,4 @@
-package quiet
+package sessions
 
 import (
 	"strings"
@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// calls records the calls of a Quiet in order.
+// calls records the calls of a quietTimer in order.
 type calls struct {
 	mu  sync.Mutex
 	got []string
@@ -30,12 +30,12 @@ func (c *calls) String() string {
 }
 
 // TestBusyThenIdle: the first work calls busy, once however much of it
-// runs at once; idle comes After the last work ended; work that starts
+// runs at once; idle comes quietAfter the last work ended; work that starts
 // again calls busy again, and work that starts before the idle call is due
 // calls neither.
 func TestBusyThenIdle(t *testing.T) {
 	c := &calls{ch: make(chan struct{}, 8)}
-	q := New(c.add("idle"), c.add("busy"))
+	q := newQuiet(c.add("idle"), c.add("busy"))
 	q.after = 100 * time.Millisecond
 	wait := func(want string) {
 		t.Helper()
@@ -66,9 +66,9 @@ func TestBusyThenIdle(t *testing.T) {
 	}
 }
 
-// TestZeroValue: a zero Quiet calls nothing and counts work all the same.
+// TestZeroValue: a zero quietTimer calls nothing and counts work all the same.
 func TestZeroValue(t *testing.T) {
-	var q Quiet
+	var q quietTimer
 	q.Begin()
 	q.End()
 	q.Stop()

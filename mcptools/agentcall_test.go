@@ -1,4 +1,4 @@
-package agenttools_test
+package mcptools
 
 import (
 	"os"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/poll"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -357,7 +357,7 @@ func TestAgentToolSteer(t *testing.T) {
 		done <- result{res, out}
 	}()
 	var sid string
-	poll.Until(t, 10*time.Second, "the agent tool's session to run", func() bool {
+	testkit.Until(t, 10*time.Second, "the agent tool's session to run", func() bool {
 		for _, s := range e.mgr.List() {
 			if s.CurrentRun() != nil {
 				sid = s.ID

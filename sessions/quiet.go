@@ -1,22 +1,23 @@
-// Package quiet tells when the server turns busy and when it has been
+// The quiet timer tells when the server turns busy and when it has been
 // idle for a while: work starting after a quiet spell, and no work having
-// run for After (the server can give memory back). It knows counts of
+// run for quietAfter (the server can give memory back). It knows counts of
 // running work and a timer, nothing of what the work is.
-package quiet
+
+package sessions
 
 import (
 	"sync"
 	"time"
 )
 
-// After is how long no work must have run before the idle function is
+// quietAfter is how long no work must have run before the idle function is
 // called.
-const After = time.Second
+const quietAfter = time.Second
 
-// Quiet calls idle once each time no work has run for After, and busy
+// quietTimer calls idle once each time no work has run for quietAfter, and busy
 // when work starts after such a call (or as the first work of all): the
 // two calls alternate, busy first. The zero value calls nothing.
-type Quiet struct {
+type quietTimer struct {
 	idle, busy func() // nil: nothing is called
 	after      time.Duration
 
@@ -28,12 +29,14 @@ type Quiet struct {
 	calls sync.Mutex // held while idle or busy runs: they never overlap or pass each other
 }
 
-// New returns a Quiet that calls idle after a quiet spell and busy when
+// newQuiet returns a quietTimer that calls idle after a quiet spell and busy when
 // work starts again (either may be nil).
-func New(idle, busy func()) *Quiet { return &Quiet{idle: idle, busy: busy, after: After} }
+func newQuiet(idle, busy func()) *quietTimer {
+	return &quietTimer{idle: idle, busy: busy, after: quietAfter}
+}
 
 // Begin notes work starting; after a quiet spell it calls busy first.
-func (q *Quiet) Begin() {
+func (q *quietTimer) Begin() {
 	q.mu.Lock()
 	q.running++
 	if q.timer != nil {
@@ -51,7 +54,7 @@ func (q *Quiet) Begin() {
 }
 
 // End notes work ending; the last one to end arms the idle call.
-func (q *Quiet) End() {
+func (q *quietTimer) End() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.running--
@@ -60,7 +63,7 @@ func (q *Quiet) End() {
 	}
 }
 
-func (q *Quiet) fire() {
+func (q *quietTimer) fire() {
 	q.calls.Lock()
 	defer q.calls.Unlock()
 	q.mu.Lock()
@@ -76,7 +79,7 @@ func (q *Quiet) fire() {
 }
 
 // Stop disarms a pending call (at shutdown).
-func (q *Quiet) Stop() {
+func (q *quietTimer) Stop() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.timer != nil {

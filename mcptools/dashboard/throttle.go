@@ -1,8 +1,11 @@
-// Package throttle limits the dashboard's failed sign-ins with token
-// buckets, per remote address and for all (see Throttle). It knows
-// addresses and clocks, nothing of sign-ins or pages; the dashboard's
-// signin_test.go tests it through the sign-in.
-package throttle
+package dashboard
+
+// The throttle on failed sign-ins: token buckets per remote address and
+// for all (signin_test.go tests it through the sign-in). Its own bucket,
+// not golang.org/x/time/rate's Limiter: an attempt takes a token before
+// the secret is checked, so that parallel guesses cannot outrun the
+// count, and a good sign-in gives it back — a Limiter cannot take back a
+// reservation once it has acted.
 
 import (
 	"net"
@@ -12,7 +15,7 @@ import (
 	"time"
 )
 
-// Throttle limits failed sign-ins with token buckets: one per remote
+// throttle limits failed sign-ins with token buckets: one per remote
 // address (an IPv6 address by its /64) and one for all addresses. An
 // attempt takes a token from both, and a good sign-in gives it back, so
 // only failures spend them; while either bucket is empty Take refuses an
@@ -21,7 +24,7 @@ import (
 // back alone; the others sign in as before, until guesses from many
 // addresses at once empty the global bucket (then new sign-ins wait for
 // it; signed-in browsers are not affected).
-type Throttle struct {
+type throttle struct {
 	now func() time.Time // tests set a clock
 
 	mu  sync.Mutex
@@ -29,16 +32,16 @@ type Throttle struct {
 	all tokenBucket
 }
 
-// Rate is a bucket's size and how often it gains a token.
-type Rate struct {
+// throttleRate is a bucket's size and how often it gains a token.
+type throttleRate struct {
 	Burst float64
 	Every time.Duration
 }
 
 // The buckets' rates.
 var (
-	PerAddress   = Rate{Burst: 5, Every: 5 * time.Second} // 5 failures, then one each 5 s
-	AllAddresses = Rate{Burst: 20, Every: time.Second}    // 20, then one a second, from all addresses
+	perAddress   = throttleRate{Burst: 5, Every: 5 * time.Second} // 5 failures, then one each 5 s
+	allAddresses = throttleRate{Burst: 20, Every: time.Second}    // 20, then one a second, from all addresses
 )
 
 // maxThrottled bounds the addresses tracked; full buckets are forgotten
@@ -51,7 +54,7 @@ type tokenBucket struct {
 }
 
 // fill brings b up to now.
-func (b *tokenBucket) fill(r Rate, now time.Time) {
+func (b *tokenBucket) fill(r throttleRate, now time.Time) {
 	if b.at.IsZero() {
 		b.tokens, b.at = r.Burst, now
 		return
@@ -63,21 +66,21 @@ func (b *tokenBucket) fill(r Rate, now time.Time) {
 }
 
 // wait is how long until b holds a whole token (0: it does).
-func (b *tokenBucket) wait(r Rate) time.Duration {
+func (b *tokenBucket) wait(r throttleRate) time.Duration {
 	if b.tokens >= 1 {
 		return 0
 	}
 	return time.Duration((1 - b.tokens) * float64(r.Every))
 }
 
-// New returns a throttle on the clock now.
-func New(now func() time.Time) *Throttle {
-	return &Throttle{now: now, by: map[string]*tokenBucket{}}
+// newThrottle returns a throttle on the clock now.
+func newThrottle(now func() time.Time) *throttle {
+	return &throttle{now: now, by: map[string]*tokenBucket{}}
 }
 
 // Take takes a token for an attempt from addr; when it may not be made
 // now, ok is false and wait says how long until it may.
-func (t *Throttle) Take(addr string) (wait time.Duration, ok bool) {
+func (t *throttle) Take(addr string) (wait time.Duration, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
@@ -87,9 +90,9 @@ func (t *Throttle) Take(addr string) (wait time.Duration, ok bool) {
 		b = &tokenBucket{}
 		t.by[addr] = b
 	}
-	b.fill(PerAddress, now)
-	t.all.fill(AllAddresses, now)
-	if wait = max(b.wait(PerAddress), t.all.wait(AllAddresses)); wait > 0 {
+	b.fill(perAddress, now)
+	t.all.fill(allAddresses, now)
+	if wait = max(b.wait(perAddress), t.all.wait(allAddresses)); wait > 0 {
 		return wait, false
 	}
 	b.tokens--
@@ -98,26 +101,26 @@ func (t *Throttle) Take(addr string) (wait time.Duration, ok bool) {
 }
 
 // Refund gives back the token of a good sign-in from addr.
-func (t *Throttle) Refund(addr string) {
+func (t *throttle) Refund(addr string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
 	if b := t.by[addr]; b != nil {
-		b.fill(PerAddress, now)
-		b.tokens = min(PerAddress.Burst, b.tokens+1)
+		b.fill(perAddress, now)
+		b.tokens = min(perAddress.Burst, b.tokens+1)
 	}
-	t.all.fill(AllAddresses, now)
-	t.all.tokens = min(AllAddresses.Burst, t.all.tokens+1)
+	t.all.fill(allAddresses, now)
+	t.all.tokens = min(allAddresses.Burst, t.all.tokens+1)
 }
 
 // forgetFull makes room for an address when maxThrottled are tracked:
 // the full buckets go, and if none is full, any one.
-func (t *Throttle) forgetFull(now time.Time) {
+func (t *throttle) forgetFull(now time.Time) {
 	if len(t.by) < maxThrottled {
 		return
 	}
 	for k, b := range t.by {
-		if b.fill(PerAddress, now); b.tokens >= PerAddress.Burst {
+		if b.fill(perAddress, now); b.tokens >= perAddress.Burst {
 			delete(t.by, k)
 		}
 	}
@@ -129,9 +132,9 @@ func (t *Throttle) forgetFull(now time.Time) {
 	}
 }
 
-// RemoteKey is the address a request came from, as the throttle counts
+// remoteKey is the address a request came from, as the throttle counts
 // it: an IPv4 address, or an IPv6 address's /64.
-func RemoteKey(r *http.Request) string {
+func remoteKey(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		host = r.RemoteAddr

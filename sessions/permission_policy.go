@@ -1,14 +1,10 @@
-// Package permission answers a session's permission questions, the CLI's
+// permissionPolicy answers a session's permission questions, the CLI's
 // can_use_tool requests: the caller is asked when it can be, within the
 // permission timeout, else the server's permission policy (allow or deny)
 // answers, with a denial that says how to get the tool allowed (Decide);
-// what became of the question goes into the running turn (Record).
-//
-// It knows the control protocol's requests and answers (claudeagent) and
-// turns; it must not know sessions, the policy gate's classes or MCP: the
-// question is the session's, whoever asks the caller is the caller's, and
-// the operator's ceilings on an allow are the session's to apply.
-package permission
+// what became of the question goes into the running turn (recordPermission).
+
+package sessions
 
 import (
 	"context"
@@ -22,11 +18,11 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
-// Ask asks the caller about a tool call.
-type Ask func(ctx context.Context, req *turn.PermissionRequest) (*claudeagent.PermissionResult, error)
+// askPermission asks the caller about a tool call.
+type askPermission func(ctx context.Context, req *turn.PermissionRequest) (*claudeagent.PermissionResult, error)
 
-// Policy answers the questions nobody else answered.
-type Policy struct {
+// permissionPolicy answers the questions nobody else answered.
+type permissionPolicy struct {
 	Timeout time.Duration // how long the caller may take (--permission-timeout)
 	Answer  string        // --permission-policy: "allow", else deny
 	Log     *slog.Logger
@@ -34,7 +30,7 @@ type Policy struct {
 
 // Decide asks the caller when it can (ask set), else applies the policy.
 // It always returns an answer, within the timeout.
-func (p Policy) Decide(ctx context.Context, req *turn.PermissionRequest, ask Ask) *claudeagent.PermissionResult {
+func (p permissionPolicy) Decide(ctx context.Context, req *turn.PermissionRequest, ask askPermission) *claudeagent.PermissionResult {
 	why := "the caller cannot be asked (its MCP client did not declare elicitation)"
 	if ask != nil {
 		actx, cancel := context.WithTimeout(ctx, p.Timeout)
@@ -65,9 +61,9 @@ func (p Policy) Decide(ctx context.Context, req *turn.PermissionRequest, ask Ask
 			"or create the session with allowedTools including %q.", req.ToolName, why, req.ToolName))
 }
 
-// Record puts the answer res to c into t, the running turn (nil for
+// recordPermission puts the answer res to c into t, the running turn (nil for
 // none): a denial, and an event.
-func Record(t *turn.Turn, c *claudeagent.CanUseToolRequest, res *claudeagent.PermissionResult) {
+func recordPermission(t *turn.Turn, c *claudeagent.CanUseToolRequest, res *claudeagent.PermissionResult) {
 	if t == nil {
 		return
 	}

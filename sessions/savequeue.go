@@ -1,14 +1,15 @@
-// Package saver writes one thing's state off its caller's path: writes
+// A saveQueue writes one thing's state off its caller's path: writes
 // queued with Later run in order on a goroutine of their own, those that
 // wait meanwhile merged into one; Now waits for its own write and every
 // one before it.
-package saver
+
+package sessions
 
 import "sync"
 
-// Queue orders the writes of one thing. The zero value is not usable: see
-// New.
-type Queue[T any] struct {
+// saveQueue orders the writes of one thing. The zero value is not usable: see
+// newSaveQueue.
+type saveQueue[T any] struct {
 	write func(T)
 	merge func(older, newer T) T
 
@@ -18,15 +19,15 @@ type Queue[T any] struct {
 	idle    chan struct{} // nil while no writer runs; closed when it stops
 }
 
-// New returns a queue that writes with write and merges two writes that
+// newSaveQueue returns a queue that writes with write and merges two writes that
 // wait with merge.
-func New[T any](write func(T), merge func(older, newer T) T) *Queue[T] {
-	return &Queue[T]{write: write, merge: merge}
+func newSaveQueue[T any](write func(T), merge func(older, newer T) T) *saveQueue[T] {
+	return &saveQueue[T]{write: write, merge: merge}
 }
 
 // Later queues w and returns at once; the channel is closed once w is
 // written.
-func (q *Queue[T]) Later(w T) <-chan struct{} {
+func (q *saveQueue[T]) Later(w T) <-chan struct{} {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.pending {
@@ -43,10 +44,10 @@ func (q *Queue[T]) Later(w T) <-chan struct{} {
 
 // Now writes w after the writes queued before it, and returns once it is
 // written.
-func (q *Queue[T]) Now(w T) { <-q.Later(w) }
+func (q *saveQueue[T]) Now(w T) { <-q.Later(w) }
 
 // Wait returns once the writes queued so far are written.
-func (q *Queue[T]) Wait() {
+func (q *saveQueue[T]) Wait() {
 	q.mu.Lock()
 	idle := q.idle
 	q.mu.Unlock()
@@ -55,7 +56,7 @@ func (q *Queue[T]) Wait() {
 	}
 }
 
-func (q *Queue[T]) run() {
+func (q *saveQueue[T]) run() {
 	for {
 		q.mu.Lock()
 		if !q.pending {

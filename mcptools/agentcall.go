@@ -1,4 +1,4 @@
-package agenttools
+package mcptools
 
 import (
 	"cmp"
@@ -11,14 +11,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent/agentfile"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/worktree"
 )
@@ -41,36 +39,11 @@ import (
 //   - permissionMode: at most as permissive as the agent's mode (its
 //     operator entry's, else its file's, else default), in
 //     claudeagent.ModesByStrictness order.
-// Options from the agent's definition and operator entry are the
+// AgentOptions from the agent's definition and operator entry are the
 // operator's (CreateOptions.Operator: a remote caller needs no --http-allow
 // for them, the ceilings still apply), except for agents of the project,
 // whose files come with whatever repository the server runs in; options
 // the caller set never are.
-
-// Core is what an agent tool's call needs of the tool core (package
-// mcptools gives it to Attach): a query launched and waited for exactly as
-// claude_chat_query's, whose results and errors come as that tool's.
-type Core interface {
-	// QueryWait checks a query's prompt and waitSeconds as
-	// claude_chat_query's and returns how long the call waits.
-	QueryWait(prompt string, waitSeconds int) (time.Duration, error)
-	// Retried answers the retried call of an input-required result.
-	Retried(ctx context.Context, req *mcp.CallToolRequest, wait time.Duration) (*mcp.CallToolResult, error)
-	// Session returns the caller's open session id; an error wrapping
-	// sessions.ErrNotFound when the caller has none.
-	Session(ctx context.Context, id string) (*sessions.Session, error)
-	// OneShot opens a kept session of the caller for a query that starts
-	// at once (sessions.Manager.OneShot), loading the query's images.
-	OneShot(ctx context.Context, opts sessions.CreateOptions, images []images.Input) (*sessions.Session, []images.Image, error)
-	// Launch starts a query in s and waits for it on behalf of the call:
-	// the call's result, or a task, or an input-required result.
-	Launch(ctx context.Context, req *mcp.CallToolRequest, s *sessions.Session, prompt string, ro sessions.RunOptions, wait time.Duration) (*mcp.CallToolResult, error)
-	// Discard ends a session that no result names.
-	Discard(s *sessions.Session)
-	// OutputSchema is claude_chat_query's output schema: an agent tool
-	// returns the same result.
-	OutputSchema() *jsonschema.Schema
-}
 
 // handler is an agent tool's handler. It decodes the arguments itself
 // rather than through a typed tool's schema validation, so that a refused
@@ -78,7 +51,7 @@ type Core interface {
 // other error is a tool error.
 func (a *Agents) handler(t *agentTool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		var in Arguments
+		var in agentArguments
 		if len(req.Params.Arguments) > 0 {
 			if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
 				return errorResult(fmt.Errorf("invalid arguments for %s: %v", t.def.Name, err)), nil
@@ -103,7 +76,7 @@ func errorResult(err error) *mcp.CallToolResult {
 }
 
 // call runs one call of an agent tool.
-func call(ctx context.Context, core Core, req *mcp.CallToolRequest, t *agentTool, in Arguments) (*mcp.CallToolResult, error) {
+func call(ctx context.Context, core agentCore, req *mcp.CallToolRequest, t *agentTool, in agentArguments) (*mcp.CallToolResult, error) {
 	wait, err := core.QueryWait(in.Prompt, in.WaitSeconds)
 	if err != nil {
 		return nil, err
@@ -134,7 +107,7 @@ func call(ctx context.Context, core Core, req *mcp.CallToolRequest, t *agentTool
 }
 
 // continueCall sends a prompt to a session this tool started.
-func continueCall(ctx context.Context, core Core, req *mcp.CallToolRequest, t *agentTool, in Arguments, wait time.Duration) (*mcp.CallToolResult, error) {
+func continueCall(ctx context.Context, core agentCore, req *mcp.CallToolRequest, t *agentTool, in agentArguments, wait time.Duration) (*mcp.CallToolResult, error) {
 	tool := t.def.Name
 	s, err := core.Session(ctx, in.SessionID)
 	if errors.Is(err, sessions.ErrNotFound) {
@@ -175,7 +148,7 @@ func continueCall(ctx context.Context, core Core, req *mcp.CallToolRequest, t *a
 // agentSession returns the options of a new session that runs as ag, with
 // the caller's overrides, each checked to tighten (see the comment at the
 // top).
-func agentSession(ag *agentfile.Agent, in Arguments) (sessions.CreateOptions, error) {
+func agentSession(ag *agentfile.Agent, in agentArguments) (sessions.CreateOptions, error) {
 	def, op := ag.Definition, ag.Operator
 	def.Tools, def.DisallowedTools = slices.Clone(def.Tools), slices.Clone(def.DisallowedTools)
 	var caller []string // the options the caller set

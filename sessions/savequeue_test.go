@@ -1,4 +1,4 @@
-package saver
+package sessions
 
 import (
 	"slices"
@@ -14,7 +14,7 @@ func TestOrderAndMerge(t *testing.T) {
 	var wrote [][]int
 	block, entered := make(chan struct{}), make(chan struct{})
 	first := true
-	q := New(func(w []int) {
+	q := newSaveQueue(func(w []int) {
 		if first {
 			first = false
 			close(entered)
@@ -63,7 +63,7 @@ func TestOrderAndMerge(t *testing.T) {
 func TestWaitAfterLater(t *testing.T) {
 	var mu sync.Mutex
 	sum := 0
-	q := New(func(n int) { mu.Lock(); sum += n; mu.Unlock() }, func(a, b int) int { return a + b })
+	q := newSaveQueue(func(n int) { mu.Lock(); sum += n; mu.Unlock() }, func(a, b int) int { return a + b })
 	var wg sync.WaitGroup
 	for range 50 {
 		wg.Go(func() { q.Later(1); q.Wait() })

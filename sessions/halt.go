@@ -1,13 +1,10 @@
-// Package halt stops a running turn of the CLI: an interrupt the CLI must
+// Stopping a running turn of the CLI (halter): an interrupt the CLI must
 // acknowledge within Ack — a CLI that does not (hung, or stopped) has its
 // process stopped, SIGTERM then SIGKILL, and the turn ends with a note
 // saying so —, and a turn that the CLI acknowledged stopping but does not
 // end within Grace has its process killed.
-//
-// It knows the CLI's process (claudeagent) and turns; it must not know
-// sessions, their states or MCP: what a session does as its turn stops
-// (its state) is the caller's, told through Interrupting.
-package halt
+
+package sessions
 
 import (
 	"context"
@@ -20,8 +17,8 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
-// Halt is how a session stops its turns.
-type Halt struct {
+// halter is how a session stops its turns.
+type halter struct {
 	Ack   time.Duration // how long the CLI may take to acknowledge an interrupt
 	Grace time.Duration // how long an acknowledged interrupt may take to end the turn
 	Log   *slog.Logger
@@ -33,7 +30,7 @@ type Halt struct {
 // Interrupt asks the CLI to stop t's turn and reports whether it had to
 // stop the process (it did not acknowledge within Ack); the session then
 // resumes on its next query.
-func (h Halt) Interrupt(ctx context.Context, t *turn.Turn, p *claudeagent.Process) (forced bool) {
+func (h halter) Interrupt(ctx context.Context, t *turn.Turn, p *claudeagent.Process) (forced bool) {
 	t.MarkInterrupted()
 	if h.Interrupting != nil {
 		h.Interrupting(t)
@@ -54,7 +51,7 @@ func (h Halt) Interrupt(ctx context.Context, t *turn.Turn, p *claudeagent.Proces
 // Abort interrupts the turn and waits for it to end: a CLI that does not
 // acknowledge the interrupt is stopped at once (Interrupt); one that
 // acknowledges it but does not end the turn within Grace is killed.
-func (h Halt) Abort(t *turn.Turn, p *claudeagent.Process) {
+func (h halter) Abort(t *turn.Turn, p *claudeagent.Process) {
 	if h.Interrupt(context.Background(), t, p) {
 		<-t.Done()
 		return

@@ -1,4 +1,4 @@
-package limitwait
+package sessions
 
 import (
 	"strings"
@@ -22,7 +22,7 @@ func TestValidateOnLimit(t *testing.T) {
 // TestShownInfo: a limit shows until its reset, a warning until its own.
 func TestShownInfo(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
-	sh := Shown{Limit: &turn.Limit{Until: now.Add(time.Minute), Kind: "five_hour"}}
+	sh := limitShown{Limit: &turn.Limit{Until: now.Add(time.Minute), Kind: "five_hour"}}
 	if until, kind, _ := sh.Info(now); !until.Equal(now.Add(time.Minute)) || kind != "five_hour" {
 		t.Errorf("before the reset: %s %q", until, kind)
 	}

@@ -1,16 +1,11 @@
-// Package quota holds the server's limits on what sessions may hold and
+// quotaLimits holds the server's limits on what sessions may hold and
 // spend, and says when one is reached: open sessions (--max-sessions,
 // --user-max-sessions), live processes per user (--user-max-live), and
 // budgets — a session's (its maxBudgetUsd, else --max-session-budget-usd),
 // a user's (--user-max-budget-usd) and the server's
 // (--max-total-budget-usd), counted from the costs the CLI reports.
-//
-// It knows counts and amounts, and the flags that set them; it must not
-// know sessions, processes, the registry or MCP: the manager counts and
-// spends (package sharing keeps the costs), asks, and acts on the answer
-// (refuses, or makes an idle session dormant). Its refusals wrap the
-// errors Limits names.
-package quota
+
+package sessions
 
 import (
 	"fmt"
@@ -18,23 +13,23 @@ import (
 	"strconv"
 )
 
-// Limits are the quotas; 0 means none.
-type Limits struct {
+// quotaLimits are the quotas; 0 means none.
+type quotaLimits struct {
 	MaxSessions, UserMaxSessions, UserMaxLive                int
 	MaxSessionBudgetUSD, UserMaxBudgetUSD, MaxTotalBudgetUSD float64
 	// ErrTooMany and ErrBudget are what the refusals wrap.
 	ErrTooMany, ErrBudget error
 }
 
-// USD renders an amount of dollars with the digits that matter.
-func USD(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+// usd renders an amount of dollars with the digits that matter.
+func usd(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
-// Cents rounds an amount to a millionth of a dollar for a text.
-func Cents(v float64) string { return USD(math.Round(v*1e6) / 1e6) }
+// cents rounds an amount to a millionth of a dollar for a text.
+func cents(v float64) string { return usd(math.Round(v*1e6) / 1e6) }
 
 // SessionBudget is a session's budget: its own (maxBudgetUsd), else the
 // server's per-session ceiling; 0 for none.
-func (l Limits) SessionBudget(own float64) float64 {
+func (l quotaLimits) SessionBudget(own float64) float64 {
 	if own > 0 {
 		return own
 	}
@@ -46,19 +41,19 @@ func (l Limits) SessionBudget(own float64) float64 {
 // --user-max-budget-usd (userSpent asks what they spent; each is asked
 // only when its cap is set), or session id
 // its budget (cost of budget).
-func (l Limits) CheckTurn(total func() float64, owner string, userSpent func(string) float64, id string, cost, budget float64) error {
+func (l quotaLimits) CheckTurn(total func() float64, owner string, userSpent func(string) float64, id string, cost, budget float64) error {
 	if limit := l.MaxTotalBudgetUSD; limit > 0 {
 		if spent := total(); spent >= limit {
-			return fmt.Errorf("%w: all sessions together have cost $%s, and this server allows $%s in all (--max-total-budget-usd); no new turns run until the operator raises it", l.ErrBudget, Cents(spent), USD(limit))
+			return fmt.Errorf("%w: all sessions together have cost $%s, and this server allows $%s in all (--max-total-budget-usd); no new turns run until the operator raises it", l.ErrBudget, cents(spent), usd(limit))
 		}
 	}
 	if limit := l.UserMaxBudgetUSD; owner != "" && limit > 0 {
 		if spent := userSpent(owner); spent >= limit {
-			return fmt.Errorf("%w: the sessions of user %s have cost $%s, and this server allows a user $%s (--user-max-budget-usd)", l.ErrBudget, owner, Cents(spent), USD(limit))
+			return fmt.Errorf("%w: the sessions of user %s have cost $%s, and this server allows a user $%s (--user-max-budget-usd)", l.ErrBudget, owner, cents(spent), usd(limit))
 		}
 	}
 	if budget > 0 && cost >= budget {
-		return fmt.Errorf("%w: session %s has cost $%s of its $%s budget (maxBudgetUsd); create a new session to go on", l.ErrBudget, id, Cents(cost), USD(budget))
+		return fmt.Errorf("%w: session %s has cost $%s of its $%s budget (maxBudgetUsd); create a new session to go on", l.ErrBudget, id, cents(cost), usd(budget))
 	}
 	return nil
 }
@@ -67,7 +62,7 @@ func (l Limits) CheckTurn(total func() float64, owner string, userSpent func(str
 // the owner's ("" for none) count asks how many of them are the owner's
 // (called only when --user-max-sessions applies). adopting names a
 // session taken up from the registry ("" for a new one).
-func (l Limits) CheckOpen(open int, owner string, count func() int, adopting string) error {
+func (l quotaLimits) CheckOpen(open int, owner string, count func() int, adopting string) error {
 	if open >= l.MaxSessions {
 		if adopting != "" {
 			return fmt.Errorf("%w: session %s is in the session registry, but %d sessions are open on this instance and --max-sessions is %d", l.ErrTooMany, adopting, open, l.MaxSessions)

@@ -1,7 +1,0 @@
-package agenttools
-
-// For the tests of package agenttools_test, which import mcptools (which
-// imports agenttools) to serve the tools.
-var AgentParams = agentParams
-
-type VisibleTool = visibleTool
