@@ -11,8 +11,8 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/resulttext"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/listing"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/worktree"
 )
 
@@ -30,7 +30,7 @@ func (h *handlers) list(ctx context.Context, req *mcp.CallToolRequest, in ListIn
 		}
 		infos = []sessions.Info{s.Info()}
 	} else {
-		q := recstore.Query{Owner: userOf(ctx), Name: in.Name, Limit: in.Limit, Cursor: in.Cursor}
+		q := store.Query{Owner: userOf(ctx), Name: in.Name, Limit: in.Limit, Cursor: in.Cursor}
 		var err error
 		if q.State, err = listing.ParseState(in.State); err != nil {
 			return nil, ListOutput{}, toolError(err)

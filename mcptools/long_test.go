@@ -15,9 +15,9 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/sqlite"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store/sqlite"
 )
 
 // TestWaitSecondsAndChatWait: a slow turn with waitSeconds returns status
@@ -270,17 +270,17 @@ func TestHistoryCapped(t *testing.T) {
 }
 
 // failingStore is a session store whose writes fail.
-type failingStore struct{ recstore.Store }
+type failingStore struct{ store.Store }
 
-func (failingStore) Create(context.Context, recstore.Record, recstore.Quota) error {
+func (failingStore) Create(context.Context, store.Record, store.Quota) error {
 	return errors.New("disk full")
 }
 
-func (failingStore) Put(context.Context, recstore.Record, recstore.Lease, float64) error {
+func (failingStore) Put(context.Context, store.Record, store.Lease, float64) error {
 	return errors.New("disk full")
 }
 
-func openStore(t *testing.T) recstore.Store {
+func openStore(t *testing.T) store.Store {
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "sessions.db"), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -295,14 +295,14 @@ func TestPersistedFalse(t *testing.T) {
 	f := newFakeServer(t, "2025-11-25", sessions.Config{Store: failingStore{openStore(t)}}, Options{})
 	_, out := f.call(t, "claude_session_create", map[string]any{"cwd": t.TempDir()}, nil)
 	if out["persisted"] != false {
-		t.Errorf("create with an unwritable registry: persisted = %v", out["persisted"])
+		t.Errorf("create with an unwritable store: persisted = %v", out["persisted"])
 	}
 	_, out = f.call(t, "claude_chat_query", map[string]any{"sessionId": out["sessionId"], "prompt": "hi"}, nil)
 	if out["persisted"] != false {
-		t.Errorf("query with an unwritable registry: persisted = %v", out["persisted"])
+		t.Errorf("query with an unwritable store: persisted = %v", out["persisted"])
 	}
 	good := newFakeServer(t, "2025-11-25", sessions.Config{Store: openStore(t)}, Options{})
 	if _, out := good.call(t, "claude_session_create", map[string]any{"cwd": t.TempDir()}, nil); out["persisted"] != nil {
-		t.Errorf("create with a good registry: persisted = %v, want it left out", out["persisted"])
+		t.Errorf("create with a good store: persisted = %v, want it left out", out["persisted"])
 	}
 }

@@ -15,7 +15,7 @@
 // the *mcp.Server NewServer returns. It must not know what is inside
 // sessions beyond its facade (Manager, Session, Run and their types): not
 // the policy's classes (the sessions' gate decides options), the
-// registry's format, the live processes; nor the transports' framing or
+// store's format, the live processes; nor the transports' framing or
 // the dashboard's pages.
 package mcptools
 
@@ -195,7 +195,7 @@ func owned(ctx context.Context, o *sessions.CreateOptions) {
 }
 
 // persisted is false (a pointer to it) when sessions should survive a
-// restart but the registry cannot be written; nil otherwise.
+// restart but the store cannot be written; nil otherwise.
 func (h *handlers) persisted() *bool {
 	if h.mgr.PersistFailing() {
 		return ptr(false)

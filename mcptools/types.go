@@ -23,7 +23,7 @@ type CreateOutput struct {
 	Cwd             string         `json:"cwd"`
 	PermissionMode  string         `json:"permissionMode"`
 	Active          bool           `json:"active" jsonschema:"True when the claude process is up and answered initialize."`
-	Persisted       *bool          `json:"persisted,omitempty" jsonschema:"false when the server cannot write its session registry: the session will not survive a restart."`
+	Persisted       *bool          `json:"persisted,omitempty" jsonschema:"false when the server cannot write its session store: the session will not survive a restart."`
 	Worktree        *worktree.Info `json:"worktree,omitempty" jsonschema:"The session's own git worktree."`
 }
 
@@ -97,7 +97,7 @@ type QueryOutput struct {
 	LimitNote        string                `json:"limitNote,omitempty" jsonschema:"The CLI's warning that the usage limit is near."`
 	Metadata         Metadata              `json:"metadata"`
 	Worktree         *worktree.Info        `json:"worktree,omitempty" jsonschema:"The session's git worktree: where it is and what changed in it."`
-	Persisted        *bool                 `json:"persisted,omitempty" jsonschema:"false when the server cannot write its session registry: the session will not survive a restart."`
+	Persisted        *bool                 `json:"persisted,omitempty" jsonschema:"false when the server cannot write its session store: the session will not survive a restart."`
 	FollowUp         *FollowUpOutput       `json:"followUp,omitempty" jsonschema:"A message steered into the query is answered in a turn of its own: running (claude_chat_wait returns it), or, for a task, its answer."`
 }
 

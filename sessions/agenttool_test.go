@@ -7,7 +7,7 @@ import (
 )
 
 // TestAgentToolPersisted: the agent tool that started a session survives a
-// restart (the registry entry), and another instance sharing the registry
+// restart (the stored record), and another instance sharing the store
 // sees it too; it is never a session option a caller can set (json "-").
 func TestAgentToolPersisted(t *testing.T) {
 	t.Parallel()
@@ -23,7 +23,7 @@ func TestAgentToolPersisted(t *testing.T) {
 
 	entries := storedRecords(t, path)
 	if len(entries) != 2 {
-		t.Fatalf("the registry holds %d sessions, want 2", len(entries))
+		t.Fatalf("the store holds %d sessions, want 2", len(entries))
 	}
 	for _, e := range entries {
 		want := map[string]string{s.ID: "reviewer", plain.ID: ""}[e.SessionID]

@@ -87,7 +87,7 @@ func TestDelegationValidation(t *testing.T) {
 }
 
 // TestWorktreeOptionJSON: worktree is a name or "auto" ("" is none); true
-// and false, which the registry holds for sessions made before the string
+// and false, which the store holds for sessions made before the string
 // form, still read; and what is written reads back the same.
 func TestWorktreeOptionJSON(t *testing.T) {
 	for _, tc := range []struct {

@@ -332,7 +332,7 @@ func TestGateOperatorModeSwitched(t *testing.T) {
 // TestGateGrantKept: a session's grant (its creator's OAuth scopes) binds
 // its later changes — a mode switch that --http-allow would open but the
 // grant does not is refused naming --oauth-scope-classes — and goes with
-// the session into its registry entry and back.
+// the session into its stored record and back.
 func TestGateGrantKept(t *testing.T) {
 	wd, _ := os.Getwd()
 	m := newManager(t, Config{Remote: true, RemoteAllow: []string{"widens-permissions"}, AllowedRoots: []string{wd, os.TempDir()}})
@@ -345,7 +345,7 @@ func TestGateGrantKept(t *testing.T) {
 	e := s.entryLocked()
 	s.mu.Unlock()
 	if e.Grant == nil || !slices.Equal(*e.Grant, grant) {
-		t.Fatalf("the registry entry's grant = %v, want %v", e.Grant, grant)
+		t.Fatalf("the stored record's grant = %v, want %v", e.Grant, grant)
 	}
 	e.Options.Grant = nil // as the entry is read back: the field is not in the options' JSON
 	restored := newSession(m, e.Options)

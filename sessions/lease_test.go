@@ -8,8 +8,8 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
@@ -35,7 +35,7 @@ func TestFailedCreateLeavesNothing(t *testing.T) {
 		if n := broken.Count(); n != 0 {
 			t.Errorf("after failed creates the store counts %d sessions", n)
 		}
-		page, err := cfg.Store.List(ctxFor(t), recstore.Query{Limit: recstore.MaxLimit})
+		page, err := cfg.Store.List(ctxFor(t), store.Query{Limit: store.MaxLimit})
 		if err != nil || len(page.Records) != 0 {
 			t.Errorf("the store lists %d sessions (%v) after failed creates", len(page.Records), err)
 		}
@@ -132,7 +132,7 @@ func TestUserMaxLiveRace(t *testing.T) {
 
 // leaseProbe tries to take session id's lease in st as a third instance
 // would, and gives it back: nil when nobody held it.
-func leaseProbe(t *testing.T, st recstore.Store, id string) error {
+func leaseProbe(t *testing.T, st store.Store, id string) error {
 	t.Helper()
 	l, _, err := st.Acquire(ctxFor(t), id, "probe", time.Minute)
 	if err != nil {
@@ -150,17 +150,17 @@ func TestLeasePaths(t *testing.T) {
 		name string
 		// run brings a session of a (whose store is st) to the path's end
 		// and returns its id; wantHeld says a live process runs it.
-		run      func(t *testing.T, open backend) (st recstore.Store, id string)
+		run      func(t *testing.T, open backend) (st store.Store, id string)
 		wantHeld bool
 	}
 	paths := []path{
-		{name: "live", wantHeld: true, run: func(t *testing.T, open backend) (recstore.Store, string) {
+		{name: "live", wantHeld: true, run: func(t *testing.T, open backend) (store.Store, string) {
 			cfg := Config{WarmSpares: 0, Store: open(t)}
 			s := create(t, newManager(t, cfg), CreateOptions{})
 			query(t, s, "hi", QueryOptions{})
 			return cfg.Store, s.ID
 		}},
-		{name: "created while every process is busy", run: func(t *testing.T, open backend) (recstore.Store, string) {
+		{name: "created while every process is busy", run: func(t *testing.T, open backend) (store.Store, string) {
 			cfg := Config{MaxLive: 1, WarmSpares: 0, Store: open(t)}
 			m := newManager(t, cfg, fakecli.EnvSpeed, "1")
 			events := make(eventsTo, 1024)
@@ -169,7 +169,7 @@ func TestLeasePaths(t *testing.T) {
 			t.Cleanup(func() { collect(t, r) })
 			return cfg.Store, create(t, m, CreateOptions{}).ID
 		}},
-		{name: "start failed", run: func(t *testing.T, open backend) (recstore.Store, string) {
+		{name: "start failed", run: func(t *testing.T, open backend) (store.Store, string) {
 			id := dormantSession(t, open)
 			cfg := Config{WarmSpares: 0, Store: open(t)}
 			s, err := newManager(t, cfg, fakecli.EnvExitEarly, "1:boom").Get(id)
@@ -181,7 +181,7 @@ func TestLeasePaths(t *testing.T) {
 			}
 			return cfg.Store, id
 		}},
-		{name: "refused by the policy", run: func(t *testing.T, open backend) (recstore.Store, string) {
+		{name: "refused by the policy", run: func(t *testing.T, open backend) (store.Store, string) {
 			id := dormantSession(t, open)
 			cfg := Config{WarmSpares: 0, Store: open(t), AllowedRoots: []string{t.TempDir()}}
 			s, err := newManager(t, cfg).Get(id)
@@ -193,7 +193,7 @@ func TestLeasePaths(t *testing.T) {
 			}
 			return cfg.Store, id
 		}},
-		{name: "made dormant when idle", run: func(t *testing.T, open backend) (recstore.Store, string) {
+		{name: "made dormant when idle", run: func(t *testing.T, open backend) (store.Store, string) {
 			cfg := Config{WarmSpares: 0, Store: open(t)}
 			s := create(t, newManager(t, cfg), CreateOptions{})
 			query(t, s, "hi", QueryOptions{})
@@ -202,7 +202,7 @@ func TestLeasePaths(t *testing.T) {
 			}
 			return cfg.Store, s.ID
 		}},
-		{name: "its CLI died mid-turn", run: func(t *testing.T, open backend) (recstore.Store, string) {
+		{name: "its CLI died mid-turn", run: func(t *testing.T, open backend) (store.Store, string) {
 			cfg := Config{WarmSpares: 0, Store: open(t)}
 			s := create(t, newManager(t, cfg, fakecli.EnvDieAfterMs, "200"), CreateOptions{})
 			if r := query(t, s, "SLOW", QueryOptions{}); !r.IsError {
@@ -210,7 +210,7 @@ func TestLeasePaths(t *testing.T) {
 			}
 			return cfg.Store, s.ID
 		}},
-		{name: "the server shut down", run: func(t *testing.T, open backend) (recstore.Store, string) {
+		{name: "the server shut down", run: func(t *testing.T, open backend) (store.Store, string) {
 			cfg := Config{WarmSpares: 0, Store: open(t)}
 			m := newManager(t, cfg)
 			s := create(t, m, CreateOptions{})
@@ -225,7 +225,7 @@ func TestLeasePaths(t *testing.T) {
 			backends(t, func(t *testing.T, open backend) {
 				st, id := p.run(t, open)
 				if p.wantHeld {
-					if err := leaseProbe(t, st, id); !errors.Is(err, recstore.ErrElsewhere) {
+					if err := leaseProbe(t, st, id); !errors.Is(err, store.ErrElsewhere) {
 						t.Fatalf("the lease of a live session: probe %v, want held", err)
 					}
 					return
@@ -249,7 +249,7 @@ func TestLeasePaths(t *testing.T) {
 			if _, err := m.Close(s.ID); err != nil {
 				t.Fatal(err)
 			}
-			if err := leaseProbe(t, cfg.Store, s.ID); !errors.Is(err, recstore.ErrClosed) {
+			if err := leaseProbe(t, cfg.Store, s.ID); !errors.Is(err, store.ErrClosed) {
 				t.Fatalf("the lease of a closed session: %v, want ErrClosed", err)
 			}
 		})

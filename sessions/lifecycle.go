@@ -57,7 +57,7 @@ func (s *Session) pump(p *claudeagent.Process, done chan struct{}) {
 		t.Fail(reason)
 	}
 	s.log.Debug("claude process ended", "err", exitErr)
-	s.m.released(s) // another instance sharing the registry may run it now
+	s.m.released(s) // another instance sharing the store may run it now
 }
 
 // noteSystem logs what the operator should see of the CLI's system

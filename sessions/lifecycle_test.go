@@ -347,6 +347,6 @@ func TestShutdown(t *testing.T) {
 		t.Errorf("Query after Shutdown: %v", err)
 	}
 	if n := m.Count(); n != 3 {
-		t.Errorf("Count after Shutdown = %d; sessions stay (dormant) for the registry", n)
+		t.Errorf("Count after Shutdown = %d; sessions stay (dormant) for the store", n)
 	}
 }

@@ -4,12 +4,12 @@ import (
 	"context"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/listing"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
 // ListPage returns a page of the open sessions, the most recently used
 // first, and the next cursor: those held here live, the others as stored.
-func (m *Manager) ListPage(ctx context.Context, q recstore.Query) ([]Info, string, error) {
+func (m *Manager) ListPage(ctx context.Context, q store.Query) ([]Info, string, error) {
 	if !m.share.Stored() {
 		all := m.list()
 		infos := make([]Info, len(all))

@@ -7,8 +7,8 @@
 // nor what its subpackages hold: the states' table (state), usage limit
 // waits (limitwait), finding and starting a CLI (cli), permission answers
 // (permission), turns (turn), runs (run), the history and transcript
-// format (history), images, the session store and its leases (recstore,
-// through recshare), a list's rows (listing), the
+// format (history), images, the session store and its leases (package store,
+// through fleet), a list's rows (listing), the
 // caps and budgets (quota), the policy's classes (policy, through
 // Manager.gate), git (worktree), live places and spares (live). None of
 // its subpackages imports it.
@@ -26,11 +26,11 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/fleet"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recshare"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/worktree"
 )
 
@@ -150,7 +150,7 @@ type Config struct {
 	Depth, MaxDepth int
 	// Store keeps sessions across restarts and shares them with other
 	// instances, one record each; nil keeps them in memory.
-	Store recstore.Store
+	Store store.Store
 	// StoreFailed says that sessions should survive a restart but the
 	// default store could not be opened (Store is nil): PersistFailing
 	// reports it, as it does a store whose writes fail.
@@ -183,9 +183,9 @@ type Manager struct {
 	pool     *live.Pool
 	spares   *live.Spares[CreateOptions]
 
-	share  *recshare.Instance // this instance's part in the store, and the costs (share.go)
-	policy *policy.Gate       // the one policy gate (see gate)
-	quota  quotaLimits        // the caps on sessions and the budgets (budget.go)
+	share  *fleet.Instance // this instance's part in the store, and the costs (share.go)
+	policy *policy.Gate    // the one policy gate (see gate)
+	quota  quotaLimits     // the caps on sessions and the budgets (budget.go)
 
 	permissions permissionPolicy // answers the permission questions nobody else answered
 
@@ -237,7 +237,7 @@ func NewManager(cfg Config) *Manager {
 	m.cli = newLauncher(launchConfig{Path: cfg.CLIPath, Env: cfg.Env, CloseStage: cfg.CloseStage, StartTimeout: cfg.StartTimeout,
 		Bypass: m.policy.BypassAvailable})
 	newLive(m)
-	m.share = recshare.New(recshare.Config{Store: cfg.Store, Lease: cfg.Lease, Log: logger, ErrClosed: ErrClosed, OnTakeover: cfg.OnTakeover})
+	m.share = fleet.New(fleet.Config{Store: cfg.Store, Lease: cfg.Lease, Log: logger, ErrClosed: ErrClosed, OnTakeover: cfg.OnTakeover})
 	m.share.Start(storeHost{m})
 	return m
 }
@@ -375,7 +375,7 @@ func (m *Manager) Close(id string) (int, error) {
 	case m.share.Stored():
 		err = m.share.Close(context.Background(), id, "", nil)
 	}
-	if s == nil && (err == nil || errors.Is(err, recstore.ErrNotFound) || errors.Is(err, recstore.ErrClosed)) && (!m.share.Stored() || err != nil) {
+	if s == nil && (err == nil || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrClosed)) && (!m.share.Stored() || err != nil) {
 		err = fmt.Errorf("%w: no open session has id %q; it was already closed or never existed", ErrNotFound, id)
 	}
 	return m.Count(), err
@@ -387,7 +387,7 @@ func (m *Manager) closeStored(s *Session) error {
 	owner, ids := s.opts.Owner, append(slices.Clone(s.pastClaudeSessionIDs), s.claudeSessionID)
 	s.mu.Unlock()
 	err := m.share.Close(context.Background(), s.ID, owner, ids)
-	if errors.Is(err, recstore.ErrNotFound) || errors.Is(err, recstore.ErrClosed) {
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrClosed) {
 		return nil
 	}
 	return err
@@ -401,7 +401,7 @@ func (m *Manager) Discard(s *Session) {
 }
 
 // Shutdown stops every process, in parallel, and refuses new sessions.
-// Sessions stay in the registry as dormant so a restart can resume them.
+// Sessions stay in the store as dormant so a restart can resume them.
 func (m *Manager) Shutdown() {
 	m.spares.Close()
 	m.mu.Lock()

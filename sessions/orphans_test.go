@@ -9,13 +9,13 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store/registryfile"
 )
 
 // The sweep of the one-shot queries' sessions that a dead instance left
-// in the store (sessions/recshare/orphans.go).
+// in the store (sessions/fleet/orphans.go).
 
 // sweep runs m's sweep of orphans now.
 func sweep(t *testing.T, m *Manager) int {
@@ -29,7 +29,7 @@ func sweep(t *testing.T, m *Manager) int {
 
 // age makes the stored record of session id last used at used, as if
 // it had been written then.
-func age(t *testing.T, st recstore.Store, id string, used time.Time) {
+func age(t *testing.T, st store.Store, id string, used time.Time) {
 	t.Helper()
 	rec, err := st.Get(ctxFor(t), id)
 	if err != nil {
@@ -44,9 +44,9 @@ func age(t *testing.T, st recstore.Store, id string, used time.Time) {
 }
 
 // storedIDs is the ids of every open session st lists.
-func storedIDs(t *testing.T, st recstore.Store) []string {
+func storedIDs(t *testing.T, st store.Store) []string {
 	t.Helper()
-	page, err := st.List(ctxFor(t), recstore.Query{Limit: recstore.MaxLimit})
+	page, err := st.List(ctxFor(t), store.Query{Limit: store.MaxLimit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,12 +70,12 @@ func TestStoreOrphanSwept(t *testing.T) {
 func testStoreOrphanSwept(t *testing.T, open backend) {
 	st, ctx := open(t), ctxFor(t)
 	now := time.Now()
-	orphan := recstore.Record{
-		Entry: store.Entry{SessionID: "orphan-1", ClaudeSessionID: "c-orphan-1", Owner: "alice", Created: now, LastUsed: now,
+	orphan := store.Record{
+		Entry: registryfile.Entry{SessionID: "orphan-1", ClaudeSessionID: "c-orphan-1", Owner: "alice", Created: now, LastUsed: now,
 			Options: CreateOptions{Cwd: t.TempDir(), Owner: "alice", Temporary: true}},
 		State: state.Idle, Temporary: true,
 	}
-	if err := st.Create(ctx, orphan, recstore.Quota{}); err != nil {
+	if err := st.Create(ctx, orphan, store.Quota{}); err != nil {
 		t.Fatal(err)
 	}
 	// The dead instance's lease, lapsed (a nanosecond long).
@@ -88,7 +88,7 @@ func testStoreOrphanSwept(t *testing.T, open backend) {
 	// swept as well, but no takeover.
 	own := orphan
 	own.SessionID, own.ClaudeSessionID, own.Owner, own.Options.Owner = "orphan-own", "c-orphan-own", "dave", "dave"
-	if err := st.Create(ctx, own, recstore.Quota{}); err != nil {
+	if err := st.Create(ctx, own, store.Quota{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := st.Acquire(ctx, own.SessionID, a.share.Holder(), time.Nanosecond); err != nil {
@@ -119,16 +119,16 @@ func testStoreOrphanSwept(t *testing.T, open backend) {
 	if n := takeovers.Load() - before; n != 1 {
 		t.Errorf("A's sweep counted %d lease takeovers, want 1 (the dead instance's lapsed lease on the orphan, not A's own)", n)
 	}
-	if _, err := st.Get(ctx, own.SessionID); !errors.Is(err, recstore.ErrClosed) {
+	if _, err := st.Get(ctx, own.SessionID); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("A's own orphan after the sweep: %v, want ErrClosed", err)
 	}
-	if _, err := st.Get(ctx, orphan.SessionID); !errors.Is(err, recstore.ErrClosed) {
+	if _, err := st.Get(ctx, orphan.SessionID); !errors.Is(err, store.ErrClosed) {
 		t.Fatalf("the orphan after the sweep: %v, want ErrClosed", err)
 	}
 	if _, err := a.Get(orphan.SessionID); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Get of the orphan: %v, want ErrNotFound", err)
 	}
-	infos, _, err := a.ListPage(ctx, recstore.Query{})
+	infos, _, err := a.ListPage(ctx, store.Query{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func testStoreOrphanRunningElsewhere(t *testing.T, open backend) {
 	}
 	testkit.Until(t, waitLimit, "A's one-shot closed by A once collected", func() bool {
 		_, err := st.Get(ctx, s.ID)
-		return errors.Is(err, recstore.ErrClosed)
+		return errors.Is(err, store.ErrClosed)
 	})
 }
 
@@ -205,18 +205,18 @@ func TestStoreOrphanSweptAtStart(t *testing.T) {
 	backends(t, func(t *testing.T, open backend) {
 		st, ctx := open(t), ctxFor(t)
 		old := time.Now().Add(-time.Hour)
-		orphan := recstore.Record{
-			Entry: store.Entry{SessionID: "orphan-2", Owner: "alice", Created: old, LastUsed: old,
+		orphan := store.Record{
+			Entry: registryfile.Entry{SessionID: "orphan-2", Owner: "alice", Created: old, LastUsed: old,
 				Options: CreateOptions{Cwd: t.TempDir(), Owner: "alice", Temporary: true}},
 			State: state.Idle, Temporary: true,
 		}
-		if err := st.Create(ctx, orphan, recstore.Quota{}); err != nil {
+		if err := st.Create(ctx, orphan, store.Quota{}); err != nil {
 			t.Fatal(err)
 		}
 		newManager(t, Config{Store: open(t)})
 		testkit.Until(t, waitLimit, "the orphan closed by the sweep at start", func() bool {
 			_, err := st.Get(ctx, orphan.SessionID)
-			return errors.Is(err, recstore.ErrClosed)
+			return errors.Is(err, store.ErrClosed)
 		})
 	})
 }

@@ -67,9 +67,9 @@ func TestPolicyAfterRestart(t *testing.T) {
 	if n := m2.LiveCount(); n != 0 {
 		t.Errorf("refused sessions started %d process(es)", n)
 	}
-	// Nothing was deleted: the registry still holds every session.
+	// Nothing was deleted: the store still holds every session.
 	if got := storedRecords(t, path); len(got) != 7 {
-		t.Errorf("the registry holds %d sessions, want 7", len(got))
+		t.Errorf("the store holds %d sessions, want 7", len(got))
 	}
 	// The session the new policy allows runs and continues its conversation.
 	s, _ := m2.Get(good.ID)

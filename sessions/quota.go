@@ -61,11 +61,11 @@ func (l quotaLimits) CheckTurn(total func() float64, owner string, userSpent fun
 // CheckOpen refuses one more open session: open are open already, and
 // the owner's ("" for none) count asks how many of them are the owner's
 // (called only when --user-max-sessions applies). adopting names a
-// session taken up from the registry ("" for a new one).
+// session taken up from the store ("" for a new one).
 func (l quotaLimits) CheckOpen(open int, owner string, count func() int, adopting string) error {
 	if open >= l.MaxSessions {
 		if adopting != "" {
-			return fmt.Errorf("%w: session %s is in the session registry, but %d sessions are open on this instance and --max-sessions is %d", l.ErrTooMany, adopting, open, l.MaxSessions)
+			return fmt.Errorf("%w: session %s is in the session store, but %d sessions are open on this instance and --max-sessions is %d", l.ErrTooMany, adopting, open, l.MaxSessions)
 		}
 		return fmt.Errorf("%w: %d sessions are open and --max-sessions is %d", l.ErrTooMany, open, l.MaxSessions)
 	}
@@ -75,7 +75,7 @@ func (l quotaLimits) CheckOpen(open int, owner string, count func() int, adoptin
 	}
 	if n := count(); n >= limit {
 		if adopting != "" {
-			return fmt.Errorf("%w: session %s is in the session registry, but user %s has %d other open sessions and this server allows a user %d (--user-max-sessions); close one first", l.ErrTooMany, adopting, owner, n, limit)
+			return fmt.Errorf("%w: session %s is in the session store, but user %s has %d other open sessions and this server allows a user %d (--user-max-sessions); close one first", l.ErrTooMany, adopting, owner, n, limit)
 		}
 		return fmt.Errorf("%w: user %s has %d open sessions and this server allows a user %d (--user-max-sessions); close one first", l.ErrTooMany, owner, n, limit)
 	}

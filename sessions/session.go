@@ -67,7 +67,7 @@ type Info = listing.Info
 // Session is one conversation with Claude Code. Its process may come and
 // go (dormant sessions resume with --resume); its id stays. Its fields are
 // grouped by what they describe: its state machine (package state), its
-// record (what the registry keeps), its live process and running turn,
+// record (what the store keeps), its live process and running turn,
 // and its history; mu guards them all.
 type Session struct {
 	ID  string
@@ -130,7 +130,7 @@ type liveProcess struct {
 	procCost    float64           // cumulative cost the current process reported
 	everStarted bool              // a process of this session started once
 	replay      bool              // the transcript was lost: the next prompt carries the recorded history
-	lastMessage string            // the last turn's last assistant message (store.Entry.LastMessage)
+	lastMessage string            // the last turn's last assistant message (registryfile.Entry.LastMessage)
 	histAbs     int               // history entries (history.Buffer.Total) in the store
 	histSeq     int               // the store's next history sequence number
 	following   bool              // a goroutine follows the transcript (followTranscript)

@@ -7,14 +7,14 @@ import (
 	"os"
 	"slices"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store/registryfile"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
-// The manager's side of the session store (Config.Store, package recstore,
-// through recshare), which other instances may share: one record per
+// The manager's side of the session store (Config.Store, package store,
+// through fleet), which other instances may share: one record per
 // session, created with the quotas counted (register), written alone
 // (persist) under the session's lease, which its process starts under
 // (claimLease) and gives up at its end (released: a dormant session then
@@ -49,20 +49,20 @@ func (h storeHost) Held() (ids []string) {
 }
 
 // recordLocked is the session's record in the store; s.mu is held.
-func (s *Session) recordLocked() recstore.Record {
+func (s *Session) recordLocked() store.Record {
 	st := s.st.State()
 	if st == state.Starting || st == state.Queued || st == state.Running || st == state.Interrupting {
 		st = state.Idle
 	}
-	return recstore.Record{Entry: s.entryLocked(), State: st, Temporary: s.opts.Temporary}
+	return store.Record{Entry: s.entryLocked(), State: st, Temporary: s.opts.Temporary}
 }
 
-// entryLocked is the session's registry entry; s.mu is held.
-func (s *Session) entryLocked() store.Entry {
-	return store.Entry{
+// entryLocked is the session's stored record; s.mu is held.
+func (s *Session) entryLocked() registryfile.Entry {
+	return registryfile.Entry{
 		SessionID: s.ID, ClaudeSessionID: s.claudeSessionID, PastClaudeSessionIDs: slices.Clone(s.pastClaudeSessionIDs),
 		Resumable: s.resumable, ForkPending: s.forkPending, Model: s.model,
-		Created: s.created, LastUsed: s.lastUsed, Queries: s.queries, CostUSD: s.cost, Usage: store.Usage(s.usage),
+		Created: s.created, LastUsed: s.lastUsed, Queries: s.queries, CostUSD: s.cost, Usage: registryfile.Usage(s.usage),
 		Options: s.opts, Worktree: s.worktree, Owner: s.opts.Owner, Operator: s.opts.Operator, AgentTool: s.opts.AgentTool,
 		Grant: s.opts.Grant, LastMessage: s.lastMessage,
 	}
@@ -70,7 +70,7 @@ func (s *Session) entryLocked() store.Entry {
 
 // applyEntryLocked takes over what an entry records of the session; s.mu
 // is held (or the session is not shared yet) and it has no process.
-func (s *Session) applyEntryLocked(e store.Entry) {
+func (s *Session) applyEntryLocked(e registryfile.Entry) {
 	opts := e.Options
 	opts.Owner, opts.Operator, opts.AgentTool, opts.Env, opts.Temporary = e.Owner, e.Operator, e.AgentTool, s.opts.Env, s.opts.Temporary
 	opts.Grant = e.Grant
@@ -84,7 +84,7 @@ func (s *Session) applyEntryLocked(e store.Entry) {
 
 // takeOver takes over the record another instance wrote of the session
 // since (not while it has a process), and reloads the history.
-func (s *Session) takeOver(e store.Entry) {
+func (s *Session) takeOver(e registryfile.Entry) {
 	s.mu.Lock()
 	if s.proc != nil || (e.Queries == s.queries && e.ClaudeSessionID == s.claudeSessionID) {
 		s.mu.Unlock()
@@ -158,7 +158,7 @@ func (m *Manager) write(s *Session, w save) {
 	if err == nil {
 		err = m.share.Put(ctx, rec, spent)
 	}
-	if errors.Is(err, recstore.ErrElsewhere) || errors.Is(err, recstore.ErrFenced) {
+	if errors.Is(err, store.ErrElsewhere) || errors.Is(err, store.ErrFenced) {
 		go s.fenceOff(err) // persist may run on the pump, which fenceOff waits for
 		return
 	}
@@ -247,7 +247,7 @@ func (m *Manager) load(id string) (*Session, error) {
 	}
 	rec, err := m.share.Get(context.Background(), id)
 	switch {
-	case errors.Is(err, recstore.ErrNotFound), errors.Is(err, recstore.ErrClosed):
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrClosed):
 		return nil, NotFoundError(id)
 	case err != nil:
 		return nil, fmt.Errorf("reading session %s from the session store: %w", id, err)
@@ -267,7 +267,7 @@ func (m *Manager) load(id string) (*Session, error) {
 
 // restoreOne makes a dormant session of a stored record, refused when
 // today's policy does not let it run or its cwd is not on this machine.
-func (m *Manager) restoreOne(rec recstore.Record) *Session {
+func (m *Manager) restoreOne(rec store.Record) *Session {
 	e := rec.Entry
 	e.Options.Owner, e.Options.Operator, e.Options.AgentTool, e.Options.Grant = e.Owner, e.Operator, e.AgentTool, e.Grant
 	e.Options.Temporary = rec.Temporary
@@ -341,14 +341,14 @@ func (m *Manager) ConversationOwner(id string) (owner string, known bool) {
 func (m *Manager) register(ctx context.Context, s *Session) error {
 	owner := s.opts.Owner
 	if m.share.Stored() {
-		q := recstore.Quota{MaxSessions: m.cfg.MaxSessions}
+		q := store.Quota{MaxSessions: m.cfg.MaxSessions}
 		if owner != "" {
 			q.UserMaxSessions = m.cfg.UserMaxSessions
 		}
 		s.mu.Lock()
 		rec := s.recordLocked()
 		s.mu.Unlock()
-		var qe *recstore.QuotaError
+		var qe *store.QuotaError
 		err := m.share.Create(ctx, rec, q)
 		switch {
 		case errors.As(err, &qe) && qe.What == "sessions":

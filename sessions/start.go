@@ -24,7 +24,7 @@ import (
 // ensureProcess starts the session's process and initializes it, unless it has
 // one; t is the query that waits for it (nil for a create). Its caller
 // owns the session (see State). The steps:
-// startable, the registry's claim, admitStart (the policy of today),
+// startable, the store's lease, admitStart (the policy of today),
 // a live place (a warm spare, or the pool, queueing for a query),
 // launch (with the fallback for a lost transcript), then started or
 // startFailed.
@@ -32,7 +32,7 @@ func (s *Session) ensureProcess(ctx context.Context, t *turn.Turn) error {
 	if live, err := s.startable(); live || err != nil {
 		return err
 	}
-	// Another instance sharing the registry may run the session, or have
+	// Another instance sharing the store may run the session, or have
 	// run it since: claim it, taking over what that instance recorded.
 	if err := s.m.claimLease(ctx, s); err != nil {
 		s.st.Move(state.Dormant)

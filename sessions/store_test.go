@@ -15,10 +15,10 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/pgtest"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/postgres"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/sqlite"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store/postgres"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store/sqlite"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
@@ -38,9 +38,9 @@ func storeAt(tb testing.TB, path string) *sqlite.Store {
 }
 
 // storedRecords is every open session the store at path holds.
-func storedRecords(tb testing.TB, path string) []recstore.Record {
+func storedRecords(tb testing.TB, path string) []store.Record {
 	tb.Helper()
-	page, err := storeAt(tb, path).List(context.Background(), recstore.Query{Limit: recstore.MaxLimit})
+	page, err := storeAt(tb, path).List(context.Background(), store.Query{Limit: store.MaxLimit})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func storedRecords(tb testing.TB, path string) []recstore.Record {
 
 // backend opens handles on one store: each call a handle of its own, as
 // each instance has.
-type backend func(t *testing.T) recstore.Store
+type backend func(t *testing.T) store.Store
 
 // backends runs f against a fresh SQLite file and a fresh PostgreSQL
 // database (skipped without PostgreSQL, except under CI=true).
@@ -57,12 +57,12 @@ func backends(t *testing.T, f func(t *testing.T, open backend)) {
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
 		path := filepath.Join(t.TempDir(), "sessions.db")
-		f(t, func(t *testing.T) recstore.Store { return storeAt(t, path) })
+		f(t, func(t *testing.T) store.Store { return storeAt(t, path) })
 	})
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
 		url := pgtest.New(t)
-		f(t, func(t *testing.T) recstore.Store {
+		f(t, func(t *testing.T) store.Store {
 			st, err := postgres.Open(context.Background(), url, postgres.Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -96,7 +96,7 @@ func wantElsewhere(t *testing.T, m *Manager, s *Session, here, there string) {
 }
 
 // execSQL runs a statement written with ? placeholders on st.
-func execSQL(t *testing.T, st recstore.Store, q string, args ...any) {
+func execSQL(t *testing.T, st store.Store, q string, args ...any) {
 	t.Helper()
 	var err error
 	switch s := st.(type) {
@@ -111,7 +111,7 @@ func execSQL(t *testing.T, st recstore.Store, q string, args ...any) {
 }
 
 // leaseOf is the lease on session id as st has it.
-func leaseOf(t *testing.T, st recstore.Store, id string) (holder string, epoch int64) {
+func leaseOf(t *testing.T, st store.Store, id string) (holder string, epoch int64) {
 	t.Helper()
 	var err error
 	const q = `SELECT holder, epoch FROM leases WHERE id = ?`
@@ -240,7 +240,7 @@ func TestStoreListPage(t *testing.T) {
 		var got []string
 		cursor := ""
 		for range 10 {
-			infos, next, err := m.ListPage(ctxFor(t), recstore.Query{Limit: 2, Cursor: cursor})
+			infos, next, err := m.ListPage(ctxFor(t), store.Query{Limit: 2, Cursor: cursor})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -257,11 +257,11 @@ func TestStoreListPage(t *testing.T) {
 		if !slices.Equal(got, ids) {
 			t.Errorf("stored %v: pages %v, want %v", stored, got, ids)
 		}
-		infos, _, err := m.ListPage(ctxFor(t), recstore.Query{Name: "alph", State: []state.State{state.Idle}})
+		infos, _, err := m.ListPage(ctxFor(t), store.Query{Name: "alph", State: []state.State{state.Idle}})
 		if err != nil || len(infos) != 3 {
 			t.Errorf("stored %v: name and state filter: %d rows, %v", stored, len(infos), err)
 		}
-		infos, _, _ = m.ListPage(ctxFor(t), recstore.Query{State: []state.State{state.Dormant}})
+		infos, _, _ = m.ListPage(ctxFor(t), store.Query{State: []state.State{state.Dormant}})
 		if len(infos) != 0 {
 			t.Errorf("stored %v: dormant filter: %d rows, want 0", stored, len(infos))
 		}
@@ -522,11 +522,11 @@ func TestStoreCwdElsewhere(t *testing.T) {
 // heldPuts is a store whose writes of a turn's cost (Put with spent > 0)
 // wait for release, once entered says so.
 type heldPuts struct {
-	recstore.Store
+	store.Store
 	entered, release chan struct{}
 }
 
-func (h *heldPuts) Put(ctx context.Context, rec recstore.Record, l recstore.Lease, spent float64) error {
+func (h *heldPuts) Put(ctx context.Context, rec store.Record, l store.Lease, spent float64) error {
 	if spent > 0 {
 		h.entered <- struct{}{}
 		<-h.release

@@ -19,8 +19,8 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakeapi"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/pgtest"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/postgres"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/sqlite"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store/postgres"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store/sqlite"
 )
 
 // killPoint is a moment of a turn at which the serving instance is killed.

@@ -15,7 +15,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/pgtest"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/backend"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store/backend"
 )
 
 // fleetLease is the lease of the fleet tests (CLAUDE_AGENT_MCP_LEASE, a

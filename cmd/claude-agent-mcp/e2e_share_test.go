@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/sqlite"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store/sqlite"
 )
 
 // TestE2EShare: two server processes on one host share the session store
@@ -145,7 +145,7 @@ func TestE2EShare(t *testing.T) {
 	if err := st.SQL.QueryRow(`SELECT count(*) FROM leases WHERE holder <> ''`).Scan(&held); err != nil || held != 0 {
 		t.Errorf("leases held after both servers stopped: %d (%v)", held, err)
 	}
-	if _, err := st.Get(ctx, sid); !errors.Is(err, recstore.ErrClosed) {
+	if _, err := st.Get(ctx, sid); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("no tombstone for the closed session: %v", err)
 	}
 

@@ -37,9 +37,9 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/stdio"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/backend"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/sqlite"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store/backend"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store/sqlite"
 )
 
 // Stamped by goreleaser.
@@ -130,7 +130,7 @@ func openStore(c *config, mcfg *sessions.Config, logger *slog.Logger) (closeStor
 
 // openStoreAt opens the store target names (see backend.Open); where
 // names it for the log.
-func openStoreAt(ctx context.Context, target, recover string, logger *slog.Logger) (st recstore.Store, where string, err error) {
+func openStoreAt(ctx context.Context, target, recover string, logger *slog.Logger) (st store.Store, where string, err error) {
 	where = "postgres"
 	if !backend.IsURL(target) {
 		if target == "" {
@@ -152,7 +152,7 @@ func openStoreAt(ctx context.Context, target, recover string, logger *slog.Logge
 // migrateRegistry imports the registry file (--state-file, or its default
 // path) into st when st holds no session and the file exists: moving
 // from sessions.json happens once, at the first start.
-func migrateRegistry(ctx context.Context, c *config, st recstore.Store, logger *slog.Logger) error {
+func migrateRegistry(ctx context.Context, c *config, st store.Store, logger *slog.Logger) error {
 	path, err := c.statePath()
 	if err != nil || path == "" {
 		return err

@@ -53,8 +53,8 @@ type operatorMetrics struct {
 }
 
 // newOperatorMetrics makes the metrics (nil without --metrics and
-// --metrics-tokens-file) and sets their hooks in mcfg: its registry's
-// writes (openRegistry has run), the lease takeovers and the turns' ends
+// --metrics-tokens-file) and sets their hooks in mcfg: its store's
+// writes (openStore has run), the lease takeovers and the turns' ends
 // (beside the --notify alerts already there).
 func newOperatorMetrics(c *config, mcfg *sessions.Config, logger *slog.Logger) (*operatorMetrics, error) {
 	if c.metrics == "" && c.metricsTokensFile == "" {

@@ -17,7 +17,7 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/promtext"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/listing"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/sqlite"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store/sqlite"
 )
 
 // TestMetricsPortTaken: a --metrics address that cannot be listened on is

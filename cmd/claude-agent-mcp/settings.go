@@ -283,12 +283,12 @@ func (c *config) checkConfigDirs(k *checks) string {
 		k.add(err)
 		return abs
 	}
-	db, err := store.DefaultPath()
+	dir, err := store.StateDir()
 	if err != nil {
 		k.add(fmt.Errorf("finding the default --per-user-config-dir: %w (give one, or --share-config-dir)", err))
 		return ""
 	}
-	return filepath.Join(filepath.Dir(db), "users")
+	return filepath.Join(dir, "users")
 }
 
 // checkPassEnv reads the --pass-env variables from the server's
@@ -392,5 +392,6 @@ func (c *config) statePath() (string, error) {
 	if c.stateFile != "" {
 		return filepath.Abs(c.stateFile)
 	}
-	return store.DefaultPath()
+	dir, err := store.StateDir()
+	return filepath.Join(dir, "sessions.json"), err
 }

@@ -10,12 +10,12 @@ import (
 	"os"
 	"os/signal"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/backend"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store/backend"
 )
 
 // storeCommand, as the first argument, runs the session store's command:
 // export a session store as JSON Lines, or import an export or a registry
-// file into one (see recstore's export format).
+// file into one (see the store's export format).
 //
 //	claude-agent-mcp store export [--store URL|PATH]
 //	claude-agent-mcp store import [--store URL|PATH] FILE   (FILE "-": stdin)

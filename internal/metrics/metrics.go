@@ -35,7 +35,7 @@ const (
 )
 
 // Buckets of the histograms, in seconds: a turn takes from a fraction of a
-// second to many minutes, a registry write (two fsyncs) milliseconds.
+// second to many minutes, a store write milliseconds.
 var (
 	TurnBuckets  = []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 60, 120, 300, 600, 1800}
 	WriteBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}

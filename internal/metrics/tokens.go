@@ -1,15 +1,13 @@
 package metrics
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
-	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/tokensfile"
 )
 
 // Tokens are the bearer tokens that may read the metrics on the --http
@@ -39,31 +37,13 @@ func LoadTokens(path string) (*Tokens, error) {
 // were. A line is never quoted in an error (it might hold a token by
 // mistake).
 func (t *Tokens) Reload() error {
-	f, err := os.Open(t.path)
+	tokens, err := tokensfile.Read(t.path, "--metrics-tokens-file", false, nil)
 	if err != nil {
-		return fmt.Errorf("reading --metrics-tokens-file: %w", err)
+		return err
 	}
-	defer f.Close()
-	var hashes [][sha256.Size]byte
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if i := strings.LastIndexByte(line, ':'); i >= 0 {
-			line = line[i+1:]
-		}
-		var h [sha256.Size]byte
-		if b, err := hex.DecodeString(line); err != nil || len(b) != sha256.Size {
-			return fmt.Errorf("--metrics-tokens-file %s line %d: want the SHA-256 of a token in hex (64 hex digits), or NAME:SHA256HEX", t.path, n)
-		} else {
-			copy(h[:], b)
-		}
-		hashes = append(hashes, h)
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("reading --metrics-tokens-file: %w", err)
+	hashes := make([][sha256.Size]byte, len(tokens))
+	for i, tok := range tokens {
+		hashes[i] = tok.Hash
 	}
 	t.mu.Lock()
 	t.hashes = hashes

@@ -27,8 +27,8 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/audit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/dashboard"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/sqlite"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store/sqlite"
 )
 
 // Tests of the dashboard in process: the sign-in (the stdio secret, bearer
@@ -775,7 +775,7 @@ func BenchmarkWarmQueryDashboard(b *testing.B) {
 func TestDashboardOtherInstances(t *testing.T) {
 	path, env := fakecli.Command(t)
 	state := filepath.Join(t.TempDir(), "sessions.db")
-	open := func() recstore.Store {
+	open := func() store.Store {
 		st, err := sqlite.Open(context.Background(), state, sqlite.Options{})
 		if err != nil {
 			t.Fatal(err)

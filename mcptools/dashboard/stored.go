@@ -6,7 +6,7 @@ import (
 	"net/url"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/listing"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
 // The list's stored part: the sessions the store holds that this instance
@@ -47,7 +47,7 @@ func (q listQuery) link(w *htmlWriter, cursor string) string {
 // sessions si may see, but those held here (open, listed above), and the
 // next cursor; or page.Error, when the query is not one to read.
 func (d *Dashboard) stored(ctx context.Context, si *signin, page *listPage, open map[string]bool) {
-	q := recstore.Query{Owner: si.user, Name: page.Query.Name, Cursor: page.Query.Cursor, Limit: storedPageSize}
+	q := store.Query{Owner: si.user, Name: page.Query.Name, Cursor: page.Query.Cursor, Limit: storedPageSize}
 	if d.admin(si.user) {
 		q.Owner = "" // every owner's
 	}

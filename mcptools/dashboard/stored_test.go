@@ -16,10 +16,10 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/mcptest"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/sqlite"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store/registryfile"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store/sqlite"
 )
 
 // Tests of the list's stored part: the sessions of the store this
@@ -34,7 +34,7 @@ type storedSession struct {
 
 // openStore is a SQLite store holding ss, dormant records whose last use
 // follows their order (the last one the most recent).
-func openStore(tb testing.TB, ss []storedSession) recstore.Store {
+func openStore(tb testing.TB, ss []storedSession) store.Store {
 	tb.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(tb.TempDir(), "sessions.db"), sqlite.Options{})
@@ -45,10 +45,10 @@ func openStore(tb testing.TB, ss []storedSession) recstore.Store {
 	var lines bytes.Buffer
 	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	for i, s := range ss {
-		rec := recstore.Record{State: s.state, Entry: store.Entry{SessionID: s.id, ClaudeSessionID: "c-" + s.id, Owner: s.owner,
+		rec := store.Record{State: s.state, Entry: registryfile.Entry{SessionID: s.id, ClaudeSessionID: "c-" + s.id, Owner: s.owner,
 			Resumable: true, Created: base, LastUsed: base.Add(time.Duration(i) * time.Second)}}
 		rec.Options.Cwd, rec.Options.Name = "/work/"+s.id, s.name
-		line, err := json.Marshal(recstore.SessionLine{Record: rec})
+		line, err := json.Marshal(store.SessionLine{Record: rec})
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -1,20 +1,18 @@
 package httpserve
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
 	"net/http"
-	"os"
 	"regexp"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/tokensfile"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 )
 
@@ -32,7 +30,6 @@ type Tokens struct {
 }
 
 var (
-	tokenHashRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-fA-F]{64}$`) })
 	// A user name is a directory under --per-user-config-dir: "." and ".."
 	// are refused besides the characters, and so is any separator.
 	tokenUserRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._@-]{1,64}$`) })
@@ -66,29 +63,14 @@ func (t *Tokens) Reload() (removed []string, err error) {
 		byHash[t.single] = "default"
 	}
 	if t.path != "" {
-		f, err := os.Open(t.path)
+		tokens, err := tokensfile.Read(t.path, "--tokens-file", true, func(u string) (bool, string) {
+			return validUser(u), `the user name must be 1 to 64 letters, digits, '.', '_', '@' or '-', and not "." or ".." (it names a directory under --per-user-config-dir)`
+		})
 		if err != nil {
-			return nil, fmt.Errorf("reading --tokens-file: %w", err)
+			return nil, err
 		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for n := 1; sc.Scan(); n++ {
-			line := strings.TrimSpace(sc.Text())
-			if line == "" || strings.HasPrefix(line, "#") {
-				continue
-			}
-			i := strings.LastIndexByte(line, ':')
-			if i < 0 || !tokenHashRE().MatchString(line[i+1:]) {
-				return nil, fmt.Errorf("--tokens-file %s line %d: want USER:SHA256HEX (the SHA-256 of the token, 64 hex digits; never the token itself)", t.path, n)
-			}
-			user := line[:i]
-			if !validUser(user) {
-				return nil, fmt.Errorf(`--tokens-file %s line %d: the user name must be 1 to 64 letters, digits, '.', '_', '@' or '-', and not "." or ".." (it names a directory under --per-user-config-dir)`, t.path, n)
-			}
-			byHash[strings.ToLower(line[i+1:])] = user
-		}
-		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("reading --tokens-file: %w", err)
+		for _, tok := range tokens {
+			byHash[tok.HexHash()] = tok.Name
 		}
 	}
 	users := map[string]bool{}

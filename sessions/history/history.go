@@ -5,7 +5,7 @@
 // conversation into a fresh one, and a tool input rendered for a person.
 //
 // It knows the CLI's transcript format and content blocks (claudeagent);
-// it must not know sessions, turns, processes, the registry or MCP.
+// it must not know sessions, turns, processes, the store or MCP.
 package history
 
 import (

@@ -5,8 +5,8 @@ package listing
 import (
 	"time"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/worktree"
 )
@@ -43,7 +43,7 @@ type Info struct {
 }
 
 // OfRecord is a stored session's Info.
-func OfRecord(rec recstore.Record) Info {
+func OfRecord(rec store.Record) Info {
 	e, mode := rec.Entry, rec.Options.PermissionMode
 	if mode == "" {
 		mode = "default"

@@ -7,14 +7,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
 )
 
 // Page pages infos (the sessions of an instance without a store) as
-// recstore.Store.List pages records: the most recently used first,
+// store.Store.List pages records: the most recently used first,
 // filtered by q, from q.Cursor. It returns the page and the next cursor.
-func Page(items []Info, q recstore.Query) (page []Info, next string, err error) {
+func Page(items []Info, q store.Query) (page []Info, next string, err error) {
 	var after Info
 	if q.Cursor != "" {
 		n, id, ok := strings.Cut(q.Cursor, ".")
@@ -46,9 +46,9 @@ func Page(items []Info, q recstore.Query) (page []Info, next string, err error) 
 	})
 	limit := q.Limit
 	if limit <= 0 {
-		limit = recstore.DefaultLimit
+		limit = store.DefaultLimit
 	}
-	limit = min(limit, recstore.MaxLimit)
+	limit = min(limit, store.MaxLimit)
 	if len(idx) > limit {
 		last := items[idx[limit-1]]
 		idx, next = idx[:limit], fmt.Sprintf("%d.%s", last.LastUsed.UnixNano(), last.SessionID)

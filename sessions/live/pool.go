@@ -4,7 +4,7 @@
 // warm spares, processes started ahead for the option sets most likely
 // next (spares.go).
 //
-// It knows nothing about sessions, MCP or the registry: the pool sees its
+// It knows nothing about sessions, MCP or the store: the pool sees its
 // holders through [Holder] (a session or a spare), and the spares are
 // given what they need from their manager — which option sets a spare can
 // serve and the process options they start, how to start a process — in

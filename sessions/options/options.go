@@ -34,21 +34,21 @@ type CreateOptions struct {
 	// Temporary sessions (one-shot queries) are not persisted.
 	Temporary bool `json:"-"`
 	// Owner is the user the session belongs to (over HTTP, the bearer
-	// token's); "" on stdio. Persisted with the registry entry.
+	// token's); "" on stdio. Persisted with the stored record.
 	Owner string `json:"-"`
 	// Operator names the options whose values the operator chose (an
 	// agent of --agents-file or the user's agent files, not the caller):
 	// a remote caller needs no --http-allow for them; the ceilings still
-	// apply. Never a tool parameter; persisted with the registry entry.
+	// apply. Never a tool parameter; persisted with the stored record.
 	Operator []string `json:"-"`
 	// AgentTool is the agent tool that started the session, "" for the
 	// other tools: only that tool continues it. Never a tool parameter;
-	// persisted with the registry entry.
+	// persisted with the stored record.
 	AgentTool string `json:"-"`
 	// Grant, when not nil, narrows --http-allow for this session to the
 	// classes it lists: those the scopes of the creator's OAuth token were
 	// given (--oauth-scope-classes). nil: all of --http-allow. Never a
-	// tool parameter; persisted with the registry entry.
+	// tool parameter; persisted with the stored record.
 	Grant *[]string `json:"-"`
 }
 

@@ -6,7 +6,7 @@
 // task, the dashboard — are views of its run.
 //
 // It knows a turn's events and result (package turn); it must not know
-// sessions, processes, the registry or MCP: what releasing a run's
+// sessions, processes, the store or MCP: what releasing a run's
 // session means is its Config's.
 package run
 

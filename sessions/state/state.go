@@ -5,7 +5,7 @@
 // whoever waits for one.
 //
 // It knows states, owners and a lock; it must not know sessions,
-// processes, turns, the registry or MCP: what a state means for a process
+// processes, turns, the store or MCP: what a state means for a process
 // is the session's, and so is what a move the table lacks means (the
 // Machine reports every move to its OnMove).
 package state
@@ -29,7 +29,7 @@ import (
 //	starting      idle          the process is up (a create's, or a query's start)
 //	starting      queued        no live place is free (--max-live): the query waits its turn
 //	queued        starting      a live place came free
-//	starting      dormant       a create found every live place busy, the registry's claim
+//	starting      dormant       a create found every live place busy, the store's lease
 //	                            or the start failed for a reason a retry may mend
 //	starting      refused       the policy of today (or the allowed roots) refuses it
 //	starting      failed        its resume failed for a reason a retry does not mend

@@ -7,7 +7,7 @@
 // share: Event, Result, PermissionRequest, Limit, Deadline.
 //
 // It knows the CLI's messages (claudeagent) and the history's entries; it
-// must not know sessions, the manager, processes' lifecycle, the registry
+// must not know sessions, the manager, processes' lifecycle, the store
 // or MCP.
 package turn
 

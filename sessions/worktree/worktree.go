@@ -40,7 +40,7 @@ type Option struct {
 }
 
 // MarshalJSON writes the name, or true when the server picks it (the form
-// the registry has always held).
+// the store has always held).
 func (w Option) MarshalJSON() ([]byte, error) {
 	if w.Name != "" {
 		return json.Marshal(w.Name)

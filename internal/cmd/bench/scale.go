@@ -17,8 +17,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/recstore/backend"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store/backend"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store/registryfile"
 )
 
 // The figures of a session store that holds many sessions (-scale): for each
@@ -163,10 +163,10 @@ func (b *bench) scaleOne(ctx context.Context, n int, pg string) (scaleRow, error
 // server that made them and stopped would have left it.
 func writeRegistry(path string, n int, cwd string) error {
 	now := time.Now().UTC()
-	st := store.State{Version: 1, Sessions: make([]store.Entry, 0, n)}
+	st := registryfile.State{Version: 1, Sessions: make([]registryfile.Entry, 0, n)}
 	for i := range n {
 		at := now.Add(-time.Duration(n-i) * time.Second)
-		st.Sessions = append(st.Sessions, store.Entry{
+		st.Sessions = append(st.Sessions, registryfile.Entry{
 			SessionID: uuid.NewString(), ClaudeSessionID: uuid.NewString(), Resumable: true,
 			Created: at, LastUsed: at, Queries: 1, CostUSD: 0.0001,
 			Options: scaleOptions(cwd, i),
