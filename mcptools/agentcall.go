@@ -98,7 +98,7 @@ func call(ctx context.Context, core agentCore, req *mcp.CallToolRequest, t *agen
 	if err != nil {
 		return nil, err
 	}
-	res, err := core.Launch(ctx, req, s, in.Prompt, sessions.RunOptions{Images: images}, wait)
+	res, err := core.Launch(ctx, req, s, in.Prompt, sessions.QueryOptions{Images: images}, wait)
 	if err != nil {
 		// No result names the session: nobody can continue it.
 		core.Discard(s)
@@ -142,7 +142,7 @@ func continueCall(ctx context.Context, core agentCore, req *mcp.CallToolRequest,
 	if err != nil {
 		return nil, err
 	}
-	return core.Launch(ctx, req, s, in.Prompt, sessions.RunOptions{Effort: in.Effort, Images: images}, wait)
+	return core.Launch(ctx, req, s, in.Prompt, sessions.QueryOptions{Effort: in.Effort, Images: images}, wait)
 }
 
 // agentSession returns the options of a new session that runs as ag, with

@@ -43,7 +43,7 @@ func (c agentCore) OneShot(ctx context.Context, opts sessions.CreateOptions, ima
 	return s, imgs, nil
 }
 
-func (c agentCore) Launch(ctx context.Context, req *mcp.CallToolRequest, s *sessions.Session, prompt string, ro sessions.RunOptions, wait time.Duration) (*mcp.CallToolResult, error) {
+func (c agentCore) Launch(ctx context.Context, req *mcp.CallToolRequest, s *sessions.Session, prompt string, ro sessions.QueryOptions, wait time.Duration) (*mcp.CallToolResult, error) {
 	return encoded(c.h.launch(ctx, req, s, prompt, ro, wait))
 }
 

@@ -12,7 +12,6 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/notify"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/resulttext"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/run"
 )
 
 // Input-required results of multi-round-trip tool calls (MRTR). On
@@ -28,7 +27,7 @@ func modernEra(req *mcp.CallToolRequest) bool {
 }
 
 // firstQuestion returns the oldest unanswered question of r, if any.
-func firstQuestion(r *sessions.Run) *run.Question {
+func firstQuestion(r *sessions.Run) *sessions.Question {
 	if qs := r.Questions(); len(qs) > 0 {
 		return qs[0]
 	}
@@ -36,13 +35,13 @@ func firstQuestion(r *sessions.Run) *run.Question {
 }
 
 // elicitParams is the form that asks q.
-func elicitParams(q *run.Question) *mcp.ElicitParams {
+func elicitParams(q *sessions.Question) *mcp.ElicitParams {
 	return &mcp.ElicitParams{Mode: "form", Message: resulttext.Permission(q.PermissionRequest), RequestedSchema: permissionSchema}
 }
 
 // inputRequired ends a call with the question q; the client answers it and
 // calls the tool again with RequestState.
-func (h *handlers) inputRequired(r *sessions.Run, q *run.Question) *mcp.CallToolResult {
+func (h *handlers) inputRequired(r *sessions.Run, q *sessions.Question) *mcp.CallToolResult {
 	return &mcp.CallToolResult{
 		InputRequests: mcp.InputRequestMap{q.ID: elicitParams(q)},
 		RequestState:  h.states.Sign(strings.Join([]string{r.Session().ID, r.ID, q.ID}, "|")),

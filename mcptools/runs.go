@@ -11,21 +11,21 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/notify"
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/resulttext"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/run"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // The calls that follow a query are views of its sessions.Run: the query
 // call itself (launch), claude_chat_wait and the retried call of an
-// input-required result (await), and MCP tasks (tasks.go).
+// input-required result (await), and MCP tasks (tasks.go); the dashboard
+// watches it (dashfeed.go).
 
 // launch starts a query in s and waits for it on behalf of this call.
 func (h *handlers) launch(ctx context.Context, req *mcp.CallToolRequest, s *sessions.Session, prompt string,
-	ro sessions.RunOptions, wait time.Duration) (*mcp.CallToolResult, QueryOutput, error) {
+	ro sessions.QueryOptions, wait time.Duration) (*mcp.CallToolResult, QueryOutput, error) {
 	callStart := time.Now()
 	n := h.notifier(ctx, req, s.ID, notify.Options{Thinking: ro.IncludeThinking})
-	t := h.newTap(s, n)
-	ro.Listener = t
+	ro.Listener = n
+	started := h.watch(s, &ro)
 	if slot := taskSlotFrom(ctx); slot != nil {
 		// Do not wait for a process that is queued or still starting
 		// beyond the grace.
@@ -38,22 +38,19 @@ func (h *handlers) launch(ctx context.Context, req *mcp.CallToolRequest, s *sess
 	case ask != nil && modernEra(req):
 		ro.QueueQuestions = true // answered by the retried call (inputrequired.go), or the dashboard
 	case h.dash != nil:
-		ro.Ask = h.dash.Asker(s, ask) // the client (if it can be asked) or the dashboard, whoever answers first
+		ro.AskPermission = h.dash.Asker(s, ask) // the client (if it can be asked) or the dashboard, whoever answers first
 	default:
-		ro.Ask = ask
+		ro.AskPermission = ask
 	}
 	if n.WantsText() {
 		defer s.FollowText()() // from the turn's first delta (await follows too)
 	}
 	r, err := s.StartRun(ctx, prompt, ro)
+	started(r, err)
 	if err != nil {
 		n.Close()
-		if t.feed != nil {
-			t.feed.Abandon()
-		}
 		return nil, QueryOutput{}, toolError(err)
 	}
-	h.bind(t, r)
 	if wait > 0 {
 		wait = max(wait-time.Since(callStart), time.Millisecond) // waitSeconds counts from the call
 	}
@@ -66,9 +63,9 @@ func (h *handlers) launch(ctx context.Context, req *mcp.CallToolRequest, s *sess
 // a permission question ends the call with an input-required result (see
 // inputrequired.go).
 func (h *handlers) await(ctx context.Context, req *mcp.CallToolRequest, n *notify.Notifier, r *sessions.Run, wait time.Duration, interruptOnCancel bool) (*mcp.CallToolResult, QueryOutput, error) {
-	n.Seed(h.attach(r, n))
+	n.Seed(r.Attach(n))
 	defer n.Close()
-	defer h.detach(r, n)
+	defer r.Detach(n)
 	if n.WantsText() {
 		defer r.Session().FollowText()()
 	}
@@ -96,7 +93,7 @@ func (h *handlers) await(ctx context.Context, req *mcp.CallToolRequest, n *notif
 		timeout = t.C
 	}
 	var cancelled bool
-	var q *run.Question
+	var q *sessions.Question
 	select {
 	case <-r.Done():
 	case <-asked:

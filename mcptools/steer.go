@@ -70,11 +70,10 @@ func (h *handlers) steer(ctx context.Context, req *mcp.CallToolRequest, in Steer
 // its views: the dashboard's feed, when one runs, watches it whole. Its
 // result waits for claude_chat_wait (or a task) to collect it.
 func (h *handlers) followUpStarted(r *sessions.Run) {
-	t := h.newTap(r.Session(), nil)
-	t.attached = false
-	h.bind(t, r)
-	if t.feed != nil {
-		h.hold(r)
+	if h.dash != nil {
+		f := h.dash.Watch(r.Session())
+		f.Bind(r)
+		r.Watch(f)
 	}
 }
 

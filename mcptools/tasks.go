@@ -89,7 +89,6 @@ func (h *handlers) newTask(ctx context.Context, tool string, r *sessions.Run) *t
 	now := time.Now()
 	t := &task{id: uuid.NewString(), owner: userOf(ctx), scope: scopeOf(ctx), tool: tool, run: r, created: now, updated: now, ttl: h.tasks.ttl, done: make(chan struct{})}
 	r.SetOwner("task " + t.id)
-	h.hold(r)
 	h.tasks.add(t)
 	h.log.Info("query continues as a task", "task", t.id, "session_id", r.Session().ID, "tool", tool)
 	go func() {

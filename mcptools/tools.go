@@ -28,7 +28,6 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -218,9 +217,6 @@ type handlers struct {
 	dynamicAction func(name string) (string, bool)
 	agents        *Agents // the agent tools, or nil
 	dash          *dashboard.Dashboard
-
-	tapsMu sync.Mutex
-	taps   map[*sessions.Run]*tap // the runs started here, until they end (runtap.go)
 }
 
 func (h *handlers) history(ctx context.Context, req *mcp.CallToolRequest, in HistoryInput) (*mcp.CallToolResult, HistoryOutput, error) {
@@ -331,7 +327,7 @@ func (h *handlers) query(ctx context.Context, req *mcp.CallToolRequest, in Query
 	if err != nil {
 		return nil, QueryOutput{}, err
 	}
-	return h.launch(ctx, req, s, in.Prompt, sessions.RunOptions{IncludeThinking: in.IncludeThinking, CloseAfter: in.CloseAfter, Effort: in.Effort,
+	return h.launch(ctx, req, s, in.Prompt, sessions.QueryOptions{IncludeThinking: in.IncludeThinking, CloseAfter: in.CloseAfter, Effort: in.Effort,
 		Images: images, OnLimit: in.OnUsageLimit}, wait)
 }
 
@@ -364,7 +360,7 @@ func (h *handlers) direct(ctx context.Context, req *mcp.CallToolRequest, in Dire
 	if err != nil {
 		return nil, QueryOutput{}, toolError(err)
 	}
-	return h.launch(ctx, req, s, in.Prompt, sessions.RunOptions{IncludeThinking: in.IncludeThinking, Images: images, OnLimit: in.OnUsageLimit}, wait)
+	return h.launch(ctx, req, s, in.Prompt, sessions.QueryOptions{IncludeThinking: in.IncludeThinking, Images: images, OnLimit: in.OnUsageLimit}, wait)
 }
 
 // capText cuts an over-long final text, naming the transcript file that

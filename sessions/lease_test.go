@@ -59,7 +59,7 @@ func TestLeaseOnlyWithProcess(t *testing.T) {
 		a, b := sharedPair(t, open, Config{MaxLive: 1, WarmSpares: 0}, fakecli.EnvSpeed, "1")
 		busy := create(t, a, CreateOptions{})
 		events := make(eventsTo, 1024)
-		r := startRun(t, busy, "TOOL_BASH[sleep 2; echo slept]", RunOptions{Listener: events})
+		r := startRun(t, busy, "TOOL_BASH[sleep 2; echo slept]", QueryOptions{Listener: events})
 		untilEvent(t, events, r, turn.EventToolStarted)
 		waiting := create(t, a, CreateOptions{}) // every live process is busy
 		if st := stateOf(waiting); st != state.Dormant {
@@ -101,7 +101,7 @@ func TestUserMaxLiveRace(t *testing.T) {
 	out := make(chan outcome, len(alice))
 	for _, s := range alice {
 		go func() {
-			r, err := s.StartRun(ctxFor(t), "TOOL_BASH[sleep 2; echo slept]", RunOptions{})
+			r, err := s.StartRun(ctxFor(t), "TOOL_BASH[sleep 2; echo slept]", QueryOptions{})
 			if err == nil {
 				waitDone(t, r)
 				_, err, _ = r.Collect()
@@ -164,7 +164,7 @@ func TestLeasePaths(t *testing.T) {
 			cfg := Config{MaxLive: 1, WarmSpares: 0, Store: open(t)}
 			m := newManager(t, cfg, fakecli.EnvSpeed, "1")
 			events := make(eventsTo, 1024)
-			r := startRun(t, create(t, m, CreateOptions{}), "TOOL_BASH[sleep 2; echo slept]", RunOptions{Listener: events})
+			r := startRun(t, create(t, m, CreateOptions{}), "TOOL_BASH[sleep 2; echo slept]", QueryOptions{Listener: events})
 			untilEvent(t, events, r, turn.EventToolStarted)
 			t.Cleanup(func() { collect(t, r) })
 			return cfg.Store, create(t, m, CreateOptions{}).ID

@@ -244,7 +244,7 @@ func TestUsageLimitRun(t *testing.T) {
 	t.Parallel()
 	m, _, _ := limitManager(t, Config{}, time.Hour)
 	s := create(t, m, CreateOptions{})
-	r, err := s.StartRun(ctxFor(t), limitPrompt, RunOptions{})
+	r, err := s.StartRun(ctxFor(t), limitPrompt, QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

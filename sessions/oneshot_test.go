@@ -62,7 +62,7 @@ func TestOneShot(t *testing.T) {
 			// before the turn's end (the fake CLI starts in milliseconds)
 			// would be starting or ready at its first text.
 			l := &sparesAtText{m: m, seen: make(chan string, 1)}
-			r := startRun(t, s, "SLOW2", RunOptions{Images: imgs, Listener: l})
+			r := startRun(t, s, "SLOW2", QueryOptions{Images: imgs, Listener: l})
 			waitDone(t, r)
 			if got, want := <-l.seen, "1 wanted, 0 starting, 0 ready"; got != want {
 				t.Errorf("spares while the turn ran: %s, want %s", got, want)
@@ -107,7 +107,7 @@ func TestOneShot(t *testing.T) {
 			if tc.cancelled {
 				cancel()
 			}
-			if _, err := s.StartRun(ctx, tc.prompt, RunOptions{}); !errors.Is(err, tc.want) {
+			if _, err := s.StartRun(ctx, tc.prompt, QueryOptions{}); !errors.Is(err, tc.want) {
 				t.Errorf("%s: Start = %v, want %v", tc.name, err, tc.want)
 			}
 			cancel()

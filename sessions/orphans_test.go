@@ -166,7 +166,7 @@ func testStoreOrphanRunningElsewhere(t *testing.T, open backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := startRun(t, s, "SLOW", RunOptions{}) // 10 s, interrupted below
+	r := startRun(t, s, "SLOW", QueryOptions{}) // 10 s, interrupted below
 	testkit.Until(t, waitLimit, "A's one-shot running", func() bool { return stateOf(s) == state.Running && s.Info().PID > 0 })
 	age(t, st, s.ID, time.Now().Add(-time.Hour))
 

@@ -35,7 +35,7 @@ func (l *eventLog) has(k turn.EventKind) bool {
 	return false
 }
 
-func startRun(t *testing.T, s *Session, prompt string, o RunOptions) *Run {
+func startRun(t *testing.T, s *Session, prompt string, o QueryOptions) *Run {
 	t.Helper()
 	r, err := s.StartRun(ctxFor(t), prompt, o)
 	if err != nil {
@@ -61,7 +61,7 @@ func TestRunCollectOnce(t *testing.T) {
 	m := newManager(t, Config{})
 	s := create(t, m, CreateOptions{})
 	var l eventLog
-	r := startRun(t, s, "hi", RunOptions{Listener: &l})
+	r := startRun(t, s, "hi", QueryOptions{Listener: &l})
 	if got := s.CurrentRun(); got != r {
 		t.Errorf("CurrentRun = %v, want the run", got)
 	}
@@ -82,7 +82,7 @@ func TestRunCollectOnce(t *testing.T) {
 	if _, err := m.Get(s.ID); err != nil {
 		t.Errorf("a collected run closed its session: %v", err)
 	}
-	r2 := startRun(t, s, "hi", RunOptions{})
+	r2 := startRun(t, s, "hi", QueryOptions{})
 	waitDone(t, r2)
 	if res, _, ok := r2.Collect(); !ok || res.IsError {
 		t.Errorf("the next run: %+v", res)
@@ -96,8 +96,8 @@ func TestRunBusyAndCancel(t *testing.T) {
 	m := newManager(t, Config{})
 	s := create(t, m, CreateOptions{})
 	var l eventLog
-	r := startRun(t, s, "SLOW", RunOptions{Listener: &l})
-	if _, err := s.StartRun(ctxFor(t), "hi", RunOptions{}); !errors.Is(err, ErrBusy) {
+	r := startRun(t, s, "SLOW", QueryOptions{Listener: &l})
+	if _, err := s.StartRun(ctxFor(t), "hi", QueryOptions{}); !errors.Is(err, ErrBusy) {
 		t.Errorf("a second run on a busy session: %v", err)
 	}
 	if p := r.Progress(); p.Elapsed <= 0 || p.LastStep != "turn started" || p.Text != "" {
@@ -120,7 +120,7 @@ func TestRunAttachLate(t *testing.T) {
 	t.Parallel()
 	m := newManager(t, Config{})
 	s := create(t, m, CreateOptions{SessionOptions: claudeagent.SessionOptions{PermissionMode: "bypassPermissions"}})
-	r := startRun(t, s, "TOOL_BASH[echo hi]", RunOptions{})
+	r := startRun(t, s, "TOOL_BASH[echo hi]", QueryOptions{})
 	waitDone(t, r)
 	var l eventLog
 	p := r.Attach(&l)
@@ -143,7 +143,7 @@ func TestRunQuestions(t *testing.T) {
 	t.Parallel()
 	m := newManager(t, Config{})
 	s := create(t, m, CreateOptions{})
-	r := startRun(t, s, "TOOL_BASH[touch made_by_tool.txt && echo hi]", RunOptions{QueueQuestions: true})
+	r := startRun(t, s, "TOOL_BASH[touch made_by_tool.txt && echo hi]", QueryOptions{QueueQuestions: true})
 	select {
 	case <-r.Asked():
 	case <-time.After(waitLimit):
@@ -178,7 +178,7 @@ func TestRunQuestionTimeout(t *testing.T) {
 	t.Parallel()
 	m := newManager(t, Config{PermissionTimeout: 200 * time.Millisecond})
 	s := create(t, m, CreateOptions{})
-	r := startRun(t, s, "TOOL_BASH[touch made_by_tool.txt && echo hi]", RunOptions{QueueQuestions: true})
+	r := startRun(t, s, "TOOL_BASH[touch made_by_tool.txt && echo hi]", QueryOptions{QueueQuestions: true})
 	waitDone(t, r)
 	res, _, _ := r.Collect()
 	if len(res.PermissionDenials) != 1 || !strings.Contains(res.ToolInvocations[0].Output, "did not answer within 200ms") {
@@ -195,7 +195,7 @@ func TestRunCloseAfter(t *testing.T) {
 	m := newManager(t, Config{})
 	t.Run("collected", func(t *testing.T) {
 		s := create(t, m, CreateOptions{})
-		r := startRun(t, s, "hi", RunOptions{CloseAfter: true})
+		r := startRun(t, s, "hi", QueryOptions{CloseAfter: true})
 		waitDone(t, r)
 		r.Collect()
 		if _, err := m.Get(s.ID); !errors.Is(err, ErrNotFound) {
@@ -204,7 +204,7 @@ func TestRunCloseAfter(t *testing.T) {
 	})
 	t.Run("dropped", func(t *testing.T) {
 		s := create(t, m, CreateOptions{})
-		r := startRun(t, s, "hi", RunOptions{CloseAfter: true})
+		r := startRun(t, s, "hi", QueryOptions{CloseAfter: true})
 		waitDone(t, r)
 		r.Drop() // what the drop timer does
 		if _, err := m.Get(s.ID); !errors.Is(err, ErrNotFound) {
@@ -213,9 +213,9 @@ func TestRunCloseAfter(t *testing.T) {
 	})
 	t.Run("superseded", func(t *testing.T) {
 		s := create(t, m, CreateOptions{})
-		old := startRun(t, s, "hi", RunOptions{CloseAfter: true})
+		old := startRun(t, s, "hi", QueryOptions{CloseAfter: true})
 		waitDone(t, old) // never collected
-		next := startRun(t, s, "hi", RunOptions{})
+		next := startRun(t, s, "hi", QueryOptions{})
 		if s.CurrentRun() != next {
 			t.Errorf("CurrentRun is not the newer run")
 		}
@@ -233,8 +233,8 @@ func TestRunCloseAfter(t *testing.T) {
 	})
 	t.Run("temporary_start_fails", func(t *testing.T) {
 		s := create(t, m, CreateOptions{Temporary: true})
-		r := startRun(t, s, "SLOW", RunOptions{})
-		if _, err := s.StartRun(ctxFor(t), "hi", RunOptions{}); !errors.Is(err, ErrBusy) {
+		r := startRun(t, s, "SLOW", QueryOptions{})
+		if _, err := s.StartRun(ctxFor(t), "hi", QueryOptions{}); !errors.Is(err, ErrBusy) {
 			t.Errorf("second start: %v", err)
 		}
 		if _, err := m.Get(s.ID); err != nil {
@@ -257,7 +257,7 @@ func TestRunTemporaryClosesAfterAnswer(t *testing.T) {
 	m := newManager(t, Config{})
 	s := create(t, m, CreateOptions{Temporary: true})
 	pid := s.Info().PID
-	r := startRun(t, s, "hi", RunOptions{})
+	r := startRun(t, s, "hi", QueryOptions{})
 	waitDone(t, r)
 	if res, err, ok := r.Collect(); !ok || err != nil || res.FinalText != hello {
 		t.Fatalf("collect: %+v, %v, %v", res, err, ok)
@@ -267,4 +267,48 @@ func TestRunTemporaryClosesAfterAnswer(t *testing.T) {
 	}
 	m.Shutdown()
 	checkGone(t, pid)
+}
+
+// TestRunFollowers: a run's views and watchers all receive its events, a
+// view attached late too; a result that only a watcher follows at the
+// end is dropped after DropAfter, one a view follows is kept for it.
+func TestRunFollowers(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, Config{DropAfter: 200 * time.Millisecond})
+	for _, viewAtEnd := range []bool{false, true} {
+		s := create(t, m, CreateOptions{})
+		first, watcher, late := make(eventsTo, 1024), make(eventsTo, 1024), make(eventsTo, 1024)
+		r := startRun(t, s, "SLOW2", QueryOptions{Listener: first, Watchers: []Listener{watcher}})
+		untilEvent(t, first, r, turn.EventTurnStarted)
+		r.Attach(late)
+		r.Detach(first)
+		if !viewAtEnd {
+			r.Detach(late)
+		}
+		waitDone(t, r) // every event was handed out before the query returned
+		w, l, f := hasEvent(watcher, turn.EventDone), hasEvent(late, turn.EventDone), hasEvent(first, turn.EventDone)
+		if !w || l != viewAtEnd || f {
+			t.Errorf("the turn's end reached the watcher %v, the late view %v (attached %v), the first view %v (detached)", w, l, viewAtEnd, f)
+		}
+		time.Sleep(400 * time.Millisecond) // twice DropAfter
+		if got := r.Collected(); got == viewAtEnd {
+			t.Errorf("a view attached at the end %v: dropped %v", viewAtEnd, got)
+		}
+		if viewAtEnd {
+			collect(t, r)
+		}
+	}
+}
+
+// hasEvent drains c and reports whether it held an event of kind k.
+func hasEvent(c eventsTo, k turn.EventKind) bool {
+	found := false
+	for {
+		select {
+		case e := <-c:
+			found = found || e.Kind == k
+		default:
+			return found
+		}
+	}
 }

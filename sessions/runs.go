@@ -3,69 +3,29 @@ package sessions
 import (
 	"context"
 	"time"
-
-	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/run"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // A session's query runs: package run keeps the record of each; here it
 // is bound to its session — started on it, made the session's current
 // run, and its release closing a temporary or closeAfter session.
 
-// RunOptions tune a run.
-type RunOptions struct {
-	IncludeThinking bool
-	Effort          string         // this query's effort (see QueryOptions)
-	Images          []images.Image // sent with the prompt
-	OnLimit         string         // what the query does at the usage limit (see QueryOptions)
-	// CloseAfter closes the session once the result is collected (or
-	// dropped).
-	CloseAfter bool
-	// Ask forwards a permission question to the caller at once (an
-	// elicitation on a client that can take one at any time). When nil and
-	// QueueQuestions is set, questions wait in the run for whoever serves
-	// them (see [run.Run.Questions]); when both are unset nobody can be
-	// asked and the manager's policy answers.
-	Ask            func(ctx context.Context, req *turn.PermissionRequest) (*claudeagent.PermissionResult, error)
-	QueueQuestions bool
-	// Listener receives the turn's events from the first one on, until it
-	// is detached or replaced (see [run.Run.Attach]).
-	Listener run.Listener
-	// ReturnAfter makes StartRun return the run after this long even when its
-	// turn has not started yet (the process is still starting); 0 waits for
-	// the start. Errors that keep the turn from starting then come as the
-	// run's result.
-	ReturnAfter time.Duration
-}
-
-// Run is one query started with [Session.StartRun]: its record (package
-// run) and its session.
-type Run struct {
-	*run.Run
-	session *Session
-}
-
 // Session is the run's session.
 func (r *Run) Session() *Session { return r.session }
 
 // StartRun starts a query run in the background and returns once its turn has
 // started or it waits for a usage limit's reset (or after
-// RunOptions.ReturnAfter), or with the error that kept it
+// QueryOptions.ReturnAfter), or with the error that kept it
 // from starting (a busy session is refused at once). Cancelling ctx before the turn starts cancels the run;
-// afterwards only [run.Run.Cancel] does. A temporary session whose query cannot
+// afterwards only [Run.Cancel] does. A temporary session whose query cannot
 // start is discarded (see oneshot.go).
-func (s *Session) StartRun(ctx context.Context, prompt string, o RunOptions) (*Run, error) {
+func (s *Session) StartRun(ctx context.Context, prompt string, o QueryOptions) (*Run, error) {
 	rctx, cancel := context.WithCancel(context.Background())
-	r := &Run{session: s}
-	r.Run = run.New(run.Config{Prompt: prompt, Thinking: o.IncludeThinking, Listener: o.Listener, Cancel: cancel,
+	r := newRun(runConfig{Prompt: prompt, Thinking: o.IncludeThinking, Listener: o.Listener, Watchers: o.Watchers, Cancel: cancel,
 		DropAfter: s.m.cfg.DropAfter, Release: func() { s.releaseRun(o.CloseAfter) }, Log: s.log.Info})
-	qo := QueryOptions{IncludeThinking: o.IncludeThinking, Effort: o.Effort, Images: o.Images, OnLimit: o.OnLimit, OnEvent: r.OnEvent}
-	switch {
-	case o.Ask != nil:
-		qo.AskPermission = o.Ask
-	case o.QueueQuestions:
+	r.session = s
+	qo := o
+	qo.OnEvent = r.OnEvent
+	if qo.AskPermission == nil && qo.QueueQuestions {
 		qo.AskPermission = r.Queue
 	}
 	go func() {

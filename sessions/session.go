@@ -41,7 +41,9 @@ var (
 // CreateOptions describe a session (see options.CreateOptions).
 type CreateOptions = options.CreateOptions
 
-// QueryOptions tune one query.
+// QueryOptions tune one query: run through Session.Query, which waits for
+// its end, or Session.StartRun, which runs it in the background as a Run
+// that calls follow.
 type QueryOptions struct {
 	IncludeThinking bool
 	// Effort, when set, is this query's effort; the session's comes back
@@ -50,15 +52,31 @@ type QueryOptions struct {
 	// Images go with the prompt, as image content blocks.
 	Images []images.Image
 	// OnEvent receives the turn's events in order, from one goroutine, all
-	// before Query returns.
+	// before Query returns (a Run's events go to its views and watchers).
 	OnEvent func(turn.Event)
 	// OnLimit is what the query does when the account's usage limit refuses
 	// it: OnWait ("" too) waits for the reset and goes on,
 	// OnFail ends at once.
 	OnLimit string
 	// AskPermission asks the caller about a tool call; nil (or an error)
-	// applies the manager's policy.
-	AskPermission func(ctx context.Context, req *turn.PermissionRequest) (*claudeagent.PermissionResult, error)
+	// applies the manager's policy — unless QueueQuestions, with which a
+	// Run's questions wait in the run for whoever serves them
+	// (see [Run.Questions]).
+	AskPermission  func(ctx context.Context, req *turn.PermissionRequest) (*claudeagent.PermissionResult, error)
+	QueueQuestions bool
+
+	// The rest is a Run's. CloseAfter closes the session once the result
+	// is collected (or dropped).
+	CloseAfter bool
+	// Listener is the run's first view (see [Run.Attach]), Watchers its
+	// first watchers (see [Run.Watch]).
+	Listener Listener
+	Watchers []Listener
+	// ReturnAfter makes StartRun return the run after this long even when
+	// its turn has not started yet (the process is still starting); 0 waits
+	// for the start. Errors that keep the turn from starting then come as
+	// the run's result.
+	ReturnAfter time.Duration
 }
 
 // Info describes a session for listing (see package listing).

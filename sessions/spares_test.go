@@ -86,7 +86,7 @@ func TestSpareWantedOnCreate(t *testing.T) {
 	if sn := m.spares.Snapshot(); sn.Starting != 0 || len(sn.Ready) != 0 {
 		t.Errorf("a temporary session's create started a spare before its turn: %+v", sn)
 	}
-	r := startRun(t, s, "hi", RunOptions{})
+	r := startRun(t, s, "hi", QueryOptions{})
 	waitDone(t, r)
 	if _, _, ok := r.Collect(); !ok {
 		t.Fatal("no result")
@@ -230,7 +230,7 @@ func TestSpareRefillWhenFull(t *testing.T) {
 	if s.Info().PID != first {
 		t.Fatalf("the one-shot session did not take the spare")
 	}
-	r := startRun(t, s, "hi", RunOptions{})
+	r := startRun(t, s, "hi", QueryOptions{})
 	waitDone(t, r)
 	if _, _, ok := r.Collect(); !ok {
 		t.Fatal("no result")

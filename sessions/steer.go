@@ -12,7 +12,6 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/images"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/run"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
@@ -112,9 +111,9 @@ func (s *Session) endTurn(t *turn.Turn) {
 // t, which ended without them) the running turn, with a run of its own.
 func (s *Session) startFollowUp(t *turn.Turn, ids, texts []string) {
 	rctx, cancel := context.WithCancel(context.Background())
-	r := &Run{session: s}
-	r.Run = run.New(run.Config{Prompt: strings.Join(texts, "\n\n"), Steered: true, Cancel: cancel,
+	r := newRun(runConfig{Prompt: strings.Join(texts, "\n\n"), Steered: true, Cancel: cancel,
 		DropAfter: s.m.cfg.DropAfter, Release: func() { s.releaseRun(false) }, Log: s.log.Info})
+	r.session = s
 	fu := &followUp{after: t, run: r, named: t.Named()}
 	fu.turn = turn.NewFollowUp(ids, r.OnEvent, s.m.now)
 	s.mu.Lock()

@@ -63,7 +63,7 @@ func TestSteerFolded(t *testing.T) {
 	m := newManager(t, Config{}, fakecli.EnvInputLog, log)
 	s := create(t, m, CreateOptions{SessionOptions: claudeagent.SessionOptions{PermissionMode: "bypassPermissions"}})
 	events := make(eventsTo, 1024)
-	r := startRun(t, s, "TOOL_BASH[sleep 1; echo slept]", RunOptions{Listener: events})
+	r := startRun(t, s, "TOOL_BASH[sleep 1; echo slept]", QueryOptions{Listener: events})
 	untilEvent(t, events, r, turn.EventToolStarted)
 	if err := s.Steer(ctxFor(t), "also say hi", nil); err != nil {
 		t.Fatalf("Steer: %v", err)
@@ -100,7 +100,7 @@ func TestSteerFollowUp(t *testing.T) {
 	stop := s.FollowText()
 	defer stop()
 	events := make(eventsTo, 1024)
-	r := startRun(t, s, "SLOW4", RunOptions{Listener: events})
+	r := startRun(t, s, "SLOW4", QueryOptions{Listener: events})
 	untilEvent(t, events, r, turn.EventTextDelta)
 	if err := s.Steer(ctxFor(t), "STEERED also say hi", nil); err != nil {
 		t.Fatalf("Steer: %v", err)
@@ -166,7 +166,7 @@ func TestFollowText(t *testing.T) {
 	s := create(t, m, CreateOptions{})
 	count := func(prompt string) (deltas int, text string) {
 		events := make(eventsTo, 1024)
-		r := startRun(t, s, prompt, RunOptions{Listener: events})
+		r := startRun(t, s, prompt, QueryOptions{Listener: events})
 		for {
 			select {
 			case e := <-events:
@@ -203,7 +203,7 @@ func TestSteerBounded(t *testing.T) {
 	m := newManager(t, Config{MaxSteerBytes: 100}, fakecli.EnvInputLog, log)
 	s := create(t, m, CreateOptions{SessionOptions: claudeagent.SessionOptions{PermissionMode: "bypassPermissions"}})
 	events := make(eventsTo, 1024)
-	r := startRun(t, s, "TOOL_BASH[sleep 2; echo slept]", RunOptions{Listener: events})
+	r := startRun(t, s, "TOOL_BASH[sleep 2; echo slept]", QueryOptions{Listener: events})
 	untilEvent(t, events, r, turn.EventToolStarted)
 	if err := s.Steer(ctxFor(t), strings.Repeat("a", 60), nil); err != nil {
 		t.Fatal(err)
@@ -231,7 +231,7 @@ func TestSteerBounded(t *testing.T) {
 		}
 	}
 	// The next turn has its own bound.
-	r = startRun(t, s, "TOOL_BASH[sleep 2; echo slept]", RunOptions{Listener: events})
+	r = startRun(t, s, "TOOL_BASH[sleep 2; echo slept]", QueryOptions{Listener: events})
 	untilEvent(t, events, r, turn.EventToolStarted)
 	if err := s.Steer(ctxFor(t), strings.Repeat("e", 100), nil); err != nil {
 		t.Errorf("the next turn's first steer: %v", err)

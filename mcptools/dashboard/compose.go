@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/run"
 )
 
 // The actions that give Claude something to do: start a session (the
@@ -71,11 +70,7 @@ func (d *Dashboard) prompt(r *http.Request, s *sessions.Session, prompt string) 
 	if err := sessions.ValidatePrompt(prompt); err != nil {
 		return "Nothing sent: the message is empty.", http.StatusBadRequest
 	}
-	launch := d.core.Launch
-	if launch == nil {
-		launch = d.launch
-	}
-	if _, err := launch(r.Context(), s, prompt); err != nil {
+	if _, err := d.launch(r.Context(), s, prompt); err != nil {
 		if errors.Is(err, sessions.ErrBusy) {
 			return "Not sent: " + err.Error() + ". A turn is running: steer it instead, or wait for it to end.", http.StatusConflict
 		}
@@ -84,25 +79,18 @@ func (d *Dashboard) prompt(r *http.Request, s *sessions.Session, prompt string) 
 	return "Sent; the turn runs.", http.StatusOK
 }
 
-// launch starts a query in s whose run the dashboard alone watches (a
-// dashboard without a server: Core.Launch unset).
+// launch starts a query in s for a page: its run watched by the
+// dashboard's feed, its permission questions queued in the run for a page
+// (or a claude_chat_wait, a view of the run like any) to answer.
 func (d *Dashboard) launch(ctx context.Context, s *sessions.Session, prompt string) (*sessions.Run, error) {
 	f := d.Watch(s)
-	r, err := s.StartRun(ctx, prompt, LaunchOptions(f))
+	r, err := s.StartRun(ctx, prompt, sessions.QueryOptions{Watchers: []sessions.Listener{f}, QueueQuestions: true, ReturnAfter: promptWait})
 	if err != nil {
 		f.Abandon()
 		return nil, err
 	}
 	f.Bind(r)
 	return r, nil
-}
-
-// LaunchOptions are the options of a run that a page starts: its
-// listener, and its permission questions queued in the run for the page
-// to answer (Core.Launch uses them with its own listener, which hands
-// each event to the feed).
-func LaunchOptions(l run.Listener) sessions.RunOptions {
-	return sessions.RunOptions{Listener: l, QueueQuestions: true, ReturnAfter: promptWait}
 }
 
 // steer writes message into the running turn of s.

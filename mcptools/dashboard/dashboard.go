@@ -99,11 +99,6 @@ type Core struct {
 	// DecisionAllowSession or DecisionDeny) and a reason — to the CLI's,
 	// as the client's answer to the elicitation is mapped.
 	Answer func(pr *turn.PermissionRequest, decision, reason string) (*claudeagent.PermissionResult, error)
-	// Launch starts a query in s for a page (Session.StartRun with
-	// LaunchOptions), its run watched by the dashboard's feed through the
-	// server's own listener, so that the server's views (claude_chat_wait)
-	// and the feed share it. Unset, the dashboard's feed alone listens.
-	Launch func(ctx context.Context, s *sessions.Session, prompt string) (*sessions.Run, error)
 }
 
 // Tokens is the bearer tokens of the HTTP transport, with which a person

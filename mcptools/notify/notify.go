@@ -21,7 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/run"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
@@ -76,7 +76,7 @@ func New(ctx context.Context, req *mcp.CallToolRequest, sessionID string, opts O
 	return n
 }
 
-// OnEvent implements [run.Listener].
+// OnEvent implements [sessions.Listener].
 func (n *Notifier) OnEvent(e turn.Event) {
 	switch e.Kind {
 	case turn.EventQueued:
@@ -210,7 +210,7 @@ func (n *Notifier) Heartbeat(interval time.Duration, start time.Time) (stop func
 // Seed starts the heartbeat's counts from how far the run has come, for a
 // call that attaches to a running query (claude_chat_wait), so that its
 // heartbeats do not report zero tool calls until the next event.
-func (n *Notifier) Seed(p run.Progress) {
+func (n *Notifier) Seed(p sessions.Progress) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.last.Kind == "" {

@@ -6,7 +6,7 @@
 // Times of a limit are RFC 3339 in structured fields and "limited until …
 // (in …, the 5-hour limit)" in texts.
 //
-// It knows turns, runs and sessions' snapshots (turn.Result, run.Progress,
+// It knows turns, runs and sessions' snapshots (turn.Result, sessions.Progress,
 // sessions.Info) and the MCP content types; it must not know the tools,
 // their handlers, tasks or transports, which call it.
 package resulttext
@@ -21,7 +21,6 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/run"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
@@ -85,7 +84,7 @@ func Permission(pr *turn.PermissionRequest) string {
 
 // Progress tells a person what a running query is doing: the same
 // facts as the progress heartbeat, and the latest step.
-func Progress(p run.Progress) string {
+func Progress(p sessions.Progress) string {
 	if line := Parked(p); line != "" {
 		return line
 	}
@@ -142,7 +141,7 @@ func limitLines(b *strings.Builder, r *turn.Result) {
 
 // Parked is what a running query's text and task status say while it
 // waits for a usage limit's reset; "" while it does not.
-func Parked(p run.Progress) string {
+func Parked(p sessions.Progress) string {
 	if p.LimitedUntil.IsZero() {
 		return ""
 	}

@@ -1,18 +1,16 @@
-// Package run is the one record of a running query: its events, handed to
-// one listener at a time, the partial text, the activity since the last
-// report, the permission questions it waits on, cancellation, and the
-// result, collected exactly once (or dropped when nobody collects it).
-// The calls that follow a query — the query call itself, a wait, an MCP
-// task, the dashboard — are views of its run.
-//
-// It knows a turn's events and result (package turn); it must not know
-// sessions, processes, the store or MCP: what releasing a run's
-// session means is its Config's.
-package run
+package sessions
+
+// A query's run: the one record of a running query — its events, handed to
+// the views that follow it (the query call itself, a wait, an MCP task) and
+// the watchers beside them (the dashboard), the partial text, the activity
+// since the last report, the permission questions it waits on,
+// cancellation, and the result, collected exactly once (or dropped when
+// nobody collects it).
 
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -24,8 +22,8 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
-// Config is what a run is told when it starts.
-type Config struct {
+// runConfig is what a run is told when it starts.
+type runConfig struct {
 	// Prompt is what the query sent: for a page opened in the middle of
 	// the turn. Steered marks the run of a follow-up, whose prompt is the
 	// messages steered into the turn before.
@@ -33,9 +31,11 @@ type Config struct {
 	Steered bool
 	// Thinking is whether the run's result includes thinking texts.
 	Thinking bool
-	// Listener receives the turn's events from the first one on, until it
-	// is detached or replaced (see [Run.Attach]).
+	// Listener is the run's first view (see [Run.Attach]), Watchers its
+	// first watchers (see [Run.Watch]): they receive the turn's events from
+	// the first one on.
 	Listener Listener
+	Watchers []Listener
 	// Cancel cancels the query's context.
 	Cancel context.CancelFunc
 	// DropAfter is how long a result nobody collects is kept once the
@@ -82,7 +82,8 @@ type Progress struct {
 // the call that started it.
 type Run struct {
 	ID      string
-	cfg     Config
+	session *Session
+	cfg     runConfig
 	start   time.Time
 	started chan struct{} // closed when the turn has started
 	onStart func()        // closes started, once
@@ -91,7 +92,8 @@ type Run struct {
 	err     error
 
 	mu        sync.Mutex
-	listener  Listener
+	views     []Listener // the calls that follow the run (Attach)
+	watchers  []Listener // the rest of the turn's followers (Watch)
 	activity  []string
 	reported  int
 	texts     []string
@@ -109,21 +111,24 @@ type Run struct {
 	asked     chan struct{} // a token when a question was added
 }
 
-// New returns the record of a query that starts now; its caller runs the
+// newRun returns the record of a query that starts now; its caller runs the
 // query and ends the record with Finish.
-func New(cfg Config) *Run {
+func newRun(cfg runConfig) *Run {
 	if cfg.Log == nil {
 		cfg.Log = func(string, ...any) {}
 	}
-	r := &Run{ID: uuid.NewString(), cfg: cfg, start: time.Now(), listener: cfg.Listener,
+	r := &Run{ID: uuid.NewString(), cfg: cfg, start: time.Now(), watchers: cfg.Watchers,
 		started: make(chan struct{}), done: make(chan struct{}), asked: make(chan struct{}, 1)}
+	if cfg.Listener != nil {
+		r.views = []Listener{cfg.Listener}
+	}
 	var startOnce sync.Once
 	r.onStart = func() { startOnce.Do(func() { close(r.started) }) }
 	return r
 }
 
 // Finish records the query's outcome: Done closes, and a result nobody
-// listens for is dropped after Config.DropAfter unless collected.
+// listens for is dropped after runConfig.DropAfter unless collected.
 func (r *Run) Finish(res *turn.Result, err error) {
 	r.result, r.err = res, err
 	close(r.done)
@@ -208,12 +213,12 @@ func (r *Run) OnEvent(e turn.Event) {
 	}
 	r.turns, r.tools = e.Turns, e.ToolsUsed
 	r.lastAt = time.Since(r.start)
-	l := r.listener
+	followers := append(r.watchers[:len(r.watchers):len(r.watchers)], r.views...)
 	r.mu.Unlock()
 	if e.Kind == turn.EventTurnStarted || e.Kind == turn.EventLimited {
 		r.onStart() // a query waiting for a usage limit's reset has started, as far as its caller is concerned
 	}
-	if l != nil {
+	for _, l := range followers {
 		l.OnEvent(e)
 	}
 }
@@ -230,24 +235,34 @@ func orUnknownTool(s string) string {
 	return s
 }
 
-// Attach makes l the run's listener: it receives the turn's events from
-// now on until it is detached or another listener attaches. It returns how
-// far the run has come, so that a call that attaches late starts from
-// there.
+// Attach makes l a view of the run — a call that follows it and may
+// collect its result: it receives the turn's events from now on until it
+// is detached. A run drops a result nobody collects only when no view is
+// attached as it finishes. Attach returns how far the run has come, so
+// that a call that attaches late starts from there.
 func (r *Run) Attach(l Listener) Progress {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.listener = l
+	if !slices.Contains(r.views, l) {
+		r.views = append(r.views, l)
+	}
 	return r.progressLocked()
 }
 
-// Detach stops events to l, if it is still the listener.
+// Detach stops events to the view l.
 func (r *Run) Detach(l Listener) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.listener == l {
-		r.listener = nil
-	}
+	r.views = slices.DeleteFunc(r.views, func(v Listener) bool { return v == l })
+}
+
+// Watch makes l a watcher of the run (the dashboard's feed): it receives
+// the rest of the turn's events, and never holds the result back from
+// being dropped.
+func (r *Run) Watch(l Listener) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.watchers = append(r.watchers, l)
 }
 
 // Progress reports how far the run has come.
@@ -308,7 +323,7 @@ func (r *Run) Collected() bool {
 
 // Collect returns the result of a finished run to its first caller only
 // (ok false for every later one, and while the run is still going), then
-// releases it (see Config.Release).
+// releases it (see runConfig.Release).
 func (r *Run) Collect() (res *turn.Result, err error, ok bool) {
 	select {
 	case <-r.done:
@@ -340,15 +355,15 @@ func (r *Run) take() bool {
 func (r *Run) finished() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.listener != nil || r.collected {
+	if len(r.views) > 0 || r.collected {
 		return
 	}
 	r.dropTimer = time.AfterFunc(r.cfg.DropAfter, r.Drop)
 }
 
 // Drop gives up on a result nobody collected and releases the run as a
-// collection would: what happens Config.DropAfter after the query
-// returned, unless a listener is attached or it was collected.
+// collection would: what happens runConfig.DropAfter after the query
+// returned, unless a view is attached or it was collected.
 func (r *Run) Drop() {
 	if r.take() {
 		r.cfg.Log("dropping an uncollected query result", "run", r.ID)

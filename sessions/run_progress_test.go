@@ -1,4 +1,4 @@
-package run
+package sessions
 
 import (
 	"strings"
@@ -35,7 +35,7 @@ func TestProgressText(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := New(Config{})
+			r := newRun(runConfig{})
 			for _, s := range tc.texts {
 				r.OnEvent(turn.Event{Kind: turn.EventText, Text: s})
 			}
