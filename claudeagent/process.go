@@ -168,7 +168,7 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 		defer close(stderrDone)
 		p.readStderr(pp.errR)
 	}()
-	go p.wait(pp.outR, pp.errR, stderrDone)
+	go p.reap(pp.outR, pp.errR, stderrDone)
 	return p, nil
 }
 
@@ -179,7 +179,7 @@ type pipes struct {
 }
 
 // startPiped starts cmd (the CLI at path, under limit when it restricts) with its output on pipes of our own (read by the
-// Process's readers, closed by [Process.wait]); on failure nothing is left
+// Process's readers, closed by [Process.reap]); on failure nothing is left
 // open.
 func startPiped(cmd *exec.Cmd, path string, limit *ceiling.Ceiling) (pipes, error) {
 	stdin, err := cmd.StdinPipe()
@@ -463,10 +463,10 @@ func (p *Process) waitExited(d time.Duration) bool {
 	}
 }
 
-// wait reaps the process, then makes sure both readers finish: tools the
+// reap reaps the process, then makes sure both readers finish: tools the
 // CLI started may still hold the pipes, so the group is killed and, after a
 // short grace, the read ends are closed.
-func (p *Process) wait(outR, errR *os.File, stderrDone <-chan struct{}) {
+func (p *Process) reap(outR, errR *os.File, stderrDone <-chan struct{}) {
 	procwait.AwaitExit(p.cmd.Process.Pid) // then Wait returns at once
 	err := p.cmd.Wait()
 	_ = kill(p.cmd.Process) // orphans in the CLI's group

@@ -14,10 +14,10 @@ import (
 // holds back the drop of a result nobody collects.
 
 // attachDashboard makes d, if any, the dashboard that watches every run
-// and gives it what it needs of the server (dashboard.Core).
+// and gives it what it needs of the server (dashboard.Server).
 func (h *handlers) attachDashboard(d *dashboard.Dashboard) {
 	if h.dash = d; d != nil {
-		d.Attach(dashboard.Core{RunningTask: h.tasks.runningTask, Question: resulttext.Permission, Answer: pageAnswer})
+		d.Attach(dashboard.Server{RunningTask: h.tasks.runningTask, Question: resulttext.Permission, Answer: pageAnswer})
 	}
 }
 

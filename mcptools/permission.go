@@ -98,7 +98,7 @@ func permissionAnswer(pr *turn.PermissionRequest, res *mcp.ElicitResult) (*claud
 }
 
 // pageAnswer maps an answer given on a dashboard page to the CLI's, as
-// the same answer to the elicitation form would be (dashboard.Core.Answer).
+// the same answer to the elicitation form would be (dashboard.Server.Answer).
 func pageAnswer(pr *turn.PermissionRequest, decision, reason string) (*claudeagent.PermissionResult, error) {
 	return permissionAnswer(pr, &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": decision, "reason": reason}})
 }

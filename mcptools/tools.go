@@ -11,7 +11,7 @@
 // toolargs (arguments against a JSON schema), notify (a
 // call's notifications), audit (the audit log), resources (the sessions'
 // transcripts and answers as MCP resources) and dashboard (reaching the
-// core through dashboard.Core); the transports, stdio and httpserve, serve
+// core through dashboard.Server); the transports, stdio and httpserve, serve
 // the *mcp.Server NewServer returns. It must not know what is inside
 // sessions beyond its facade (Manager, Session, Run and their types): not
 // the policy's classes (the sessions' gate decides options), the

@@ -22,7 +22,7 @@ func (s *Session) History() []history.Entry {
 	s.mu.Lock()
 	mem := s.history.Entries()
 	dropped := s.history.Dropped()
-	path := s.transcriptPath()
+	path := s.transcriptPathLocked()
 	s.mu.Unlock()
 	if dropped == 0 {
 		return mem
@@ -54,12 +54,12 @@ func (s *Session) addHistoryLocked(e history.Entry) { s.history.Add(e, s.transcr
 // held.
 func (s *Session) setHistoryLocked(h []history.Entry) { s.history.Set(h, s.transcriptName) }
 
-// transcriptName is transcriptPath as a note names it; s.mu is held.
-func (s *Session) transcriptName() string { return s.transcriptPath().String() }
+// transcriptName is transcriptPathLocked as a note names it; s.mu is held.
+func (s *Session) transcriptName() string { return s.transcriptPathLocked().String() }
 
-// transcriptPath is this session's transcript, beneath its CLI config
+// transcriptPathLocked is this session's transcript, beneath its CLI config
 // directory, which the session may write; s.mu is held.
-func (s *Session) transcriptPath() beneath.Path {
+func (s *Session) transcriptPathLocked() beneath.Path {
 	id := s.claudeSessionID
 	if s.forkPending || id == "" {
 		id = s.opts.ResumeSessionID // the fork's own transcript does not exist yet
@@ -79,7 +79,7 @@ func (s *Session) transcriptPathFor(id string) beneath.Path {
 func (s *Session) TranscriptPath() beneath.Path {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.transcriptPath()
+	return s.transcriptPathLocked()
 }
 
 // canReplay reports whether the session has a recorded conversation to

@@ -60,7 +60,7 @@ func (m *Manager) saveTranscript(s *Session) bool {
 	s.transcriptMu.Lock()
 	defer s.transcriptMu.Unlock()
 	s.mu.Lock()
-	id, path, mark := s.claudeSessionID, s.transcriptPath(), s.lastMessage
+	id, path, mark := s.claudeSessionID, s.transcriptPathLocked(), s.lastMessage
 	s.mu.Unlock()
 	has, err := m.share.SaveTranscript(context.Background(), s.ID, id, path, mark)
 	if err != nil {
@@ -107,7 +107,7 @@ func (m *Manager) followTranscript(s *Session) {
 // conversation that replays the stored history. Hold no lock.
 func (m *Manager) wholeConversation(ctx context.Context, s *Session) {
 	s.mu.Lock()
-	path, id, mark := s.transcriptPath(), s.claudeSessionID, s.lastMessage
+	path, id, mark := s.transcriptPathLocked(), s.claudeSessionID, s.lastMessage
 	resumable := s.resumable && !s.forkPending && s.proc == nil
 	s.mu.Unlock()
 	if !resumable {

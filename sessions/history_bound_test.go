@@ -24,7 +24,7 @@ func TestHistoryBounded(t *testing.T) {
 		s.addHistoryLocked(history.Entry{Kind: "text", Text: big})
 	}
 	held, bytes, dropped := s.history.Len(), s.history.Bytes(), s.history.Dropped()
-	path := s.transcriptPath().String()
+	path := s.transcriptPathLocked().String()
 	s.mu.Unlock()
 	total := 0
 	for _, e := range s.History() {

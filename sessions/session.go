@@ -210,7 +210,7 @@ func (s *Session) loadHistory() {
 	stored := len(h)
 	if stored == 0 {
 		s.mu.Lock()
-		path := s.transcriptPath()
+		path := s.transcriptPathLocked()
 		s.mu.Unlock()
 		if h, err = history.Load(path); err != nil {
 			s.log.Warn("reading the transcript for the history", "path", path, "err", err)

@@ -113,7 +113,7 @@ func (c *Ceiling) Start(cmd *exec.Cmd) error {
 	if !c.Restricts() {
 		return cmd.Start()
 	}
-	return c.start(cmd)
+	return c.startConfined(cmd)
 }
 
 // String describes c for logs: what it restricts.

@@ -80,7 +80,7 @@ func (c *Ceiling) handled(abi int) (fs uint64, scoped bool) {
 // start starts cmd through the wrapper (see [Init]): the process first
 // runs this binary, which restricts itself and then executes cmd's program
 // in its place (same pid, process group and parent-death signal).
-func (c *Ceiling) start(cmd *exec.Cmd) error {
+func (c *Ceiling) startConfined(cmd *exec.Cmd) error {
 	if c.landlock() {
 		if _, err := Available(); err != nil {
 			return err

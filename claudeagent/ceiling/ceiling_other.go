@@ -13,7 +13,7 @@ func Available() (int, error) {
 	return 0, fmt.Errorf("%w: Landlock is a Linux facility and this is %s", ErrUnavailable, runtime.GOOS)
 }
 
-func (c *Ceiling) start(*exec.Cmd) error {
+func (c *Ceiling) startConfined(*exec.Cmd) error {
 	_, err := Available()
 	return err
 }

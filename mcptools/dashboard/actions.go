@@ -40,7 +40,7 @@ var ownerOnly = map[string]bool{"prompt": true, "steer": true, "answer": true}
 
 // The answers a page offers to a permission question: the decisions of
 // the client's elicitation form (mcptools' permission.go), which
-// Core.Answer maps to the CLI's answer.
+// Server.Answer maps to the CLI's answer.
 const (
 	DecisionAllowOnce    = "allow_once"
 	DecisionAllowSession = "allow_session"

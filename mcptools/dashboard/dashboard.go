@@ -12,8 +12,8 @@
 //
 // It must not know the MCP server that runs the tools (package mcptools,
 // which imports it and never the other way): what it needs of that server
-// comes through Core (the running task of a session, what a permission
-// question says and how a person's answer maps to the CLI's), Tokens (the
+// comes through Server (the running task of a session, what a permission
+// question says and how a person's answer maps to the CLI's), SignIns (the
 // HTTP transport's bearer tokens, see Mount) and Auditor (the audit log). It
 // knows nothing of MCP: no tool calls, no MCP transport, no client's
 // elicitation, no audit log's format.
@@ -85,11 +85,11 @@ type Auditor interface {
 	DashboardAction(user, action, session string, start time.Time, outcome, errText string) error
 }
 
-// Core is what the dashboard needs of the server that runs the tools
+// Server is what the dashboard needs of the server that runs the tools
 // (mcptools gives it with Attach). A field left nil goes without: no
 // task is shown, a question reads as its tool's name, and an answer from
 // a page is refused.
-type Core struct {
+type Server struct {
 	// RunningTask is the id of the MCP task running in a session, or "".
 	RunningTask func(sessionID string) string
 	// Question says what a permission question asks, for a person (as the
@@ -101,9 +101,9 @@ type Core struct {
 	Answer func(pr *turn.PermissionRequest, decision, reason string) (*claudeagent.PermissionResult, error)
 }
 
-// Tokens is the bearer tokens of the HTTP transport, with which a person
+// SignIns is the bearer tokens of the HTTP transport, with which a person
 // signs in over --http (see Mount).
-type Tokens interface {
+type SignIns interface {
 	// Verify returns the user a bearer token belongs to and, when the
 	// token grants fewer than --http-allow's classes (an OAuth token's
 	// scopes), those (CreateOptions.Grant: the sessions the user starts
@@ -128,11 +128,11 @@ type Dashboard struct {
 	key    []byte       // signs page tokens
 	secret string       // stdio: what the link carries
 	root   string       // the path of the pages: /ui/<random> on stdio, /ui over HTTP
-	core   Core
+	core   Server
 	// Over --http (Mount): overHTTP, and the transport's tokens (nil when it
 	// serves without authentication).
 	overHTTP bool
-	tokens   Tokens
+	tokens   SignIns
 	start    time.Time
 
 	// Bounds of a run's feed, and the write timeout of an event stream
@@ -189,7 +189,7 @@ func randomBytes(n int) []byte {
 
 // Attach gives the dashboard what it needs of the MCP server; the server
 // calls it as it is made (mcptools.NewServer).
-func (d *Dashboard) Attach(c Core) { d.core = c }
+func (d *Dashboard) Attach(c Server) { d.core = c }
 
 // URL is the dashboard's address for a person: on stdio the link that
 // carries the secret; over HTTP the sign-in page.
@@ -217,7 +217,7 @@ func (d *Dashboard) SessionURL(id string) string {
 // at baseURL: sign-ins then use its bearer tokens (nil: it serves without
 // authentication, and nobody signs in), and the pages are at /ui (a
 // person types it, and signs in there).
-func (d *Dashboard) Mount(baseURL string, tokens Tokens) {
+func (d *Dashboard) Mount(baseURL string, tokens SignIns) {
 	d.overHTTP = true
 	d.tokens = tokens
 	d.o.BaseURL = baseURL
@@ -398,6 +398,6 @@ func (d *Dashboard) visible(si *signin, owner string) bool {
 // tokens file); d may be nil.
 func (d *Dashboard) Revoke(users []string) {
 	if d != nil {
-		d.revoke(users)
+		d.endSignins(users)
 	}
 }

@@ -424,7 +424,7 @@ func (d *Dashboard) answerQuestion(id, qid, decision, reason string) bool {
 	return false
 }
 
-// question says what pr asks (Core.Question), or names its tool.
+// question says what pr asks (Server.Question), or names its tool.
 func (d *Dashboard) question(pr *turn.PermissionRequest) string {
 	if d.core.Question == nil {
 		return "Claude Code wants to use " + pr.ToolName
@@ -432,7 +432,7 @@ func (d *Dashboard) question(pr *turn.PermissionRequest) string {
 	return d.core.Question(pr)
 }
 
-// answer maps a person's answer to the CLI's (Core.Answer).
+// answer maps a person's answer to the CLI's (Server.Answer).
 func (d *Dashboard) answer(pr *turn.PermissionRequest, decision, reason string) (*claudeagent.PermissionResult, error) {
 	if d.core.Answer == nil {
 		return nil, errors.New("this dashboard cannot answer permission questions: it is not attached to a server")

@@ -40,7 +40,7 @@ type signin struct {
 	id        string // the cookie's value
 	user      string
 	tokenHash string    // over HTTP: the SHA-256 of the token it signed in with
-	grant     *[]string // over HTTP: the classes the token grants, when fewer than --http-allow's (Tokens.Verify)
+	grant     *[]string // over HTTP: the classes the token grants, when fewer than --http-allow's (SignIns.Verify)
 	expires   time.Time
 }
 
@@ -161,8 +161,8 @@ func (d *Dashboard) valid(si *signin) bool {
 	return !d.overHTTP || (d.tokens != nil && d.tokens.Holds(si.tokenHash, si.user))
 }
 
-// revoke ends the sign-ins of users (removed from the tokens file).
-func (d *Dashboard) revoke(users []string) {
+// endSignins ends the sign-ins of users (removed from the tokens file).
+func (d *Dashboard) endSignins(users []string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.signins.removeUsers(users)

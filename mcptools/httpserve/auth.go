@@ -256,15 +256,15 @@ func (h *HTTPHandler) trackCalls(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 // dashboardTokens are the handler's bearer tokens as the dashboard signs
-// in with them (dashboard.Tokens), or nil when it serves without tokens.
-func (h *HTTPHandler) dashboardTokens() dashboard.Tokens {
+// in with them (dashboard.SignIns), or nil when it serves without tokens.
+func (h *HTTPHandler) dashboardTokens() dashboard.SignIns {
 	if h.o.Tokens == nil {
 		return nil
 	}
 	return dashTokens{h}
 }
 
-// dashTokens implements dashboard.Tokens.
+// dashTokens implements dashboard.SignIns.
 type dashTokens struct{ h *HTTPHandler }
 
 func (t dashTokens) Verify(ctx context.Context, token string, r *http.Request) (string, *[]string, error) {

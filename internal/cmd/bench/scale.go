@@ -163,7 +163,7 @@ func (b *bench) scaleOne(ctx context.Context, n int, pg string) (scaleRow, error
 // server that made them and stopped would have left it.
 func writeRegistry(path string, n int, cwd string) error {
 	now := time.Now().UTC()
-	st := registryfile.State{Version: 1, Sessions: make([]registryfile.Entry, 0, n)}
+	st := registryfile.Registry{Version: 1, Sessions: make([]registryfile.Entry, 0, n)}
 	for i := range n {
 		at := now.Add(-time.Duration(n-i) * time.Second)
 		st.Sessions = append(st.Sessions, registryfile.Entry{

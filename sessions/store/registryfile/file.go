@@ -15,12 +15,12 @@ import (
 
 // Parse decodes the contents of a registry file (older versions upgraded,
 // closed sessions left out), to move it into the session store.
-func Parse(data []byte) (State, error) { return parseFile(data) }
+func Parse(data []byte) (Registry, error) { return parseFile(data) }
 
 // parseFile decodes a registry file, upgrading older versions (a
 // second decoding, only for them).
-func parseFile(data []byte) (State, error) {
-	var f State
+func parseFile(data []byte) (Registry, error) {
+	var f Registry
 	if err := json.Unmarshal(data, &f); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if !errors.As(err, &typeErr) || f.Version >= 3 {
@@ -48,7 +48,7 @@ func parseFile(data []byte) (State, error) {
 }
 
 // dropClosed leaves out the entries without an id, and closed ones.
-func (f *State) dropClosed() {
+func (f *Registry) dropClosed() {
 	f.Sessions = slices.DeleteFunc(f.Sessions, func(e Entry) bool {
 		_, closed := f.Closed[e.SessionID]
 		return e.SessionID == "" || closed

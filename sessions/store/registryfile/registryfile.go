@@ -1,5 +1,5 @@
 // Package store holds the records of sessions as the registry file kept
-// them — [Entry], [State], [Tombstone] — and reads that file (Parse): the
+// them — [Entry], [Registry], [Tombstone] — and reads that file (Parse): the
 // session store (package store) keeps an Entry per session and
 // imports a registry file. It must not know live sessions, processes, the
 // policy or MCP.
@@ -12,8 +12,8 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/worktree"
 )
 
-// State is the JSON of a registry file.
-type State struct {
+// Registry is the JSON of a registry file.
+type Registry struct {
 	Version  int     `json:"version"`
 	Sessions []Entry `json:"sessions"`
 	// SpentUSD is what every session has cost, closed ones included:
@@ -69,7 +69,7 @@ type Usage struct {
 }
 
 // Entry returns the record of the open session id.
-func (st *State) Entry(id string) (Entry, bool) {
+func (st *Registry) Entry(id string) (Entry, bool) {
 	for _, e := range st.Sessions {
 		if e.SessionID == id {
 			return e, true
@@ -79,7 +79,7 @@ func (st *State) Entry(id string) (Entry, bool) {
 }
 
 // Owners maps the open sessions to their owners.
-func (st *State) Owners() map[string]string {
+func (st *Registry) Owners() map[string]string {
 	out := make(map[string]string, len(st.Sessions))
 	for _, e := range st.Sessions {
 		out[e.SessionID] = e.Owner

@@ -204,7 +204,7 @@ func appendJSONString(b []byte, s string) []byte {
 // has (or had) it, else of a closed session's tombstone ("" is a session
 // made over stdio). known is false when f knows no session with that
 // conversation.
-func (f *State) ConversationOwner(claudeSessionID string) (owner string, known bool) {
+func (f *Registry) ConversationOwner(claudeSessionID string) (owner string, known bool) {
 	if claudeSessionID == "" {
 		return "", false
 	}

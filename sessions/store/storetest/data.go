@@ -162,7 +162,7 @@ func roundTrip(t *testing.T, out string, dst store.Store) {
 func testImportRegistry(t *testing.T, open Opener) {
 	s, ctx := open(t), ctxT(t)
 	now := time.Now().UTC()
-	data, err := json.Marshal(registryfile.State{Version: 3,
+	data, err := json.Marshal(registryfile.Registry{Version: 3,
 		Sessions: []registryfile.Entry{rec("r1", "alice", "one", 1).Entry, rec("r2", "", "two", 2).Entry},
 		SpentUSD: 4.5, UserSpentUSD: map[string]float64{"alice": 1.5},
 		Closed: registryfile.Tombstones{"gone": {Closed: now, Owner: "bob", ClaudeSessionIDs: []string{"c-gone"}}}})
