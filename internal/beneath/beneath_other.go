@@ -95,6 +95,9 @@ func ReadDir(p Path) ([]fs.DirEntry, error) {
 // MkdirAll makes the directory p and those on the way where missing; a
 // link on the way is ErrLink.
 func MkdirAll(p Path) error {
+	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
+		return err
+	}
 	r, names, err := root(p)
 	if err != nil {
 		return err
@@ -115,6 +118,9 @@ func replace(p Path, data []byte, perm fs.FileMode) error {
 }
 
 func place(p Path, data []byte, perm fs.FileMode, give func(r *os.Root, tmp, name string) error) error {
+	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
+		return err
+	}
 	r, names, err := root(p)
 	if err != nil {
 		return err

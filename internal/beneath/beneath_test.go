@@ -182,6 +182,34 @@ func TestWriteNew(t *testing.T) {
 	}
 }
 
+// TestWriteMakesDir: the server's directory itself may be missing (a
+// fresh HOME whose .claude no CLI has made yet): a write or a MkdirAll
+// makes it, and a read says the file is not there.
+func TestWriteMakesDir(t *testing.T) {
+	home := t.TempDir()
+	p := Path{Dir: filepath.Join(home, ".claude"), Rel: "projects/-x/id.jsonl"}
+	if _, err := ReadFile(p, 100); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("read with no directory: %v, want fs.ErrNotExist", err)
+	}
+	if err := WriteNew(p, []byte("line\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := ReadFile(p, 100); err != nil || string(data) != "line\n" {
+		t.Errorf("read back %q, %v", data, err)
+	}
+	q := Path{Dir: filepath.Join(home, "other"), Rel: "projects/-y"}
+	if err := MkdirAll(q); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(q.String()); err != nil || !fi.IsDir() {
+		t.Errorf("made: %v, %v", fi, err)
+	}
+	r := Path{Dir: filepath.Join(home, "third"), Rel: "id.jsonl"}
+	if err := Replace(r, []byte("x"), 0o600); err != nil {
+		t.Errorf("replace with no directory: %v", err)
+	}
+}
+
 func TestMkdirAll(t *testing.T) {
 	dir, outside := t.TempDir(), t.TempDir()
 	if err := MkdirAll(Path{Dir: dir, Rel: "projects/-a-b"}); err != nil {

@@ -17,9 +17,16 @@ import (
 
 // walk opens dir (as named) and then each of names below it as a
 // directory, never following a link, and returns the last one's
-// descriptor; with mkdir, a missing directory is made (0700).
+// descriptor; with mkdir, a missing directory is made (0700), dir too
+// (the server's choice, as it is named).
 func walk(dir string, names []string, mkdir bool) (int, error) {
-	fd, err := retry(func() (int, error) { return unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) })
+	open := func() (int, error) { return unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) }
+	fd, err := retry(open)
+	if errors.Is(err, unix.ENOENT) && mkdir {
+		if err = os.MkdirAll(dir, 0o700); err == nil {
+			fd, err = retry(open)
+		}
+	}
 	if err != nil {
 		return -1, err
 	}
