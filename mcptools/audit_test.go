@@ -43,7 +43,7 @@ func auditLines(t testing.TB, log string) []audit.Entry {
 // not exist (or of the empty name) is an error for that call, audited, and
 // the server goes on (defect: a typed-nil result panicked the server).
 func TestAuditUnknownTool(t *testing.T) {
-	var buf syncBuf
+	var buf testkit.Buffer
 	f := newFakeServer(t, "2025-11-25", sessions.Config{}, Options{Audit: audit.New(&buf, "audit.log", audit.Options{})})
 	for _, name := range []string{"claude_nope", "", "claude_session_list\x00"} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -94,7 +94,7 @@ func (w *failingWriter) set(broken bool) {
 // were served with 35 lines written).
 func TestAuditFailsClosed(t *testing.T) {
 	w := &failingWriter{}
-	var logs syncBuf
+	var logs testkit.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	f := newFakeServer(t, "2025-11-25", sessions.Config{}, Options{Audit: audit.New(w, "/var/log/agents.audit", audit.Options{Log: logger})})
 	w.set(true)
@@ -123,7 +123,7 @@ func TestAuditFailsClosed(t *testing.T) {
 // TestAuditCancelledAndRedacted: a call the client cancels is audited as
 // cancelled; an error text that quotes the arguments keeps them out.
 func TestAuditCancelledAndRedacted(t *testing.T) {
-	var buf syncBuf
+	var buf testkit.Buffer
 	f := newFakeServer(t, "2025-11-25", sessions.Config{}, Options{Audit: audit.New(&buf, "audit.log", audit.Options{})})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -174,7 +174,7 @@ func FuzzAuditedCalls(f *testing.F) {
 	} {
 		f.Add(seed.name, seed.args)
 	}
-	var buf syncBuf
+	var buf testkit.Buffer
 	srv := NewServer(sessions.NewManager(sessions.Config{CLIPath: filepath.Join(f.TempDir(), "no-claude")}), Options{Version: "fuzz", Audit: audit.New(&buf, "audit.log", audit.Options{})})
 	st, ct := mcp.NewInMemoryTransports()
 	ctx := context.Background()
