@@ -27,7 +27,7 @@ import (
 //   - A sum, "type":"spent": "owner" and "usd"; owner "" is the total
 //     (what --max-total-budget-usd counts), so budgets survive a move.
 //
-// Import also reads a registry file of package store (registryfile.Registry's JSON,
+// Import also reads a registry file (registryfile.Registry's JSON,
 // any version): its sessions become dormant records, its tombstones and
 // sums lines of the other kinds; its claims are left out (the instances
 // that held them restart on the new store).

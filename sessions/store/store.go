@@ -1,7 +1,7 @@
 // Package store keeps one record per session, so that a turn writes
 // only its own session's record (O(1) in the number of sessions) and no
-// one has to hold every session in memory: the successor of the registry
-// file of package store, for one machine (the embedded SQLite backend,
+// one has to hold every session in memory: the successor of the old
+// registry file (package store/registryfile), for one machine (the embedded SQLite backend,
 // package store/sqlite) and for a fleet (PostgreSQL, package
 // store/postgres). Package store/backend opens either from a path
 // or a postgres:// URL; package store/storetest is the one test
@@ -121,7 +121,7 @@ type Store interface {
 
 	// Export writes the store as JSON Lines (see the format in jsonl.go).
 	Export(ctx context.Context, w io.Writer) error
-	// Import reads an Export, or a registry file of package store, and
+	// Import reads an Export, or a registry file (package registryfile), and
 	// upserts what it holds; importing the same input twice changes
 	// nothing more.
 	Import(ctx context.Context, r io.Reader) (ImportStats, error)

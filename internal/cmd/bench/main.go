@@ -1,6 +1,6 @@
 // Command bench measures the server against the real Claude Code CLI, which
 // talks to the repository's fake Anthropic API (internal/testkit/fakeapi) on
-// loopback with an offline environment like internal/e2eenv's:
+// loopback with an offline environment like internal/testkit/e2eenv's:
 //
 //   - a warm claude_chat_query through the built server, against the same
 //     turn sent to a CLI driven directly through claudeagent.Process;

@@ -1,4 +1,4 @@
-// Package store holds the records of sessions as the registry file kept
+// Package registryfile holds the records of sessions as the registry file kept
 // them — [Entry], [Registry], [Tombstone] — and reads that file (Parse): the
 // session store (package store) keeps an Entry per session and
 // imports a registry file. It must not know live sessions, processes, the
