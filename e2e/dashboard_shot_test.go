@@ -1,6 +1,6 @@
 //go:build screenshots
 
-package main
+package e2e_test
 
 import (
 	"bytes"

@@ -1,4 +1,13 @@
-package main
+// Package e2e_test holds the end-to-end tests: the server binary
+// (cmd/claude-agent-mcp), built once per test run, driven as its clients
+// drive it — over stdio or --http by the go-sdk client, by raw JSON-RPC
+// lines, by the MCP Inspector and conformance suite, by a browser on its
+// dashboard, by the interactive Claude Code as the MCP host —, with the
+// real Claude Code CLI behind it talking to a fake API (or the test binary
+// as the fake CLI: see TestMain). It imports nothing of package main: what
+// the tests know of the binary is its command line, its environment and
+// its processes.
+package e2e_test
 
 import (
 	"context"
@@ -18,6 +27,15 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakeapi"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/mcptest"
 )
+
+// serverPackage is the server binary's package, which the tests build.
+const serverPackage = "github.com/claude-agent-mcp/claude-agent-mcp/cmd/claude-agent-mcp"
+
+// depthEnv carries the nesting depth to child sessions: package main's
+// DepthEnv (cmd/claude-agent-mcp), which this package cannot import.
+// Should the binary's change alone, TestE2EMaxDepth and
+// TestE2EBypassModeAndDepthEnv fail.
+const depthEnv = "CLAUDE_SUBAGENT_DEPTH"
 
 // build is one build of the server binary, made once per test run.
 type build struct {
@@ -47,7 +65,7 @@ func (b *build) get(t *testing.T, flags ...string) string {
 			return
 		}
 		b.bin = filepath.Join(dir, "claude-agent-mcp")
-		args := append(append([]string{"build", "-race"}, flags...), "-o", b.bin, ".")
+		args := append(append([]string{"build", "-race"}, flags...), "-o", b.bin, serverPackage)
 		out, err := exec.Command("go", args...).CombinedOutput()
 		if err != nil {
 			b.err = err

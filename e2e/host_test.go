@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e_test
 
 // End-to-end tests with the real interactive Claude Code (2.1.330 or newer)
 // as the MCP host of the server. The TUI runs under a pseudo-terminal
@@ -391,6 +391,16 @@ func startHost(t *testing.T, o hostOptions) *host {
 	}()
 	t.Cleanup(h.stop)
 	return h
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but
+// characters that are safe unquoted (the server's own, for --print-setup,
+// is package main's).
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./_-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // keyTail is what .claude.json's customApiKeyResponses holds of a key.

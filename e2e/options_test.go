@@ -1,4 +1,4 @@
-package main
+package e2e_test
 
 import (
 	"bytes"
@@ -457,7 +457,7 @@ func TestE2EAllowedRoots(t *testing.T) {
 
 func TestE2EMaxDepth(t *testing.T) {
 	t.Parallel()
-	e := startE2E(t, e2eOptions{env: map[string]string{DepthEnv: "2"}})
+	e := startE2E(t, e2eOptions{env: map[string]string{depthEnv: "2"}})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	res, _ := e.call(t, ctx, "claude_session_create", map[string]any{"cwd": e.cwd}, nil)
@@ -495,7 +495,7 @@ func TestE2EAllowedPermissionModes(t *testing.T) {
 // sees CLAUDE_SUBAGENT_DEPTH one deeper than the server's.
 func TestE2EBypassModeAndDepthEnv(t *testing.T) {
 	t.Parallel()
-	e := startE2E(t, e2eOptions{protocol: "2025-11-25", elicit: noElicitation(t), env: map[string]string{DepthEnv: "0"}})
+	e := startE2E(t, e2eOptions{protocol: "2025-11-25", elicit: noElicitation(t), env: map[string]string{depthEnv: "0"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	sid, _ := e.create(t, ctx, nil)

@@ -3,7 +3,7 @@
 // The plugin's server entry is a sh script (plugin/bin/claude-agent-mcp):
 // not on Windows.
 
-package main
+package e2e_test
 
 // The Claude Code plugin (plugin/, listed by the marketplace in
 // .claude-plugin/ at the repository root), installed by the real CLI from

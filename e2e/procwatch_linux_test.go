@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e_test
 
 import (
 	"bytes"
@@ -19,8 +19,21 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 )
 
+// The binary's names for its watchdog and for the marker on the processes
+// it starts: package main's watchdogArg and ServerMarkerEnv
+// (cmd/claude-agent-mcp), which this package cannot import. Should the
+// binary's change alone, serverMarker finds no watchdog and
+// TestE2EShareFencing no process of its session.
+const (
+	// watchdogArg, as the first argument, runs the binary as the watchdog.
+	watchdogArg = "__watchdog"
+	// serverMarkerEnv marks every process a server starts (the CLIs and,
+	// through their environment, the tools they run).
+	serverMarkerEnv = "CLAUDE_SUBAGENT_SERVER"
+)
+
 // serverMarker is the marker a server gives every process it starts
-// (ServerMarkerEnv), read from its watchdog's command line
+// (serverMarkerEnv), read from its watchdog's command line
 // (`claude-agent-mcp __watchdog <marker>`), which starts before serving.
 func serverMarker(t *testing.T, pid int) string {
 	t.Helper()
@@ -186,7 +199,7 @@ func (w *procWatch) marked(name string) (markedProc, bool) {
 	}
 	server := ""
 	for _, kv := range strings.Split(string(environ), "\x00") {
-		if m, ok := strings.CutPrefix(kv, ServerMarkerEnv+"="); ok {
+		if m, ok := strings.CutPrefix(kv, serverMarkerEnv+"="); ok {
 			server = w.markers[m]
 		}
 	}
@@ -242,7 +255,7 @@ func markedAlive(marker string) []int {
 			continue
 		}
 		environ, _ := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if bytes.Contains(append([]byte{0}, environ...), []byte("\x00"+ServerMarkerEnv+"="+marker+"\x00")) {
+		if bytes.Contains(append([]byte{0}, environ...), []byte("\x00"+serverMarkerEnv+"="+marker+"\x00")) {
 			out = append(out, pid)
 		}
 	}
@@ -257,7 +270,7 @@ func TestProcWatch(t *testing.T) {
 	run := randomHex(t, 8) // this run's markers
 	start := func(marker string, script string, args ...string) *exec.Cmd {
 		cmd := exec.Command("sh", append([]string{"-c", script, "sh"}, args...)...)
-		cmd.Env = append(os.Environ(), ServerMarkerEnv+"="+run+marker)
+		cmd.Env = append(os.Environ(), serverMarkerEnv+"="+run+marker)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

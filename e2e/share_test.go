@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e_test
 
 import (
 	"context"
@@ -286,7 +286,7 @@ func sessionProcesses(claudeSessionID string) []int {
 		}
 		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
 		environ, _ := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if strings.Contains(string(cmdline), claudeSessionID) && strings.Contains("\x00"+string(environ), "\x00"+ServerMarkerEnv+"=") {
+		if strings.Contains(string(cmdline), claudeSessionID) && strings.Contains("\x00"+string(environ), "\x00"+serverMarkerEnv+"=") {
 			out = append(out, pid)
 		}
 	}

@@ -1,10 +1,55 @@
 package main
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
+
+// The server binary of this package's tests that start it (--print-setup
+// through a symlink, the check of the CLI at start), built once per test
+// run; or the one E2E_SERVER_BIN names, built before (as e2e's).
+var server struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// serverBinary builds the server once per test run.
+func serverBinary(t *testing.T) string {
+	t.Helper()
+	server.once.Do(func() {
+		if bin := os.Getenv("E2E_SERVER_BIN"); bin != "" {
+			server.bin = bin
+			return
+		}
+		dir, err := os.MkdirTemp("", "claude-agent-mcp-bin-")
+		if err != nil {
+			server.err = err
+			return
+		}
+		server.bin = filepath.Join(dir, "claude-agent-mcp")
+		out, err := exec.Command("go", "build", "-race", "-o", server.bin, ".").CombinedOutput()
+		if err != nil {
+			server.err = err
+			server.bin = string(out)
+		}
+	})
+	if server.err != nil {
+		t.Fatalf("building the server: %v\n%s", server.err, server.bin)
+	}
+	return server.bin
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
 
 // TestNoReflectMethod keeps the server binary free of method lookups by
 // name (reflect.Value.MethodByName, as text/template and html/template
