@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/leakcheck"
 )
 
@@ -104,17 +105,13 @@ func TestNoGoroutineLeaks(t *testing.T) {
 // checkInternalsEmpty: no pending requests or handlers are left behind.
 func checkInternalsEmpty(t *testing.T, p *Process) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for {
+	var np, ni int
+	if !testkit.Within(2*time.Second, func() bool { // handlers finish on their own
 		p.mu.Lock()
-		np, ni := len(p.pending), len(p.incoming)
+		np, ni = len(p.pending), len(p.incoming)
 		p.mu.Unlock()
-		if np == 0 && ni == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d pending control requests and %d incoming ones left", np, ni)
-		}
-		time.Sleep(20 * time.Millisecond) // handlers finish on their own
+		return np == 0 && ni == 0
+	}) {
+		t.Fatalf("%d pending control requests and %d incoming ones left", np, ni)
 	}
 }

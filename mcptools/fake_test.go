@@ -13,6 +13,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/mcptest"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
@@ -167,24 +168,12 @@ func TestFakeCancellationInterrupts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for s.Info().State != state.Running {
-		if time.Now().After(deadline) {
-			t.Fatal("query never started")
-		}
-		time.Sleep(10 * time.Millisecond) // observing another goroutine's state
-	}
+	testkit.Until(t, 10*time.Second, "the query to start", func() bool { return s.Info().State == state.Running })
 	cancel()
 	if err := <-done; err == nil {
 		t.Error("cancelled call returned no error to the client")
 	}
-	deadline = time.Now().Add(10 * time.Second)
-	for s.Info().State != state.Idle {
-		if time.Now().After(deadline) {
-			t.Fatalf("session did not return to idle after cancellation: %s", s.Info().State)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Until(t, 10*time.Second, "the session to return to idle after the cancellation", func() bool { return s.Info().State == state.Idle })
 	res, out := f.call(t, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "hi"}, nil)
 	if res.IsError || out["finalText"] == "" {
 		t.Errorf("session unusable after cancellation: %s", resText(res))

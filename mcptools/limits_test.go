@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/fakecli"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
@@ -119,14 +120,11 @@ func TestUsageLimitTask(t *testing.T) {
 		t.Fatalf("no task: %v", res)
 	}
 	var st map[string]any
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testkit.Until(t, 30*time.Second, "the task's status message to say it waits for the reset", func() bool {
 		st = c.result(c.call("tasks/get", map[string]any{"taskId": id}))
-		if msg, _ := st["statusMessage"].(string); strings.HasPrefix(msg, "Waiting for the usage limit to reset: limited until ") || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond) // a poller's pace; the state is only observable by polling
-	}
+		msg, _ := st["statusMessage"].(string)
+		return strings.HasPrefix(msg, "Waiting for the usage limit to reset: limited until ")
+	})
 	if msg, _ := st["statusMessage"].(string); st["status"] != taskWorking || !strings.Contains(msg, "limited until ") || !strings.Contains(msg, "the 5-hour limit") {
 		t.Fatalf("task while waiting: %v", st)
 	}

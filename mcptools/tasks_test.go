@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -21,27 +23,23 @@ var taskOpts = Options{TaskAfter: 100 * time.Millisecond}
 // status), and returns the last state.
 func (c *rawClient) pollTask(id string, want ...string) map[string]any {
 	c.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		st := c.result(c.call("tasks/get", map[string]any{"taskId": id}))
+	var st map[string]any
+	testkit.Until(c.t, 30*time.Second, fmt.Sprintf("task %s to be %v", id, want), func() bool {
+		st = c.result(c.call("tasks/get", map[string]any{"taskId": id}))
 		status, _ := st["status"].(string)
-		for _, w := range want {
-			if status == w {
-				return st
-			}
+		if slices.Contains(want, status) {
+			return true
 		}
 		if status == taskCompleted || status == taskFailed || status == taskCancelled {
 			c.t.Fatalf("task %s ended %s, want %v: %v", id, status, want, st)
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("task %s still %s after 30 s, want %v", id, status, want)
 		}
 		iv, _ := st["pollIntervalMilliseconds"].(float64)
 		if iv <= 0 || iv > 5000 {
 			c.t.Fatalf("pollIntervalMilliseconds = %v", st["pollIntervalMilliseconds"])
 		}
-		time.Sleep(50 * time.Millisecond) // a poller's pace; the state is only observable by polling
-	}
+		return false
+	})
+	return st
 }
 
 // TestTasksMethodsNeedTheExtension: tasks/get, tasks/update and
@@ -299,20 +297,16 @@ func TestTaskTTL(t *testing.T) {
 		t.Errorf("ttlSeconds = %v", res["ttlSeconds"])
 	}
 	c.pollTask(id, taskCompleted)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.Until(t, 10*time.Second, "the task to be forgotten (its TTL is 2 s)", func() bool {
 		m := c.call("tasks/get", map[string]any{"taskId": id})
-		if m.Error != nil {
-			if m.Error.Code != jsonrpc.CodeInvalidParams || !strings.Contains(m.Error.Message, "not found") {
-				t.Errorf("tasks/get after the TTL: %d %s", m.Error.Code, m.Error.Message)
-			}
-			break
+		if m.Error == nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the task outlived its TTL by 8 s")
+		if m.Error.Code != jsonrpc.CodeInvalidParams || !strings.Contains(m.Error.Message, "not found") {
+			t.Errorf("tasks/get after the TTL: %d %s", m.Error.Code, m.Error.Message)
 		}
-		time.Sleep(100 * time.Millisecond) // expiry is only observable by polling
-	}
+		return true
+	})
 	if m := c.call("tasks/get", map[string]any{"taskId": "never-was"}); m.Error == nil || m.Error.Code != jsonrpc.CodeInvalidParams {
 		t.Errorf("tasks/get of an unknown task: %+v", m)
 	}

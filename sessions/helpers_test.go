@@ -292,8 +292,7 @@ func (p *pending) wait(tb testing.TB, limit time.Duration) *turn.Result {
 // the turn (it then answers the interrupt as a no-op, as an idle CLI does).
 func interruptUntilDone(tb testing.TB, s *Session, p *pending) (attempts int) {
 	tb.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for {
+	done := testkit.Within(waitLimit, func() bool {
 		attempts++
 		ictx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		running, forced := s.Interrupt(ictx)
@@ -306,13 +305,15 @@ func interruptUntilDone(tb testing.TB, s *Session, p *pending) (attempts int) {
 		}
 		select {
 		case <-p.done:
-			return attempts
+			return true
 		case <-time.After(250 * time.Millisecond): // retry window, see above
+			return false
 		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("query not interrupted after %d attempts:\n%s", attempts, allStacks())
-		}
+	})
+	if !done {
+		tb.Fatalf("query not interrupted after %d attempts:\n%s", attempts, allStacks())
 	}
+	return attempts
 }
 
 func chunks(n int) string {

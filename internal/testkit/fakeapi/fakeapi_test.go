@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 )
 
 // sseEvent is one parsed server-sent event.
@@ -537,13 +539,7 @@ func TestSlowClientDisconnect(t *testing.T) {
 	}
 	cancel()
 	resp.Body.Close()
-	deadline := time.Now().Add(3 * SlowDelay)
-	for srv.streaming.Load() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("handler still streaming after the client disconnected")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Until(t, 3*SlowDelay, "the handler to stop streaming after the client disconnected", func() bool { return srv.streaming.Load() == 0 })
 	start := time.Now()
 	srv.Close()
 	if el := time.Since(start); el > time.Second {
