@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -30,40 +31,49 @@ func (c *calls) String() string {
 }
 
 // TestBusyThenIdle: the first work calls busy, once however much of it
-// runs at once; idle comes quietAfter the last work ended; work that starts
-// again calls busy again, and work that starts before the idle call is due
-// calls neither.
+// runs at once; idle comes quietAfter the last work ended, not a moment
+// before; work that starts again calls busy again, and work that starts
+// before the idle call is due (even just before) calls neither. The time is
+// synctest's: the timer's quietAfter passes at once, and to the nanosecond.
 func TestBusyThenIdle(t *testing.T) {
-	c := &calls{ch: make(chan struct{}, 8)}
-	q := newQuiet(c.add("idle"), c.add("busy"))
-	q.after = 100 * time.Millisecond
-	wait := func(want string) {
-		t.Helper()
-		select {
-		case <-c.ch:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no call after %q", c)
+	synctest.Test(t, func(t *testing.T) {
+		c := &calls{ch: make(chan struct{}, 8)}
+		q := newQuiet(c.add("idle"), c.add("busy"))
+		// after lets d pass and checks the calls made by then (the timer's
+		// goroutine done).
+		after := func(d time.Duration, want string) {
+			t.Helper()
+			time.Sleep(d)
+			synctest.Wait()
+			if got := c.String(); got != want {
+				t.Fatalf("calls %q after another %s, want %q", got, d, want)
+			}
 		}
-		if got := c.String(); got != want {
-			t.Fatalf("calls %q, want %q", got, want)
+		q.Begin()
+		after(0, "busy")
+		q.Begin() // a second piece of work at once: no call
+		q.End()
+		after(0, "busy")
+		q.End()
+		after(quietAfter-time.Nanosecond, "busy")
+		after(time.Nanosecond, "busy idle")
+		q.Begin()
+		after(0, "busy idle busy")
+		q.End()
+		q.Begin() // before the idle call is due: the server never went idle
+		after(3*quietAfter, "busy idle busy")
+		q.End()
+		after(quietAfter-time.Nanosecond, "busy idle busy")
+		q.Begin() // a nanosecond before it is due: still no call
+		after(3*quietAfter, "busy idle busy")
+		q.End()
+		after(quietAfter-time.Nanosecond, "busy idle busy")
+		after(time.Nanosecond, "busy idle busy idle")
+		after(3*quietAfter, "busy idle busy idle")
+		if n := len(c.ch); n != 4 {
+			t.Fatalf("%d calls signalled, want the 4 of %q", n, c)
 		}
-	}
-	q.Begin()
-	wait("busy")
-	q.Begin() // a second piece of work at once: no call
-	q.End()
-	q.End()
-	wait("busy idle")
-	q.Begin()
-	wait("busy idle busy")
-	q.End()
-	q.Begin() // before the idle call is due: the server never went idle
-	time.Sleep(3 * q.after)
-	q.End()
-	wait("busy idle busy idle")
-	if n := len(c.ch); n != 0 {
-		t.Fatalf("%d calls more than %q", n, c)
-	}
+	})
 }
 
 // TestZeroValue: a zero quietTimer calls nothing and counts work all the same.

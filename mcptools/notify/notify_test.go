@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -63,37 +64,40 @@ func TestThinking(t *testing.T) {
 
 // TestTextSoFar: a call with a progress token follows the text being
 // written: the first delta is sent with the text so far, the next ones
-// within textEvery are held back, the first after it carries them all;
-// the whole text then starts the next afresh.
+// within textEvery are held back (until its last nanosecond), the first
+// once it has passed carries them all; the whole text then starts the next
+// afresh. The time is synctest's, so textEvery passes exactly.
 func TestTextSoFar(t *testing.T) {
-	ctx, ss, rec := connected(t)
-	n := New(ctx, &mcp.CallToolRequest{Session: ss, Params: &mcp.CallToolParamsRaw{Meta: mcp.Meta{"progressToken": "p"}}}, "s1", Options{})
-	if !n.WantsText() {
-		t.Fatal("a call with a progress token does not want the text")
-	}
-	n.OnEvent(turn.Event{Kind: turn.EventTextDelta, Text: "Hel"})
-	n.OnEvent(turn.Event{Kind: turn.EventTextDelta, Text: "lo "}) // held back
-	n.mu.Lock()
-	n.sentAt = time.Time{} // textEvery has passed
-	n.mu.Unlock()
-	n.OnEvent(turn.Event{Kind: turn.EventTextDelta, Text: "world"})
-	n.OnEvent(turn.Event{Kind: turn.EventText, Text: "Hello world"})
-	n.OnEvent(turn.Event{Kind: turn.EventDone})
-	n.Close()
-	events, err := rec.WaitEvents(ctx, "progress:done")
-	if err != nil {
-		t.Fatalf("%v (%q)", err, events)
-	}
-	var writing []string
-	for _, e := range events {
-		if strings.HasPrefix(e, "progress:writing: ") {
-			writing = append(writing, strings.TrimPrefix(e, "progress:writing: "))
+	synctest.Test(t, func(t *testing.T) {
+		ctx, ss, rec := connected(t)
+		n := New(ctx, &mcp.CallToolRequest{Session: ss, Params: &mcp.CallToolParamsRaw{Meta: mcp.Meta{"progressToken": "p"}}}, "s1", Options{})
+		if !n.WantsText() {
+			t.Fatal("a call with a progress token does not want the text")
 		}
-	}
-	if !slices.Equal(writing, []string{"Hel", "Hello world"}) {
-		t.Errorf("the text so far was sent as %q, want [Hel, Hello world]", writing)
-	}
-	if plain := New(ctx, &mcp.CallToolRequest{Session: ss, Params: &mcp.CallToolParamsRaw{}}, "s1", Options{}); plain.WantsText() {
-		t.Error("a call without a progress token wants the text")
-	}
+		n.OnEvent(turn.Event{Kind: turn.EventTextDelta, Text: "Hel"})
+		n.OnEvent(turn.Event{Kind: turn.EventTextDelta, Text: "lo "}) // held back
+		time.Sleep(textEvery - time.Nanosecond)
+		n.OnEvent(turn.Event{Kind: turn.EventTextDelta, Text: "wor"}) // still held back
+		time.Sleep(time.Nanosecond)                                   // textEvery has passed
+		n.OnEvent(turn.Event{Kind: turn.EventTextDelta, Text: "ld"})
+		n.OnEvent(turn.Event{Kind: turn.EventText, Text: "Hello world"})
+		n.OnEvent(turn.Event{Kind: turn.EventDone})
+		n.Close()
+		events, err := rec.WaitEvents(ctx, "progress:done")
+		if err != nil {
+			t.Fatalf("%v (%q)", err, events)
+		}
+		var writing []string
+		for _, e := range events {
+			if strings.HasPrefix(e, "progress:writing: ") {
+				writing = append(writing, strings.TrimPrefix(e, "progress:writing: "))
+			}
+		}
+		if !slices.Equal(writing, []string{"Hel", "Hello world"}) {
+			t.Errorf("the text so far was sent as %q, want [Hel, Hello world]", writing)
+		}
+		if plain := New(ctx, &mcp.CallToolRequest{Session: ss, Params: &mcp.CallToolParamsRaw{}}, "s1", Options{}); plain.WantsText() {
+			t.Error("a call without a progress token wants the text")
+		}
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -66,70 +67,84 @@ func TestEnter(t *testing.T) {
 	})
 	// A query behind an interrupting one waits for its end: sessions'
 	// TestStateAdmission (waits_for_interrupt) holds that, with the order of
-	// the calls fixed by a real turn; here only the bound of that wait.
+	// the calls fixed by a real turn; here only the bound of that wait,
+	// which it waits to the nanosecond (synctest's time).
 	t.Run("behind_interrupt_too_long", func(t *testing.T) {
-		m, _, _ := newMachine()
-		m.Move(Running)
-		if err := m.Enter(ctx, errBusy, time.Hour); err != nil {
-			t.Fatal(err)
-		}
-		m.Move(Interrupting)
-		if err := m.Enter(ctx, errBusy, time.Millisecond); !errors.Is(err, errBusy) {
-			t.Errorf("a query behind an interrupt that does not end: %v, want busy", err)
-		}
+		synctest.Test(t, func(t *testing.T) {
+			m, _, _ := newMachine()
+			m.Move(Running)
+			if err := m.Enter(ctx, errBusy, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			m.Move(Interrupting)
+			const bound = time.Minute
+			start := time.Now()
+			if err := m.Enter(ctx, errBusy, bound); !errors.Is(err, errBusy) {
+				t.Errorf("a query behind an interrupt that does not end: %v, want busy", err)
+			}
+			if d := time.Since(start); d != bound {
+				t.Errorf("a query behind an interrupt that does not end was refused after %s, want its bound %s", d, bound)
+			}
+		})
 	})
 	// A query that comes while the owner records its ended turn waits for
 	// it, and is admitted once it lets the session go; the next query is
 	// refused as before.
 	t.Run("behind_ended_turn", func(t *testing.T) {
-		m, mu, _ := newMachine()
-		m.Move(Running)
-		if err := m.Enter(ctx, errBusy, time.Hour); err != nil {
-			t.Fatal(err)
-		}
-		mu.Lock()
-		m.EndedLocked()
-		m.MoveLocked(Idle)
-		mu.Unlock()
-		done := enter(ctx, m, time.Hour)
-		select {
-		case err := <-done:
-			t.Fatalf("a query behind an ended turn did not wait: %v", err)
-		case <-time.After(50 * time.Millisecond): // it must still wait; a wrong admission shows at once
-		}
-		m.Release()
-		if err := <-done; err != nil {
-			t.Fatalf("the query behind the ended turn: %v", err)
-		}
-		if err := m.Enter(ctx, errBusy, time.Hour); !errors.Is(err, errBusy) {
-			t.Errorf("a query beside the admitted one: %v, want busy", err)
-		}
+		synctest.Test(t, func(t *testing.T) {
+			m, mu, _ := newMachine()
+			m.Move(Running)
+			if err := m.Enter(ctx, errBusy, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			m.EndedLocked()
+			m.MoveLocked(Idle)
+			mu.Unlock()
+			ctx, cancel := context.WithCancel(ctx)
+			t.Cleanup(cancel) // a failed test's query stops waiting: the bubble ends
+			done := enter(ctx, m, time.Hour)
+			synctest.Wait() // Enter returned, or waits for a change
+			select {
+			case err := <-done:
+				t.Fatalf("a query behind an ended turn did not wait: %v", err)
+			default:
+			}
+			m.Release()
+			if err := <-done; err != nil {
+				t.Fatalf("the query behind the ended turn: %v", err)
+			}
+			if err := m.Enter(ctx, errBusy, time.Hour); !errors.Is(err, errBusy) {
+				t.Errorf("a query beside the admitted one: %v, want busy", err)
+			}
+		})
 	})
 	for _, who := range []Owner{Create, Dormancy} {
-		m, mu, _ := newMachine()
-		if err := m.Own(ctx, who); err != nil {
-			t.Fatal(err)
-		}
-		done := enter(ctx, m, time.Hour)
-		deadline := time.Now().Add(10 * time.Second)
-		for !waiting(m, mu) { // nothing signals that a query waits: poll
-			if time.Now().After(deadline) {
+		synctest.Test(t, func(t *testing.T) {
+			m, mu, _ := newMachine()
+			if err := m.Own(ctx, who); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(ctx)
+			t.Cleanup(cancel) // a failed test's query stops waiting: the bubble ends
+			done := enter(ctx, m, time.Hour)
+			synctest.Wait() // nothing signals that a query waits: it is blocked, or it returned
+			if !waiting(m, mu) {
 				t.Fatalf("owner %d: the query does not wait", who)
 			}
-			time.Sleep(time.Millisecond) // polling, not synchronisation
-		}
-		if err := m.Enter(ctx, errBusy, time.Hour); !errors.Is(err, errBusy) {
-			t.Errorf("owner %d: a second query while the first waits: %v, want busy", who, err)
-		}
-		m.Release()
-		if err := <-done; err != nil {
-			t.Errorf("owner %d: the waiting query: %v", who, err)
-		}
-		mu.Lock()
-		if m.Owner() != Query || m.Waiting() {
-			t.Errorf("owner %d: after: owner %d, waiting %v; want the query, nobody waiting", who, m.Owner(), m.Waiting())
-		}
-		mu.Unlock()
+			if err := m.Enter(ctx, errBusy, time.Hour); !errors.Is(err, errBusy) {
+				t.Errorf("owner %d: a second query while the first waits: %v, want busy", who, err)
+			}
+			m.Release()
+			if err := <-done; err != nil {
+				t.Errorf("owner %d: the waiting query: %v", who, err)
+			}
+			mu.Lock()
+			if m.Owner() != Query || m.Waiting() {
+				t.Errorf("owner %d: after: owner %d, waiting %v; want the query, nobody waiting", who, m.Owner(), m.Waiting())
+			}
+			mu.Unlock()
+		})
 	}
 	t.Run("cancelled", func(t *testing.T) {
 		m, _, _ := newMachine()
