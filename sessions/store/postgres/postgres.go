@@ -143,17 +143,4 @@ func lockCreate(ctx context.Context, tx *sql.Tx, owner string) error {
 }
 
 // schema is the DDL of each version.
-var schema = [][]string{{
-	`CREATE TABLE records (id TEXT PRIMARY KEY, owner TEXT NOT NULL, name TEXT NOT NULL, state TEXT NOT NULL, last_used BIGINT NOT NULL, body TEXT NOT NULL)`,
-	`CREATE INDEX records_last ON records (last_used DESC, id DESC)`,
-	`CREATE INDEX records_owner ON records (owner, last_used DESC, id DESC)`,
-	`CREATE TABLE leases (id TEXT PRIMARY KEY, holder TEXT NOT NULL, epoch BIGINT NOT NULL, expires BIGINT NOT NULL)`,
-	`CREATE TABLE tombstones (id TEXT PRIMARY KEY, closed BIGINT NOT NULL, body TEXT NOT NULL)`,
-	`CREATE INDEX tombstones_closed ON tombstones (closed)`,
-	`CREATE TABLE conversations (claude_session_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, owner TEXT NOT NULL)`,
-	`CREATE INDEX conversations_session ON conversations (session_id)`,
-	`CREATE TABLE spent (owner TEXT PRIMARY KEY, usd DOUBLE PRECISION NOT NULL)`,
-	`CREATE TABLE chunks (session_id TEXT NOT NULL, claude_session_id TEXT NOT NULL, pos BIGINT NOT NULL, data BYTEA NOT NULL, PRIMARY KEY (session_id, claude_session_id, pos))`,
-	`CREATE TABLE history (session_id TEXT NOT NULL, seq BIGINT NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (session_id, seq))`,
-	`CREATE TABLE counts (name TEXT PRIMARY KEY, n BIGINT NOT NULL)`,
-}, sqldb.SchemaV2("BIGINT", "")}
+var schema = [][]string{sqldb.SchemaV1("BIGINT", "DOUBLE PRECISION", "BYTEA"), sqldb.SchemaV2("BIGINT", "")}

@@ -211,21 +211,11 @@ func (s *Store) dialect() sqldb.Dialect {
 }
 
 // schema is the DDL of each version.
-var schema = [][]string{{
-	`CREATE TABLE records (id TEXT PRIMARY KEY, owner TEXT NOT NULL, name TEXT NOT NULL, state TEXT NOT NULL, last_used INTEGER NOT NULL, body TEXT NOT NULL)`,
-	`CREATE INDEX records_last ON records (last_used DESC, id DESC)`,
-	`CREATE INDEX records_owner ON records (owner, last_used DESC, id DESC)`,
-	`CREATE TABLE leases (id TEXT PRIMARY KEY, holder TEXT NOT NULL, epoch INTEGER NOT NULL, expires INTEGER NOT NULL)`,
-	`CREATE TABLE tombstones (id TEXT PRIMARY KEY, closed INTEGER NOT NULL, body TEXT NOT NULL)`,
-	`CREATE INDEX tombstones_closed ON tombstones (closed)`,
-	`CREATE TABLE conversations (claude_session_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, owner TEXT NOT NULL)`,
-	`CREATE INDEX conversations_session ON conversations (session_id)`,
-	`CREATE TABLE spent (owner TEXT PRIMARY KEY, usd REAL NOT NULL)`,
-	`CREATE TABLE chunks (session_id TEXT NOT NULL, claude_session_id TEXT NOT NULL, pos INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (session_id, claude_session_id, pos))`,
-	`CREATE TABLE history (session_id TEXT NOT NULL, seq INTEGER NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (session_id, seq))`,
-	`CREATE TABLE counts (name TEXT PRIMARY KEY, n INTEGER NOT NULL)`,
-	`CREATE TABLE changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, kind TEXT NOT NULL, origin TEXT NOT NULL, at INTEGER NOT NULL)`,
-}, sqldb.SchemaV2("INTEGER", " WITHOUT ROWID")}
+var schema = [][]string{
+	append(sqldb.SchemaV1("INTEGER", "REAL", "BLOB"),
+		`CREATE TABLE changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, kind TEXT NOT NULL, origin TEXT NOT NULL, at INTEGER NOT NULL)`),
+	sqldb.SchemaV2("INTEGER", " WITHOUT ROWID"),
+}
 
 // quickCheck opens the database at path alone and runs PRAGMA
 // quick_check (and SQLite's recovery of a hot journal).

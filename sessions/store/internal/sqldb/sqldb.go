@@ -64,6 +64,26 @@ func (db *DB) maxTombstones() int {
 	return store.MaxTombstones
 }
 
+// SchemaV1 is the DDL of schema version 1 that both dialects share, in a
+// dialect's names of a 64-bit integer, a double and a byte string; a
+// dialect may add tables of its own after it.
+func SchemaV1(integer, double, bytes string) []string {
+	return []string{
+		`CREATE TABLE records (id TEXT PRIMARY KEY, owner TEXT NOT NULL, name TEXT NOT NULL, state TEXT NOT NULL, last_used ` + integer + ` NOT NULL, body TEXT NOT NULL)`,
+		`CREATE INDEX records_last ON records (last_used DESC, id DESC)`,
+		`CREATE INDEX records_owner ON records (owner, last_used DESC, id DESC)`,
+		`CREATE TABLE leases (id TEXT PRIMARY KEY, holder TEXT NOT NULL, epoch ` + integer + ` NOT NULL, expires ` + integer + ` NOT NULL)`,
+		`CREATE TABLE tombstones (id TEXT PRIMARY KEY, closed ` + integer + ` NOT NULL, body TEXT NOT NULL)`,
+		`CREATE INDEX tombstones_closed ON tombstones (closed)`,
+		`CREATE TABLE conversations (claude_session_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, owner TEXT NOT NULL)`,
+		`CREATE INDEX conversations_session ON conversations (session_id)`,
+		`CREATE TABLE spent (owner TEXT PRIMARY KEY, usd ` + double + ` NOT NULL)`,
+		`CREATE TABLE chunks (session_id TEXT NOT NULL, claude_session_id TEXT NOT NULL, pos ` + integer + ` NOT NULL, data ` + bytes + ` NOT NULL, PRIMARY KEY (session_id, claude_session_id, pos))`,
+		`CREATE TABLE history (session_id TEXT NOT NULL, seq ` + integer + ` NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (session_id, seq))`,
+		`CREATE TABLE counts (name TEXT PRIMARY KEY, n ` + integer + ` NOT NULL)`,
+	}
+}
+
 // SchemaV2 is the DDL of schema version 2, in a dialect whose 64-bit
 // integer type is integer and whose tables keyed by text alone take the
 // suffix keyed: a tombstone is an id, a time and an epoch, and a closed
