@@ -3,10 +3,8 @@ package e2e_test
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -141,7 +139,7 @@ func TestE2EResources(t *testing.T) {
 		if protocol == "" {
 			// The go-sdk client's Subscribe drops a listen stream's error:
 			// the request by hand.
-			if code, body := listenHTTP(t, ctx, e.url, e.tokens["bob"], transcript); code != http.StatusBadRequest || !strings.Contains(body, `"message":"Resource not found"`) {
+			if code, body := mcptest.Listen(t, ctx, e.url, e.tokens["bob"], transcript); code != http.StatusBadRequest || !strings.Contains(body, `"message":"Resource not found"`) {
 				t.Errorf("bob's subscriptions/listen to alice's transcript: %d %s", code, body)
 			}
 		} else {
@@ -181,34 +179,4 @@ func wantNotFound(t *testing.T, what string, err error) {
 	if !errors.As(err, &re) || re.Code != jsonrpc.CodeInvalidParams || re.Message != "Resource not found" {
 		t.Errorf("%s: %v, want Resource not found", what, err)
 	}
-}
-
-// listenHTTP posts a subscriptions/listen of protocol 2026-07-28 for uri
-// with token and returns the status and body: a refusal comes at once, an
-// admitted subscription keeps the stream open (cut after 10 s).
-func listenHTTP(t *testing.T, ctx context.Context, url, token, uri string) (int, string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
-	body := `{"jsonrpc":"2.0","id":2,"method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":[` + strconv.Quote(uri) + `]},` + meta + `}}`
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/mcp", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "subscriptions/listen")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return resp.StatusCode, string(b) + " (the stream stayed open: " + err.Error() + ")"
-	}
-	return resp.StatusCode, string(b)
 }

@@ -2,10 +2,7 @@ package httpserve_test
 
 import (
 	"context"
-	"io"
 	"log/slog"
-	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -81,7 +78,7 @@ func TestResourcesHTTPUsers(t *testing.T) {
 			if protocol == "" {
 				// The go-sdk client's Subscribe drops the listen stream's
 				// error: the request by hand.
-				code, body := listenRaw(t, h.url, "bob-secret", transcript)
+				code, body := mcptest.Listen(t, ctx, h.url, "bob-secret", transcript)
 				if code != 400 || !strings.Contains(body, `"code":-32602,"message":"`+mcptest.ResourceNotFound+`"`) {
 					t.Errorf("bob's subscriptions/listen to alice's transcript: %d %s", code, body)
 				}
@@ -129,33 +126,4 @@ func subscribeHTTP(t *testing.T, ctx context.Context, cs *mcp.ClientSession, uri
 		<-done
 	})
 	testkit.Until(t, 10*time.Second, "the server records the subscription to "+uri, func() bool { return logged() > n })
-}
-
-// listenRaw posts a subscriptions/listen of protocol 2026-07-28 for uri
-// with token and returns the HTTP status and body: an error comes at once,
-// an admitted subscription keeps its stream open (cut after 10 s).
-func listenRaw(t *testing.T, url, token, uri string) (int, string) {
-	t.Helper()
-	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
-	body := `{"jsonrpc":"2.0","id":2,"method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":[` + strconv.Quote(uri) + `]},` + meta + `}}`
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "POST", url+"/mcp", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-		"Authorization": "Bearer " + token, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"} {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return resp.StatusCode, string(b) + " (the stream stayed open: " + err.Error() + ")"
-	}
-	return resp.StatusCode, string(b)
 }

@@ -3,6 +3,9 @@ package mcptest
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -81,4 +84,35 @@ func WantRPCError(t *testing.T, what string, err error, code int64, msg string) 
 	if !errors.As(err, &re) || re.Code != code || !strings.Contains(re.Message, msg) {
 		t.Errorf("%s: %v, want error %d with %q", what, err, code, msg)
 	}
+}
+
+// Listen posts a subscriptions/listen of protocol 2026-07-28 for uri to the
+// MCP endpoint of the server at url, with the bearer token, and returns
+// the HTTP status and body: a refusal comes at once, an admitted
+// subscription keeps its stream open (cut after 10 s). The go-sdk client's
+// Subscribe drops the listen stream's error: this is the request by hand.
+func Listen(t *testing.T, ctx context.Context, url, token, uri string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+	body := `{"jsonrpc":"2.0","id":2,"method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":[` + strconv.Quote(uri) + `]},` + meta + `}}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/mcp", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"Authorization": "Bearer " + token, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return resp.StatusCode, string(b) + " (the stream stayed open: " + err.Error() + ")"
+	}
+	return resp.StatusCode, string(b)
 }
