@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -57,7 +59,7 @@ func (a *Agents) handler(t *agentTool) mcp.ToolHandler {
 				return errorResult(fmt.Errorf("invalid arguments for %s: %v", t.def.Name, err)), nil
 			}
 		}
-		res, err := call(ctx, a.core, req, t, in)
+		res, err := encoded(a.h.agentCall(ctx, req, t, in))
 		var rpcErr *jsonrpc.Error
 		switch {
 		case errors.As(err, &rpcErr):
@@ -75,52 +77,48 @@ func errorResult(err error) *mcp.CallToolResult {
 	return &r
 }
 
-// call runs one call of an agent tool.
-func call(ctx context.Context, core agentCore, req *mcp.CallToolRequest, t *agentTool, in agentArguments) (*mcp.CallToolResult, error) {
-	wait, err := core.QueryWait(in.Prompt, in.WaitSeconds)
-	if err != nil {
-		return nil, err
-	}
-	if req.Params.RequestState != "" {
-		return core.Retried(ctx, req, wait)
-	}
-	if in.SessionID != "" {
-		return continueCall(ctx, core, req, t, in, wait)
-	}
-	opts, err := agentSession(t.agent, in)
-	if err != nil {
-		return nil, err
-	}
-	// The query starts the process (or takes a warm spare); the agent is
-	// likely called again, so its options are wanted for spares, filled
-	// when the turn ends.
-	s, images, err := core.OneShot(ctx, opts, in.Images)
-	if err != nil {
-		return nil, err
-	}
-	res, err := core.Launch(ctx, req, s, in.Prompt, sessions.QueryOptions{Images: images}, wait)
-	if err != nil {
-		// No result names the session: nobody can continue it.
-		core.Discard(s)
-	}
-	return res, err
+// agentCall runs one call of an agent tool t.
+func (h *handlers) agentCall(ctx context.Context, req *mcp.CallToolRequest, t *agentTool, in agentArguments) (*mcp.CallToolResult, QueryOutput, error) {
+	return h.queryCall(ctx, req, in.Prompt, in.WaitSeconds, func(wait time.Duration) (*mcp.CallToolResult, QueryOutput, error) {
+		if in.SessionID != "" {
+			return h.continueAgent(ctx, req, t, in, wait)
+		}
+		opts, err := agentSession(t.agent, in)
+		if err != nil {
+			return nil, QueryOutput{}, err
+		}
+		// The query starts the process (or takes a warm spare); the agent
+		// is likely called again, so its options are wanted for spares,
+		// filled when the turn ends.
+		owned(ctx, &opts)
+		s, images, err := h.mgr.OneShot(ctx, opts, in.Images)
+		if err != nil {
+			return nil, QueryOutput{}, toolError(err)
+		}
+		res, out, err := h.launch(ctx, req, s, in.Prompt, sessions.QueryOptions{Images: images}, wait)
+		if err != nil {
+			// No result names the session: nobody can continue it.
+			h.mgr.Discard(s)
+		}
+		return res, out, err
+	})
 }
 
-// continueCall sends a prompt to a session this tool started.
-func continueCall(ctx context.Context, core agentCore, req *mcp.CallToolRequest, t *agentTool, in agentArguments, wait time.Duration) (*mcp.CallToolResult, error) {
+// continueAgent sends a prompt to a session the agent tool t started.
+func (h *handlers) continueAgent(ctx context.Context, req *mcp.CallToolRequest, t *agentTool, in agentArguments, wait time.Duration) (*mcp.CallToolResult, QueryOutput, error) {
 	tool := t.def.Name
-	s, err := core.Session(ctx, in.SessionID)
+	s, err := h.session(ctx, in.SessionID)
 	if errors.Is(err, sessions.ErrNotFound) {
-		return nil, fmt.Errorf("%w: omit sessionId to start a new conversation with %s", err, tool)
+		return nil, QueryOutput{}, fmt.Errorf("%w: omit sessionId to start a new conversation with %s", err, tool)
 	}
 	if err != nil {
-		return nil, err
+		return nil, QueryOutput{}, toolError(err)
 	}
 	switch by := s.Info().AgentTool; {
 	case by == "":
-		return nil, fmt.Errorf("session %s was not started by %s but by claude_session_create or claude_direct_query: continue it with claude_chat_query, or omit sessionId to start a new conversation with %s", s.ID, tool, tool)
+		return nil, QueryOutput{}, fmt.Errorf("session %s was not started by %s but by claude_session_create or claude_direct_query: continue it with claude_chat_query, or omit sessionId to start a new conversation with %s", s.ID, tool, tool)
 	case by != tool:
-		return nil, fmt.Errorf("session %s was started by the agent tool %s, not %s: continue it with %s", s.ID, by, tool, by)
+		return nil, QueryOutput{}, fmt.Errorf("session %s was started by the agent tool %s, not %s: continue it with %s", s.ID, by, tool, by)
 	}
 	var fixed []string
 	for name, set := range map[string]bool{"cwd": in.Cwd != "", "maxBudgetUsd": in.MaxBudgetUSD != 0, "tools": in.Tools != nil,
@@ -131,18 +129,18 @@ func continueCall(ctx context.Context, core agentCore, req *mcp.CallToolRequest,
 	}
 	if len(fixed) > 0 {
 		slices.Sort(fixed)
-		return nil, fmt.Errorf("%s cannot change in a conversation: session %s keeps the options it started with; omit them with sessionId, or omit sessionId to start a new conversation", strings.Join(fixed, ", "), s.ID)
+		return nil, QueryOutput{}, fmt.Errorf("%s cannot change in a conversation: session %s keeps the options it started with; omit them with sessionId, or omit sessionId to start a new conversation", strings.Join(fixed, ", "), s.ID)
 	}
 	if in.Effort != "" {
 		if err := checkEffort(t.agent, in.Effort); err != nil {
-			return nil, err
+			return nil, QueryOutput{}, err
 		}
 	}
 	images, err := s.LoadImages(in.Images)
 	if err != nil {
-		return nil, err
+		return nil, QueryOutput{}, err
 	}
-	return core.Launch(ctx, req, s, in.Prompt, sessions.QueryOptions{Effort: in.Effort, Images: images}, wait)
+	return h.launch(ctx, req, s, in.Prompt, sessions.QueryOptions{Effort: in.Effort, Images: images}, wait)
 }
 
 // agentSession returns the options of a new session that runs as ag, with
@@ -274,6 +272,24 @@ func checkMode(ag *agentfile.Agent, mode string) error {
 	if slices.Index(claudeagent.ModesByStrictness, mode) > top {
 		return fmt.Errorf("permissionMode %q is refused: it is more permissive than the agent %q's %s, and an agent tool's overrides may only tighten (use %s; strictest first)",
 			mode, ag.Name, limit, strings.Join(claudeagent.ModesByStrictness[:top+1], ", "))
+	}
+	return nil
+}
+
+// queryOutputSchema is an agent tool's output schema: QueryOutput's,
+// shaped as the query tools' are.
+func queryOutputSchema() *jsonschema.Schema {
+	out := mustSchema[QueryOutput]()
+	shape(out, outputKeys[reflect.TypeFor[QueryOutput]()])
+	return out
+}
+
+// agentOnly refuses a tool other than the agent tool that started s: the
+// agent tools' overrides may only tighten, and tool (claude_chat_query,
+// claude_chat_mode, claude_chat_model) could widen.
+func agentOnly(s *sessions.Session, tool string) error {
+	if by := s.Info().AgentTool; by != "" {
+		return fmt.Errorf("session %s was started by the agent tool %s, and only that tool continues it (its overrides may only tighten the agent's session), so %s does not take it: call %s with this sessionId and a prompt", s.ID, by, tool, by)
 	}
 	return nil
 }

@@ -7,7 +7,7 @@
 // They have their own definitions (name, description within
 // MaxAgentToolBytes, the one input schema), registration, and the rule
 // that a caller's overrides may only tighten the agent's session; their
-// queries go the way of claude_chat_query's (agentCore). Arguments reach a
+// queries go the way of claude_chat_query's (handlers.agentCall). Arguments reach a
 // handler already checked against agentInputSchema by the middleware.
 
 package mcptools
@@ -57,8 +57,8 @@ type Agents struct {
 	mu     sync.Mutex
 	w      *agentfile.Watcher
 	srv    *mcp.Server
-	core   agentCore
-	output *jsonschema.Schema    // the tools' output schema, agentCore.OutputSchema's
+	h      *handlers
+	output *jsonschema.Schema    // the tools' output schema, QueryOutput's
 	tools  map[string]*agentTool // what is registered, by tool name
 	warned map[string]bool       // the warnings of the current set, logged once
 	closed bool
@@ -98,15 +98,15 @@ func (a *Agents) Start(builtin []string) bool {
 	return len(a.w.Set().Agents) > 0
 }
 
-// Attach registers the agents' tools on srv, their calls served through
-// core; from then on the watcher's changes reach it. Start comes first.
-func (a *Agents) Attach(srv *mcp.Server, core agentCore) {
+// Attach registers the agents' tools on srv, their calls served by h (as
+// claude_chat_query's are); from then on the watcher's changes reach it. Start comes first.
+func (a *Agents) Attach(srv *mcp.Server, h *handlers) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed || a.w == nil {
 		return
 	}
-	a.srv, a.core, a.output = srv, core, core.OutputSchema()
+	a.srv, a.h, a.output = srv, h, queryOutputSchema()
 	a.applyLocked(a.w.Set())
 }
 

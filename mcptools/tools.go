@@ -159,7 +159,7 @@ func NewServer(mgr *sessions.Manager, opts Options) *mcp.Server {
 			}
 			return "", false
 		}
-		h.agents.Attach(srv, agentCore{h})
+		h.agents.Attach(srv, h)
 	}
 	srv.AddReceivingMiddleware(res.Middleware) // inside h.middleware, which puts the user in the context
 	srv.AddReceivingMiddleware(h.middleware)
@@ -309,13 +309,12 @@ func (h *handlers) close(ctx context.Context, req *mcp.CallToolRequest, in Sessi
 }
 
 func (h *handlers) query(ctx context.Context, req *mcp.CallToolRequest, in QueryInput) (*mcp.CallToolResult, QueryOutput, error) {
-	wait, err := h.queryArgs(in.Prompt, in.WaitSeconds)
-	if err != nil {
-		return nil, QueryOutput{}, err
-	}
-	if req.Params.RequestState != "" {
-		return h.retried(ctx, req, wait, true)
-	}
+	return h.queryCall(ctx, req, in.Prompt, in.WaitSeconds, func(wait time.Duration) (*mcp.CallToolResult, QueryOutput, error) {
+		return h.chatQuery(ctx, req, in, wait)
+	})
+}
+
+func (h *handlers) chatQuery(ctx context.Context, req *mcp.CallToolRequest, in QueryInput, wait time.Duration) (*mcp.CallToolResult, QueryOutput, error) {
 	s, err := h.session(ctx, in.SessionID)
 	if err != nil {
 		return nil, QueryOutput{}, toolError(err)
@@ -331,8 +330,25 @@ func (h *handlers) query(ctx context.Context, req *mcp.CallToolRequest, in Query
 		Images: images, OnLimit: in.OnUsageLimit}, wait)
 }
 
-// queryArgs checks what query and direct calls share and returns how long
-// the call waits.
+// queryCall is what every call that sends a prompt does first (the query,
+// the direct query, an agent tool): it checks the prompt and the wait, and
+// answers the retry of an input-required result (one carrying its
+// requestState) by waiting on the run that asked; any other call is
+// fresh's, given how long the call waits.
+func (h *handlers) queryCall(ctx context.Context, req *mcp.CallToolRequest, prompt string, waitSeconds int,
+	fresh func(wait time.Duration) (*mcp.CallToolResult, QueryOutput, error)) (*mcp.CallToolResult, QueryOutput, error) {
+	wait, err := h.queryArgs(prompt, waitSeconds)
+	if err != nil {
+		return nil, QueryOutput{}, err
+	}
+	if req.Params.RequestState != "" {
+		return h.retried(ctx, req, wait, true)
+	}
+	return fresh(wait)
+}
+
+// queryArgs checks what calls that send a prompt share and returns how
+// long the call waits.
 func (h *handlers) queryArgs(prompt string, waitSeconds int) (time.Duration, error) {
 	if err := sessions.ValidatePrompt(prompt); err != nil {
 		return 0, err
@@ -344,13 +360,12 @@ func (h *handlers) queryArgs(prompt string, waitSeconds int) (time.Duration, err
 }
 
 func (h *handlers) direct(ctx context.Context, req *mcp.CallToolRequest, in DirectInput) (*mcp.CallToolResult, QueryOutput, error) {
-	wait, err := h.queryArgs(in.Prompt, in.WaitSeconds)
-	if err != nil {
-		return nil, QueryOutput{}, err
-	}
-	if req.Params.RequestState != "" {
-		return h.retried(ctx, req, wait, true)
-	}
+	return h.queryCall(ctx, req, in.Prompt, in.WaitSeconds, func(wait time.Duration) (*mcp.CallToolResult, QueryOutput, error) {
+		return h.directQuery(ctx, req, in, wait)
+	})
+}
+
+func (h *handlers) directQuery(ctx context.Context, req *mcp.CallToolRequest, in DirectInput, wait time.Duration) (*mcp.CallToolResult, QueryOutput, error) {
 	opts := in.CreateOptions
 	owned(ctx, &opts)
 	opts.Temporary = true
