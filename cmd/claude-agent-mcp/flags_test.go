@@ -175,7 +175,7 @@ func TestHelp(t *testing.T) {
 				t.Fatalf("%s: exit %d, stderr %q; want 0 and nothing", arg, code, stderr.String())
 			}
 			help := stdout.String()
-			for _, heading := range []string{"\nSessions:\n", "\nPolicy:\n", "\nTasks", "\nHTTP and teams:\n", "\nPerformance and limits:\n", "\nLogging:\n", "\nCommands"} {
+			for _, heading := range []string{"\nSessions:\n", "\nPolicy:\n", "\nTasks", "\nHTTP and teams:\n", "\nPerformance and limits:\n", "\nLogging:\n", "\nCommands", "\n" + subcommandsTitle + ":\n"} {
 				if !strings.Contains(help, heading) {
 					t.Errorf("--help lacks the heading %q", strings.TrimSpace(heading))
 				}
@@ -419,7 +419,76 @@ func TestFlagReference(t *testing.T) {
 			}
 		}
 	}
+	body, ok := sections[subcommandsTitle]
+	if !ok {
+		t.Errorf("docs/configuration.md lacks the heading %q", "## "+subcommandsTitle)
+	}
+	delete(sections, subcommandsTitle)
+	for _, c := range subcommands {
+		if name := commandWords(c.usage); !strings.Contains(body, "`claude-agent-mcp "+name) {
+			t.Errorf("docs/configuration.md's %q section lacks `claude-agent-mcp %s`", subcommandsTitle, name)
+		}
+	}
 	for title := range sections {
 		t.Errorf("docs/configuration.md has a heading %q that --help lacks", title)
+	}
+}
+
+// commandWords is a subcommand's words in its usage line, up to its first
+// flag or argument ("store export [--store URL|PATH]" → "store export").
+func commandWords(usage string) string {
+	var words []string
+	for _, w := range strings.Fields(usage) {
+		if strings.HasPrefix(w, "[") || strings.HasPrefix(w, "-") || strings.ToUpper(w) == w {
+			break
+		}
+		words = append(words, w)
+	}
+	return strings.Join(words, " ")
+}
+
+// TestHelpListsSubcommands: --help lists every subcommand run dispatches
+// (commands, with the store's verbs), under its heading, and each one it
+// lists is taken (its --help exits 0).
+func TestHelpListsSubcommands(t *testing.T) {
+	verbs := map[string]map[string]int{storeCommand: storeVerbs} // a command's verbs
+	var accepted []string
+	for name := range commands {
+		if vs, ok := verbs[name]; ok {
+			for verb := range vs {
+				accepted = append(accepted, name+" "+verb)
+			}
+			continue
+		}
+		accepted = append(accepted, name)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--help"}, strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("--help: exit %d", code)
+	}
+	_, section, ok := strings.Cut(stdout.String(), "\n"+subcommandsTitle+":\n")
+	if !ok {
+		t.Fatalf("--help has no heading %q:\n%s", subcommandsTitle, stdout.String())
+	}
+	listed := map[string]bool{}
+	for _, line := range strings.Split(section, "\n") {
+		if usage, ok := strings.CutPrefix(line, "  claude-agent-mcp "); ok {
+			listed[commandWords(usage)] = true
+		}
+	}
+	for _, name := range accepted {
+		if !listed[name] {
+			t.Errorf("--help does not list the subcommand %q:\n%s", name, section)
+		}
+		delete(listed, name)
+	}
+	for name := range listed {
+		t.Errorf("--help lists %q, which is no subcommand", name)
+	}
+	for _, name := range accepted {
+		var out, errb bytes.Buffer
+		if code := run(append(strings.Fields(name), "--help"), strings.NewReader(""), &out, &errb); code != 0 {
+			t.Errorf("%s --help: exit %d: %s", name, code, errb.String())
+		}
 	}
 }

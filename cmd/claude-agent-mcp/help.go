@@ -31,6 +31,36 @@ var flagGroups = []flagGroup{
 	{"Commands (print, then exit)", []string{"print-setup", "version"}},
 }
 
+// subcommand is a command named by the first arguments instead of flags,
+// as --help and `store --help` show it.
+type subcommand struct{ usage, help string }
+
+// subcommandsTitle is the heading of the subcommands in --help and in
+// docs/configuration.md (TestFlagReference).
+const subcommandsTitle = "Subcommands (instead of serving)"
+
+// subcommands are what --help lists under subcommandsTitle: every command
+// run dispatches (TestHelpListsSubcommands).
+var subcommands = []subcommand{
+	{"store export [--store URL|PATH]", "write the session store as JSON Lines to stdout"},
+	{"store import [--store URL|PATH] FILE", "read an export, or the old registry file (sessions.json), into the session store; FILE - reads stdin"},
+}
+
+// storeTarget says what a subcommand's --store names.
+const storeTarget = "Their --store is a postgres:// URL or the path of the embedded store, as the server's --store (default: " +
+	"$XDG_STATE_HOME/claude-agent-mcp/sessions.db, else ~/.local/state/claude-agent-mcp/sessions.db)."
+
+// writeSubcommands writes the subcommands whose usage starts with prefix,
+// then what their --store names.
+func writeSubcommands(w io.Writer, prefix string) {
+	for _, c := range subcommands {
+		if strings.HasPrefix(c.usage, prefix) {
+			fmt.Fprintf(w, "  claude-agent-mcp %s\n%s", c.usage, wrap(c.help, "      ", 80))
+		}
+	}
+	fmt.Fprint(w, wrap(storeTarget, "  ", 80))
+}
+
 // usage prints --help: the flags under their headings, each with its
 // default and its environment twin.
 func usage(fs *flag.FlagSet, w io.Writer) {
@@ -65,6 +95,8 @@ variable, shown in brackets; the command line wins.
 		}
 	}
 	fmt.Fprint(w, "  -h, --help\n      print this help and exit\n")
+	fmt.Fprintf(w, "\n%s:\n", subcommandsTitle)
+	writeSubcommands(w, "")
 	other := false
 	fs.VisitAll(func(f *flag.Flag) {
 		if shown[f.Name] {

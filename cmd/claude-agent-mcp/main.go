@@ -58,14 +58,30 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
+// commands are the subcommands, by the first argument: each is given the
+// arguments after it. --help lists them with their verbs (subcommands).
+// The binary's internal first arguments (watchdogArg, the ceiling's
+// wrapper) begin with "__": they are not commands for a person.
+var commands = map[string]func(args []string, stdin io.Reader, stdout, stderr io.Writer) int{
+	storeCommand: runStore,
+}
+
+// first is args' first argument, or "".
+func first(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
+}
+
 // run is the program: exit 0 after a clean stop, 2 for a bad flag (one
 // line naming it), 1 when serving failed.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 2 && args[0] == watchdogArg {
 		return runWatchdog(args[1], stdin)
 	}
-	if len(args) > 0 && args[0] == storeCommand {
-		return runStore(args[1:], stdin, stdout, stderr)
+	if cmd, ok := commands[first(args)]; ok {
+		return cmd(args[1:], stdin, stdout, stderr)
 	}
 	cfg, fs, err := parseFlags(args)
 	if errors.Is(err, flag.ErrHelp) {

@@ -15,49 +15,46 @@ import (
 
 // storeCommand, as the first argument, runs the session store's command:
 // export a session store as JSON Lines, or import an export or a registry
-// file into one (see the store's export format).
-//
-//	claude-agent-mcp store export [--store URL|PATH]
-//	claude-agent-mcp store import [--store URL|PATH] FILE   (FILE "-": stdin)
-//
-// --store is a postgres:// URL or the path of the embedded store; by
-// default $XDG_STATE_HOME/claude-agent-mcp/sessions.db (else
-// ~/.local/state/claude-agent-mcp/sessions.db), beside the registry file.
+// file into one (see the store's export format); their usage is in
+// subcommands (help.go).
 const storeCommand = "store"
 
-const storeUsage = `usage:
-  claude-agent-mcp store export [--store URL|PATH]         write the store as JSON Lines to stdout
-  claude-agent-mcp store import [--store URL|PATH] FILE    read an export or a registry file (sessions.json; - for stdin)
+// storeVerbs are the store command's verbs and how many arguments each
+// takes after its flags (--help lists them: subcommands).
+var storeVerbs = map[string]int{"export": 0, "import": 1}
 
---store is a postgres:// URL or the path of the embedded store (default:
-$XDG_STATE_HOME/claude-agent-mcp/sessions.db, else ~/.local/state/claude-agent-mcp/sessions.db).
-`
+// storeUsage is `store --help`: the store's lines of --help.
+func storeUsage(w io.Writer) {
+	fmt.Fprint(w, "usage:\n")
+	writeSubcommands(w, storeCommand+" ")
+}
 
 // runStore runs `claude-agent-mcp store …` with args (after "store"): exit 0 when done, 2 for
 // bad arguments, 1 when it failed.
 func runStore(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || (args[0] != "export" && args[0] != "import") {
+	if _, ok := storeVerbs[first(args)]; !ok {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-			fmt.Fprint(stdout, storeUsage)
+			storeUsage(stdout)
 			return 0
 		}
-		fmt.Fprint(stderr, "claude-agent-mcp store: name export or import\n", storeUsage)
+		fmt.Fprint(stderr, "claude-agent-mcp store: name export or import\n")
+		storeUsage(stderr)
 		return 2
 	}
 	verb := args[0]
 	fs := flag.NewFlagSet("store "+verb, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	target := fs.String("store", "", "a postgres:// URL, or the path of the embedded store")
-	fs.Usage = func() { fmt.Fprint(stderr, storeUsage) }
+	fs.Usage = func() { storeUsage(stderr) }
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
-	want := map[string]int{"export": 0, "import": 1}[verb]
-	if fs.NArg() != want {
-		fmt.Fprintf(stderr, "claude-agent-mcp store %s: takes %d argument(s), got %d\n%s", verb, want, fs.NArg(), storeUsage)
+	if want := storeVerbs[verb]; fs.NArg() != want {
+		fmt.Fprintf(stderr, "claude-agent-mcp store %s: takes %d argument(s), got %d\n", verb, want, fs.NArg())
+		storeUsage(stderr)
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
