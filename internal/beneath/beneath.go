@@ -18,6 +18,7 @@
 package beneath
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -165,7 +166,7 @@ func ReadCapped(r io.Reader, max int64) ([]byte, error) {
 // replaced, never written through (a directory there is an error), and no
 // link on the way is followed.
 func Replace(p Path, data []byte, perm fs.FileMode) error {
-	if err := replace(p, data, perm); err != nil {
+	if err := replace(p, bytes.NewReader(data), perm); err != nil {
 		return &fs.PathError{Op: "replace", Path: p.String(), Err: err}
 	}
 	return nil
@@ -177,7 +178,13 @@ func Replace(p Path, data []byte, perm fs.FileMode) error {
 // only if nothing took it meanwhile (fs.ErrExist otherwise, and nothing
 // is left behind).
 func WriteNew(p Path, data []byte, perm fs.FileMode) error {
-	if err := writeNew(p, data, perm); err != nil {
+	return WriteNewFrom(p, bytes.NewReader(data), perm)
+}
+
+// WriteNewFrom is [WriteNew] with the data read from r to its end (a copy
+// streamed, never held whole); an error of r's leaves nothing behind.
+func WriteNewFrom(p Path, r io.Reader, perm fs.FileMode) error {
+	if err := writeNew(p, r, perm); err != nil {
 		return &fs.PathError{Op: "write", Path: p.String(), Err: err}
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -109,15 +110,15 @@ func MkdirAll(p Path) error {
 	return r.MkdirAll(path.Join(names...), 0o700)
 }
 
-func writeNew(p Path, data []byte, perm fs.FileMode) error {
-	return place(p, data, perm, func(r *os.Root, tmp, name string) error { return r.Link(tmp, name) })
+func writeNew(p Path, src io.Reader, perm fs.FileMode) error {
+	return place(p, src, perm, func(r *os.Root, tmp, name string) error { return r.Link(tmp, name) })
 }
 
-func replace(p Path, data []byte, perm fs.FileMode) error {
-	return place(p, data, perm, func(r *os.Root, tmp, name string) error { return r.Rename(tmp, name) })
+func replace(p Path, src io.Reader, perm fs.FileMode) error {
+	return place(p, src, perm, func(r *os.Root, tmp, name string) error { return r.Rename(tmp, name) })
 }
 
-func place(p Path, data []byte, perm fs.FileMode, give func(r *os.Root, tmp, name string) error) error {
+func place(p Path, src io.Reader, perm fs.FileMode, give func(r *os.Root, tmp, name string) error) error {
 	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
 		return err
 	}
@@ -143,7 +144,7 @@ func place(p Path, data []byte, perm fs.FileMode, give func(r *os.Root, tmp, nam
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	_, err = io.Copy(f, src)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

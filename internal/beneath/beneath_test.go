@@ -4,11 +4,14 @@ package beneath
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
+	"testing/iotest"
 )
 
 // plant puts what at dir/rel: a link to target, a named pipe, a
@@ -179,6 +182,31 @@ func TestWriteNew(t *testing.T) {
 	}
 	if _, err := Exists(Path{Dir: dir, Rel: "projects/-x/l.jsonl/more"}); err == nil {
 		t.Error("a path through a link exists")
+	}
+}
+
+// TestWriteNewFrom: a file is written from a reader, with its mode; a
+// reader's error leaves nothing behind, neither the file nor its fresh
+// name.
+func TestWriteNewFrom(t *testing.T) {
+	dir := t.TempDir()
+	p := Path{Dir: dir, Rel: "a/b/run.sh"}
+	if err := WriteNewFrom(p, strings.NewReader("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(p.String()); err != nil || fi.Mode().Perm()&0o100 == 0 {
+		t.Errorf("written: %v, %v", fi, err)
+	}
+	if b, _ := os.ReadFile(p.String()); string(b) != "#!/bin/sh\n" {
+		t.Errorf("read back %q", b)
+	}
+	failed := errors.New("the source failed")
+	q := Path{Dir: dir, Rel: "a/b/half"}
+	if err := WriteNewFrom(q, io.MultiReader(strings.NewReader("some"), iotest.ErrReader(failed)), 0o600); !errors.Is(err, failed) {
+		t.Errorf("a failing reader: %v", err)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(dir, "a", "b")); len(entries) != 1 {
+		t.Errorf("left behind: %v", entries)
 	}
 }
 

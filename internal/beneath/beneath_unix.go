@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"slices"
@@ -170,8 +171,8 @@ func MkdirAll(p Path) error {
 	return nil
 }
 
-func writeNew(p Path, data []byte, perm fs.FileMode) error {
-	return place(p, data, perm, func(dir int, tmp, name string) error {
+func writeNew(p Path, src io.Reader, perm fs.FileMode) error {
+	return place(p, src, perm, func(dir int, tmp, name string) error {
 		// A second name that fails where anything is: no file, link or
 		// directory planted there is replaced or written through.
 		err := unix.Linkat(dir, tmp, dir, name, 0)
@@ -182,16 +183,16 @@ func writeNew(p Path, data []byte, perm fs.FileMode) error {
 	})
 }
 
-func replace(p Path, data []byte, perm fs.FileMode) error {
-	return place(p, data, perm, func(dir int, tmp, name string) error {
+func replace(p Path, src io.Reader, perm fs.FileMode) error {
+	return place(p, src, perm, func(dir int, tmp, name string) error {
 		return unix.Renameat(dir, tmp, dir, name)
 	})
 }
 
-// place writes data to a fresh file beside p (in the directory p walks
+// place writes src to a fresh file beside p (in the directory p walks
 // to, made where missing) and gives it p's name with name; the fresh file
 // is gone after.
-func place(p Path, data []byte, perm fs.FileMode, name func(dir int, tmp, name string) error) error {
+func place(p Path, src io.Reader, perm fs.FileMode, name func(dir int, tmp, name string) error) error {
 	dir, last, err := split(p, true)
 	if err != nil {
 		return err
@@ -207,7 +208,7 @@ func place(p Path, data []byte, perm fs.FileMode, name func(dir int, tmp, name s
 		return err
 	}
 	f := os.NewFile(uintptr(fd), tmp)
-	_, err = f.Write(data)
+	_, err = io.Copy(f, src)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
