@@ -381,13 +381,19 @@ func TestUnknownArguments(t *testing.T) {
 }
 
 // TestWorktreeForms: worktree is a string, "auto" for a name the server
-// picks, else the name.
+// picks, else the name. The result reports the ignored files
+// .worktreeinclude names that the worktree got.
 func TestWorktreeForms(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Fatalf("git is needed: %v", err)
 	}
 	repo := t.TempDir()
-	for _, args := range [][]string{{"init", "-q"}, {"-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "first"}} {
+	for name, content := range map[string]string{".gitignore": ".env\n", ".worktreeinclude": ".env\n", ".env": "KEY=1\n"} {
+		if err := os.WriteFile(filepath.Join(repo, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"add", ".gitignore"}, {"-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "-m", "first"}} {
 		if out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput(); err != nil {
 			t.Fatalf("git %v: %v %s", args, err, out)
 		}
@@ -399,6 +405,11 @@ func TestWorktreeForms(t *testing.T) {
 		path, _ := w["path"].(string)
 		if res.IsError || !strings.HasPrefix(filepath.Base(path), tc.want) || filepath.Dir(path) != filepath.Join(repo, ".claude", "worktrees") {
 			t.Errorf("worktree %q: %s %v, want a worktree %s… in %s/.claude/worktrees", tc.worktree, resText(res), w, tc.want, repo)
+		}
+		copied, _ := w["copied"].(map[string]any)
+		if files, _ := copied["files"].([]any); copied["count"] != 1.0 || len(files) != 1 || files[0] != ".env" ||
+			!strings.Contains(resText(res), "got 1 git-ignored file(s) that .worktreeinclude names") {
+			t.Errorf("worktree %q: copied %v; %s", tc.worktree, w["copied"], resText(res))
 		}
 		if res, _ := f.call(t, "claude_session_close", map[string]any{"sessionId": out["sessionId"]}, nil); res.IsError {
 			t.Errorf("close: %s", resText(res))

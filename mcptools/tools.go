@@ -286,6 +286,16 @@ func (h *handlers) create(ctx context.Context, req *mcp.CallToolRequest, in Crea
 	if !out.Active {
 		text += fmt.Sprintf(" No live claude process is free now (--max-live %d, all busy): it starts with its first query, which waits its turn.", h.mgr.Config().MaxLive)
 	}
+	if out.Worktree != nil && info.Worktree != nil && info.Worktree.Copied != nil {
+		// What the worktree got when it was made is said here alone.
+		wt, c := *out.Worktree, info.Worktree.Copied
+		wt.Copied, out.Worktree = c, &wt
+		text += fmt.Sprintf(" Its worktree got %d git-ignored file(s) that .worktreeinclude names", c.Count)
+		if len(c.Skipped) > 0 {
+			text += "; not copied: " + strings.Join(c.Skipped, "; ")
+		}
+		text += "."
+	}
 	return resulttext.Tool(text), out, nil
 }
 

@@ -314,6 +314,9 @@ func (m *Manager) Open(ctx context.Context, opts CreateOptions) (*Session, error
 		s.mu.Unlock()
 		m.persist(s, false)
 		s.log.Info("made a worktree for the session", "path", w.Path, "branch", w.Branch)
+		if c := w.Copied; c != nil {
+			s.log.Info("copied into the worktree the ignored files .worktreeinclude names", "copied", c.Count, "skipped", c.Skipped)
+		}
 	}
 	return s, nil
 }

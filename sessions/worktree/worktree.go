@@ -1,6 +1,8 @@
 // Package worktree makes, inspects and finishes the isolated git worktrees
-// sessions may run in. It is pure git: it knows nothing of sessions, the
-// CLI or MCP; the caller checks paths against its policy (Make's check).
+// sessions may run in, and copies into a new one the ignored files its
+// repository's .worktreeinclude names. It is pure git: it knows nothing of
+// sessions, the CLI or MCP; the caller checks paths against its policy
+// (Make's check).
 package worktree
 
 import (
@@ -78,6 +80,9 @@ type Worktree struct {
 	Base   string `json:"base"`   // the commit it started from
 	Repo   string `json:"repo"`   // the root of the repository it belongs to
 	Rel    string `json:"rel"`    // where in it the session works (cwd's place in the repository)
+	// Copied is what Make copied in of the ignored files .worktreeinclude
+	// names (nil without one); it is not stored.
+	Copied *Copied `json:"-"`
 }
 
 // Cwd is the directory the session works in.
@@ -89,6 +94,7 @@ type Info struct {
 	Branch       string   `json:"branch"`
 	ChangedFiles []string `json:"changedFiles" jsonschema:"Files changed or added since it was made, committed or not (at most 100)."`
 	Removed      bool     `json:"removed,omitempty" jsonschema:"True when the session was closed with nothing changed and the worktree and its branch were removed."`
+	Copied       *Copied  `json:"copied,omitempty" jsonschema:"When it was made: the git-ignored files its repository's .worktreeinclude names, copied in."`
 }
 
 var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
@@ -96,9 +102,11 @@ var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^
 // maxChangedFiles bounds the list of changed files reported.
 const maxChangedFiles = 100
 
-// makeWorktree makes a worktree of the repository holding cwd, on a new
-// branch from its HEAD, at <repo>/.claude/worktrees/<name> (where the CLI's
-// own --worktree puts them), and keeps it out of the repository's status.
+// Make makes a worktree of the repository holding cwd, on a new branch
+// from its HEAD, at <repo>/.claude/worktrees/<name> (where the CLI's own
+// --worktree puts them), keeps it out of the repository's status, and
+// copies in the ignored files the repository's .worktreeinclude names
+// (reported in Copied).
 func Make(ctx context.Context, cwd, name string, check func(what, path string) error) (*Worktree, error) {
 	if !nameRE().MatchString(name) {
 		return nil, fmt.Errorf("invalid worktree name %q: use letters, digits, '.', '_' and '-' (at most 64)", name)
@@ -148,6 +156,7 @@ func Make(ctx context.Context, cwd, name string, check func(what, path string) e
 	if err := os.MkdirAll(w.Cwd(), 0o755); err != nil {
 		return nil, fmt.Errorf("making %s in the worktree: %w", w.Rel, err)
 	}
+	w.Copied = include(ctx, root, w.Path)
 	return w, nil
 }
 
