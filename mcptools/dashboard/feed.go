@@ -175,8 +175,11 @@ func (f *Feed) addStep(st uiStep) {
 	st.Seq = f.next
 	f.next++
 	f.steps = append(f.steps, st)
-	if st.Kind == string(turn.EventText) && f.partial.Len() > 0 {
-		f.partial.Reset() // the whole text replaces its deltas
+	// The whole text replaces its deltas; once the turn ended nothing is
+	// being written: a page opened after it must not show deltas as live
+	// (the open pages cleared theirs at the turn's end).
+	if (st.Kind == string(turn.EventText) || st.Kind == string(turn.EventDone)) && f.partial.Len() > 0 {
+		f.partial.Reset()
 		f.partialGen++
 	}
 	f.bytes += len(st.Text) + 64

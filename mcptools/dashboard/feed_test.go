@@ -30,3 +30,20 @@ func TestDashboardResync(t *testing.T) {
 		t.Error("a new reader is told to resync")
 	}
 }
+
+// TestFeedDoneEndsPartial: the text being written is gone from the feed
+// when its whole text comes, and when the turn ends without one (an
+// error, an interrupt): a page opened after the turn gets none.
+func TestFeedDoneEndsPartial(t *testing.T) {
+	for _, end := range []string{"text", "done"} {
+		f := &Feed{d: New(nil, Options{}), first: 1, next: 1, start: time.Now()}
+		f.partial.WriteString("chunk0 chunk1 ")
+		if _, text, _ := f.partialSince(0, 0); text != "chunk0 chunk1 " {
+			t.Fatalf("the text being written = %q", text)
+		}
+		f.addStep(uiStep{Kind: end, Text: "x"})
+		if _, text, reset := f.partialSince(0, 0); text != "" || !reset {
+			t.Errorf("after a %s step a new page gets %q as being written (reset %v)", end, text, reset)
+		}
+	}
+}

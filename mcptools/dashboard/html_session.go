@@ -21,10 +21,25 @@ func (p sessionPage) write(w *htmlWriter) {
 		w.el("section", attrs{at("class", "live")}, func() {
 			w.el("h2", nil, func() {
 				w.m("Latest turn ")
-				w.el("small", attrs{at("id", "live-status")}, nil)
+				// Said at once by a page opened mid-turn; the script
+				// follows the turn from there ("running", "ended").
+				w.el("small", attrs{at("id", "live-status")}, func() {
+					if p.Row.Running {
+						w.m("running")
+					}
+				})
 			})
 			w.el("div", attrs{at("id", "steps"), at("data-session", p.Row.ID)}, nil)
-			w.el("pre", attrs{at("id", "partial"), at("class", "step step-partial"), flag("hidden")}, nil)
+			// The text being written, marked live: the script shows it
+			// while it grows and hides it when the whole text replaces
+			// it or the turn ends.
+			w.el("div", attrs{at("id", "writing"), at("class", "step step-partial"), flag("hidden")}, func() {
+				w.el("div", attrs{at("class", "who")}, func() {
+					w.elMarkup("span", attrs{at("class", "live")}, "live")
+					w.m(" Claude is writing…")
+				})
+				w.el("pre", attrs{at("id", "partial")}, nil)
+			})
 		})
 		if p.CanAnswer {
 			p.compose(w)

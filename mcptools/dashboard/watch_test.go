@@ -113,6 +113,15 @@ func TestDashboardLiveText(t *testing.T) {
 	if v.prompt != "SLOW6 count slowly" || v.steered {
 		t.Errorf("the page's prompt = %q (steered %v)", v.prompt, v.steered)
 	}
+	// The page opened now says the turn runs and marks the text being
+	// written live.
+	_, _, page := get(t, c, e.ui+"/s/"+sid)
+	if !liveStatus.MatchString(page) || !strings.Contains(page, `<small id="live-status">running</small>`) {
+		t.Errorf("a page opened mid-turn does not say the turn runs:\n%s", liveStatus.FindString(page))
+	}
+	if m := writingBlock.FindString(page); !strings.Contains(m, `<span class="live">live</span> Claude is writing…`) || !strings.Contains(m, `<pre id="partial">`) {
+		t.Errorf("the text being written is not marked live on the page:\n%s", m)
+	}
 	// A page opened now, mid-turn, gets the turn so far.
 	second := openSSE(t, c, e.ui+"/events?session="+sid)
 	var w liveView
@@ -135,7 +144,17 @@ func TestDashboardLiveText(t *testing.T) {
 			break
 		}
 	}
+	if _, _, page := get(t, c, e.ui+"/s/"+sid); !strings.Contains(page, `<small id="live-status"></small>`) {
+		t.Errorf("a page opened after the turn says it runs:\n%s", liveStatus.FindString(page))
+	}
 }
+
+// The live turn's status, and the block of the text being written, on a
+// session's page.
+var (
+	liveStatus   = regexp.MustCompile(`<small id="live-status">[^<]*</small>`)
+	writingBlock = regexp.MustCompile(`(?s)<div id="writing"[^>]*>.*?</pre>`)
+)
 
 // compose posts an action of the compose form as the script does; it
 // returns the status and the message shown beside the form.

@@ -67,8 +67,10 @@
     var id = steps.dataset.session;
     var status = document.getElementById('live-status');
     var partial = document.getElementById('partial');
+    var writing = document.getElementById('writing');
     var history = document.getElementById('history');
     var compose = document.getElementById('compose');
+    var note = document.getElementById('compose-status');
     var tools = new Map();
     var fragment = function (part, into) {
       fetch(root + '/s/' + encodeURIComponent(id) + '/' + part, { credentials: 'same-origin' }).then(function (r) {
@@ -81,26 +83,32 @@
       fragment('panel', panel);
       if (history) fragment('history', history);
     };
+    // The text being written, marked live: grows with each "partial",
+    // replaced by the whole text's step, gone when the turn ends.
+    var setPartial = function (text, append) {
+      if (!partial) return;
+      partial.textContent = append ? partial.textContent + text : text;
+      if (writing) writing.hidden = partial.textContent === '';
+    };
     // The compose form: "Send as a prompt" while the session is idle,
-    // "Steer the running turn" while a turn runs.
+    // "Steer the running turn" while a turn runs. When the turn ends,
+    // nothing is written any more, and what the form said of it ("Sent",
+    // "Steered") is over.
     var setRunning = function (running) {
       if (status) status.textContent = running ? 'running' : 'ended';
+      if (!running) {
+        setPartial('', false);
+        if (note) { note.textContent = ''; note.className = 'dim'; }
+      }
       if (!compose) return;
       compose.querySelector('#send').disabled = running;
       compose.querySelector('#steer').disabled = !running;
     };
-    // The text being written: grows with each "partial", replaced by the
-    // whole text's step.
-    var setPartial = function (text, append) {
-      if (!partial) return;
-      partial.textContent = append ? partial.textContent + text : text;
-      partial.hidden = partial.textContent === '';
-    };
-    var clear = function (note) {
+    var clear = function (why) {
       steps.textContent = '';
       tools.clear();
       setPartial('', false);
-      if (note) steps.appendChild(el('div', 'note', note));
+      if (why) steps.appendChild(el('div', 'note', why));
     };
     var add = function (s) {
       switch (s.kind) {
@@ -157,7 +165,6 @@
           steps.appendChild(el('div', 'step step-permission' + (s.isError ? ' error' : ''), 'permission: ' + s.text));
           break;
         case 'done':
-          setPartial('', false);
           steps.appendChild(el('div', 'step step-done' + (s.isError ? ' error' : ''), s.isError ? 'turn failed: ' + s.text : 'turn ended'));
           setRunning(false);
           refreshPanel();
@@ -201,7 +208,6 @@
     es.addEventListener('panel', refreshPanel);
     if (compose) {
       // Sent without leaving the page: the answer is shown beside the form.
-      var note = document.getElementById('compose-status');
       compose.addEventListener('submit', function (ev) {
         ev.preventDefault();
         var button = ev.submitter || compose.querySelector('button:not([disabled])');
