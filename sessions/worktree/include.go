@@ -27,10 +27,14 @@ import (
 // includeFile is the file, at a repository's root, that names them.
 const includeFile = ".worktreeinclude"
 
+// maxIncludeBytes and maxIncludeFiles bound what one worktree gets
+// (variables: a test lowers them).
+var (
+	maxIncludeBytes int64 = 100 << 20
+	maxIncludeFiles       = 10_000
+)
+
 const (
-	// maxIncludeBytes and maxIncludeFiles bound what one worktree gets.
-	maxIncludeBytes = 100 << 20
-	maxIncludeFiles = 10_000
 	// maxIncludeList bounds includeFile itself (its patterns go on git's
 	// command line).
 	maxIncludeList = 16 << 10
@@ -75,7 +79,7 @@ func include(ctx context.Context, root, dst string) *Copied {
 		if err != nil {
 			c.skip(includeFile, "listing the files it names: "+err.Error())
 		}
-		c.copyAll(root, dst, paths)
+		c.copyAll(ctx, root, dst, paths)
 	}
 	if c.unreported > 0 {
 		c.Skipped = append(c.Skipped, fmt.Sprintf("and %d more skipped", c.unreported))
@@ -173,11 +177,16 @@ func ignoredMatches(ctx context.Context, root string, patterns []string) ([]stri
 // errOverCap is a file that would take the copy past its bounds.
 var errOverCap = errors.New("over the cap")
 
-// copyAll copies paths from root to dst, within the bounds.
-func (c *Copied) copyAll(root, dst string, paths []string) {
+// copyAll copies paths from root to dst, within the bounds, until ctx
+// ends.
+func (c *Copied) copyAll(ctx context.Context, root, dst string, paths []string) {
 	var total int64
 	over := 0
-	for _, rel := range paths {
+	for i, rel := range paths {
+		if err := ctx.Err(); err != nil {
+			c.Skipped = append(c.Skipped, fmt.Sprintf("%d file(s) not copied: %v", len(paths)-i, err))
+			break
+		}
 		if strings.HasSuffix(rel, "/") {
 			c.skip(rel, "a repository of its own, not copied")
 			continue

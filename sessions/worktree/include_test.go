@@ -245,6 +245,37 @@ func TestIncludeOtherWorktrees(t *testing.T) {
 	}
 }
 
+// TestIncludeBounds: past the bounds, files are reported as not copied,
+// with the bounds.
+func TestIncludeBounds(t *testing.T) {
+	repo, _, _ := includeRepo(t)
+	write(t, filepath.Join(repo, includeFile), ".env\nbin/\ncache/\n")
+	files, size := maxIncludeFiles, maxIncludeBytes
+	t.Cleanup(func() { maxIncludeFiles, maxIncludeBytes = files, size })
+	maxIncludeFiles, maxIncludeBytes = 3, 12
+	w, err := Make(makeCtx(t), repo, "w1", allow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// .env (6 bytes) and bin/private.secret (5) fit; bin/run.sh (19) and
+	// cache/a/b/data.bin (7) do not.
+	want := []string{
+		"cache/a/linked.bin: a file with more than one hard link",
+		"2 more file(s) not copied: a worktree gets at most 3 files and 0 MiB",
+	}
+	if c := w.Copied; c == nil || c.Count != 2 || !slices.Equal(c.Files, []string{".env", "bin/private.secret"}) || !slices.Equal(c.Skipped, want) {
+		t.Errorf("copied %+v", c)
+	}
+	maxIncludeFiles = 1
+	w, err = Make(makeCtx(t), repo, "w2", allow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := w.Copied; c == nil || c.Count != 1 || len(c.Skipped) != 1 || !strings.HasPrefix(c.Skipped[0], "4 more file(s) not copied") {
+		t.Errorf("copied %+v", c)
+	}
+}
+
 // TestCopyFileRefuses: a path through a link to a directory is refused
 // (git lists none, but one may be planted after it listed), so is a named
 // pipe (never waited on); a file over
@@ -253,7 +284,7 @@ func TestCopyFileRefuses(t *testing.T) {
 	repo, _, _ := includeRepo(t)
 	dst := t.TempDir()
 	c := &Copied{Files: []string{}}
-	c.copyAll(repo, dst, []string{"linkdir/x.secret", "cache/pipe", "cache/a/"})
+	c.copyAll(makeCtx(t), repo, dst, []string{"linkdir/x.secret", "cache/pipe", "cache/a/"})
 	want := []string{
 		"linkdir/x.secret: a symbolic link, or reached through one: not followed",
 		"cache/pipe: a named pipe, not a regular file",
