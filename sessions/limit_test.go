@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -109,10 +110,17 @@ func TestUsageLimitFail(t *testing.T) {
 	s := create(t, m, CreateOptions{})
 	r := query(t, s, limitPrompt, QueryOptions{OnLimit: OnFail})
 	if !r.IsError || !r.LimitedUntil.Equal(limitReset) || r.LimitKind != "five_hour" ||
-		!strings.Contains(r.ErrorText, "limited until "+limitReset.UTC().Format(time.RFC3339)+" (in 1h0m0s, the 5-hour limit)") ||
+		!strings.Contains(r.ErrorText, "limited until "+limitReset.UTC().Format(time.RFC3339)+" (in ") ||
 		!strings.Contains(r.ErrorText, "onUsageLimit fail") || !strings.Contains(r.ErrorText, "the session's next query continues") ||
 		!strings.Contains(r.ErrorText, "You've hit your session limit") {
 		t.Errorf("result = %+v", r)
+	}
+	// The test's clock goes on with the real one: the hour left is the
+	// hour less what the query took, whole seconds.
+	if m := regexp.MustCompile(`\(in ([0-9hms]+), the 5-hour limit\)`).FindStringSubmatch(r.ErrorText); m == nil {
+		t.Errorf("no time left in %q", r.ErrorText)
+	} else if d, err := time.ParseDuration(m[1]); err != nil || d > time.Hour || d < time.Hour-waitLimit || d%time.Second != 0 {
+		t.Errorf("time left %q, want the hour less what the query took, in whole seconds", m[1])
 	}
 	if in := s.Info(); !in.LimitedUntil.Equal(limitReset) || in.State != state.Idle {
 		t.Errorf("Info = %+v, want idle, limited until %s", in, limitReset)
