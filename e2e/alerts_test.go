@@ -54,6 +54,7 @@ func (r *alertReceiver) next(t *testing.T, ctx context.Context) map[string]any {
 // permission answer (before it is answered); a second receiver that never
 // answers delays none of it. (On stdio the user is "".)
 func TestE2EAlerts(t *testing.T) {
+	t.Parallel()
 	good := newAlertReceiver(t)
 	release := make(chan struct{})
 	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {

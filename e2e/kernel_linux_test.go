@@ -119,6 +119,7 @@ func requireKernel(t *testing.T) {
 // and the server user's files are loaded and only the kernel stands in
 // their way.
 func TestE2EKernelCeilings(t *testing.T) {
+	t.Parallel()
 	requireKernel(t)
 	e := startHTTPE2E(t, httpE2EOptions{users: []string{"alice"}, bin: harmlessGateBinary(t), setup: plantSources(t),
 		args: append([]string{"--setting-sources", "user,project,local"}, strictFlags...)})
@@ -157,6 +158,7 @@ func TestE2EKernelCeilings(t *testing.T) {
 // directory (defect 2), a project's hooks and .mcp.json (defect 3). Each
 // is refused by the gate or not loaded at all; nothing runs.
 func TestE2EGateHoles(t *testing.T) {
+	t.Parallel()
 	e := startHTTPE2E(t, httpE2EOptions{users: []string{"alice"}, setup: plantSources(t), args: strictFlags})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

@@ -157,6 +157,7 @@ func TestE2EQueryTimeout(t *testing.T) {
 // (Pdeathsig), the MCP servers they run, and a running Bash tool's
 // processes.
 func TestE2EServerKilled(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		create  map[string]any
@@ -222,6 +223,7 @@ func TestE2EServerKilled(t *testing.T) {
 // in their own session, so only its own handling of the interrupt reaches
 // them, not signals to its process group.)
 func TestE2EStopDuringBashTool(t *testing.T) {
+	t.Parallel()
 	for _, how := range []string{"close", "eof"} {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel()

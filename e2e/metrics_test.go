@@ -64,6 +64,7 @@ func checkTurnMetrics(t *testing.T, f promtext.Families, user string) {
 // token) — and a scrape after one query shows the turn, its cost for its
 // user, the idle session and its live process.
 func TestE2EMetrics(t *testing.T) {
+	t.Parallel()
 	t.Run("stdio", func(t *testing.T) {
 		e := startE2E(t, e2eOptions{args: []string{"--metrics", "127.0.0.1:0", "--warm-spares", "0"}})
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

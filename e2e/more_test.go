@@ -143,6 +143,7 @@ func waitGone(pids []int, d time.Duration) []int {
 }
 
 func TestE2EParallelSessionsAndDirectCleanup(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("process accounting uses /proc")
 	}
@@ -225,6 +226,7 @@ func newPIDs(now, before []int) []int {
 // TestE2EShutdown checks that stdin EOF, SIGTERM and SIGINT each leave no
 // claude process behind within 10 s, also with a turn running.
 func TestE2EShutdown(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("process accounting uses /proc")
 	}

@@ -31,6 +31,7 @@ func answer(decision string, asked *atomic.Int32, last *atomic.Value) func(conte
 }
 
 func TestE2EPermissionElicitation(t *testing.T) {
+	t.Parallel()
 	for _, proto := range []string{"2025-11-25", ""} {
 		t.Run("allow_once/"+proto, func(t *testing.T) {
 			t.Parallel()

@@ -17,6 +17,7 @@ import (
 // with an error naming the audit log, nothing runs, and the server logs it
 // at ERROR (defect: 150 calls were served with 35 lines written).
 func TestE2EAuditFull(t *testing.T) {
+	t.Parallel()
 	e := startHTTPE2E(t, httpE2EOptions{users: []string{"alice"}, args: []string{"--audit-log", "/dev/full"}})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

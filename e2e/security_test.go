@@ -20,6 +20,7 @@ import (
 // switch widened permissions without --http-allow; a user resumed another
 // user's conversation and read it.
 func TestE2ESecurity(t *testing.T) {
+	t.Parallel()
 	e := startHTTPE2E(t, httpE2EOptions{users: []string{"alice", "bob"}, audit: true, args: []string{
 		"--allow-session-mcp-servers=false", "--allowed-tools-ceiling", "Read,Grep,Glob",
 		"--allowed-permission-modes", "default,plan,acceptEdits"}})

@@ -34,6 +34,7 @@ func (e *e2e) queryInBackground(t *testing.T, ctx context.Context, args map[stri
 // On the way, a call with a progress token gets the answer's text as it
 // streams ("writing: …").
 func TestE2ESteer(t *testing.T) {
+	t.Parallel()
 	e := startE2E(t, e2eOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

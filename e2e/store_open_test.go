@@ -22,6 +22,7 @@ import (
 // result; a store the operator named with --store that cannot be opened
 // stops the start, naming it.
 func TestDefaultStoreUnopenable(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	notDir := filepath.Join(home, "state-is-a-file")
 	if err := os.WriteFile(notDir, []byte("x"), 0o600); err != nil {
@@ -79,6 +80,7 @@ func TestDefaultStoreUnopenable(t *testing.T) {
 // starts an empty store and keeps the damaged file aside; --store-recover
 // is refused for PostgreSQL and for a choice it does not know (issue 44).
 func TestDamagedStoreStops(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	state := filepath.Join(home, "state")
 	db := filepath.Join(state, "claude-agent-mcp", "sessions.db")
