@@ -100,7 +100,6 @@ func inspectorSchemaCheck(t *testing.T, insp string, env []string, command ...st
 // finding, not even a warning. A control server with a type union shows
 // that the check runs and reports one.
 func TestInspectorSchemaPortability(t *testing.T) {
-	t.Parallel()
 	insp := inspectorBin(t)
 	t.Parallel()
 	exe, err := os.Executable()

@@ -129,16 +129,22 @@ func TestE2EMaxLive(t *testing.T) {
 
 func TestE2EQueryTimeout(t *testing.T) {
 	t.Parallel()
-	e := startE2E(t, e2eOptions{args: []string{"--query-timeout", "2s"}})
+	e := startE2E(t, e2eOptions{args: []string{"--query-timeout", "3s"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	sid, _ := e.create(t, ctx, nil)
+	// A first turn starts the process: the timeout counts from the query's
+	// start, and one that ran out before the slow prompt reached the API
+	// would leave it to the CLI to send with the next prompt.
+	if res, _ := e.query(t, ctx, sid, "hi"); res.IsError {
+		t.Fatalf("first query: %s", text(res))
+	}
 	start := time.Now()
-	res, out := e.query(t, ctx, sid, "SLOW") // 20 deltas 0.5 s apart: ~10 s
+	res, out := e.query(t, ctx, sid, "SLOW40") // 40 deltas 0.5 s apart: ~20 s
 	took := time.Since(start)
 	t.Logf("timed-out query returned after %s: %q", took.Round(100*time.Millisecond), text(res))
-	if took > 6*time.Second {
-		t.Errorf("the query returned %s after it started, want ~2 s (the timeout) plus the interrupt", took)
+	if took > 12*time.Second {
+		t.Errorf("the query returned %s after it started, want ~3 s (the timeout) plus the interrupt", took)
 	}
 	if !res.IsError && out["interrupted"] != true {
 		t.Errorf("a timed-out query is neither isError nor interrupted: %v", out)

@@ -143,7 +143,6 @@ func waitGone(pids []int, d time.Duration) []int {
 }
 
 func TestE2EParallelSessionsAndDirectCleanup(t *testing.T) {
-	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("process accounting uses /proc")
 	}

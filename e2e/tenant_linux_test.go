@@ -50,7 +50,6 @@ const probe = `echo "server-vars=$(env | grep -c -e CLAUDE_AGENT_MC[P]_ -e SERVE
 // (defects 2, 3 and 7 of issue 43); its own work (a command, a file
 // written, a resume after dormancy) goes on as before.
 func TestE2ETenantSees(t *testing.T) {
-	t.Parallel()
 	requireJail(t)
 	t.Parallel()
 	e := startE2E(t, e2eOptions{
@@ -97,7 +96,6 @@ func TestE2ETenantSees(t *testing.T) {
 // project,local; the session's own work (Read, Grep) goes on, and the log
 // says the server did not start.
 func TestE2ELoaderRunsNothing(t *testing.T) {
-	t.Parallel()
 	requireJail(t)
 	requireKernel(t)
 	t.Parallel()
@@ -182,7 +180,6 @@ func TestE2ELoaderRunsNothing(t *testing.T) {
 // could delete every user's transcripts), nor another project's of her
 // own in its view; her own history is whole.
 func TestE2ETenantTranscripts(t *testing.T) {
-	t.Parallel()
 	requireJail(t)
 	t.Parallel()
 	e := startHTTPE2E(t, httpE2EOptions{users: []string{"alice", "bob"}, args: []string{"--warm-spares", "0"}})
