@@ -420,7 +420,7 @@ func TestWorktreeForms(t *testing.T) {
 // TestEverySchemaTyped: every subschema of every input and output schema
 // says its one type, as the portability check of the MCP Inspector wants
 // it (mcp-inspector --cli --strict; TestInspectorSchemaPortability in
-// cmd/claude-agent-mcp runs it on the binary): no bare true or {} (an
+// e2e runs it on the binary): no bare true or {} (an
 // untyped schema), no type unions (["object", "string"]: clients that map
 // tool schemas onto a single-type dialect, such as Gemini's function
 // declarations, reject them or drop the constraint), no anyOf/oneOf/allOf
