@@ -59,13 +59,18 @@ func TestLeaseOnlyWithProcess(t *testing.T) {
 		a, b := sharedPair(t, open, Config{MaxLive: 1, WarmSpares: 0}, fakecli.EnvSpeed, "1")
 		busy := create(t, a, CreateOptions{})
 		events := make(eventsTo, 1024)
-		r := startRun(t, busy, "TOOL_BASH[sleep 2; echo slept]", QueryOptions{Listener: events})
+		// The busy turn lasts until the test interrupts it: a short one
+		// could end (and free the process) before the second create.
+		r := startRun(t, busy, "TOOL_BASH[sleep 60; echo slept]", QueryOptions{Listener: events})
 		untilEvent(t, events, r, turn.EventToolStarted)
+		defer func() {
+			busy.Interrupt(ctxFor(t))
+			waitDone(t, r)
+		}()
 		waiting := create(t, a, CreateOptions{}) // every live process is busy
 		if st := stateOf(waiting); st != state.Dormant {
 			t.Fatalf("the second session is %s, want dormant", st)
 		}
-		defer collect(t, r)
 		// The other instance runs the waiting session at once.
 		bs, err := b.Get(waiting.ID)
 		if err != nil {
@@ -164,9 +169,14 @@ func TestLeasePaths(t *testing.T) {
 			cfg := Config{MaxLive: 1, WarmSpares: 0, Store: open(t)}
 			m := newManager(t, cfg, fakecli.EnvSpeed, "1")
 			events := make(eventsTo, 1024)
-			r := startRun(t, create(t, m, CreateOptions{}), "TOOL_BASH[sleep 2; echo slept]", QueryOptions{Listener: events})
+			busy := create(t, m, CreateOptions{})
+			// Busy until the test ends (TestLeaseOnlyWithProcess).
+			r := startRun(t, busy, "TOOL_BASH[sleep 60; echo slept]", QueryOptions{Listener: events})
 			untilEvent(t, events, r, turn.EventToolStarted)
-			t.Cleanup(func() { collect(t, r) })
+			t.Cleanup(func() {
+				busy.Interrupt(ctxFor(t))
+				waitDone(t, r)
+			})
 			return cfg.Store, create(t, m, CreateOptions{}).ID
 		}},
 		{name: "start failed", run: func(t *testing.T, open backend) (store.Store, string) {
