@@ -1,0 +1,83 @@
+//go:build linux
+
+package e2e_test
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestE2EWorktreeInclude: a session with a worktree, in a repository whose
+// .worktreeinclude names its ignored .env, finds a copy of .env in its
+// worktree, mode kept, which the real CLI reads there; create reports the
+// copy; an untracked file the list names that git does not ignore is not
+// copied. The copy is no change: close removes the worktree.
+func TestE2EWorktreeInclude(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("git"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("git is not installed and CI=true")
+		}
+		t.Skip("git is not installed")
+	}
+	e := startE2E(t, e2eOptions{protocol: "2025-11-25", elicit: noElicitation(t)})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	repo := filepath.Join(e.home, "repo")
+	const secret = "E2E_WORKTREE_SECRET=42\n"
+	for name, content := range map[string]string{".gitignore": ".env\n", ".worktreeinclude": "# what a build needs\n.env\nnotes.txt\n",
+		"README": "base\n", ".env": secret, "notes.txt": "untracked, not ignored\n"} {
+		if err := os.MkdirAll(repo, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(repo, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gitRun(t, repo, "init", "--quiet")
+	gitRun(t, repo, "add", ".gitignore", ".worktreeinclude", "README")
+	gitRun(t, repo, "commit", "--quiet", "-m", "base")
+
+	res, out := e.call(t, ctx, "claude_session_create", map[string]any{"cwd": repo, "worktree": "env", "permissionMode": "acceptEdits"}, nil)
+	if res.IsError {
+		t.Fatalf("create: %s", text(res))
+	}
+	sid, _ := out["sessionId"].(string)
+	w, _ := out["worktree"].(map[string]any)
+	path, _ := w["path"].(string)
+	copied, _ := w["copied"].(map[string]any)
+	if path != filepath.Join(repo, ".claude", "worktrees", "env") || copied["count"] != 1.0 || !slices.Equal(toStrings(copied["files"]), []string{".env"}) ||
+		copied["skipped"] != nil || !strings.Contains(text(res), "got 1 git-ignored file(s) that .worktreeinclude names") {
+		t.Fatalf("create: %s; worktree %v", text(res), w)
+	}
+	if fi, err := os.Lstat(filepath.Join(path, ".env")); err != nil || fi.Mode() != 0o600 {
+		t.Errorf("the worktree's .env: %v, want a regular file of mode 0600 (%v)", fi, err)
+	} else if data, _ := os.ReadFile(filepath.Join(path, ".env")); string(data) != secret {
+		t.Errorf("the worktree's .env: %q, want a copy of the repository's", data)
+	}
+	if _, err := os.Lstat(filepath.Join(path, "notes.txt")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("notes.txt, untracked and not ignored, was copied (%v)", err)
+	}
+
+	res, out = e.query(t, ctx, sid, "TOOL_READ["+filepath.Join(path, ".env")+"]")
+	if final, _ := out["finalText"].(string); res.IsError || !strings.Contains(final, strings.TrimSpace(secret)) {
+		t.Errorf("the CLI reading the worktree's .env: %s", text(res))
+	}
+
+	res, out = e.call(t, ctx, "claude_session_close", map[string]any{"sessionId": sid}, nil)
+	if w, _ := out["worktree"].(map[string]any); res.IsError || w["removed"] != true {
+		t.Errorf("close: %s %v, want the worktree removed (the copy is no change)", text(res), w)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the worktree %s is still there (%v)", path, err)
+	}
+}
