@@ -65,8 +65,9 @@ func steerFromPage(t *testing.T, b context.Context, message string) {
 
 // TestE2EDashboardMidTurn: a page opened while a streamed answer is being
 // written (SLOW10: ten deltas half a second apart) shows the running
-// prompt and the text so far before the turn ends, and goes on live to its
-// end; the history then holds the turn without a reload. The screenshot of
+// prompt and the text so far, marked live, before the turn ends, and goes
+// on live to its end, where the mark goes; the history then holds the turn
+// without a reload. The screenshot of
 // a realistic answer streaming is docs/watching.png (written when
 // SCREENSHOT_DIR names a directory; always to the
 // artifacts).
@@ -87,13 +88,16 @@ func TestE2EDashboardMidTurn(t *testing.T) {
 	// The turn is under way: the page opens now.
 	browse(t, b, time.Minute, "the page opened mid-turn", chromedp.Navigate(pages+"/s/"+sid),
 		pollJS(`document.querySelector('#steps .step-prompt') !== null && document.querySelector('#steps .step-prompt').textContent.includes(`+jsString(prompt)+`)`),
-		pollJS(`document.querySelector('#partial').textContent.includes('chunk2 ') && document.querySelector('.step-done') === null`))
+		pollJS(`document.querySelector('#partial').textContent.includes('chunk2 ') && document.querySelector('.step-done') === null`),
+		// The text being written is marked live, and the turn running.
+		pollJS(`!document.querySelector('#writing').hidden && document.querySelector('#writing .live').textContent === 'live' && document.querySelector('#live-status').textContent === 'running'`))
 	select {
 	case out := <-done:
 		t.Fatalf("the turn ended before the page showed its text: %v", out)
 	default:
 	}
-	browse(t, b, time.Minute, "the turn's end, live", pollJS(`document.querySelector('.step-done') !== null && document.querySelector('#steps').textContent.includes('chunk9')`))
+	browse(t, b, time.Minute, "the turn's end, live", pollJS(`document.querySelector('.step-done') !== null && document.querySelector('#steps').textContent.includes('chunk9')`),
+		pollJS(`document.querySelector('#writing').hidden && document.querySelector('#live-status').textContent === 'ended'`))
 	if out := <-done; !strings.Contains(out["finalText"].(string), "chunk9") {
 		t.Errorf("the query: %v", out)
 	}
@@ -140,7 +144,8 @@ I would fix 1 and 2 first; both are a few lines.`
 // and the query, started over MCP, returns its one result; a message
 // steered while the final answer streams is answered in a follow-up turn,
 // which claude_chat_wait returns and the next query does not receive; the
-// page marks both as steered.
+// page marks both as steered, and the form's "Steered" note goes when the
+// turn ends.
 func TestE2EDashboardSteer(t *testing.T) {
 	e := startE2E(t, e2eOptions{protocol: "2025-11-25", args: []string{"--ui", "on"}})
 	b := newBrowser(t)
@@ -173,6 +178,7 @@ func TestE2EDashboardSteer(t *testing.T) {
 		t.Errorf("the steered message is not after the tool's result in the request (%d, %d)", i, j)
 	}
 	browse(t, b, time.Minute, "the steer on the page", pollJS(`document.querySelector('#steps .step-steer') !== null && document.querySelector('#steps .step-steer').textContent.includes(`+jsString(folded)+`)`))
+	browse(t, b, time.Minute, "the steer's note gone with its turn", pollJS(steerNoteGone))
 
 	// While the final answer streams: a follow-up turn of its own.
 	const followUp = "ECHO steered while the answer streamed"
@@ -188,11 +194,16 @@ func TestE2EDashboardSteer(t *testing.T) {
 	if ft, _ := out["finalText"].(string); !strings.HasSuffix(ft, followUp) {
 		t.Errorf("claude_chat_wait after the follow-up: %v", out)
 	}
+	browse(t, b, time.Minute, "the note gone after the follow-up", pollJS(steerNoteGone))
 	_, out = e.call(t, ctx, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "ECHO the next query"}, nil)
 	if ft, _ := out["finalText"].(string); !strings.HasSuffix(ft, "ECHO the next query") || strings.Contains(ft, followUp) {
 		t.Errorf("the next query: %v", out)
 	}
 }
+
+// steerNoteGone holds once the page's turn has ended and the compose
+// form's note ("Steered: …") went with it.
+const steerNoteGone = `document.querySelector('.step-done') !== null && document.querySelector('#compose-status').textContent === ''`
 
 // TestE2EDashboardStartAndPrompt: a session started on the list's form
 // with a first prompt answers it on its page; a prompt sent from the page
