@@ -110,64 +110,6 @@ func (e *ConversationError) Error() string {
 // usd renders an amount of dollars with the digits that matter.
 func usd(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
-// Class is what granting an option lets a caller do beyond asking Claude
-// Code for answers. Classes combine.
-type Class uint8
-
-const (
-	// ReadsFiles reaches files or directories of the server (cwd, addDirs,
-	// images by path, a settings file, worktrees, plugin directories).
-	ReadsFiles Class = 1 << iota
-	// RunsPrograms starts programs as the server's user (command MCP
-	// servers, hooks, plugins, credential helpers, status lines).
-	RunsPrograms
-	// WidensPermissions lets the session do more without asking
-	// (permission modes that skip questions, allow rules, tools beyond
-	// the session's, profiles with other credentials).
-	WidensPermissions
-	// InternalURLs reaches the server's own machine or its internal
-	// network: an MCP server whose URL is loopback, private, link-local
-	// (cloud metadata), CGNAT, localhost, or a name resolving to one.
-	InternalURLs
-	// Harmless is no class: a caller may always choose it.
-	Harmless Class = 0
-)
-
-// classNames are the --http-allow names of the classes.
-var classNames = []struct {
-	c    Class
-	name string
-}{{ReadsFiles, "reads-files"}, {RunsPrograms, "runs-programs"}, {WidensPermissions, "widens-permissions"}, {InternalURLs, "internal-urls"}}
-
-// legacyAllow are the --http-allow names of earlier releases: each opens
-// some uses, not a whole class.
-var legacyAllow = []string{"mcp-servers", "settings", "bypass", "paths", "profiles"}
-
-// HTTPAllowNames are the values --http-allow takes: the classes, then the
-// names of earlier releases (paths is reads-files; mcp-servers, settings,
-// bypass and profiles open that option or value alone).
-func HTTPAllowNames() []string {
-	var names []string
-	for _, c := range classNames {
-		names = append(names, c.name)
-	}
-	return append(names, legacyAllow...)
-}
-
-// String names the classes of c ("harmless" for none).
-func (c Class) String() string {
-	var parts []string
-	for _, n := range classNames {
-		if c&n.c != 0 {
-			parts = append(parts, n.name)
-		}
-	}
-	if len(parts) == 0 {
-		return "harmless"
-	}
-	return strings.Join(parts, "+")
-}
-
 // Use is one thing an option does, as the gate checks it. Only the gate
 // makes them (and ImagePath).
 type Use struct {
@@ -405,24 +347,6 @@ func refusal(u Use) error {
 		where = ""
 	}
 	return fmt.Errorf("%s is off over HTTP: it %s%s; the operator enables it with %s", u.what, classVerb(u.class), where, how)
-}
-
-// classVerb says what a class lets a caller do.
-func classVerb(c Class) string {
-	var parts []string
-	if c&ReadsFiles != 0 {
-		parts = append(parts, "reaches files")
-	}
-	if c&RunsPrograms != 0 {
-		parts = append(parts, "runs programs")
-	}
-	if c&WidensPermissions != 0 {
-		parts = append(parts, "lets the session act without asking")
-	}
-	if c&InternalURLs != 0 {
-		parts = append(parts, "reaches the server's own machine or internal network")
-	}
-	return strings.Join(parts, " and ")
 }
 
 // effectiveTools is the built-in tool set a session runs with: its tools,
