@@ -610,12 +610,7 @@ func gitRun(t *testing.T, dir string, args ...string) string {
 // outside a repository is refused.
 func TestE2EDelegateWorktrees(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("git"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("git is not installed and CI=true")
-		}
-		t.Skip("git is not installed")
-	}
+	requireGit(t)
 	e := startE2E(t, e2eOptions{protocol: "2025-11-25", elicit: noElicitation(t)})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

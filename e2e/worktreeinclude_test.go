@@ -22,12 +22,7 @@ import (
 // copied. The copy is no change: close removes the worktree.
 func TestE2EWorktreeInclude(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("git"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("git is not installed and CI=true")
-		}
-		t.Skip("git is not installed")
-	}
+	requireGit(t)
 	e := startE2E(t, e2eOptions{protocol: "2025-11-25", elicit: noElicitation(t)})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -79,5 +74,16 @@ func TestE2EWorktreeInclude(t *testing.T) {
 	}
 	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the worktree %s is still there (%v)", path, err)
+	}
+}
+
+// requireGit fails t without git under CI=true, and skips it elsewhere.
+func requireGit(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("git is not installed and CI=true")
+		}
+		t.Skip("git is not installed")
 	}
 }
