@@ -384,6 +384,14 @@ func (p *Process) SetModel(ctx context.Context, model string) error {
 	return err
 }
 
+// Rename sets the session's display name (control request rename_session),
+// as --name does at the start: both CLIs write the same custom-title line
+// into the transcript.
+func (p *Process) Rename(ctx context.Context, title string) error {
+	_, err := p.Control(ctx, "rename_session", map[string]any{"title": title})
+	return err
+}
+
 // SetPermissionMode switches the permission mode. The CLI does not validate
 // the mode: callers must.
 func (p *Process) SetPermissionMode(ctx context.Context, mode string) error {

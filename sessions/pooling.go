@@ -54,11 +54,12 @@ func (m *Manager) sparesOn() bool { return m.cfg.WarmSpares > 0 && m.cfg.MaxLive
 
 // freshOptions returns the process options of a new session with opts,
 // when a spare could serve it: no conversation to resume or fork, no
-// worktree of its own.
+// worktree of its own. A spare has no display name (see live.SpareKey).
 func (m *Manager) freshOptions(opts CreateOptions) (claudeagent.Options, bool) {
 	if opts.ResumeSessionID != "" || opts.Worktree.On {
 		return claudeagent.Options{}, false
 	}
+	opts.Name = ""
 	env, err := m.admit(&opts)
 	if err != nil {
 		return claudeagent.Options{}, false

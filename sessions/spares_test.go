@@ -2,6 +2,8 @@ package sessions
 
 import (
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -237,5 +239,37 @@ func TestSpareRefillWhenFull(t *testing.T) {
 	}
 	if next := waitSpares(t, m, 1); next[0] == first {
 		t.Errorf("the spare was not replaced: %v", next)
+	}
+}
+
+// TestSpareNamed: a named create takes the spare its unnamed options
+// started (the name is not part of the spare's key), and the spare's
+// process takes the name as --name would have given it: the CLI's
+// custom-title line in the transcript.
+func TestSpareNamed(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, Config{WarmSpares: 1, MaxLive: 4})
+	opts := CreateOptions{Cwd: t.TempDir(), SessionOptions: claudeagent.SessionOptions{Model: "sonnet"}}
+	m.spareOn(live.SessionCreated, opts)
+	pids := waitSpares(t, m, 1)
+	named := opts
+	named.Name = "reviewer"
+	s := create(t, m, named)
+	if in := s.Info(); in.PID != pids[0] {
+		t.Fatalf("the named session runs pid %d, not the spare %d", in.PID, pids[0])
+	}
+	if r := query(t, s, "hi", QueryOptions{}); r.FinalText != hello {
+		t.Fatalf("query: %+v", r)
+	}
+	title := `"customTitle":"reviewer"`
+	testkit.Until(t, waitLimit, "the name in the transcript", func() bool {
+		b, err := os.ReadFile(s.TranscriptPath().String())
+		return err == nil && strings.Contains(string(b), title)
+	})
+	// The next named create, with another name, takes the spare behind it.
+	next := waitSpares(t, m, 1)
+	named.Name = "tester"
+	if s2 := create(t, m, named); s2.Info().PID != next[0] {
+		t.Errorf("a second named create did not take the spare %d", next[0])
 	}
 }

@@ -50,6 +50,9 @@ func (s *Session) ensureProcess(ctx context.Context, t *turn.Turn) error {
 	}
 	if sp != nil { // its place became the session's
 		opts.SessionID = sp.SessionID()
+		if opts.Name != "" {
+			go s.nameSpare(sp.Process(), opts.Name)
+		}
 		return s.started(sp.Process(), resp, opts)
 	}
 	if err := s.place(ctx, t); err != nil {
@@ -129,6 +132,19 @@ func (s *Session) takeSpare(opts claudeagent.Options) (*live.Spare, *claudeagent
 	s.m.spareOn(took, CreateOptions{})
 	s.log.Debug("took a warm spare", "pid", sp.Process().PID())
 	return sp, sp.Initialized()
+}
+
+// nameSpare gives the spare's process the session's name, which a spare
+// starts without (live.SpareKey), as --name would have. The create does not
+// wait for it (the round trip to the CLI, which writes the name into its
+// transcript, cost 10 ms of a 15 ms create); a failed rename costs the
+// display name only.
+func (s *Session) nameSpare(p *claudeagent.Process, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.m.cfg.StartTimeout)
+	defer cancel()
+	if err := p.Rename(ctx, name); err != nil {
+		s.log.Warn("the warm spare did not take the session's name", "err", err)
+	}
 }
 
 // place gets the session a live place from the pool, within the owner's

@@ -167,8 +167,12 @@ func (sp *Spare) onControl(ctx context.Context, req *claudeagent.ControlRequest)
 // SpareKey identifies the process a fresh session with opts starts: its
 // arguments (without its own session id), what it is given besides them
 // (the session options, the MCP configuration: the texts and documents the
-// command line does not carry), directory, environment and ceiling.
+// command line does not carry), directory, environment and ceiling. The
+// display name is not part of it: a spare starts without one and the
+// session that takes it names it (Process.Rename), so a named session is
+// served as fast as an unnamed one.
 func SpareKey(o claudeagent.Options) string {
+	o.Name = ""
 	var args []string
 	for _, a := range o.Args() {
 		if !strings.HasPrefix(a, "--session-id=") {

@@ -334,7 +334,12 @@ func (r *rig) timedSend(ctx context.Context, s *server, tool string, args map[st
 // timedCreate times claude_session_create on s and checks its answer
 // after the timer.
 func (r *rig) timedCreate(ctx context.Context, s *server) (string, time.Duration, error) {
-	res, d, err := r.timedSend(ctx, s, "claude_session_create", map[string]any{})
+	return r.timedCreateWith(ctx, s, map[string]any{})
+}
+
+// timedCreateWith times a claude_session_create with args on s.
+func (r *rig) timedCreateWith(ctx context.Context, s *server, args map[string]any) (string, time.Duration, error) {
+	res, d, err := r.timedSend(ctx, s, "claude_session_create", args)
 	if err != nil {
 		return "", d, err
 	}
@@ -428,6 +433,17 @@ func (r *rig) serverVariants() []variant {
 		{"create_spare", func(ctx context.Context) (d time.Duration, err error) {
 			err = r.afterSpare(ctx, func() error {
 				id, took, err := r.timedCreate(ctx, r.warm)
+				d = took
+				if err != nil {
+					return err
+				}
+				return r.warm.closeSession(ctx, id)
+			})
+			return d, err
+		}},
+		{"create_spare_named", func(ctx context.Context) (d time.Duration, err error) {
+			err = r.afterSpare(ctx, func() error {
+				id, took, err := r.timedCreateWith(ctx, r.warm, map[string]any{"name": "bench"})
 				d = took
 				if err != nil {
 					return err

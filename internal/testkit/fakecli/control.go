@@ -77,6 +77,16 @@ func (f *fake) control(id string, req json.RawMessage) {
 				SessionID      string  `json:"session_id"`
 			}{"system", "status", nil, r.Mode, newUUID(), f.sid}))
 		}
+	case "rename_session":
+		var rn struct {
+			Title *string `json:"title"`
+		}
+		if json.Unmarshal(req, &rn) != nil || rn.Title == nil {
+			f.controlError(id, "rename_session: title must be a string")
+			return
+		}
+		f.trans.title(f.sid, *rn.Title)
+		f.controlSuccess(id, nil)
 	case "apply_flag_settings":
 		var a struct {
 			Settings map[string]json.RawMessage `json:"settings"`

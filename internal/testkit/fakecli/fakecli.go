@@ -430,6 +430,9 @@ func newFake(flags flagSet, dir string, stdout, stderr io.Writer) *fake {
 		f.model = m
 	}
 	f.trans = newTranscript(f.sid)
+	if name := flags.value("--name"); name != "" {
+		f.trans.title(f.sid, name)
+	}
 	cwd, _ := os.Getwd()
 	home := os.Getenv("HOME")
 	f.paths = strings.NewReplacer(

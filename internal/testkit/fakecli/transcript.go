@@ -2,6 +2,7 @@ package fakecli
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,6 +41,13 @@ func newTranscript(sid string) *transcript {
 	return &transcript{path: filepath.Join(dir, "projects", slug, sid+".jsonl"), lag: lag}
 }
 
+// title writes the session's display name as the CLI does for --name and
+// the control request rename_session: a custom-title line.
+func (t *transcript) title(sid, title string) {
+	line, _ := json.Marshal(map[string]string{"type": "custom-title", "customTitle": title, "sessionId": sid})
+	t.write(append(line, '\n'))
+}
+
 // note writes line to the transcript when it is a user message or an
 // assistant message of the main conversation (after the lag, if any).
 func (t *transcript) note(line []byte) {
@@ -48,22 +56,24 @@ func (t *transcript) note(line []byte) {
 		return
 	}
 	line = append(bytes.Clone(line), '\n')
-	write := func() {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		if err := os.MkdirAll(filepath.Dir(t.path), 0o700); err != nil {
-			return
-		}
-		f, err := os.OpenFile(t.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		if err != nil {
-			return
-		}
-		_, _ = f.Write(line)
-		f.Close()
-	}
 	if t.lag > 0 {
-		time.AfterFunc(t.lag, write)
+		time.AfterFunc(t.lag, func() { t.write(line) })
 		return
 	}
-	write()
+	t.write(line)
+}
+
+// write appends line to the transcript.
+func (t *transcript) write(line []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := os.MkdirAll(filepath.Dir(t.path), 0o700); err != nil {
+		return
+	}
+	f, err := os.OpenFile(t.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return
+	}
+	_, _ = f.Write(line)
+	f.Close()
 }
