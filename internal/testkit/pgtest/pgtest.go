@@ -1,5 +1,5 @@
-// Package pgtest runs a throwaway PostgreSQL cluster for the tests: Debian's
-// postgresql (initdb and postgres under /usr/lib/postgresql/*/bin), a
+// Package pgtest runs a throwaway PostgreSQL cluster for the tests: the
+// installed PostgreSQL's initdb and postgres (BinDir finds them), a
 // cluster in a temporary directory, run as an unprivileged user when the
 // tests run as root (postgres refuses root: nobody), listening on a unix
 // socket in that directory and on a free loopback port. One cluster per
@@ -18,8 +18,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -54,18 +57,50 @@ type cluster struct {
 	done chan struct{}
 }
 
-// BinDir is the newest /usr/lib/postgresql/*/bin holding initdb, or "".
+// BinDir is the directory of the PostgreSQL programs (initdb, postgres) the
+// tests run, or "": $PGTEST_BIN when set (scripts/test sets it to what it
+// found), else the directory of the initdb on PATH, else `pg_config
+// --bindir`'s, else the newest of the places distributions put them:
+// Debian's /usr/lib/postgresql/*/bin, Red Hat's /usr/pgsql-*/bin,
+// Homebrew's postgresql@* and /usr/local/pgsql/bin (a source build).
 func BinDir() string {
-	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
-	sort.Slice(found, func(i, j int) bool { return version(found[i]) > version(found[j]) })
+	if dir := os.Getenv("PGTEST_BIN"); dir != "" {
+		return dir
+	}
+	if p, err := exec.LookPath("initdb"); err == nil {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real // its postgres is beside the real initdb
+		}
+		return filepath.Dir(p)
+	}
+	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
+		if dir := strings.TrimSpace(string(out)); hasInitdb(dir) {
+			return dir
+		}
+	}
+	var found []string
+	for _, pattern := range []string{"/usr/lib/postgresql/*/bin", "/usr/pgsql-*/bin", "/opt/homebrew/opt/postgresql@*/bin",
+		"/usr/local/opt/postgresql@*/bin", "/usr/local/pgsql/bin"} {
+		dirs, _ := filepath.Glob(pattern)
+		found = append(found, slices.DeleteFunc(dirs, func(d string) bool { return !hasInitdb(d) })...)
+	}
+	sort.SliceStable(found, func(i, j int) bool { return version(found[i]) > version(found[j]) })
 	if len(found) == 0 {
 		return ""
 	}
-	return filepath.Dir(found[0])
+	return found[0]
 }
 
-func version(initdb string) int {
-	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(initdb))))
+func hasInitdb(dir string) bool {
+	fi, err := os.Stat(filepath.Join(dir, "initdb"))
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// version is the major version a directory's path names (15 in
+// /usr/lib/postgresql/15/bin, /usr/pgsql-15/bin or postgresql@15), or 0.
+func version(dir string) int {
+	digits := regexp.MustCompile(`[0-9]+`).FindString(dir)
+	v, _ := strconv.Atoi(digits)
 	return v
 }
 
@@ -78,7 +113,7 @@ func New(t testing.TB) string {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("PostgreSQL is needed (CI=true): %v", failed)
 		}
-		t.Skipf("no PostgreSQL to test against: %v (scripts/test installs Debian's postgresql)", failed)
+		t.Skipf("no PostgreSQL to test against: %v (scripts/test installs Debian's postgresql where it can)", failed)
 	}
 	name := fmt.Sprintf("t%d", dbs.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -102,7 +137,7 @@ func (c *cluster) url(db string) string {
 func start() (*cluster, error) {
 	bin := BinDir()
 	if bin == "" {
-		return nil, errors.New("no /usr/lib/postgresql/*/bin/initdb")
+		return nil, errors.New("no initdb: set PGTEST_BIN to the directory of the PostgreSQL programs, or put initdb on PATH")
 	}
 	dir, err := os.MkdirTemp("", "pgtest-")
 	if err != nil {
