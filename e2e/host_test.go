@@ -232,6 +232,7 @@ type hostOptions struct {
 	allowedTools []string               // default: every tool the plan calls
 	env          map[string]string      // added to the host's (and so the server's) environment
 	serverArgs   []string
+	settings     map[string]any // the host's own settings (--settings), e.g. its hooks
 }
 
 // requireHostCLI returns the CLI to drive as the host. A CLI older than
@@ -335,6 +336,14 @@ func startHost(t *testing.T, o hostOptions) *host {
 	// after it.
 	line := []string{"stty cols 120 rows 40 2>/dev/null;", "exec", shellQuote(claude), shellQuote(o.prompt),
 		"--mcp-config", shellQuote(configPath), "--strict-mcp-config"}
+	if o.settings != nil {
+		b, _ := json.Marshal(o.settings)
+		path := filepath.Join(home, "host-settings.json")
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		line = append(line, "--settings", shellQuote(path))
+	}
 	if len(allowed) > 0 {
 		line = append(line, "--allowedTools")
 		for _, a := range allowed {
