@@ -4,6 +4,7 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -86,4 +87,64 @@ func requireGit(t *testing.T) {
 		}
 		t.Skip("git is not installed")
 	}
+}
+
+// TestE2EWorktreeHook: a repository whose settings name a WorktreeCreate
+// hook gets its session's worktree from the hook, as the CLI would: the
+// hook (run under the session's ceiling) makes a git worktree and sets it
+// up (an .env the tests need), create reports where and that setup
+// succeeded, and the real CLI works there. A server whose sessions may run
+// no program refuses the create before the hook runs, saying why.
+func TestE2EWorktreeHook(t *testing.T) {
+	t.Parallel()
+	requireGit(t)
+	repo := func(e *e2e) (dir, wt, marker string) {
+		dir, wt, marker = filepath.Join(e.home, "repo"), filepath.Join(e.home, "hooked-wt"), filepath.Join(e.home, "hook-ran")
+		hook := "touch " + marker + " && git -c core.hooksPath=/dev/null worktree add -q -b hooked " + wt + " >&2 && echo E2E_HOOK_SETUP=1 > " + wt + "/.env && echo " + wt
+		settings := `{"hooks":{"WorktreeCreate":[{"hooks":[{"type":"command","command":` + strconvQuote(hook) + `}]}]}}`
+		for name, content := range map[string]string{".gitignore": ".env\n", "README": "base\n", ".claude/settings.json": settings} {
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		gitRun(t, dir, "init", "--quiet")
+		gitRun(t, dir, "add", ".")
+		gitRun(t, dir, "commit", "--quiet", "-m", "base")
+		return dir, wt, marker
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	e := startE2E(t, e2eOptions{protocol: "2025-11-25", elicit: noElicitation(t)})
+	dir, wt, _ := repo(e)
+	res, out := e.call(t, ctx, "claude_session_create", map[string]any{"cwd": dir, "worktree": "env", "permissionMode": "acceptEdits"}, nil)
+	w, _ := out["worktree"].(map[string]any)
+	setup, _ := w["setup"].(map[string]any)
+	if res.IsError || w["path"] != wt || w["branch"] != "hooked" || setup["ok"] != true || !strings.Contains(text(res), "WorktreeCreate hook made the worktree") {
+		t.Fatalf("create: %s; worktree %v", text(res), w)
+	}
+	sid, _ := out["sessionId"].(string)
+	res, out = e.query(t, ctx, sid, "TOOL_READ["+filepath.Join(wt, ".env")+"]")
+	if final, _ := out["finalText"].(string); res.IsError || !strings.Contains(final, "E2E_HOOK_SETUP=1") {
+		t.Errorf("the CLI reading the hook's .env in its worktree: %s", text(res))
+	}
+
+	e = startE2E(t, e2eOptions{protocol: "2025-11-25", elicit: noElicitation(t), args: []string{"--allowed-tools-ceiling", "Read,Grep,Glob", "--warm-spares", "0"}})
+	dir, _, marker := repo(e)
+	res, _ = e.call(t, ctx, "claude_session_create", map[string]any{"cwd": dir, "worktree": "env"}, nil)
+	if !res.IsError || !strings.Contains(text(res), "WorktreeCreate hook") || !strings.Contains(text(res), "may run none") {
+		t.Errorf("create where sessions may run no program: %s", text(res))
+	}
+	if _, err := os.Stat(marker); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the refused hook ran (%v)", err)
+	}
+}
+
+// strconvQuote is s as a JSON string.
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

@@ -296,6 +296,11 @@ func (h *handlers) create(ctx context.Context, req *mcp.CallToolRequest, in Crea
 		}
 		text += "."
 	}
+	if out.Worktree != nil && info.Worktree != nil && info.Worktree.Setup != nil {
+		wt := *out.Worktree
+		wt.Setup, out.Worktree = info.Worktree.Setup, &wt
+		text += fmt.Sprintf(" The repository's WorktreeCreate hook made the worktree, at %s.", wt.Path)
+	}
 	return resulttext.Tool(text), out, nil
 }
 

@@ -31,7 +31,6 @@ import (
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/policy"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/store"
-	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/worktree"
 )
 
 // Config configures a [Manager]. Zero values select the defaults.
@@ -304,7 +303,7 @@ func (m *Manager) Open(ctx context.Context, opts CreateOptions) (*Session, error
 		if name == "" {
 			name = "session-" + s.ID[:8]
 		}
-		w, err := worktree.Make(ctx, opts.Cwd, name, m.checkPath) // its repository within the allowed roots
+		w, err := m.makeWorktree(ctx, &opts, name)
 		if err != nil {
 			m.Discard(s)
 			return nil, err
@@ -316,6 +315,9 @@ func (m *Manager) Open(ctx context.Context, opts CreateOptions) (*Session, error
 		s.log.Info("made a worktree for the session", "path", w.Path, "branch", w.Branch)
 		if c := w.Copied; c != nil {
 			s.log.Info("copied into the worktree the ignored files .worktreeinclude names", "copied", c.Count, "skipped", c.Skipped)
+		}
+		if w.ByHook {
+			s.log.Info("the repository's WorktreeCreate hook made the worktree", "path", w.Path)
 		}
 	}
 	return s, nil

@@ -25,7 +25,7 @@ func (g *Gate) Ceiling(o *options.CreateOptions, cwd string) *ceiling.Ceiling {
 	if !g.cfg.Kernel {
 		return nil
 	}
-	c := &ceiling.Ceiling{NoPrograms: !g.mayRunPrograms(o)}
+	c := &ceiling.Ceiling{NoPrograms: !g.MayRunPrograms(o)}
 	switch {
 	case g.cfg.Remote && !g.remoteClass(o, ReadsFiles):
 		c.Files = true
@@ -48,10 +48,10 @@ func (g *Gate) Ceiling(o *options.CreateOptions, cwd string) *ceiling.Ceiling {
 	return c
 }
 
-// mayRunPrograms reports whether a session with o may start programs
+// MayRunPrograms reports whether a session with o may start programs
 // beyond the CLI's own: its tool set has Bash, and no ceiling says
 // otherwise.
-func (g *Gate) mayRunPrograms(o *options.CreateOptions) bool {
+func (g *Gate) MayRunPrograms(o *options.CreateOptions) bool {
 	if t := g.cfg.ToolsCeiling; t != nil && !slices.Contains(t, "Bash") {
 		return false
 	}

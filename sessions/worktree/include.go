@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -65,11 +66,14 @@ func (c *Copied) skip(what, why string) {
 // is no .worktreeinclude. Nothing it meets fails the worktree: what it
 // could not copy is reported.
 func include(ctx context.Context, root, dst string) *Copied {
+	c := localSettings(root, dst)
 	list, err := beneath.ReadFile(beneath.Path{Dir: root, Rel: includeFile}, maxIncludeList)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return c
 	}
-	c := &Copied{Files: []string{}}
+	if c == nil {
+		c = &Copied{Files: []string{}}
+	}
 	if err != nil {
 		c.skip(includeFile, "not read: "+reason(err))
 		return c
@@ -79,10 +83,38 @@ func include(ctx context.Context, root, dst string) *Copied {
 		if err != nil {
 			c.skip(includeFile, "listing the files it names: "+err.Error())
 		}
+		if slices.Contains(c.Files, localFile) { // copied already
+			paths = slices.DeleteFunc(paths, func(p string) bool { return p == localFile })
+		}
 		c.copyAll(ctx, root, dst, paths)
 	}
 	if c.unreported > 0 {
 		c.Skipped = append(c.Skipped, fmt.Sprintf("and %d more skipped", c.unreported))
+	}
+	return c
+}
+
+// localFile is the repository's local settings (its permissions, its
+// hooks), which git ignores: Claude Code copies it into a new worktree
+// (unless it is a link) so that a session there runs as it would in the
+// repository; so does Make.
+const localFile = ".claude/settings.local.json"
+
+// localSettings copies the repository's local settings into the worktree
+// at dst, where it has none; nil when there is nothing to copy.
+func localSettings(root, dst string) *Copied {
+	src := beneath.Path{Dir: root, Rel: localFile}
+	if there, err := beneath.Exists(src); err != nil || !there {
+		return nil
+	}
+	c := &Copied{Files: []string{}}
+	switch _, err := copyFile(src, beneath.Path{Dir: dst, Rel: localFile}, maxSettingsBytes); {
+	case errors.Is(err, fs.ErrExist): // tracked: the worktree has it
+		return nil
+	case err != nil:
+		c.skip(localFile, reason(err))
+	default:
+		c.Count, c.Files = 1, []string{localFile}
 	}
 	return c
 }

@@ -1,8 +1,10 @@
 // Package worktree makes, inspects and finishes the isolated git worktrees
 // sessions may run in, and copies into a new one the ignored files its
-// repository's .worktreeinclude names. It is pure git: it knows nothing of
-// sessions, the CLI or MCP; the caller checks paths against its policy
-// (Make's check).
+// repository's .worktreeinclude names; or has the repository's
+// WorktreeCreate hooks make it (MakeByHooks). It is git and those hooks:
+// it knows nothing of sessions, the CLI or MCP; the caller checks paths
+// against its policy (Make's check) and starts a hook (under the
+// session's ceiling).
 package worktree
 
 import (
@@ -80,9 +82,18 @@ type Worktree struct {
 	Base   string `json:"base"`   // the commit it started from
 	Repo   string `json:"repo"`   // the root of the repository it belongs to
 	Rel    string `json:"rel"`    // where in it the session works (cwd's place in the repository)
+	// ByHook: the repository's WorktreeCreate hook made it (MakeByHooks);
+	// its WorktreeRemove hooks remove it.
+	ByHook bool `json:"byHook,omitempty"`
 	// Copied is what Make copied in of the ignored files .worktreeinclude
-	// names (nil without one); it is not stored.
+	// names (nil without one); Setup what the repository's WorktreeCreate
+	// hooks did (nil without any). Neither is stored.
 	Copied *Copied `json:"-"`
+	Setup  *Setup  `json:"-"`
+	// Start starts the repository's WorktreeRemove hooks of a worktree
+	// made by hooks, under the session's ceiling; without it (a session
+	// loaded from the store) Finish keeps such a worktree.
+	Start Starter `json:"-"`
 }
 
 // Cwd is the directory the session works in.
@@ -95,6 +106,7 @@ type Info struct {
 	ChangedFiles []string `json:"changedFiles" jsonschema:"Files changed or added since it was made, committed or not (at most 100)."`
 	Removed      bool     `json:"removed,omitempty" jsonschema:"True when the session was closed with nothing changed and the worktree and its branch were removed."`
 	Copied       *Copied  `json:"copied,omitempty" jsonschema:"When it was made: the git-ignored files its repository's .worktreeinclude names, copied in."`
+	Setup        *Setup   `json:"setup,omitempty" jsonschema:"When it was made by the repository's WorktreeCreate hooks: whether they succeeded."`
 }
 
 var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
@@ -244,6 +256,17 @@ func (w *Worktree) Finish(ctx context.Context) (*Info, error) {
 		return in, fmt.Errorf("checking worktree %s: %w; it is kept", w.Path, err)
 	}
 	if len(files) > 0 || commits {
+		return in, nil
+	}
+	if w.ByHook {
+		if w.Start == nil {
+			return in, nil
+		}
+		ran, err := w.removeByHooks(ctx, w.Start)
+		if err != nil {
+			return in, fmt.Errorf("removing worktree %s: %w; it is kept", w.Path, err)
+		}
+		in.Removed = ran
 		return in, nil
 	}
 	common, err := commonDir(ctx, w.Repo)
