@@ -97,6 +97,10 @@ var scenarios = []scenario{
 	}},
 	{name: "can_use_tool", opts: claudeagent.Options{SessionOptions: claudeagent.SessionOptions{PermissionMode: "default"}, PermissionPromptStdio: true},
 		run: func(s *session) error { return s.turn("TOOL_BASH[touch made_by_tool.txt && echo hi]") }},
+	// The model's clarifying questions come as a can_use_tool request of
+	// AskUserQuestion; the recorder allows it unchanged (no answers).
+	{name: "ask_user_question", opts: claudeagent.Options{SessionOptions: claudeagent.SessionOptions{PermissionMode: "default"}, PermissionPromptStdio: true},
+		run: func(s *session) error { return s.turn("TOOL_ASK") }},
 	{name: "big_line", run: func(s *session) error { return s.turn("BIGTEXT") }},
 	{name: "not_logged_in", loggedOut: true, run: func(s *session) error { return s.turn("hi") }},
 	{name: "usage_limit", oauth: true, run: func(s *session) error { return s.turn("LIMIT[600] hi") }},
