@@ -16,7 +16,7 @@ import (
 // The dashboard's actions: start a session (a POST to /ui/new), and on a
 // session (a POST to /ui/s/<id>/<action>) send a prompt to it when idle,
 // steer its running turn, interrupt it, close it, answer a permission
-// question. Each must carry the sign-in cookie, a same-origin Origin
+// question or the model's clarifying questions (questions.go). Each must carry the sign-in cookie, a same-origin Origin
 // header and the token of the page it came from; the action must be
 // classified (actions); the session must be the user's (an admin may
 // interrupt and close anyone's; a prompt, a steer and an answer act as

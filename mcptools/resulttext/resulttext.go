@@ -8,7 +8,8 @@
 // (in …, the 5-hour limit)" in texts.
 //
 // It knows turns, runs and sessions' snapshots (turn.Result, sessions.Progress,
-// sessions.Info) and the MCP content types; it must not know the tools,
+// sessions.Info), the model's questions (claudeagent.Questions) and the MCP
+// content types; it must not know the tools,
 // their handlers, tasks or transports, which call it.
 package resulttext
 
