@@ -53,16 +53,19 @@ func formAnswer(content map[string]any, asked *atomic.Int32, schema *atomic.Valu
 func TestE2EQuestionElicitation(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		name    string
-		content map[string]any
-		told    []string // in the tool_result
-		listed  map[string]string
+		name     string
+		protocol string
+		content  map[string]any
+		told     []string // in the tool_result
+		listed   map[string]string
 	}{
-		{"single", map[string]any{"q1": "SQLite"},
+		{"single", "2025-11-25", map[string]any{"q1": "SQLite"},
 			[]string{`"` + askDB + `"="SQLite"`}, map[string]string{askDB: "SQLite"}},
-		{"multiple", map[string]any{"q1": "Postgres", "q2": []any{"Auth", "Billing"}},
+		{"single_input_required", "", map[string]any{"q1": "SQLite"}, // the SDK's newest protocol: an input-required result
+			[]string{`"` + askDB + `"="SQLite"`}, map[string]string{askDB: "SQLite"}},
+		{"multiple", "2025-11-25", map[string]any{"q1": "Postgres", "q2": []any{"Auth", "Billing"}},
 			[]string{`"` + askDB + `"="Postgres"`, `"` + askFeatures + `"="Auth, Billing"`}, map[string]string{askDB: "Postgres", askFeatures: "Auth, Billing"}},
-		{"free_text", map[string]any{"q1_other": "DuckDB, embedded in the binary", "q2": []any{"Search"}, "q2_other": "search must be fast"},
+		{"free_text", "2025-11-25", map[string]any{"q1_other": "DuckDB, embedded in the binary", "q2": []any{"Search"}, "q2_other": "search must be fast"},
 			[]string{`"` + askDB + `"="DuckDB, embedded in the binary"`, `"` + askFeatures + `"="Search"`, "search must be fast"},
 			map[string]string{askDB: "DuckDB, embedded in the binary", askFeatures: "Search (search must be fast)"}},
 	} {
@@ -70,7 +73,7 @@ func TestE2EQuestionElicitation(t *testing.T) {
 			t.Parallel()
 			var asked atomic.Int32
 			var schema atomic.Value
-			e := startE2E(t, e2eOptions{protocol: "2025-11-25", elicit: formAnswer(c.content, &asked, &schema)})
+			e := startE2E(t, e2eOptions{protocol: c.protocol, elicit: formAnswer(c.content, &asked, &schema)})
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			res, out := e.call(t, ctx, "claude_direct_query", map[string]any{"cwd": e.cwd, "prompt": "TOOL_ASK"}, nil)

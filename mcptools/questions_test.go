@@ -146,6 +146,8 @@ func TestQuestionsRefused(t *testing.T) {
 			[]string{"The user declined to answer your questions", "state these assumptions"}},
 		{"nobody", sessions.Config{}, nil,
 			[]string{"Nobody can answer your questions now", "did not declare elicitation", "state these assumptions"}},
+		{"nobody_policy_allow", sessions.Config{PermissionPolicy: "allow"}, nil, // a bare allow would leave the model "not answered"
+			[]string{"Nobody can answer your questions now", "state these assumptions"}},
 		{"nobody_deny", sessions.Config{UnansweredQuestions: sessions.UnansweredDeny}, nil,
 			[]string{"Your questions cannot be answered", "did not declare elicitation"}},
 		{"timeout", sessions.Config{PermissionTimeout: 300 * time.Millisecond}, hang,
