@@ -223,6 +223,9 @@ func TestTaskQuestions(t *testing.T) {
 	if msg, _ := st["statusMessage"].(string); msg != "Waiting for an answer: "+askDB {
 		t.Errorf("statusMessage = %q", msg)
 	}
+	if list := c.tool("claude_session_list", map[string]any{"sessionId": sid}); !strings.Contains(fmt.Sprint(list["content"]), "waiting for an answer to its question ("+askDB) {
+		t.Errorf("claude_session_list does not say the session waits for an answer: %v", list["content"])
+	}
 	// A choice the form did not offer leaves the question open.
 	bad := map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"q1": "Oracle"}}}
 	c.result(c.call("tasks/update", map[string]any{"taskId": id, "inputResponses": bad}))
