@@ -367,14 +367,14 @@ func (d *Dashboard) questions(id string) []shownQuestion {
 	d.mu.Lock()
 	for _, q := range d.pending {
 		if q.session == id {
-			out = append(out, shownQuestion{ID: q.id, Message: d.question(q.req), Tool: q.req.ToolName, Asked: asked(q.req), asked: q.asked})
+			out = append(out, shownQuestion{ID: q.id, Message: d.question(q.req), Tool: q.req.ToolName, Asked: modelQuestions(q.req), asked: q.asked})
 		}
 	}
 	d.mu.Unlock()
 	if f := d.feedOf(id); f != nil {
 		if r, _ := f.state(); r != nil {
 			for _, q := range r.Questions() {
-				out = append(out, shownQuestion{ID: q.ID, Message: d.question(q.PermissionRequest), Tool: q.ToolName, Asked: asked(q.PermissionRequest)})
+				out = append(out, shownQuestion{ID: q.ID, Message: d.question(q.PermissionRequest), Tool: q.ToolName, Asked: modelQuestions(q.PermissionRequest)})
 			}
 		}
 	}

@@ -232,7 +232,7 @@ func (p sessionPage) actionForm(w *htmlWriter, action string, body func()) {
 // when the page's user may.
 func (p sessionPage) question(w *htmlWriter, q shownQuestion) {
 	if len(q.Asked) > 0 {
-		p.asked(w, q)
+		p.questionsCard(w, q)
 		return
 	}
 	w.el("div", attrs{at("class", "question"), at("data-question", q.ID)}, func() {

@@ -16,8 +16,9 @@ import (
 // questions.go): "qN" for the choices of question N, "qN_other" for the
 // text.
 
-// asked returns the model's questions pr asks, nil for another tool.
-func asked(pr *turn.PermissionRequest) []claudeagent.Question {
+// modelQuestions returns the model's questions pr asks, nil for another
+// tool.
+func modelQuestions(pr *turn.PermissionRequest) []claudeagent.Question {
 	qs, _ := claudeagent.Questions(pr.ToolName, pr.Input)
 	return qs
 }
@@ -28,7 +29,7 @@ func questionField(i int) string { return "q" + strconv.Itoa(i+1) }
 // answers is the CLI's answer to pr's questions from a posted form; an
 // answer that does not fit (a choice not offered) is an error.
 func answers(pr *turn.PermissionRequest, form url.Values) (*claudeagent.PermissionResult, error) {
-	qs := asked(pr)
+	qs := modelQuestions(pr)
 	replies := make([]claudeagent.Reply, len(qs))
 	for i := range qs {
 		name := questionField(i)
@@ -43,9 +44,9 @@ func answers(pr *turn.PermissionRequest, form url.Values) (*claudeagent.Permissi
 	return claudeagent.AnswerQuestions(pr.Input, qs, replies)
 }
 
-// asked writes the card of the model's questions q, with the form that
-// answers them when the page's user may.
-func (p sessionPage) asked(w *htmlWriter, q shownQuestion) {
+// questionsCard writes the card of the model's questions q, with the form
+// that answers them when the page's user may.
+func (p sessionPage) questionsCard(w *htmlWriter, q shownQuestion) {
 	w.el("div", attrs{at("class", "question asks"), at("data-question", q.ID)}, func() {
 		w.elText("h2", nil, "Claude Code asks")
 		if !p.CanAnswer {
