@@ -204,9 +204,10 @@ func main() {
 	for _, a := range flag.Args() {
 		want[a] = true
 	}
+	named := len(want) > 0 // the scenarios named, else all
 	failed := false
 	for _, sc := range scenarios {
-		if len(want) > 0 && !want[sc.name] {
+		if named && !want[sc.name] {
 			continue
 		}
 		delete(want, sc.name)
