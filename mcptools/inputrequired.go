@@ -10,7 +10,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/notify"
-	"github.com/claude-agent-mcp/claude-agent-mcp/mcptools/resulttext"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
@@ -36,7 +35,7 @@ func firstQuestion(r *sessions.Run) *sessions.Question {
 
 // elicitParams is the form that asks q.
 func elicitParams(q *sessions.Question) *mcp.ElicitParams {
-	return &mcp.ElicitParams{Mode: "form", Message: resulttext.Permission(q.PermissionRequest), RequestedSchema: permissionSchema}
+	return formOf(q.PermissionRequest)
 }
 
 // inputRequired ends a call with the question q; the client answers it and

@@ -57,11 +57,7 @@ func (h *handlers) asker(req *mcp.CallToolRequest) func(context.Context, *turn.P
 	}
 	ss := req.Session
 	return func(ctx context.Context, pr *turn.PermissionRequest) (*claudeagent.PermissionResult, error) {
-		res, err := ss.Elicit(ctx, &mcp.ElicitParams{
-			Mode:            "form",
-			Message:         resulttext.Permission(pr),
-			RequestedSchema: permissionSchema,
-		})
+		res, err := ss.Elicit(ctx, formOf(pr))
 		if err != nil {
 			return nil, fmt.Errorf("asking the client: %w", err)
 		}
@@ -69,8 +65,21 @@ func (h *handlers) asker(req *mcp.CallToolRequest) func(context.Context, *turn.P
 	}
 }
 
-// permissionAnswer maps the client's answer to the CLI's.
+// formOf is the elicitation that asks pr: the model's questions as
+// questions, any other tool call as a permission.
+func formOf(pr *turn.PermissionRequest) *mcp.ElicitParams {
+	if qs, ok := questionsOf(pr); ok {
+		return questionParams(pr, qs)
+	}
+	return &mcp.ElicitParams{Mode: "form", Message: resulttext.Permission(pr), RequestedSchema: permissionSchema}
+}
+
+// permissionAnswer maps the client's answer to the form of formOf(pr) to
+// the CLI's.
 func permissionAnswer(pr *turn.PermissionRequest, res *mcp.ElicitResult) (*claudeagent.PermissionResult, error) {
+	if qs, ok := questionsOf(pr); ok {
+		return questionAnswer(pr, qs, res)
+	}
 	if res == nil {
 		return nil, errors.New("the client returned no answer")
 	}
@@ -98,8 +107,13 @@ func permissionAnswer(pr *turn.PermissionRequest, res *mcp.ElicitResult) (*claud
 }
 
 // pageAnswer maps an answer given on a dashboard page to the CLI's, as
-// the same answer to the elicitation form would be (dashboard.Server.Answer).
+// the same answer to the elicitation form would be (dashboard.Server.Answer);
+// a page denies the model's questions as declined (the page answers them
+// itself: dashboard.answerQuestions).
 func pageAnswer(pr *turn.PermissionRequest, decision, reason string) (*claudeagent.PermissionResult, error) {
+	if _, ok := questionsOf(pr); ok && decision == decisionDeny {
+		return questionAnswer(pr, nil, &mcp.ElicitResult{Action: "decline"})
+	}
 	return permissionAnswer(pr, &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": decision, "reason": reason}})
 }
 

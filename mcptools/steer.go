@@ -135,6 +135,9 @@ func doingNow(s *sessions.Session, i sessions.Info) string {
 		p := r.Progress()
 		doing := fmt.Sprintf("running for %s, %d tool call(s)", p.Elapsed.Round(time.Second), p.ToolsUsed)
 		if qs := r.Questions(); len(qs) > 0 {
+			if asked, ok := questionsOf(qs[0].PermissionRequest); ok {
+				return doing + "; waiting for an answer to its question (" + textcut.Cut(asked[0].Question, 120) + ")"
+			}
 			return doing + "; waiting for a permission answer (" + qs[0].ToolName + ")"
 		}
 		if prompt, steered := r.Prompt(); steered {

@@ -197,6 +197,9 @@ func (t *task) state() *taskState {
 			st.InputRequests[q.ID] = elicitParams(q)
 		}
 		st.StatusMessage = "Waiting for permission: " + resulttext.FirstLine(resulttext.Permission(qs[0].PermissionRequest))
+		if asked, ok := questionsOf(qs[0].PermissionRequest); ok {
+			st.StatusMessage = "Waiting for an answer: " + asked[0].Question
+		}
 	} else {
 		st.Status = taskWorking
 		st.StatusMessage = resulttext.Progress(p)

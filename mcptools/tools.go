@@ -446,6 +446,7 @@ func queryOutput(sessionID string, r *turn.Result) QueryOutput {
 		Recovered:        r.Recovered,
 		LimitedUntil:     resulttext.RFC3339(r.LimitedUntil),
 		LimitNote:        r.LimitNote,
+		Questions:        r.Questions,
 		Metadata: Metadata{
 			Usage: r.Usage, DurationMs: r.DurationMs, DurationAPIMs: r.DurationAPIMs, NumTurns: r.NumTurns,
 			TotalCostUSD: r.CostUSD, Model: r.Model, StopReason: r.StopReason, Subtype: r.Subtype,

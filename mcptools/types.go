@@ -96,6 +96,7 @@ type QueryOutput struct {
 	LimitedUntil     string                `json:"limitedUntil,omitempty" jsonschema:"RFC 3339: when the account's usage limit resets. Completed: the limit ended the query (onUsageLimit fail, a reset too far away, or its wait was cut short). Running: the query waits for it and goes on by itself."`
 	LimitNote        string                `json:"limitNote,omitempty" jsonschema:"The CLI's warning that the usage limit is near."`
 	Metadata         Metadata              `json:"metadata"`
+	Questions        []turn.QuestionAsked  `json:"questions,omitempty" jsonschema:"The clarifying questions Claude Code asked in this query: each with the answer given, or, unanswered, what Claude Code was told instead."`
 	Worktree         *worktree.Info        `json:"worktree,omitempty" jsonschema:"The session's git worktree: where it is and what changed in it."`
 	Persisted        *bool                 `json:"persisted,omitempty" jsonschema:"false when the server cannot write its session store: the session will not survive a restart."`
 	FollowUp         *FollowUpOutput       `json:"followUp,omitempty" jsonschema:"A message steered into the query is answered in a turn of its own: running (claude_chat_wait returns it), or, for a task, its answer."`

@@ -80,6 +80,10 @@ type Config struct {
 	PermissionPolicy string
 	// PermissionTimeout bounds a question to the caller; default 120 s.
 	PermissionTimeout time.Duration
+	// UnansweredQuestions is what the model is told when nobody answers its
+	// clarifying questions (AskUserQuestion): "assume" (default) to state
+	// its assumptions and go on, "deny" that they cannot be answered.
+	UnansweredQuestions string
 	// AllowedModes restricts permission modes; nil allows all.
 	AllowedModes []string
 	// AllowedRoots, when set, must contain every cwd and addDir.
@@ -232,7 +236,7 @@ func NewManager(cfg Config) *Manager {
 	}
 	m := &Manager{cfg: cfg, log: logger, sessions: map[string]*Session{}, quiet: newQuiet(cfg.OnIdle, cfg.OnBusy)}
 	m.policy, m.quota = newPolicy(m, cfg), newQuota(cfg)
-	m.permissions = permissionPolicy{Timeout: cfg.PermissionTimeout, Answer: cfg.PermissionPolicy, Log: logger}
+	m.permissions = permissionPolicy{Timeout: cfg.PermissionTimeout, Answer: cfg.PermissionPolicy, Questions: cfg.UnansweredQuestions, Log: logger}
 	m.cli = newLauncher(launchConfig{Path: cfg.CLIPath, Env: cfg.Env, CloseStage: cfg.CloseStage, StartTimeout: cfg.StartTimeout,
 		Bypass: m.policy.BypassAvailable})
 	newLive(m)

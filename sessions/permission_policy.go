@@ -3,6 +3,9 @@
 // permission timeout, else the server's permission policy (allow or deny)
 // answers, with a denial that says how to get the tool allowed (Decide);
 // what became of the question goes into the running turn (recordPermission).
+// The model's clarifying questions (AskUserQuestion) come the same way;
+// nobody answering them is answered by the --unanswered-questions policy
+// instead (questions.go).
 
 package sessions
 
@@ -25,7 +28,9 @@ type askPermission func(ctx context.Context, req *turn.PermissionRequest) (*clau
 type permissionPolicy struct {
 	Timeout time.Duration // how long the caller may take (--permission-timeout)
 	Answer  string        // --permission-policy: "allow", else deny
-	Log     *slog.Logger
+	// Questions is --unanswered-questions: "deny", else assume.
+	Questions string
+	Log       *slog.Logger
 }
 
 // Decide asks the caller when it can (ask set), else applies the policy.
@@ -37,6 +42,8 @@ func (p permissionPolicy) Decide(ctx context.Context, req *turn.PermissionReques
 		res, err := ask(actx, req)
 		cancel()
 		switch {
+		case err == nil && res != nil && isQuestion(req) && res.Behavior == "allow" && claudeagent.GivenAnswers(res) == nil:
+			why = "the answer to them held none" // an allow without answers: the CLI would say they were not answered
 		case err == nil && res != nil:
 			if res.Behavior == "allow" && len(res.UpdatedInput) == 0 {
 				// The CLI rejects an allow without updatedInput.
@@ -52,6 +59,9 @@ func (p permissionPolicy) Decide(ctx context.Context, req *turn.PermissionReques
 		}
 		p.Log.Info("permission question unanswered; applying policy", "tool", req.ToolName, "why", why, "policy", p.Answer)
 	}
+	if isQuestion(req) {
+		return p.unanswered(why)
+	}
 	if p.Answer == "allow" {
 		return claudeagent.Allow(req.Input)
 	}
@@ -65,6 +75,10 @@ func (p permissionPolicy) Decide(ctx context.Context, req *turn.PermissionReques
 // none): a denial, and an event.
 func recordPermission(t *turn.Turn, c *claudeagent.CanUseToolRequest, res *claudeagent.PermissionResult) {
 	if t == nil {
+		return
+	}
+	if qs, ok := claudeagent.Questions(c.ToolName, c.Input); ok {
+		recordQuestions(t, c, qs, res)
 		return
 	}
 	deny := res.Behavior == "deny"

@@ -39,6 +39,7 @@ type config struct {
 	maxLimitWait      time.Duration
 	permissionPolicy  string
 	permissionTimeout time.Duration
+	unanswered        string
 	allowedModes      string
 	allowedRoots      string
 	sessionMCP        bool
@@ -106,6 +107,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.DurationVar(&c.maxLimitWait, "max-limit-wait", 6*time.Hour, "the longest a query waits for the account's usage limit to reset before it goes on by itself; a later reset ends it at once; 0 never waits")
 	fs.StringVar(&c.permissionPolicy, "permission-policy", "deny", "answer to permission questions the caller cannot or does not answer: deny or allow")
 	fs.DurationVar(&c.permissionTimeout, "permission-timeout", 120*time.Second, "how long to wait for the caller to answer a permission question")
+	fs.StringVar(&c.unanswered, "unanswered-questions", "assume", "what a session's model is told when nobody answers its clarifying questions (no form, no page open, or --permission-timeout): assume (state its assumptions and go on) or deny (they cannot be answered)")
 	fs.StringVar(&c.allowedModes, "allowed-permission-modes", "", "comma-separated permission modes sessions may use (default: all)")
 	fs.StringVar(&c.allowedRoots, "allowed-roots", "", "directories (separated by "+string(os.PathListSeparator)+") that must contain every cwd and addDir (default: anywhere)")
 	fs.BoolVar(&c.sessionMCP, "allow-session-mcp-servers", true, "let sessions start the MCP servers their mcpServers entries name and their headersHelper commands (commands the server runs)")

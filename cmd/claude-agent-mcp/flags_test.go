@@ -45,6 +45,7 @@ func TestBadFlags(t *testing.T) {
 		{args: []string{"--max-frame-bytes", "10"}, want: []string{"--max-frame-bytes"}},
 		{args: []string{"--max-prompt-bytes", "99999999999"}, want: []string{"--max-prompt-bytes"}},
 		{args: []string{"--permission-policy", "maybe"}, want: []string{"--permission-policy maybe"}},
+		{args: []string{"--unanswered-questions", "guess"}, want: []string{"--unanswered-questions guess", "use assume or deny"}},
 		{args: []string{"--log-level", "loud"}, want: []string{"--log-level"}},
 		{args: []string{"--allowed-permission-modes", "default,yolo"}, want: []string{"--allowed-permission-modes yolo"}},
 		{args: []string{"--allowed-roots", "relative/dir"}, want: []string{"--allowed-roots entry"}},
@@ -102,6 +103,7 @@ func TestBadFlags(t *testing.T) {
 		{env: []string{"CLAUDE_AGENT_MCP_IDLE_TIMEOUT=5"}, want: []string{`invalid CLAUDE_AGENT_MCP_IDLE_TIMEOUT="5"`, "use a duration such as 30s or 15m"}},
 		{env: []string{"CLAUDE_AGENT_MCP_PERSIST=maybe"}, want: []string{`invalid CLAUDE_AGENT_MCP_PERSIST="maybe"`, "use true or false"}},
 		{env: []string{"CLAUDE_AGENT_MCP_PERMISSION_POLICY=maybe"}, want: []string{"--permission-policy maybe", "(set by CLAUDE_AGENT_MCP_PERMISSION_POLICY)"}},
+		{env: []string{"CLAUDE_AGENT_MCP_UNANSWERED_QUESTIONS=never"}, want: []string{"--unanswered-questions never", "(set by CLAUDE_AGENT_MCP_UNANSWERED_QUESTIONS)"}},
 		{env: []string{"CLAUDE_AGENT_MCP_MAX_LIVE=lots", "CLAUDE_AGENT_MCP_TASK_TTL=x"}, want: []string{"CLAUDE_AGENT_MCP_"}}, // still one line
 		// The command line wins over a bad twin, and its own error is not
 		// blamed on the variable.

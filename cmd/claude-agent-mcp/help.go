@@ -19,7 +19,7 @@ type flagGroup struct {
 var flagGroups = []flagGroup{
 	{"Sessions", []string{"claude-path", "pass-env", "max-sessions", "query-timeout", "max-limit-wait", "default-wait", "max-result-chars",
 		"heartbeat-interval", "profiles", "store", "store-recover", "state-file", "persist"}},
-	{"Policy", []string{"permission-policy", "permission-timeout", "allowed-permission-modes", "allowed-roots",
+	{"Policy", []string{"permission-policy", "permission-timeout", "unanswered-questions", "allowed-permission-modes", "allowed-roots",
 		"allowed-tools-ceiling", "allow-session-mcp-servers", "setting-sources", "accept-no-landlock", "max-depth", "max-session-budget-usd", "max-total-budget-usd"}},
 	{"Tasks (MCP tasks, for clients that take them)", []string{"tasks", "task-after", "task-ttl"}},
 	{"HTTP and teams", []string{"http", "public-url", "tokens-file", "oauth-issuer", "oauth-user-claim", "oauth-scope-classes", "http-allow", "user-max-sessions", "user-max-live",

@@ -214,6 +214,12 @@ func (c *config) checkPolicy(k *checks, cfg *sessions.Config) {
 	default:
 		k.bad("permission-policy", c.permissionPolicy, "use deny or allow")
 	}
+	switch c.unanswered {
+	case sessions.UnansweredAssume, sessions.UnansweredDeny:
+		cfg.UnansweredQuestions = c.unanswered
+	default:
+		k.bad("unanswered-questions", c.unanswered, "use assume or deny")
+	}
 	for _, m := range splitList(c.allowedModes, ",") {
 		if err := options.ValidatePermissionMode(m); err != nil {
 			k.bad("allowed-permission-modes", m, "use "+strings.Join(options.PermissionModes, ", "))

@@ -8,13 +8,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
 )
 
 // The dashboard's actions: start a session (a POST to /ui/new), and on a
 // session (a POST to /ui/s/<id>/<action>) send a prompt to it when idle,
 // steer its running turn, interrupt it, close it, answer a permission
-// question. Each must carry the sign-in cookie, a same-origin Origin
+// question or the model's clarifying questions (questions.go). Each must carry the sign-in cookie, a same-origin Origin
 // header and the token of the page it came from; the action must be
 // classified (actions); the session must be the user's (an admin may
 // interrupt and close anyone's; a prompt, a steer and an answer act as
@@ -45,6 +47,9 @@ const (
 	DecisionAllowOnce    = "allow_once"
 	DecisionAllowSession = "allow_session"
 	DecisionDeny         = "deny"
+	// DecisionAnswer answers the model's clarifying questions with the
+	// form's fields (questions.go); deny declines them.
+	DecisionAnswer = "answer"
 )
 
 // session returns the open session id of this instance that si may see
@@ -168,16 +173,33 @@ func (d *Dashboard) act(r *http.Request, si *signin, s *sessions.Session, action
 	case "steer":
 		return d.steer(r, s, r.PostFormValue("message"))
 	case "answer":
-		qid, decision, reason := r.PostFormValue("question"), r.PostFormValue("decision"), r.PostFormValue("reason")
-		switch decision {
-		case DecisionAllowOnce, DecisionAllowSession, DecisionDeny:
-		default:
-			return fmt.Sprintf("invalid decision %q: use %s, %s or %s", decision, DecisionAllowOnce, DecisionAllowSession, DecisionDeny), http.StatusBadRequest
-		}
-		if !d.answerQuestion(s.ID, qid, decision, strings.TrimSpace(reason)) {
-			return "That question is no longer open: it was answered already (the first answer wins) or timed out.", http.StatusConflict
-		}
-		return "Answered: " + decision + ".", http.StatusOK
+		return d.answerAction(r, s)
 	}
 	return "unknown action", http.StatusNotFound
+}
+
+// answerAction answers a question on s with the posted form: a decision on
+// a permission, or the answers to the model's questions (DecisionAnswer).
+func (d *Dashboard) answerAction(r *http.Request, s *sessions.Session) (string, int) {
+	qid, decision, reason := r.PostFormValue("question"), r.PostFormValue("decision"), strings.TrimSpace(r.PostFormValue("reason"))
+	reply := func(pr *turn.PermissionRequest) (*claudeagent.PermissionResult, error) {
+		return d.answer(pr, decision, reason)
+	}
+	switch decision {
+	case DecisionAllowOnce, DecisionAllowSession, DecisionDeny:
+	case DecisionAnswer:
+		reply = func(pr *turn.PermissionRequest) (*claudeagent.PermissionResult, error) {
+			return answers(pr, r.PostForm)
+		}
+	default:
+		return fmt.Sprintf("invalid decision %q: use %s, %s, %s or %s", decision, DecisionAllowOnce, DecisionAllowSession, DecisionDeny, DecisionAnswer), http.StatusBadRequest
+	}
+	ok, err := d.answerQuestion(s.ID, qid, reply)
+	switch {
+	case err != nil:
+		return "That answer does not fit the question: " + err.Error(), http.StatusBadRequest
+	case !ok:
+		return "That question is no longer open: it was answered already (the first answer wins) or timed out.", http.StatusConflict
+	}
+	return "Answered: " + decision + ".", http.StatusOK
 }

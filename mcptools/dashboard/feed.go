@@ -367,64 +367,68 @@ func (d *Dashboard) questions(id string) []shownQuestion {
 	d.mu.Lock()
 	for _, q := range d.pending {
 		if q.session == id {
-			out = append(out, shownQuestion{ID: q.id, Message: d.question(q.req), Tool: q.req.ToolName, asked: q.asked})
+			out = append(out, shownQuestion{ID: q.id, Message: d.question(q.req), Tool: q.req.ToolName, Asked: modelQuestions(q.req), asked: q.asked})
 		}
 	}
 	d.mu.Unlock()
 	if f := d.feedOf(id); f != nil {
 		if r, _ := f.state(); r != nil {
 			for _, q := range r.Questions() {
-				out = append(out, shownQuestion{ID: q.ID, Message: d.question(q.PermissionRequest), Tool: q.ToolName})
+				out = append(out, shownQuestion{ID: q.ID, Message: d.question(q.PermissionRequest), Tool: q.ToolName, Asked: modelQuestions(q.PermissionRequest)})
 			}
 		}
 	}
 	return out
 }
 
-// shownQuestion is a question as a page shows it.
+// shownQuestion is a question as a page shows it: a permission, or the
+// model's clarifying questions (Asked).
 type shownQuestion struct {
 	ID, Message, Tool string
+	Asked             []claudeagent.Question
 	asked             time.Time
 }
 
-// answerQuestion delivers a page's answer to question qid of session id;
-// false when it is no longer open (answered elsewhere, timed out).
-func (d *Dashboard) answerQuestion(id, qid, decision, reason string) bool {
+// answerQuestion delivers a page's answer to question qid of session id,
+// made by reply from the question; false when it is no longer open
+// (answered elsewhere, timed out). An error of reply (an answer that does
+// not fit the question) leaves the question open.
+func (d *Dashboard) answerQuestion(id, qid string, reply func(*turn.PermissionRequest) (*claudeagent.PermissionResult, error)) (bool, error) {
 	d.mu.Lock()
 	q := d.pending[qid]
-	if q != nil && q.session == id {
-		delete(d.pending, qid)
-	}
 	d.mu.Unlock()
 	if q != nil && q.session == id {
-		if !q.won.CompareAndSwap(false, true) {
-			return false // the client answered first
-		}
-		res, err := d.answer(q.req, decision, reason)
+		res, err := reply(q.req)
 		if err != nil {
-			res = claudeagent.Deny(err.Error())
+			return false, err
+		}
+		d.mu.Lock()
+		delete(d.pending, qid)
+		d.mu.Unlock()
+		if !q.won.CompareAndSwap(false, true) {
+			return false, nil // the client answered first
 		}
 		q.answer <- res
-		return true
+		return true, nil
 	}
 	f := d.feedOf(id)
 	if f == nil {
-		return false
+		return false, nil
 	}
 	r, _ := f.state()
 	if r == nil {
-		return false
+		return false, nil
 	}
 	for _, rq := range r.Questions() {
 		if rq.ID == qid {
-			res, err := d.answer(rq.PermissionRequest, decision, reason)
+			res, err := reply(rq.PermissionRequest)
 			if err != nil {
-				return false
+				return false, err
 			}
-			return r.Answer(qid, res)
+			return r.Answer(qid, res), nil
 		}
 	}
-	return false
+	return false, nil
 }
 
 // question says what pr asks (Server.Question), or names its tool.

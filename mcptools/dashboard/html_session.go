@@ -231,6 +231,10 @@ func (p sessionPage) actionForm(w *htmlWriter, action string, body func()) {
 // question writes a permission question, with the form that answers it
 // when the page's user may.
 func (p sessionPage) question(w *htmlWriter, q shownQuestion) {
+	if len(q.Asked) > 0 {
+		p.questionsCard(w, q)
+		return
+	}
 	w.el("div", attrs{at("class", "question"), at("data-question", q.ID)}, func() {
 		w.elText("h2", nil, "Permission asked: "+q.Tool)
 		w.elText("pre", nil, q.Message)

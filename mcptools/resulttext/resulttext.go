@@ -1,13 +1,15 @@
 // Package resulttext is what a caller reads, in words, of a query and its
 // session: a result's text (Result: the final text, how the turn ended,
-// the usage limit, the ids), a running query's progress and its wait for
-// a usage limit's reset, a permission question, and the usage limit in a
+// the usage limit, the questions the model asked, the ids), a running
+// query's progress and its wait for a usage limit's reset, a permission
+// question or the model's clarifying questions, and the usage limit in a
 // session's listing, a model's name; a text as a tool result (Tool).
 // Times of a limit are RFC 3339 in structured fields and "limited until …
 // (in …, the 5-hour limit)" in texts.
 //
 // It knows turns, runs and sessions' snapshots (turn.Result, sessions.Progress,
-// sessions.Info) and the MCP content types; it must not know the tools,
+// sessions.Info), the model's questions (claudeagent.Questions) and the MCP
+// content types; it must not know the tools,
 // their handlers, tasks or transports, which call it.
 package resulttext
 
@@ -18,6 +20,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/textcut"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
@@ -41,6 +44,7 @@ func Result(sessionID string, r *turn.Result) string {
 		failure = strings.TrimSpace(r.ErrorText)
 	}
 	limitLines(&b, r)
+	questionLines(&b, r)
 	if r.Recovered == "replayed" {
 		b.WriteString("(The conversation's record had been lost, so it was restored from notes: Claude Code's memory of earlier turns is rebuilt, not exact.)\n\n")
 	}
@@ -60,6 +64,9 @@ func Result(sessionID string, r *turn.Result) string {
 
 // Permission tells a person what is being asked.
 func Permission(pr *turn.PermissionRequest) string {
+	if qs, ok := claudeagent.Questions(pr.ToolName, pr.Input); ok {
+		return Questions(pr, qs)
+	}
 	var b strings.Builder
 	name := pr.ToolName
 	if pr.DisplayName != "" && pr.DisplayName != pr.ToolName {

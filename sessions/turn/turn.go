@@ -98,6 +98,18 @@ type PermissionDenial struct {
 	ToolInput json.RawMessage `json:"toolInput,omitempty"`
 }
 
+// QuestionAsked is one of the model's clarifying questions (AskUserQuestion)
+// and what became of it: its Answer (the chosen labels joined by ", ", or
+// the person's own text), or, unanswered, what the model was told instead.
+type QuestionAsked struct {
+	ToolUseID   string   `json:"toolUseId"`
+	Question    string   `json:"question"`
+	Options     []string `json:"options,omitempty"`
+	MultiSelect bool     `json:"multiSelect,omitempty"`
+	Answer      string   `json:"answer,omitempty"`
+	Unanswered  string   `json:"unanswered,omitempty"`
+}
+
 // PermissionRequest is a tool call the CLI wants permission for.
 type PermissionRequest struct {
 	SessionID string
@@ -125,8 +137,11 @@ type Result struct {
 	IsError           bool
 	ErrorText         string
 	PermissionDenials []PermissionDenial
-	Interrupted       bool
-	TimedOut          bool
+	// Questions are the model's clarifying questions in this turn, in
+	// order; an unanswered one is not a permission denial.
+	Questions   []QuestionAsked
+	Interrupted bool
+	TimedOut    bool
 	// Recovered is "replayed" when the conversation's transcript was lost
 	// (the CLI was killed before writing it) and this turn started a fresh
 	// conversation seeded with the session's recorded history.
@@ -171,6 +186,7 @@ type Turn struct {
 	failure     string // set when the turn ended without a result
 	forced      string // why the process was stopped to end the turn
 	denials     []PermissionDenial
+	questions   []QuestionAsked
 	limits      turnLimits // the usage limit as the turn met it (limit.go)
 	steering               // messages steered into the turn (steer.go)
 	carry       carried    // what the turns before a continuation produced (limit.go)
@@ -412,6 +428,13 @@ func (t *Turn) Interrupted() bool {
 	return t.interrupted
 }
 
+// AddQuestion records one of the model's clarifying questions.
+func (t *Turn) AddQuestion(q QuestionAsked) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.questions = append(t.questions, q)
+}
+
 // AddDenial records a tool call the turn was not allowed to make.
 func (t *Turn) AddDenial(d PermissionDenial) {
 	t.mu.Lock()
@@ -498,6 +521,7 @@ func (t *Turn) snapshotLocked(prevCost float64, thinking Thinking) *Result {
 		r.Thinking = append([]string{}, t.thinking...)
 	}
 	r.PermissionDenials = append(r.PermissionDenials, t.denials...)
+	r.Questions = append(r.Questions, t.questions...)
 	res := t.result
 	if res == nil {
 		r.IsError = true
@@ -548,6 +572,9 @@ func (t *Turn) snapshotLocked(prevCost float64, thinking Thinking) *Result {
 		dup := false
 		for _, have := range r.PermissionDenials {
 			dup = dup || (have.ToolUseID == d.ToolUseID && d.ToolUseID != "")
+		}
+		for _, q := range r.Questions {
+			dup = dup || (q.ToolUseID == d.ToolUseID && d.ToolUseID != "") // a question nobody answered: listed as such
 		}
 		if !dup {
 			r.PermissionDenials = append(r.PermissionDenials, PermissionDenial{ToolName: d.ToolName, ToolUseID: d.ToolUseID, ToolInput: d.ToolInput})

@@ -97,6 +97,10 @@ var scenarios = []scenario{
 	}},
 	{name: "can_use_tool", opts: claudeagent.Options{SessionOptions: claudeagent.SessionOptions{PermissionMode: "default"}, PermissionPromptStdio: true},
 		run: func(s *session) error { return s.turn("TOOL_BASH[touch made_by_tool.txt && echo hi]") }},
+	// The model's clarifying questions come as a can_use_tool request of
+	// AskUserQuestion; the recorder allows it unchanged (no answers).
+	{name: "ask_user_question", opts: claudeagent.Options{SessionOptions: claudeagent.SessionOptions{PermissionMode: "default"}, PermissionPromptStdio: true},
+		run: func(s *session) error { return s.turn("TOOL_ASK") }},
 	{name: "big_line", run: func(s *session) error { return s.turn("BIGTEXT") }},
 	{name: "not_logged_in", loggedOut: true, run: func(s *session) error { return s.turn("hi") }},
 	{name: "usage_limit", oauth: true, run: func(s *session) error { return s.turn("LIMIT[600] hi") }},
@@ -200,9 +204,10 @@ func main() {
 	for _, a := range flag.Args() {
 		want[a] = true
 	}
+	named := len(want) > 0 // the scenarios named, else all
 	failed := false
 	for _, sc := range scenarios {
-		if len(want) > 0 && !want[sc.name] {
+		if named && !want[sc.name] {
 			continue
 		}
 		delete(want, sc.name)

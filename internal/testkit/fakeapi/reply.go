@@ -134,6 +134,8 @@ type keywordState struct {
 //   - TOOL_WRITE[path|content]: text "Writing a file." + Write tool_use.
 //   - TOOL_GREP[pattern]: a Grep tool_use (output_mode content) in the cwd.
 //   - TOOL_READ[path]: a Read tool_use.
+//   - TOOL_ASK: an AskUserQuestion tool_use asking AskQuestions (the
+//     model's clarifying questions).
 //   - STRUCTURED[json]: a StructuredOutput tool_use with that JSON object
 //     as input: the answer the CLI asks for with --json-schema, which ends
 //     the turn (invalid JSON gets the text "STRUCTURED: not JSON").
@@ -189,8 +191,23 @@ func keywordReply(r *Request, st keywordState) *Reply {
 	return reply
 }
 
+// AskQuestions are the questions of TOOL_ASK: one taking one of three
+// choices, one taking several of three.
+var AskQuestions = []map[string]any{
+	{"question": "Which database should the service use?", "header": "Database", "multiSelect": false, "options": []map[string]any{
+		{"label": "Postgres", "description": "A server, for many writers"},
+		{"label": "SQLite", "description": "One file, no server"},
+		{"label": "MySQL", "description": "What the old service used"},
+	}},
+	{"question": "Which features should ship first?", "header": "Features", "multiSelect": true, "options": []map[string]any{
+		{"label": "Auth", "description": "Sign-in and tokens"},
+		{"label": "Search", "description": "Full-text search"},
+		{"label": "Billing", "description": "Invoices and plans"},
+	}},
+}
+
 // toolReply adds to reply the blocks of TOOL_BASH[…], TOOL_WRITE[…],
-// TOOL_GREP[…], TOOL_READ[…] or STRUCTURED[…] in text and returns it (or, for STRUCTURED without JSON,
+// TOOL_GREP[…], TOOL_READ[…], TOOL_ASK or STRUCTURED[…] in text and returns it (or, for STRUCTURED without JSON,
 // a text reply instead); nil when text has none of them.
 func toolReply(text string, reply *Reply, toolID func() string) *Reply {
 	if arg, ok := bracketArg(text, "TOOL_BASH["); ok {
@@ -221,6 +238,12 @@ func toolReply(text string, reply *Reply, toolID func() string) *Reply {
 	if arg, ok := bracketArg(text, "TOOL_READ["); ok {
 		reply.Blocks = append(reply.Blocks, Block{Type: "tool_use", ID: toolID(), Name: "Read", Input: map[string]any{
 			"file_path": arg,
+		}})
+		return reply
+	}
+	if strings.Contains(text, "TOOL_ASK") {
+		reply.Blocks = append(reply.Blocks, Block{Type: "tool_use", ID: toolID(), Name: "AskUserQuestion", Input: map[string]any{
+			"questions": AskQuestions,
 		}})
 		return reply
 	}

@@ -30,7 +30,8 @@
 //   - A user message starts a turn (turns queue). The capture is picked by
 //     keyword: TOOL_BASH → tool_use (max_turns with --max-turns; can_use_tool
 //     with --permission-prompt-tool stdio unless in bypassPermissions),
-//     THINK → thinking, SLOW/SLOW<n> → a slow stream of n (20) chunks 0.5 s
+//     TOOL_ASK → ask_user_question (the model's clarifying questions, a
+//     can_use_tool request in every mode), THINK → thinking, SLOW/SLOW<n> → a slow stream of n (20) chunks 0.5 s
 //     apart, as in the interrupt capture, ERR400 → api_error,
 //     LIMITWARN → usage_warning (a rate_limit_event allowed_warning, then
 //     the answer), LIMIT[ → usage_limit (a rate_limit_event rejected with

@@ -19,7 +19,7 @@ func TestCaptures(t *testing.T) {
 	caps := &captures{dir: dir}
 	for _, name := range []string{"plain", "two_turns", "tool_use", "thinking", "interrupt", "api_error",
 		"max_turns", "set_model", "can_use_tool", "big_line", "not_logged_in", "usage_limit", "usage_warning",
-		"partial", "steer_tool", "steer_answer"} {
+		"partial", "steer_tool", "steer_answer", "ask_user_question"} {
 		c, err := caps.get(name)
 		if err != nil {
 			t.Fatal(err)
@@ -54,7 +54,7 @@ func TestCaptures(t *testing.T) {
 			if !has("in", "control_request", "interrupt") {
 				t.Error("interrupt: no interrupt request")
 			}
-		case "can_use_tool":
+		case "can_use_tool", "ask_user_question":
 			if !has("out", "control_request", "can_use_tool") || !has("in", "control_response", "success") {
 				t.Error("can_use_tool: no permission round trip")
 			}

@@ -87,6 +87,8 @@ func (f *fake) pick(text string) (name string, slow int) {
 			return "can_use_tool", 0
 		}
 		return "tool_use", 0
+	case strings.Contains(text, "TOOL_ASK"):
+		return "ask_user_question", 0
 	case strings.Contains(text, "THINK"):
 		return "thinking", 0
 	case slowRe.MatchString(text):
