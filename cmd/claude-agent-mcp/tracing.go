@@ -1,0 +1,42 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"maps"
+	"os"
+	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/tracing"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+)
+
+// startTracing turns OpenTelemetry tracing on when the OTEL_* environment
+// asks for it (package tracing), and with --trace-cli gives every CLI the
+// variables of its own exporter. stop flushes the spans still queued, for
+// at most five seconds. With tracing off nothing is set up; --trace-cli
+// and --trace-prompts alone are refused, as they would do nothing.
+func startTracing(c *config, mcfg *sessions.Config, logger *slog.Logger) (stop func(), err error) {
+	on, shutdown, err := tracing.Setup(context.Background(), os.Getenv, tracing.Options{Version: versionString(), Prompts: c.tracePrompts})
+	if err != nil {
+		return nil, err
+	}
+	if !on {
+		if c.traceCLI || c.tracePrompts {
+			return nil, errors.New("--trace-cli and --trace-prompts need tracing on: set OTEL_EXPORTER_OTLP_ENDPOINT to the collector's OTLP/HTTP address (e.g. http://127.0.0.1:4318), see docs/tracing.md")
+		}
+		return func() {}, nil
+	}
+	if c.traceCLI {
+		maps.Copy(mcfg.Env, tracing.CLIExporterEnv())
+	}
+	logger.Info("OpenTelemetry tracing on: spans go to the OTLP/HTTP collector of OTEL_EXPORTER_OTLP_*", "cli_spans", c.traceCLI, "prompts", c.tracePrompts)
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := shutdown(ctx); err != nil {
+			logger.Warn("flushing the last spans to the OTLP collector", "err", err)
+		}
+	}, nil
+}
