@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ type otlpSpan struct {
 	service, name     string
 	trace, id, parent string
 	attrs             map[string]string
+	start, end        uint64 // Unix nanoseconds
 }
 
 // otlpReceiver is an OTLP/HTTP collector of traces: it decodes each
@@ -65,7 +67,8 @@ func (r *otlpReceiver) serve(w http.ResponseWriter, req *http.Request) {
 					attrs[kv.Key] = kv.Value.String()
 				}
 				r.spans = append(r.spans, otlpSpan{service: service, name: s.Name, trace: hex.EncodeToString(s.TraceId),
-					id: hex.EncodeToString(s.SpanId), parent: hex.EncodeToString(s.ParentSpanId), attrs: attrs})
+					id: hex.EncodeToString(s.SpanId), parent: hex.EncodeToString(s.ParentSpanId), attrs: attrs,
+					start: s.StartTimeUnixNano, end: s.EndTimeUnixNano})
 			}
 		}
 	}
@@ -128,6 +131,11 @@ func TestE2ETrace(t *testing.T) {
 	spans, bad := recv.got()
 	if len(bad) > 0 {
 		t.Errorf("requests the receiver could not decode: %v", bad)
+	}
+	if path := os.Getenv("TRACE_SVG"); path != "" { // docs/tracing.md's picture
+		if err := os.WriteFile(path, traceSVG(spans), 0o644); err != nil {
+			t.Error(err)
+		}
 	}
 	byName := map[string][]otlpSpan{}
 	traces := map[string]bool{}
