@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -210,5 +211,73 @@ func TestE2ETraceOff(t *testing.T) {
 	e.stop(t)
 	if spans, bad := recv.got(); len(spans)+len(bad) > 0 {
 		t.Errorf("with tracing off the receiver got %d spans and %d requests it could not read: %v", len(spans), len(bad), spans)
+	}
+}
+
+// TestE2ETraceLaterTurn: a session whose CLI was started by its create
+// (with warm spares: a spare) and has answered a turn continues the trace
+// of each later query (TRACEPARENT set through the flag settings' env
+// before the prompt): the CLI's interaction nests under that query's
+// turn; a message steered into the turn is a span under it too.
+func TestE2ETraceLaterTurn(t *testing.T) {
+	t.Parallel()
+	recv := startReceiver(t)
+	e := startE2E(t, e2eOptions{protocol: "2025-11-25", args: []string{"--trace-cli"},
+		env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": recv.srv.URL, "OTEL_BSP_SCHEDULE_DELAY": "200"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	_, out := e.call(t, ctx, "claude_session_create", map[string]any{"cwd": e.cwd, "permissionMode": "bypassPermissions"}, nil)
+	sid := out["sessionId"].(string)
+	if res, _ := e.call(t, ctx, "claude_chat_query", map[string]any{"sessionId": sid, "prompt": "hello"}, nil); res.IsError {
+		t.Fatalf("the first query: %s", text(res))
+	}
+	before := len(e.api.MessageRequests())
+	done := make(chan error, 1)
+	go func() {
+		res, err := e.session.CallTool(ctx, &mcp.CallToolParams{Name: "claude_chat_query",
+			Arguments: map[string]any{"sessionId": sid, "prompt": "TOOL_BASH[sleep 3; echo slept]"},
+			Meta:      mcp.Meta{"traceparent": "00-" + e2eTrace + "-" + e2eParent + "-01"}})
+		if err == nil && res.IsError {
+			err = errors.New(text(res))
+		}
+		done <- err
+	}()
+	if _, err := e.api.WaitMessageRequests(ctx, before+1); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := e.call(t, ctx, "claude_chat_steer", map[string]any{"sessionId": sid, "message": "also count to three"}, nil); res.IsError {
+		t.Fatalf("steer: %s", text(res))
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the traced query: %v", err)
+	}
+	e.stop(t)
+	spans, _ := recv.got()
+	var turn otlpSpan
+	var names []string
+	for _, s := range spans {
+		names = append(names, s.service+":"+s.name+"@"+s.trace[:6])
+		if s.name == "claude.turn" && s.trace == e2eTrace {
+			turn = s
+		}
+	}
+	t.Logf("spans: %s", strings.Join(names, ", "))
+	if turn.id == "" {
+		t.Fatal("no turn span in the caller's trace")
+	}
+	var steer, inter int
+	for _, s := range spans {
+		if s.trace != e2eTrace {
+			continue
+		}
+		switch {
+		case s.name == "claude.steer" && s.parent == turn.id:
+			steer++
+		case s.name == "claude_code.interaction" && s.parent == turn.id:
+			inter++
+		}
+	}
+	if steer != 1 || inter != 1 {
+		t.Errorf("under the traced turn: %d steer spans and %d CLI interactions, want 1 and 1", steer, inter)
 	}
 }

@@ -70,6 +70,7 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (re
 	if err != nil {
 		return nil, err
 	}
+	s.retrace(ctx, p)
 	started = time.Now()
 	dl.Arm(s.m.now())
 	replay := s.send(ctx, t, p, prompt, qo)

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
@@ -149,4 +150,57 @@ func traceSteer(tctx, ctx context.Context, message string) tracing.Span {
 		sp.Str("claude.prompt", message)
 	}
 	return sp
+}
+
+// retrace points the CLI's trace context at this turn before its prompt
+// goes out. The CLI reads TRACEPARENT from its environment at each turn,
+// and its environment follows the flag settings' env (control request
+// apply_flag_settings): so a process started before the turn (by a
+// create, an earlier turn, or as a warm spare) continues this turn's
+// trace too. The flag settings are merged key by key, env as a whole: a
+// session whose own settings (the settings option) set env keeps them,
+// and one whose settings are a file the server does not read keeps the
+// trace of its process's start. Nothing while tracing is off.
+func (s *Session) retrace(ctx context.Context, p *claudeagent.Process) {
+	env := tracing.CLIEnv(ctx)
+	if env == nil {
+		return
+	}
+	s.mu.Lock()
+	own, ok := settingsEnv(s.opts.Settings, s.opts.SettingsFile)
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	if _, set := env["TRACESTATE"]; !set {
+		env["TRACESTATE"] = "" // not the last turn's
+	}
+	for k, v := range own {
+		if _, set := env[k]; !set {
+			env[k] = v
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := p.Control(cctx, "apply_flag_settings", map[string]any{"settings": map[string]any{"env": env}}); err != nil {
+		s.log.Debug("the CLI did not take this turn's trace context; its spans stay in the trace of its start", "err", err)
+	}
+}
+
+// settingsEnv is the env of a session's own settings object; ok false
+// when its settings are a file (whose env the server does not know).
+func settingsEnv(settings json.RawMessage, file string) (map[string]string, bool) {
+	if file != "" {
+		return nil, false
+	}
+	if len(settings) == 0 {
+		return nil, true
+	}
+	var obj struct {
+		Env map[string]string `json:"env"`
+	}
+	if json.Unmarshal(settings, &obj) != nil {
+		return nil, false // a path (a JSON string), or not an object
+	}
+	return obj.Env, true
 }
