@@ -133,11 +133,6 @@ func TestE2ETrace(t *testing.T) {
 	if len(bad) > 0 {
 		t.Errorf("requests the receiver could not decode: %v", bad)
 	}
-	if path := os.Getenv("TRACE_SVG"); path != "" { // docs/tracing.md's picture
-		if err := os.WriteFile(path, traceSVG(spans), 0o644); err != nil {
-			t.Error(err)
-		}
-	}
 	byName := map[string][]otlpSpan{}
 	traces := map[string]bool{}
 	var names []string
@@ -279,5 +274,70 @@ func TestE2ETraceLaterTurn(t *testing.T) {
 	}
 	if steer != 1 || inter != 1 {
 		t.Errorf("under the traced turn: %d steer spans and %d CLI interactions, want 1 and 1", steer, inter)
+	}
+}
+
+// TestE2ETraceFanOut: three claude_direct_query calls at once with the
+// same parent, as a host fanning out sends them, make three call spans
+// side by side under the caller's span, each with its own turn and, under
+// it, its own CLI's interaction. With TRACE_SVG it draws them
+// (docs/tracing.md's picture).
+func TestE2ETraceFanOut(t *testing.T) {
+	t.Parallel()
+	recv := startReceiver(t)
+	e := startE2E(t, e2eOptions{protocol: "2025-11-25", args: []string{"--trace-cli", "--warm-spares", "0"},
+		env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": recv.srv.URL, "OTEL_BSP_SCHEDULE_DELAY": "200"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, word := range []string{"one", "two", "three"} {
+		wg.Go(func() {
+			res, err := e.session.CallTool(ctx, &mcp.CallToolParams{Name: "claude_direct_query",
+				Arguments: map[string]any{"cwd": e.cwd, "prompt": "TOOL_BASH[echo " + word + "]"},
+				Meta:      mcp.Meta{"traceparent": "00-" + e2eTrace + "-" + e2eParent + "-01"}})
+			if err != nil || res.IsError {
+				t.Errorf("claude_direct_query %s: %v %s", word, err, text(res))
+			}
+		})
+	}
+	wg.Wait()
+	e.stop(t)
+	spans, _ := recv.got()
+	if path := os.Getenv("TRACE_SVG"); path != "" {
+		if err := os.WriteFile(path, traceSVG(spans, "three claude_direct_query calls of one host turn (TestE2ETraceFanOut)"), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	children := map[string][]otlpSpan{}
+	for _, s := range spans {
+		if s.trace != e2eTrace {
+			t.Errorf("%s:%s is in trace %s, not the caller's", s.service, s.name, s.trace)
+		}
+		children[s.parent] = append(children[s.parent], s)
+	}
+	calls := children[e2eParent]
+	if len(calls) != 3 {
+		t.Fatalf("%d spans under the caller's, want the 3 calls", len(calls))
+	}
+	for _, c := range calls {
+		var turns []otlpSpan
+		for _, k := range children[c.id] {
+			if k.name == "claude.turn" {
+				turns = append(turns, k)
+			}
+		}
+		if len(turns) != 1 {
+			t.Errorf("%s has %d turns under it, want 1", c.name, len(turns))
+			continue
+		}
+		inter := 0
+		for _, k := range children[turns[0].id] {
+			if k.name == "claude_code.interaction" {
+				inter++
+			}
+		}
+		if inter != 1 {
+			t.Errorf("a turn has %d CLI interactions under it, want its own one", inter)
+		}
 	}
 }

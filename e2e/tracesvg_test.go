@@ -7,9 +7,9 @@ import (
 )
 
 // traceSVG draws spans as a waterfall, each under its parent (depth
-// first, by start), for docs/tracing.md: TestE2ETrace writes it when
-// TRACE_SVG names a file.
-func traceSVG(spans []otlpSpan) []byte {
+// first, by start), for docs/tracing.md: TestE2ETraceFanOut writes it
+// when TRACE_SVG names a file.
+func traceSVG(spans []otlpSpan, title string) []byte {
 	kids := map[string][]otlpSpan{}
 	ids := map[string]bool{}
 	for _, s := range spans {
@@ -53,7 +53,7 @@ func traceSVG(spans []otlpSpan) []byte {
 	const label, width, h = 330, 560, 22
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", label+width+70, len(rows)*h+40)
-	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/><text x="8" y="16" fill="#444">one claude_direct_query, traced (TestE2ETrace; total %.0f ms)</text>`+"\n", float64(t1-t0)/1e6)
+	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/><text x="8" y="16" fill="#444">%s: %.0f ms</text>`+"\n", html.EscapeString(title), float64(t1-t0)/1e6)
 	for i, r := range rows {
 		y := 28 + i*h
 		x := label + int(float64(r.s.start-t0)/float64(t1-t0)*width)

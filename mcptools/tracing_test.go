@@ -181,3 +181,14 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return http.DefaultTransport.RoundTrip(r)
 }
+
+// BenchmarkWarmQueryTraced is BenchmarkWarmQuery (fake_test.go) with
+// tracing on: every span recorded and sampled, none exported (the
+// exporter's work is the batch processor's, off the call's path). With
+// tracing off BenchmarkWarmQuery itself is the figure: the same
+// allocations as before tracing existed (BENCHMARKS.md).
+func BenchmarkWarmQueryTraced(b *testing.B) {
+	tp := sdktrace.NewTracerProvider()
+	defer tracing.Install(tp, false)()
+	benchQuery(b, "hi", func(map[string]any) bool { return true })
+}

@@ -11,19 +11,17 @@ import (
 	"strings"
 	"time"
 
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
-// The OTLP/HTTP client (protobuf) behind the SDK's otlptrace exporter.
-// Not otlptracehttp: its request type's package links google.golang.org/grpc
-// and grpc-gateway, 7.8 MB of the release binary for a server that
-// speaks no gRPC (BENCHMARKS.md, "What tracing costs"). An
-// ExportTraceServiceRequest is on the wire a TracesData (field 1, the
-// resource spans), which the trace package has without gRPC.
+// The span exporter: OTLP over HTTP, protobuf (otlpwire.go). Not the
+// SDK's otlptracehttp: its request type's package links
+// google.golang.org/grpc and grpc-gateway, 7.8 MB of the release binary
+// and 5 MiB resident for a server that speaks no gRPC (BENCHMARKS.md,
+// "What tracing costs").
 
-// httpClient posts spans to an OTLP/HTTP collector; it implements
-// otlptrace.Client.
+// httpClient posts spans to an OTLP/HTTP collector: the SDK's batch
+// processor hands it each batch (sdktrace.SpanExporter).
 type httpClient struct {
 	url     string
 	header  http.Header
@@ -86,21 +84,18 @@ func parseHeaders(v string, h http.Header) error {
 	return nil
 }
 
-// Start does nothing: a request needs no connection made beforehand.
-func (c *httpClient) Start(context.Context) error { return nil }
-
-// Stop closes the idle connections.
-func (c *httpClient) Stop(context.Context) error {
+// Shutdown closes the idle connections.
+func (c *httpClient) Shutdown(context.Context) error {
 	c.client.CloseIdleConnections()
 	return nil
 }
 
-// UploadTraces posts one batch of spans.
-func (c *httpClient) UploadTraces(ctx context.Context, spans []*tracepb.ResourceSpans) error {
-	body, err := proto.Marshal(&tracepb.TracesData{ResourceSpans: spans})
-	if err != nil {
-		return err
+// ExportSpans posts one batch of spans.
+func (c *httpClient) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	if len(spans) == 0 {
+		return nil
 	}
+	body := encodeTraces(spans)
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
@@ -55,7 +54,7 @@ func Wanted(getenv func(string) string) (bool, error) {
 }
 
 // Setup turns tracing on when the environment asks for it (Wanted): an
-// OTLP/HTTP exporter (otlphttp.go) configured by the standard
+// OTLP/HTTP exporter (otlphttp.go, otlpwire.go) configured by the standard
 // OTEL_EXPORTER_OTLP_* variables (endpoint, headers, timeout), a batching provider (OTEL_BSP_*, OTEL_TRACES_SAMPLER), the
 // resource service.name claude-agent-mcp unless OTEL_SERVICE_NAME or
 // OTEL_RESOURCE_ATTRIBUTES say otherwise. shutdown flushes the spans
@@ -65,13 +64,9 @@ func Setup(ctx context.Context, getenv func(string) string, o Options) (on bool,
 	if on, err = Wanted(getenv); !on || err != nil {
 		return false, shutdown, err
 	}
-	client, err := newHTTPClient(getenv)
+	exp, err := newHTTPClient(getenv)
 	if err != nil {
 		return false, shutdown, err
-	}
-	exp, err := otlptrace.New(ctx, client)
-	if err != nil {
-		return false, shutdown, fmt.Errorf("setting up the OTLP trace exporter: %w", err)
 	}
 	version := o.Version
 	if version == "" {
