@@ -162,6 +162,9 @@ func traceSteer(tctx, ctx context.Context, message string) tracing.Span {
 // and one whose settings are a file the server does not read keeps the
 // trace of its process's start. Nothing while tracing is off.
 func (s *Session) retrace(ctx context.Context, p *claudeagent.Process) {
+	if !s.m.cfg.TraceCLI {
+		return // a CLI that exports nothing has no use for it: no round trip
+	}
 	env := tracing.CLIEnv(ctx)
 	if env == nil {
 		return

@@ -30,6 +30,7 @@ func startTracing(c *config, mcfg *sessions.Config, logger *slog.Logger) (stop f
 	}
 	if c.traceCLI {
 		maps.Copy(mcfg.Env, tracing.CLIExporterEnv())
+		mcfg.TraceCLI = true
 	}
 	logger.Info("OpenTelemetry tracing on: spans go to the OTLP/HTTP collector of OTEL_EXPORTER_OTLP_*", "cli_spans", c.traceCLI, "prompts", c.tracePrompts)
 	return func() {
