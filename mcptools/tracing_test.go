@@ -73,7 +73,7 @@ func childOf(t *testing.T, s, parent sdktrace.ReadOnlySpan) {
 func attr(s sdktrace.ReadOnlySpan, key string) string {
 	for _, kv := range s.Attributes() {
 		if string(kv.Key) == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""

@@ -210,5 +210,5 @@ func anyValue(v attribute.Value) wire {
 		}
 		return w.bytes(5, arr)
 	}
-	return w.bytes(1, []byte(v.Emit())) // a type of a later SDK: its text
+	return w.bytes(1, []byte(v.String())) // a type of a later SDK: its text
 }
