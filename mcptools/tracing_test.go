@@ -25,12 +25,13 @@ const (
 	callerParent = "00-" + callerTrace + "-" + callerSpan + "-01"
 )
 
-// recordSpans turns tracing on for the test with an in-memory recorder.
-// Tracing is the process's: tests that use it do not run in parallel.
-func recordSpans(t *testing.T) *tracetest.SpanRecorder {
+// recordSpans turns tracing on for the test with an in-memory recorder
+// (prompts: --trace-prompts). Tracing is the process's: tests that use it
+// do not run in parallel.
+func recordSpans(t *testing.T, prompts bool) *tracetest.SpanRecorder {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	restore := tracing.Install(tp, false)
+	restore := tracing.Install(tp, prompts)
 	t.Cleanup(func() {
 		restore()
 		_ = tp.Shutdown(context.Background())
@@ -85,7 +86,7 @@ func attr(s sdktrace.ReadOnlySpan, key string) string {
 // steering call's span) and the store write; a create's process start
 // nests under the create's call. No span carries the prompt.
 func TestTraceQueryTree(t *testing.T) {
-	rec := recordSpans(t)
+	rec := recordSpans(t, false)
 	f := newFakeServerWith(t, "2025-11-25", sessions.Config{}, Options{},
 		func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "allow_once"}}, nil
@@ -145,7 +146,7 @@ func TestTraceQueryTree(t *testing.T) {
 // TestTraceHTTPHeader: over streamable HTTP a call without trace context
 // in _meta continues the trace of its traceparent header.
 func TestTraceHTTPHeader(t *testing.T) {
-	rec := recordSpans(t)
+	rec := recordSpans(t, false)
 	path, env := fakecli.Command(t)
 	mgr := sessions.NewManager(sessions.Config{CLIPath: path, Env: env})
 	t.Cleanup(mgr.Shutdown)
@@ -168,6 +169,27 @@ func TestTraceHTTPHeader(t *testing.T) {
 	if call.SpanContext().TraceID().String() != callerTrace || call.Parent().SpanID().String() != callerSpan {
 		t.Errorf("the call's span is in trace %s under %s, want the header's %s under %s",
 			call.SpanContext().TraceID(), call.Parent().SpanID(), callerTrace, callerSpan)
+	}
+}
+
+// TestTracePrompts: with --trace-prompts the turn's span carries the
+// prompt, and a steer's its message.
+func TestTracePrompts(t *testing.T) {
+	rec := recordSpans(t, true)
+	f := newFakeServer(t, "2025-11-25", sessions.Config{}, Options{})
+	_, out := f.call(t, "claude_session_create", map[string]any{"cwd": t.TempDir(), "permissionMode": "bypassPermissions"}, nil)
+	sid := out["sessionId"].(string)
+	done := f.queryAsync(t, map[string]any{"sessionId": sid, "prompt": "TOOL_BASH[sleep 1; echo slept]"})
+	running(t, f.mgr, sid, func(p runProgress) bool { return p.tools > 0 })
+	if res, _ := f.call(t, "claude_chat_steer", map[string]any{"sessionId": sid, "message": "also say hi"}, nil); res.IsError {
+		t.Fatalf("steer: %s", resText(res))
+	}
+	<-done
+	if got := attr(spanNamed(t, rec, "claude.turn"), "claude.prompt"); got != "TOOL_BASH[sleep 1; echo slept]" {
+		t.Errorf("the turn's claude.prompt is %q", got)
+	}
+	if got := attr(spanNamed(t, rec, "claude.steer"), "claude.prompt"); got != "also say hi" {
+		t.Errorf("the steer's claude.prompt is %q", got)
 	}
 }
 
