@@ -76,12 +76,9 @@ func TestEncodeMatchesOTLP(t *testing.T) {
 	for _, kv := range c.Attributes {
 		attrs[kv.Key] = kv.Value.String()
 	}
-	want := map[string]string{}
-	for k, v := range map[string]string{"s": `string_value:"ünïcode"`, "empty": `string_value:""`, "i": `int_value:-7`, "f": `double_value:0.25`,
+	want := map[string]string{"s": `string_value:"ünïcode"`, "empty": `string_value:""`, "i": `int_value:-7`, "f": `double_value:0.25`,
 		"t": `bool_value:true`, "b": `bool_value:false`, "ss": `array_value:{values:{string_value:"x"} values:{string_value:"y"}}`,
-		"is": `array_value:{values:{int_value:1} values:{int_value:2}}`} {
-		want[k] = v
-	}
+		"is": `array_value:{values:{int_value:1} values:{int_value:2}}`}
 	for k, v := range want {
 		if norm(attrs[k]) != norm(v) {
 			t.Errorf("attribute %s = %s, want %s", k, attrs[k], v)
