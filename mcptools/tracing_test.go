@@ -172,6 +172,29 @@ func TestTraceHTTPHeader(t *testing.T) {
 	}
 }
 
+// TestTraceSpareClaim: a create that takes a warm spare has the claim
+// under its call, and no process start.
+func TestTraceSpareClaim(t *testing.T) {
+	rec := recordSpans(t, false)
+	f := newFakeServer(t, "2025-11-25", sessions.Config{WarmSpares: 1, MaxLive: 4}, Options{})
+	cwd := t.TempDir()
+	f.call(t, "claude_session_create", map[string]any{"cwd": cwd}, nil)
+	testkit.Until(t, 10*time.Second, "a warm spare", func() bool { return f.mgr.Spares() > 0 })
+	f.call(t, "claude_session_create", map[string]any{"cwd": cwd}, nil)
+	var second sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		if s.Name() == "tools/call claude_session_create" {
+			second = s // the later one
+		}
+	}
+	claim := spanNamed(t, rec, "claude.spare_claim")
+	childOf(t, claim, second)
+	if attr(claim, "process.pid") == "" {
+		t.Errorf("the claim's attributes: %v", claim.Attributes())
+	}
+	spanNamed(t, rec, "claude.process_start") // the first create's alone
+}
+
 // TestTracePrompts: with --trace-prompts the turn's span carries the
 // prompt, and a steer's its message.
 func TestTracePrompts(t *testing.T) {
