@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"os"
@@ -16,15 +16,22 @@ import (
 // asks for it (package tracing), and with --trace-cli gives every CLI the
 // variables of its own exporter. stop flushes the spans still queued, for
 // at most five seconds. With tracing off nothing is set up; --trace-cli
-// and --trace-prompts alone are refused, as they would do nothing.
+// and --trace-prompts alone are refused, as they would do nothing. An
+// OTEL_* setting the server cannot follow (gRPC, a bad endpoint) leaves
+// tracing off with a warning, not a server that will not start: the same
+// variables may be there for the CLIs' own telemetry.
 func startTracing(c *config, mcfg *sessions.Config, logger *slog.Logger) (stop func(), err error) {
 	on, shutdown, err := tracing.Setup(context.Background(), os.Getenv, tracing.Options{Version: versionString(), Prompts: c.tracePrompts})
-	if err != nil {
-		return nil, err
-	}
 	if !on {
+		why := "set OTEL_EXPORTER_OTLP_ENDPOINT to the collector's OTLP/HTTP address (e.g. http://127.0.0.1:4318)"
+		if err != nil {
+			why = err.Error()
+		}
 		if c.traceCLI || c.tracePrompts {
-			return nil, errors.New("--trace-cli and --trace-prompts need tracing on: set OTEL_EXPORTER_OTLP_ENDPOINT to the collector's OTLP/HTTP address (e.g. http://127.0.0.1:4318), see docs/tracing.md")
+			return nil, fmt.Errorf("--trace-cli and --trace-prompts need tracing on: %s; see docs/tracing.md", why)
+		}
+		if err != nil {
+			logger.Warn("OpenTelemetry tracing stays off", "reason", err)
 		}
 		return func() {}, nil
 	}

@@ -12,8 +12,9 @@ import (
 
 // TestStartTracing: without an OTLP endpoint tracing stays off and
 // --trace-cli or --trace-prompts alone are refused, saying what to set;
-// with one, --trace-cli gives the CLIs their exporter's variables, and a
-// protocol the server does not speak is refused.
+// with one, --trace-cli gives the CLIs their exporter's variables; a
+// protocol the server does not speak leaves tracing off with a warning
+// (the variables may be the CLIs'), and refuses --trace-cli, saying why.
 func TestStartTracing(t *testing.T) {
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_TRACES_EXPORTER", "OTEL_SDK_DISABLED",
 		"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"} {
@@ -33,8 +34,13 @@ func TestStartTracing(t *testing.T) {
 	}
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
-	if _, err := startTracing(&config{}, mcfg, log); err == nil || !strings.Contains(err.Error(), "http/protobuf") {
-		t.Errorf("grpc: %v", err)
+	var warned strings.Builder
+	if _, err := startTracing(&config{}, mcfg, slog.New(slog.NewTextHandler(&warned, nil))); err != nil || tracing.On() ||
+		!strings.Contains(warned.String(), "http/protobuf") {
+		t.Errorf("grpc: %v, on %v, logged %q", err, tracing.On(), warned.String())
+	}
+	if _, err := startTracing(&config{traceCLI: true}, mcfg, log); err == nil || !strings.Contains(err.Error(), "http/protobuf") {
+		t.Errorf("grpc with --trace-cli: %v", err)
 	}
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "")
 	stop, err = startTracing(&config{traceCLI: true}, mcfg, log)
