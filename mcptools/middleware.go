@@ -180,7 +180,9 @@ func (h *handlers) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				if err != nil {
 					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "refused: " + err.Error() + "; nothing was run"}
 				}
+				ctx, sp := traceCall(ctx, ctr)
 				res, err := h.callTool(ctx, ctr, next)
+				endCall(sp, res, err)
 				h.auditCall(ctx, ctr, entry, start, res, err)
 				if h.dash != nil {
 					h.dash.SessionsChanged(userOf(ctx)) // the lists of the caller's sessions show creates, closes and the rest

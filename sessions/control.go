@@ -129,13 +129,15 @@ func (s *Session) onControl(ctx context.Context, req *claudeagent.ControlRequest
 		return nil, err
 	}
 	s.mu.Lock()
-	t, ask, cwd := s.cur, s.curAsk, s.cwdLocked()
+	t, ask, cwd, tctx := s.cur, s.curAsk, s.cwdLocked(), s.curTrace
 	s.mu.Unlock()
 	if ask != nil {
 		s.m.alert(Alert{Session: s, Tool: c.ToolName}) // someone may answer: tell them it waits
 	}
+	sp := tracePermission(tctx, c.ToolName)
 	res := s.m.permissions.Decide(ctx, &turn.PermissionRequest{SessionID: s.ID, Cwd: cwd, CanUseToolRequest: c}, ask)
 	res = s.boundApproval(c, cwd, res)
+	endPermission(sp, res)
 	recordPermission(t, c, res)
 	return res, nil
 }

@@ -37,6 +37,10 @@ import (
 type Config struct {
 	// CLIPath is the claude binary; "" finds it on PATH.
 	CLIPath string
+	// TraceCLI (--trace-cli): the CLIs export spans of their own, so each
+	// turn's trace context is handed to a running CLI before its prompt
+	// (Session.retrace); with tracing off it does nothing.
+	TraceCLI bool
 	// OnIdle, if set, is called once each time no query, create or spare
 	// start has run for a second (the server gives memory back then).
 	OnIdle func()

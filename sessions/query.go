@@ -31,7 +31,9 @@ import (
 // prompt, wait for the turn's end — and, after a usage limit's reset, for
 // the turn of its continuation —, then finish (the result and the
 // session's record of it).
-func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*turn.Result, error) {
+func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (res *turn.Result, err error) {
+	ctx, sp := s.traceTurn(ctx, prompt)
+	defer func() { endTurn(sp, res, err) }()
 	if err := ValidatePrompt(prompt); err != nil {
 		return nil, err
 	}
@@ -68,6 +70,7 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (*t
 	if err != nil {
 		return nil, err
 	}
+	s.retrace(ctx, p)
 	started = time.Now()
 	dl.Arm(s.m.now())
 	replay := s.send(ctx, t, p, prompt, qo)
@@ -154,8 +157,10 @@ func (qo QueryOptions) thinking() turn.Thinking {
 // limit it met; the session goes idle again.
 func (s *Session) finish(t *turn.Turn, end turnEnd) *turn.Result {
 	s.mu.Lock()
-	if s.cur == t { // else a follow-up runs (steer.go)
-		s.cur, s.curAsk = nil, nil
+	var traceCtx context.Context // the query's, for the store write's span
+	if s.cur == t {              // else a follow-up runs (steer.go)
+		traceCtx = s.curTrace
+		s.cur, s.curAsk, s.curTrace = nil, nil, nil
 	}
 	fu := s.followUp
 	if fu != nil && fu.turn == t {
@@ -204,7 +209,9 @@ func (s *Session) finish(t *turn.Turn, end turnEnd) *turn.Result {
 	}
 	s.mu.Unlock()
 	s.resetIdleTimer()
+	sw := traceStep(traceCtx, "claude.store_write")
 	s.m.persistTurn(s, r.CostUSD)
+	sw.End()
 	if end.prompt != "" || end.followUp {
 		s.m.alert(Alert{Session: s, Result: r, Started: end.started})
 	}
@@ -255,6 +262,7 @@ func (s *Session) claimProcess(ctx context.Context, t *turn.Turn, ask func(conte
 			// In the same critical section as the check: a process that
 			// ends from now on fails t (see pump).
 			s.cur, s.curAsk = t, ask
+			s.curTrace = traced(ctx)
 			s.st.MoveLocked(state.Running)
 			if why == forQuery {
 				s.queries++

@@ -3,6 +3,8 @@ package sessions
 import (
 	"context"
 	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/tracing"
 )
 
 // A session's query runs: package run keeps the record of each; here it
@@ -19,7 +21,7 @@ func (r *Run) Session() *Session { return r.session }
 // afterwards only [Run.Cancel] does. A temporary session whose query cannot
 // start is discarded (see oneshot.go).
 func (s *Session) StartRun(ctx context.Context, prompt string, o QueryOptions) (*Run, error) {
-	rctx, cancel := context.WithCancel(context.Background())
+	rctx, cancel := context.WithCancel(tracing.Carry(context.Background(), ctx)) // the call's span, not its end
 	r := newRun(runConfig{Prompt: prompt, Thinking: o.IncludeThinking, Listener: o.Listener, Watchers: o.Watchers, Cancel: cancel,
 		DropAfter: s.m.cfg.DropAfter, Release: func() { s.releaseRun(o.CloseAfter) }, Log: s.log.Info})
 	r.session = s

@@ -154,6 +154,7 @@ type liveProcess struct {
 	following   bool              // a goroutine follows the transcript (followTranscript)
 	cur         *turn.Turn        // the running turn
 	curAsk      func(ctx context.Context, req *turn.PermissionRequest) (*claudeagent.PermissionResult, error)
+	curTrace    context.Context // the running query's trace (its claude.turn span; tracing.go), nil while tracing is off
 }
 
 // onMove, when set (by the tests, before any session exists), sees every

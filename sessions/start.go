@@ -12,6 +12,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/beneath"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/tracing"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/options"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/state"
@@ -46,7 +47,10 @@ func (s *Session) ensureProcess(ctx context.Context, t *turn.Turn) error {
 	var sp *live.Spare
 	var resp *claudeagent.InitializeResponse
 	if fresh {
-		sp, resp = s.takeSpare(opts)
+		claim := traceStart()
+		if sp, resp = s.takeSpare(opts); sp != nil {
+			traceSpare(ctx, claim, sp.Process().PID())
+		}
 	}
 	if sp != nil { // its place became the session's
 		opts.SessionID = sp.SessionID()
@@ -60,7 +64,13 @@ func (s *Session) ensureProcess(ctx context.Context, t *turn.Turn) error {
 		s.m.share.Release(s.ID) // a lease goes with a process
 		return err
 	}
-	proc, resp, opts, err := s.launch(ctx, opts)
+	// The CLI continues the query's trace (the claude.turn span; a
+	// create's call), read from its environment once: later turns of the
+	// process stay in this trace (docs/tracing.md).
+	opts.Env = withTrace(opts.Env, ctx)
+	pctx, ps := tracing.Start(ctx, "claude.process_start")
+	proc, resp, opts, err := s.launch(pctx, opts)
+	endStart(ps, proc, opts, err)
 	if err != nil {
 		return s.startFailed(ctx, err, opts.Resume)
 	}
@@ -163,7 +173,9 @@ func (s *Session) place(ctx context.Context, t *turn.Turn) error {
 	}
 	var err error
 	if t != nil { // a query waits its turn
+		sp := traceStep(ctx, "claude.queue_wait")
 		err = s.m.pool.Acquire(ctx, s.holder(), queued)
+		sp.End()
 	} else {
 		err = s.m.pool.AcquireNow(s.holder())
 	}
@@ -190,7 +202,9 @@ func (s *Session) launch(ctx context.Context, opts claudeagent.Options) (*claude
 	lost := s.claudeSessionID
 	s.setClaudeSessionIDLocked(uuid.NewString())
 	s.resumable, s.forkPending, s.replay = false, false, true
+	env := opts.Env // with the trace context (ensureProcess)
 	opts = s.processOptions()
+	opts.Env = env
 	s.mu.Unlock()
 	s.projectAlone(&opts)
 	s.log.Warn("the CLI has no transcript to resume (it was killed before writing it); starting a fresh conversation seeded with the session's recorded history",

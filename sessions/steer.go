@@ -60,7 +60,7 @@ func (s *Session) Steer(ctx context.Context, message string, imgs []images.Image
 	s.steerMu.Lock() // the pump takes it to end a turn (see pump)
 	defer s.steerMu.Unlock()
 	s.mu.Lock()
-	t, p, st, fu := s.cur, s.proc, s.st.State(), s.followUp
+	t, p, st, fu, tctx := s.cur, s.proc, s.st.State(), s.followUp, s.curTrace
 	s.mu.Unlock()
 	switch {
 	case st == state.Queued:
@@ -80,8 +80,11 @@ func (s *Session) Steer(ctx context.Context, message string, imgs []images.Image
 		return fmt.Errorf("%w; send it with claude_chat_query once the turn has ended", err)
 	}
 	id := uuid.NewString()
+	sp := traceSteer(tctx, ctx, message)
+	defer sp.End()
 	t.AddSteer(id, message)
 	if err := p.SendUserID(images.Content(message, imgs), id); err != nil {
+		sp.Fail(err.Error())
 		return fmt.Errorf("writing the message to claude: %w", err)
 	}
 	s.log.Info("a message was steered into the running turn", "bytes", len(message))

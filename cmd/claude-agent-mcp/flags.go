@@ -81,6 +81,8 @@ type config struct {
 	passEnv           string
 	auditLog          string
 	auditPrompts      bool
+	traceCLI          bool
+	tracePrompts      bool
 	agentSources      string
 	agentsDir         string
 	agentsFile        string
@@ -147,6 +149,8 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.BoolVar(&c.shareConfigDir, "share-config-dir", false, "over --http, let every user's sessions share the CLI's own config directory (each can then read the others' transcripts) instead of one each under --per-user-config-dir")
 	fs.StringVar(&c.auditLog, "audit-log", "", "append two JSON lines per tool call to this file, 'started' before it runs (a call whose line cannot be written is refused) and its outcome: time, user, tool, session, prompt size and SHA-256, outcome, duration, cost (default: none)")
 	fs.BoolVar(&c.auditPrompts, "audit-prompts", false, "put the prompts themselves in --audit-log")
+	fs.BoolVar(&c.traceCLI, "trace-cli", false, "with tracing on (OTEL_EXPORTER_OTLP_ENDPOINT, see docs/tracing.md), turn on each claude CLI's own trace export (a beta of the CLI's) to the same collector, so its API calls nest under the server's spans")
+	fs.BoolVar(&c.tracePrompts, "trace-prompts", false, "with tracing on, put prompts and steered messages themselves in the spans (default: their size only)")
 	fs.StringVar(&c.agentSources, "agent-sources", "", "Claude Code agents served as tools, one each (see README): user, project, dirs, file, all or none (default: all on stdio, dirs,file over --http)")
 	fs.StringVar(&c.agentsDir, "agents-dir", "", "further directories of agent files (separated by "+string(os.PathListSeparator)+") (default: none)")
 	fs.StringVar(&c.agentsFile, "agents-file", "", "operator file of agents (JSON or YAML), which may also set their session options (see README) (default: none)")

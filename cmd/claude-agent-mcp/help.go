@@ -28,6 +28,7 @@ var flagGroups = []flagGroup{
 	{"Dashboard and alerts", []string{"ui", "ui-admins", "notify"}},
 	{"Agents as tools", []string{"agent-sources", "agents-dir", "agents-file", "max-agent-tools"}},
 	{"Logging", []string{"log-level", "audit-log", "audit-prompts", "metrics", "metrics-tokens-file"}},
+	{"Tracing (OpenTelemetry, on with OTEL_EXPORTER_OTLP_ENDPOINT)", []string{"trace-cli", "trace-prompts"}},
 	{"Commands (print, then exit)", []string{"print-setup", "version"}},
 }
 

@@ -274,6 +274,11 @@ func serve(c *config, st *settings, stdin io.Reader, stdout io.Writer, logger *s
 	mcfg.Depth, mcfg.Logger = depth, logger
 	mcfg.Env = map[string]string{DepthEnv: strconv.Itoa(depth + 1), ServerMarkerEnv: marker}
 	maps.Copy(mcfg.Env, st.passEnv)
+	stopTracing, err := startTracing(c, &mcfg, logger)
+	if err != nil {
+		return err
+	}
+	defer stopTracing() // the last of the deferred: after the sessions' shutdown and their last spans
 	heapTuning.follow(&mcfg)
 	logEnforcement(st, logger)
 	alerter := newNotifier(c.notify, logger)
