@@ -86,6 +86,8 @@ func (f *fake) control(id string, req json.RawMessage) {
 			return
 		}
 		f.controlSuccess(id, nil)
+	case "rewind_files":
+		f.rewindFiles(id, req)
 	default:
 		f.controlError(id, "Unsupported control request subtype: "+r.Subtype)
 	}

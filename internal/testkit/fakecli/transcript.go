@@ -47,6 +47,14 @@ func (t *transcript) note(line []byte) {
 		bytes.Contains(line, []byte(`"parent_tool_use_id":null`))) {
 		return
 	}
+	t.write(line)
+}
+
+// write appends line to the transcript (after the lag, if any).
+func (t *transcript) write(line []byte) {
+	if t == nil {
+		return
+	}
 	line = append(bytes.Clone(line), '\n')
 	write := func() {
 		t.mu.Lock()
