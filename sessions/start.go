@@ -275,6 +275,7 @@ func (s *Session) processOptions() claudeagent.Options {
 		OnControlRequest:       s.onControl,
 		Ceiling:                s.m.policy.Ceiling(&o, s.cwdLocked()),
 		Jail:                   s.m.cfg.Jail,
+		FileCheckpoints:        s.m.cfg.FileCheckpoints,
 	}
 	opts.SettingSources = s.m.policy.SettingSources(&o)
 	if opts.Tools == nil && s.m.cfg.ToolsCeiling != nil {
