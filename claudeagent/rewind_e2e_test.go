@@ -137,7 +137,8 @@ func wantFiles(t *testing.T, want map[string]string) {
 // is one API call with three tool calls — an Edit of each of two source
 // files of 40 KB and a Write of a new 8 KB file — and the call with the
 // tool results that ends it. It reports each one's milliseconds per turn
-// and what its checkpoints left on disk per turn. Run with -bench
+// (wall time, and the CLI's CPU time) and what its checkpoints left on
+// disk per turn. Run with -bench
 // E2ECheckpoints -benchtime 40x, CLAUDE_BIN naming the CLI.
 func BenchmarkE2ECheckpoints(b *testing.B) {
 	bin := e2eenv.FindClaude(b)
@@ -151,6 +152,7 @@ func BenchmarkE2ECheckpoints(b *testing.B) {
 		home  string
 		p     *claudeagent.Process
 		spent time.Duration
+		cpu   time.Duration // the CLI's CPU time before the turns
 	}
 	var sides []*side
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
@@ -209,6 +211,9 @@ func BenchmarkE2ECheckpoints(b *testing.B) {
 		return fakeapi.ToolUseReply("", edit("one.go"), edit("two.go"), fakeapi.ToolUse("", "Write", map[string]any{
 			"file_path": filepath.Join(dir, fmt.Sprintf("new%d.txt", n)), "content": strings.Repeat(fmt.Sprintf("line %d of a new file\n", n), 400)}))
 	})
+	for _, s := range sides {
+		s.cpu = cpuTime(s.p.PID())
+	}
 	n := 0
 	for b.Loop() {
 		slices.Reverse(sides) // each goes first every other turn
@@ -226,6 +231,7 @@ func BenchmarkE2ECheckpoints(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(s.spent.Milliseconds())/float64(n), s.name+"-ms/turn")
+		b.ReportMetric(float64((cpuTime(s.p.PID())-s.cpu).Milliseconds())/float64(n), s.name+"-cpu-ms/turn")
 		b.ReportMetric(float64(dirBytes(filepath.Join(s.home, ".claude", "file-history")))/float64(n), s.name+"-disk-B/turn")
 	}
 }
@@ -257,6 +263,25 @@ func benchTurn(ctx context.Context, b *testing.B, p *claudeagent.Process, prompt
 			return
 		}
 	}
+}
+
+// cpuTime is the CPU time (user and system) process pid has used, from
+// /proc (Linux; 0 elsewhere): on a loaded machine what a turn costs the
+// CLI shows there better than in its wall time.
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// After the command's name (in parentheses): state, then fields 4 on;
+	// utime and stime are fields 14 and 15, in clock ticks (100 a second).
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.Atoi(f[11])
+	st, _ := strconv.Atoi(f[12])
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
 // dirBytes is the size of the regular files under dir.
