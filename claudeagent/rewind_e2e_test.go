@@ -147,45 +147,9 @@ func BenchmarkE2ECheckpoints(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(srv.Close)
-	type side struct {
-		name  string
-		home  string
-		p     *claudeagent.Process
-		spent time.Duration
-		cpu   time.Duration // the CLI's CPU time before the turns
-	}
-	var sides []*side
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	for _, on := range []bool{false, true} {
-		home, env := e2eenv.Env(b, srv.URL())
-		cwd := filepath.Join(home, "proj")
-		if err := os.Mkdir(cwd, 0o755); err != nil {
-			b.Fatal(err)
-		}
-		for _, f := range []string{"one.go", "two.go"} {
-			if err := os.WriteFile(filepath.Join(cwd, f), benchSource(f), 0o644); err != nil {
-				b.Fatal(err)
-			}
-		}
-		opts := claudeagent.Options{Path: bin, Cwd: cwd, Env: env, FileCheckpoints: on}
-		opts.PermissionMode = "acceptEdits"
-		p, err := claudeagent.Start(ctx, opts)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { p.Close() })
-		s := &side{name: "plain", home: home, p: p}
-		if on {
-			s.name = "checkpoints"
-		}
-		sides = append(sides, s)
-		// The Edit tool edits only files read before.
-		srv.SetHandler(editingModel(map[string][]fakeapi.Block{"READ": {
-			fakeapi.ToolUse("", "Read", map[string]any{"file_path": filepath.Join(cwd, "one.go")}),
-			fakeapi.ToolUse("", "Read", map[string]any{"file_path": filepath.Join(cwd, "two.go")})}}))
-		benchTurn(ctx, b, p, "READ")
-	}
+	sides := []*benchSide{startSide(ctx, b, srv, bin, false), startSide(ctx, b, srv, bin, true)}
 	srv.SetHandler(func(r *fakeapi.Request) *fakeapi.Reply {
 		if !r.IsMainConversation() {
 			return nil
@@ -193,15 +157,15 @@ func BenchmarkE2ECheckpoints(b *testing.B) {
 		if len(r.LastToolResults()) > 0 {
 			return fakeapi.TextReply("done")
 		}
-		cwd := r.SystemText() // the CLI names its working directory in the system prompt
 		n, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(r.LastUserText()), "EDIT "))
 		if err != nil {
 			return nil
 		}
 		dir := ""
 		for _, s := range sides {
-			if d := filepath.Join(s.home, "proj"); strings.Contains(cwd, d) {
-				dir = d
+			// The CLI names its working directory in the system prompt.
+			if strings.Contains(r.SystemText(), s.cwd()) {
+				dir = s.cwd()
 			}
 		}
 		edit := func(f string) fakeapi.Block {
@@ -226,7 +190,7 @@ func BenchmarkE2ECheckpoints(b *testing.B) {
 	}
 	for _, s := range sides {
 		for _, f := range []string{"one.go", "two.go"} {
-			if got, _ := os.ReadFile(filepath.Join(s.home, "proj", f)); !strings.Contains(string(got), fmt.Sprintf("marker(%d)", n)) {
+			if got, _ := os.ReadFile(filepath.Join(s.cwd(), f)); !strings.Contains(string(got), fmt.Sprintf("marker(%d)", n)) {
 				b.Fatalf("%s: %s was not edited %d times", s.name, f, n)
 			}
 		}
@@ -234,6 +198,49 @@ func BenchmarkE2ECheckpoints(b *testing.B) {
 		b.ReportMetric(float64((cpuTime(s.p.PID())-s.cpu).Milliseconds())/float64(n), s.name+"-cpu-ms/turn")
 		b.ReportMetric(float64(dirBytes(filepath.Join(s.home, ".claude", "file-history")))/float64(n), s.name+"-disk-B/turn")
 	}
+}
+
+// benchSide is one of BenchmarkE2ECheckpoints' two CLIs.
+type benchSide struct {
+	name  string
+	home  string
+	p     *claudeagent.Process
+	spent time.Duration
+	cpu   time.Duration // the CLI's CPU time before the turns
+}
+
+func (s *benchSide) cwd() string { return filepath.Join(s.home, "proj") }
+
+// startSide starts a CLI, with file checkpoints or without, in a HOME of
+// its own whose project holds two source files, and has it read them (the
+// Edit tool edits only files read before).
+func startSide(ctx context.Context, b *testing.B, srv *fakeapi.Server, bin string, checkpoints bool) *benchSide {
+	home, env := e2eenv.Env(b, srv.URL())
+	s := &benchSide{name: "plain", home: home}
+	if checkpoints {
+		s.name = "checkpoints"
+	}
+	if err := os.Mkdir(s.cwd(), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for _, f := range []string{"one.go", "two.go"} {
+		if err := os.WriteFile(filepath.Join(s.cwd(), f), benchSource(f), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	opts := claudeagent.Options{Path: bin, Cwd: s.cwd(), Env: env, FileCheckpoints: checkpoints}
+	opts.PermissionMode = "acceptEdits"
+	p, err := claudeagent.Start(ctx, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { p.Close() })
+	s.p = p
+	srv.SetHandler(editingModel(map[string][]fakeapi.Block{"READ": {
+		fakeapi.ToolUse("", "Read", map[string]any{"file_path": filepath.Join(s.cwd(), "one.go")}),
+		fakeapi.ToolUse("", "Read", map[string]any{"file_path": filepath.Join(s.cwd(), "two.go")})}}))
+	benchTurn(ctx, b, p, "READ")
+	return s
 }
 
 // benchSource is a source file of about 40 KB with one marker(0) line.

@@ -96,15 +96,7 @@ func (h *handlers) tools() []tool {
 			Description: `Page through a session's conversation. Example: {"sessionId": "4b1c…"}`,
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
 		}, h.history),
-		newTool(&mcp.Tool{
-			Name:  "claude_session_rewind",
-			Title: "Rewind",
-			// Prompts are numbered in claude_session_history's text.
-			Description: `Undo the file edits of prompts N and later (from 1). Example: {"sessionId": "4b1c…", "prompt": 2, "dryRun": true}`,
-			// No annotations: the defaults (destructive, not idempotent,
-			// open world) err on the side of care, and the tool's listing
-			// stays within its 450 bytes.
-		}, h.rewind),
+		h.rewindTool(),
 	}
 }
 

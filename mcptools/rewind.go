@@ -31,6 +31,19 @@ type RewindOutput struct {
 	Deletions  int      `json:"deletions"`
 }
 
+// rewindTool is claude_session_rewind's definition.
+func (h *handlers) rewindTool() tool {
+	return newTool(&mcp.Tool{
+		Name:  "claude_session_rewind",
+		Title: "Rewind",
+		// Prompts are numbered in claude_session_history's text.
+		Description: `Undo the file edits of prompts N and later (from 1). Example: {"sessionId": "4b1c…", "prompt": 2, "dryRun": true}`,
+		// No annotations: the defaults (destructive, not idempotent, open
+		// world) err on the side of care, and the tool's listing stays
+		// within its 450 bytes.
+	}, h.rewind)
+}
+
 func (h *handlers) rewind(ctx context.Context, req *mcp.CallToolRequest, in RewindInput) (*mcp.CallToolResult, RewindOutput, error) {
 	s, err := h.session(ctx, in.SessionID)
 	if err != nil {
