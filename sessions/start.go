@@ -203,9 +203,31 @@ func (s *Session) projectAlone(opts *claudeagent.Options) {
 	project := beneath.Path{Dir: t.Dir, Rel: filepath.Dir(t.Rel)}
 	if err := beneath.MkdirAll(project); err != nil {
 		s.log.Warn("the session's project directory of transcripts cannot be made; the other projects' stay in its view", "err", err)
+	} else {
+		opts.Alone = append(opts.Alone, project.String())
+	}
+	if opts.FileCheckpoints {
+		s.copiesAlone(opts, t.Dir)
+	}
+}
+
+// copiesAlone makes a jailed process with file checkpoints see its own
+// conversation's copies alone in the config directory's file-history/:
+// another session's copies are hidden, which it could read, or change so
+// that that session's rewind restores what it wrote. (A fork's CLI then
+// cannot link its parent's copies: the prompts before the fork cannot be
+// rewound in it.)
+func (s *Session) copiesAlone(opts *claudeagent.Options, configDir string) {
+	id := opts.SessionID // a fresh conversation's, or a fork's
+	if id == "" {
+		id = opts.Resume
+	}
+	copies := beneath.Path{Dir: configDir, Rel: filepath.Join("file-history", id)}
+	if err := beneath.MkdirAll(copies); err != nil {
+		s.log.Warn("the session's directory of file checkpoints cannot be made; the other sessions' stay in its view", "err", err)
 		return
 	}
-	opts.Alone = append(opts.Alone, project.String())
+	opts.Alone = append(opts.Alone, copies.String())
 }
 
 // startFailed gives the live place back and leaves the session dormant,

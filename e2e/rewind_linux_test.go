@@ -1,0 +1,60 @@
+//go:build linux
+
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestE2ERewindCopiesHidden: a session's file checkpoints (copies of its
+// files, in the CLI config directory's file-history/) are hidden from
+// another session's jailed CLI, which could read them, or change what a
+// rewind restores; its own rewind works as before.
+func TestE2ERewindCopiesHidden(t *testing.T) {
+	requireJail(t)
+	t.Parallel()
+	e := startE2E(t, e2eOptions{protocol: "2025-11-25", elicit: noElicitation(t), args: []string{"--warm-spares", "0"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := filepath.Join(e.home, "victim")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "keep.txt"), []byte(keepOriginal), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.api.SetHandler(rewindModel(dir))
+	victim, _ := e.create(t, ctx, map[string]any{"cwd": dir, "permissionMode": "acceptEdits"})
+	var conv string
+	for _, p := range []string{"REWIND-ONE", "REWIND-TWO"} {
+		res, out := e.query(t, ctx, victim, p)
+		if res.IsError {
+			t.Fatalf("%s: %s", p, text(res))
+		}
+		conv, _ = out["claudeSessionId"].(string)
+	}
+	copies := filepath.Join(e.home, ".claude", "file-history", conv)
+	if entries, err := os.ReadDir(copies); err != nil || len(entries) == 0 {
+		t.Fatalf("the victim's CLI kept no copies in %s (%v): the test proves nothing", copies, err)
+	}
+
+	other, _ := e.create(t, ctx, map[string]any{"permissionMode": "bypassPermissions"})
+	res, out := e.query(t, ctx, other, fmt.Sprintf("TOOL_BASH[ls -a %s; ls -a %s 2>&1 | head -3]", filepath.Dir(copies), copies))
+	said := fmt.Sprint(out["finalText"])
+	if res.IsError || !strings.HasPrefix(said, "Tool said:") {
+		t.Fatalf("the probe did not run: %s", text(res))
+	}
+	if strings.Contains(said, conv) && !strings.Contains(said, "No such file") {
+		t.Errorf("another session sees the victim's copies: %s", said)
+	}
+	res, out = e.call(t, ctx, "claude_session_rewind", map[string]any{"sessionId": victim, "prompt": 1, "dryRun": true}, nil)
+	if files := rewindFiles(t, dir, out); res.IsError || strings.Join(files, " ") != "a.txt keep.txt sub/b.txt" {
+		t.Errorf("the victim's own dry run: %s %v", text(res), files)
+	}
+}
