@@ -58,3 +58,37 @@ func TestE2ERewindCopiesHidden(t *testing.T) {
 		t.Errorf("the victim's own dry run: %s %v", text(res), files)
 	}
 }
+
+// TestE2ERewindFork: a fork of a session whose turns edited files rewinds
+// to before a prompt of its parent's, though its jailed CLI sees only its
+// own conversation's checkpoints: the server copied its parent's in.
+func TestE2ERewindFork(t *testing.T) {
+	requireJail(t)
+	t.Parallel()
+	e := startE2E(t, e2eOptions{protocol: "2025-11-25", elicit: noElicitation(t)})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	keep, fileA, fileB := filepath.Join(e.cwd, "keep.txt"), filepath.Join(e.cwd, "a.txt"), filepath.Join(e.cwd, "sub", "b.txt")
+	if err := os.WriteFile(keep, []byte(keepOriginal), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.api.SetHandler(rewindModel(e.cwd))
+	parent, _ := e.create(t, ctx, map[string]any{"permissionMode": "acceptEdits"})
+	var conv string
+	for _, p := range []string{"REWIND-ONE", "REWIND-TWO"} {
+		res, out := e.query(t, ctx, parent, p)
+		if res.IsError {
+			t.Fatalf("%s: %s", p, text(res))
+		}
+		conv, _ = out["claudeSessionId"].(string)
+	}
+	fork, _ := e.create(t, ctx, map[string]any{"permissionMode": "acceptEdits", "resumeSessionId": conv, "forkSession": true})
+	res, out := e.call(t, ctx, "claude_session_rewind", map[string]any{"sessionId": fork, "prompt": 2, "dryRun": true}, nil)
+	if files := rewindFiles(t, e.cwd, out); res.IsError || strings.Join(files, " ") != "a.txt keep.txt" {
+		t.Errorf("the fork's dry run to before its parent's prompt 2: %s %v, want a.txt keep.txt", text(res), files)
+	}
+	if res, _ := e.call(t, ctx, "claude_session_rewind", map[string]any{"sessionId": fork, "prompt": 2}, nil); res.IsError {
+		t.Fatalf("the fork's rewind: %s", text(res))
+	}
+	wantContents(t, "the fork rewound to before prompt 2", map[string]*string{keep: ptrTo(keepOriginal), fileA: ptrTo(aFirst), fileB: ptrTo(bFirst)})
+}

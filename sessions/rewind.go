@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/beneath"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/turn"
@@ -141,4 +144,47 @@ func (s *Session) cannotRewind(n int, why string) error {
 		return fmt.Errorf("prompt %d of session %s has no file checkpoint: it was sent while the server ran without --file-checkpoints, or its CLI's copies were lost (its conversation was replayed into a new one, or it ran on another instance of a shared store) (claude: %s)", n, s.ID, why)
 	}
 	return fmt.Errorf("claude cannot rewind session %s to before prompt %d: %s", s.ID, n, why)
+}
+
+// inheritCopies copies the file checkpoints of conversation parent into
+// those of its fork, in the CLI config directory configDir, before the
+// fork's CLI starts: the CLI links them itself on a fork, but in the jail
+// it sees its own directory alone (copiesAlone). The parent's directory
+// is one a session may write, so it is read through beneath (no link
+// followed, a regular file of one link); a copy never replaces a file.
+// What cannot be copied is logged: the prompts before the fork that need
+// it cannot be rewound in the fork.
+func (s *Session) inheritCopies(configDir, parent, fork string) {
+	from := beneath.Path{Dir: configDir, Rel: filepath.Join("file-history", parent)}
+	entries, err := beneath.ReadDir(from)
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			s.log.Warn("reading the file checkpoints of the conversation forked", "err", err)
+		}
+		return
+	}
+	copied := 0
+	for _, e := range entries {
+		if err := copyCheckpoint(beneath.Path{Dir: configDir, Rel: filepath.Join(from.Rel, e.Name())},
+			beneath.Path{Dir: configDir, Rel: filepath.Join("file-history", fork, e.Name())}); err != nil {
+			s.log.Warn("a file checkpoint of the conversation forked is not copied", "file", e.Name(), "err", err)
+			continue
+		}
+		copied++
+	}
+	s.log.Debug("copied the file checkpoints of the conversation forked", "parent", parent, "files", copied)
+}
+
+// copyCheckpoint copies the regular file from to the new file to, unless
+// to is there (copied by an earlier start of the fork).
+func copyCheckpoint(from, to beneath.Path) error {
+	if there, err := beneath.Exists(to); there || err != nil {
+		return err
+	}
+	f, err := beneath.Open(from)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return beneath.WriteNewFrom(to, f, 0o600)
 }

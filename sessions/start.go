@@ -214,9 +214,8 @@ func (s *Session) projectAlone(opts *claudeagent.Options) {
 // copiesAlone makes a jailed process with file checkpoints see its own
 // conversation's copies alone in the config directory's file-history/:
 // another session's copies are hidden, which it could read, or change so
-// that that session's rewind restores what it wrote. (A fork's CLI then
-// cannot link its parent's copies: the prompts before the fork cannot be
-// rewound in it.)
+// that that session's rewind restores what it wrote. A fork gets a copy
+// of its parent's (inheritCopies), which its CLI would link itself.
 func (s *Session) copiesAlone(opts *claudeagent.Options, configDir string) {
 	id := opts.SessionID // a fresh conversation's, or a fork's
 	if id == "" {
@@ -226,6 +225,9 @@ func (s *Session) copiesAlone(opts *claudeagent.Options, configDir string) {
 	if err := beneath.MkdirAll(copies); err != nil {
 		s.log.Warn("the session's directory of file checkpoints cannot be made; the other sessions' stay in its view", "err", err)
 		return
+	}
+	if opts.ForkSession && opts.Resume != "" {
+		s.inheritCopies(configDir, opts.Resume, id)
 	}
 	opts.Alone = append(opts.Alone, copies.String())
 }
