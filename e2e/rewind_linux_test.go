@@ -10,16 +10,21 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 )
 
 // TestE2ERewindCopiesHidden: a session's file checkpoints (copies of its
 // files, in the CLI config directory's file-history/) are hidden from
 // another session's jailed CLI, which could read them, or change what a
-// rewind restores; its own rewind works as before.
+// rewind restores — one that took a warm spare too; the victim's own
+// rewind works as before.
 func TestE2ERewindCopiesHidden(t *testing.T) {
 	requireJail(t)
 	t.Parallel()
-	e := startE2E(t, e2eOptions{protocol: "2025-11-25", elicit: noElicitation(t), args: []string{"--warm-spares", "0"}})
+	// A client that cannot be asked and a policy that allows: a session
+	// of the default options (which a warm spare serves) may run Bash.
+	e := startE2E(t, e2eOptions{protocol: "2025-11-25", args: []string{"--permission-policy", "allow"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dir := filepath.Join(e.home, "victim")
@@ -30,6 +35,18 @@ func TestE2ERewindCopiesHidden(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.api.SetHandler(rewindModel(dir))
+	// The lookers first: one of the default options takes the warm spare
+	// the server started for them, before the victim's options are the
+	// ones spares are kept for.
+	testkit.Until(t, time.Minute, "a warm spare", func() bool {
+		log, _ := os.ReadFile(e.logPath)
+		return strings.Contains(string(log), "warm spare ready")
+	})
+	var lookers []string
+	for _, opts := range []map[string]any{nil, {"permissionMode": "bypassPermissions"}} {
+		sid, _ := e.create(t, ctx, opts)
+		lookers = append(lookers, sid)
+	}
 	victim, _ := e.create(t, ctx, map[string]any{"cwd": dir, "permissionMode": "acceptEdits"})
 	var conv string
 	for _, p := range []string{"REWIND-ONE", "REWIND-TWO"} {
@@ -44,16 +61,20 @@ func TestE2ERewindCopiesHidden(t *testing.T) {
 		t.Fatalf("the victim's CLI kept no copies in %s (%v): the test proves nothing", copies, err)
 	}
 
-	other, _ := e.create(t, ctx, map[string]any{"permissionMode": "bypassPermissions"})
-	res, out := e.query(t, ctx, other, fmt.Sprintf("TOOL_BASH[ls -a %s; ls -a %s 2>&1 | head -3]", filepath.Dir(copies), copies))
-	said := fmt.Sprint(out["finalText"])
-	if res.IsError || !strings.HasPrefix(said, "Tool said:") {
-		t.Fatalf("the probe did not run: %s", text(res))
+	for i, other := range lookers {
+		res, out := e.query(t, ctx, other, fmt.Sprintf("TOOL_BASH[ls -a %s; ls -a %s 2>&1 | head -3]", filepath.Dir(copies), copies))
+		said := fmt.Sprint(out["finalText"])
+		if res.IsError || !strings.HasPrefix(said, "Tool said:") {
+			t.Fatalf("the probe of looker %d did not run: %s", i, text(res))
+		}
+		if strings.Contains(said, conv) && !strings.Contains(said, "No such file") {
+			t.Errorf("looker %d sees the victim's copies: %s", i, said)
+		}
 	}
-	if strings.Contains(said, conv) && !strings.Contains(said, "No such file") {
-		t.Errorf("another session sees the victim's copies: %s", said)
+	if log, _ := os.ReadFile(e.logPath); !strings.Contains(string(log), "took a warm spare") {
+		t.Errorf("no session took a warm spare: the spare's view is not tested")
 	}
-	res, out = e.call(t, ctx, "claude_session_rewind", map[string]any{"sessionId": victim, "prompt": 1, "dryRun": true}, nil)
+	res, out := e.call(t, ctx, "claude_session_rewind", map[string]any{"sessionId": victim, "prompt": 1, "dryRun": true}, nil)
 	if files := rewindFiles(t, dir, out); res.IsError || strings.Join(files, " ") != "a.txt keep.txt sub/b.txt" {
 		t.Errorf("the victim's own dry run: %s %v", text(res), files)
 	}

@@ -149,7 +149,7 @@ func (s *Session) cannotRewind(n int, why string) error {
 // inheritCopies copies the file checkpoints of conversation parent into
 // those of its fork, in the CLI config directory configDir, before the
 // fork's CLI starts: the CLI links them itself on a fork, but in the jail
-// it sees its own directory alone (copiesAlone). The parent's directory
+// it sees its own directory alone (viewAlone). The parent's directory
 // is one a session may write, so it is read through beneath (no link
 // followed, a regular file of one link); a copy never replaces a file.
 // What cannot be copied is logged: the prompts before the fork that need

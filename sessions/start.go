@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"path/filepath"
 	"strings"
@@ -190,44 +191,48 @@ func (s *Session) launch(ctx context.Context, opts claudeagent.Options) (*claude
 // projectAlone makes a jailed process see its own project's directory of
 // transcripts alone in its CLI config directory's projects/ (the CLI keeps
 // a project's sessions together; the other projects' transcripts are
-// hidden). The directory is made beneath the config directory without
-// following a link; one the session planted leaves the others in view,
-// and says so.
+// hidden), and with file checkpoints its own conversation's copies alone
+// in file-history/. The directories are made beneath the config directory
+// without following a link; one the session planted leaves the others in
+// view, and says so.
 func (s *Session) projectAlone(opts *claudeagent.Options) {
-	if !opts.Jail {
-		return
-	}
 	s.mu.Lock()
 	t := s.transcriptPathFor("-")
 	s.mu.Unlock()
+	viewAlone(opts, t, s.log, s.inheritCopies)
+}
+
+// viewAlone is projectAlone for a process whose transcripts would be
+// named by t (a transcript's path in its project's directory); inherit
+// copies a fork's parent's checkpoints (nil: none to copy).
+func viewAlone(opts *claudeagent.Options, t beneath.Path, log *slog.Logger, inherit func(configDir, parent, fork string)) {
+	if !opts.Jail || t.IsZero() {
+		return
+	}
 	project := beneath.Path{Dir: t.Dir, Rel: filepath.Dir(t.Rel)}
 	if err := beneath.MkdirAll(project); err != nil {
-		s.log.Warn("the session's project directory of transcripts cannot be made; the other projects' stay in its view", "err", err)
+		log.Warn("the session's project directory of transcripts cannot be made; the other projects' stay in its view", "err", err)
 	} else {
 		opts.Alone = append(opts.Alone, project.String())
 	}
-	if opts.FileCheckpoints {
-		s.copiesAlone(opts, t.Dir)
+	if !opts.FileCheckpoints {
+		return
 	}
-}
-
-// copiesAlone makes a jailed process with file checkpoints see its own
-// conversation's copies alone in the config directory's file-history/:
-// another session's copies are hidden, which it could read, or change so
-// that that session's rewind restores what it wrote. A fork gets a copy
-// of its parent's (inheritCopies), which its CLI would link itself.
-func (s *Session) copiesAlone(opts *claudeagent.Options, configDir string) {
+	// The copies of the files a conversation changed (file checkpoints):
+	// another session's it could read, or change so that that session's
+	// rewind restores what it wrote. A fork gets a copy of its parent's,
+	// which its CLI would link itself.
 	id := opts.SessionID // a fresh conversation's, or a fork's
 	if id == "" {
 		id = opts.Resume
 	}
-	copies := beneath.Path{Dir: configDir, Rel: filepath.Join("file-history", id)}
+	copies := beneath.Path{Dir: t.Dir, Rel: filepath.Join("file-history", id)}
 	if err := beneath.MkdirAll(copies); err != nil {
-		s.log.Warn("the session's directory of file checkpoints cannot be made; the other sessions' stay in its view", "err", err)
+		log.Warn("the session's directory of file checkpoints cannot be made; the other sessions' stay in its view", "err", err)
 		return
 	}
-	if opts.ForkSession && opts.Resume != "" {
-		s.inheritCopies(configDir, opts.Resume, id)
+	if opts.ForkSession && opts.Resume != "" && inherit != nil {
+		inherit(t.Dir, opts.Resume, id)
 	}
 	opts.Alone = append(opts.Alone, copies.String())
 }
