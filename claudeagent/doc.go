@@ -1,8 +1,8 @@
 // Package claudeagent runs the Claude Code CLI (`claude`) as a long-lived
 // subprocess and speaks its stream-json protocol: newline-delimited JSON
 // messages both ways, plus the control protocol (initialize, interrupt,
-// set_model, set_permission_mode, and requests from the CLI such as
-// can_use_tool).
+// set_model, set_permission_mode, rewind_files, and requests from the CLI
+// such as can_use_tool).
 //
 // A [Process] owns one CLI process and its goroutines. It knows nothing
 // about the MCP protocol; [SessionOptions] carries the descriptions (struct

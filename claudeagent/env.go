@@ -12,6 +12,10 @@ import (
 // server sets on purpose (Options.Env: a profile's variables, a user's
 // config directory, the operator's --pass-env names) comes on top.
 
+// checkpointsEnv turns on file checkpoints in a CLI run by a host (both
+// pinned CLIs; CLAUDE_CODE_DISABLE_FILE_CHECKPOINTING still wins).
+const checkpointsEnv = "CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING"
+
 // serverPrefix names the server's own variables (its flags' twins, its
 // token): never in a CLI's environment, not even through Options.Env.
 const serverPrefix = "CLAUDE_AGENT_MCP_"
@@ -52,8 +56,8 @@ func Allowed(name string) bool {
 }
 
 // environ returns the child's environment: the server's variables that
-// [Allowed] lets through, with CLAUDE_CODE_ENTRYPOINT, PWD and the process's
-// marker set, and Env on top; never a variable of the server's own
+// [Allowed] lets through, with CLAUDE_CODE_ENTRYPOINT, PWD, the process's
+// marker and FileCheckpoints' variable set, and Env on top; never a variable of the server's own
 // (CLAUDE_AGENT_MCP_*).
 func (o *Options) environ(cwd, marker string) []string {
 	set := map[string]string{"CLAUDE_CODE_ENTRYPOINT": Entrypoint}
@@ -62,6 +66,9 @@ func (o *Options) environ(cwd, marker string) []string {
 	}
 	if cwd != "" {
 		set["PWD"] = cwd
+	}
+	if o.FileCheckpoints {
+		set[checkpointsEnv] = "true" // what the Agent SDKs set
 	}
 	for k, v := range o.Env {
 		set[k] = v

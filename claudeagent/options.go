@@ -110,6 +110,11 @@ type Options struct {
 	// AllowDangerouslySkipPermissions lets the session switch to
 	// bypassPermissions later (--allow-dangerously-skip-permissions).
 	AllowDangerouslySkipPermissions bool
+	// FileCheckpoints makes the CLI keep a copy of each file before its
+	// tools change it, per user message, so that [Process.RewindFiles]
+	// can restore them (CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING; Env
+	// still wins).
+	FileCheckpoints bool
 	// ExtraArgs are appended verbatim.
 	ExtraArgs []string
 	// Ceiling, when it restricts anything, is what the kernel lets the

@@ -25,6 +25,7 @@ var toolActions = map[string]string{
 	"claude_session_list":    actionRead,
 	"claude_chat_wait":       actionRead,
 	"claude_session_history": actionRead,
+	"claude_session_rewind":  actionRun, // may resume a dormant session's process; changes its files
 }
 
 // toolAction is the class of a registered tool; ok is false for one that

@@ -62,6 +62,8 @@ var argCases = []struct {
 	{"claude_session_list", []any{1}, `the arguments of claude_session_list must be an object of its parameters, got an array`},
 	{"claude_session_history", map[string]any{"sessionId": "x", "limit": "3", "cursor": 5},
 		`cursor: expected a string, got the number 5; limit: expected a whole number, got the string "3"`},
+	{"claude_session_rewind", map[string]any{"sessionId": "x", "prompt": "2", "dryrun": true},
+		`unknown parameter "dryrun" for claude_session_rewind (did you mean "dryRun"?); prompt: expected a whole number, got the string "2"`},
 }
 
 // TestArgumentErrors: every tool's refused arguments get the text of

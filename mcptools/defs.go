@@ -96,6 +96,7 @@ func (h *handlers) tools() []tool {
 			Description: `Page through a session's conversation. Example: {"sessionId": "4b1c…"}`,
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
 		}, h.history),
+		h.rewindTool(),
 	}
 }
 
@@ -264,6 +265,7 @@ var outputKeys = map[reflect.Type][]string{
 	reflect.TypeFor[ModeOutput]():      {"permissionMode"},
 	reflect.TypeFor[HistoryOutput]():   {"entries"},
 	reflect.TypeFor[ListOutput]():      {"sessions"},
+	reflect.TypeFor[RewindOutput]():    {"files"},
 }
 
 func flat(s *jsonschema.Schema) {

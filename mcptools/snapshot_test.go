@@ -237,8 +237,11 @@ func TestToolDefinitions(t *testing.T) {
 			t.Errorf("%s: no title", tool.Name)
 		}
 		// Annotations are left out only where the protocol's defaults
-		// (destructive, open world, not read-only) are what the tool is.
-		if tool.Annotations == nil && tool.Name != "claude_chat_query" && tool.Name != "claude_direct_query" && tool.Name != "claude_chat_steer" {
+		// (destructive, open world, not read-only) are what the tool is,
+		// or err on the side of care (claude_session_rewind: destructive,
+		// its listing within 450 bytes).
+		if tool.Annotations == nil && tool.Name != "claude_chat_query" && tool.Name != "claude_direct_query" && tool.Name != "claude_chat_steer" &&
+			tool.Name != "claude_session_rewind" {
 			t.Errorf("%s: no annotations", tool.Name)
 		}
 		if tool.OutputSchema == nil {

@@ -251,10 +251,12 @@ func (h *handlers) history(ctx context.Context, req *mcp.CallToolRequest, in His
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Entries %d–%d of %d in session %s:\n", start+1, end, len(all), s.ID)
+	prompt := promptsIn(all[:start]) // prompts are numbered from 1 (claude_session_rewind's prompt)
 	for _, e := range out.Entries {
 		switch e.Kind {
 		case "prompt":
-			fmt.Fprintf(&b, "> %s\n", textcut.Cut(e.Text, 500))
+			prompt++
+			fmt.Fprintf(&b, "> [prompt %d] %s\n", prompt, textcut.Cut(e.Text, 500))
 		case "text":
 			fmt.Fprintf(&b, "%s\n", textcut.Cut(e.Text, 1000))
 		case "tool":

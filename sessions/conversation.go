@@ -34,9 +34,10 @@ func (s *Session) History() []history.Entry {
 	return append([]history.Entry{note}, mem...)
 }
 
-// recordTurn appends a finished turn to the history; s.mu is held.
-func (s *Session) recordTurn(prompt string, started time.Time, t *turn.Turn) {
-	s.addHistoryLocked(history.Entry{Kind: "prompt", Text: prompt, Time: started})
+// recordTurn appends a finished turn to the history, its prompt with the
+// uuid it was sent with (id); s.mu is held.
+func (s *Session) recordTurn(prompt, id string, started time.Time, t *turn.Turn) {
+	s.addHistoryLocked(history.Entry{Kind: "prompt", Text: prompt, Time: started, ID: id})
 	s.recordSteps(t)
 }
 

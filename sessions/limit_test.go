@@ -91,6 +91,10 @@ func TestUsageLimitWaitsAndGoesOn(t *testing.T) {
 	if got := sentTexts(t, log); len(got) != 2 || got[0] != limitPrompt || got[1] != Continuation {
 		t.Errorf("the CLI read %q, want the prompt once, then the continuation", got)
 	}
+	// The prompt's file checkpoint is its own message's, not the continuation's.
+	if ps, ids := s.Prompts(), sentUUIDs(t, log); len(ps) != 1 || len(ids) != 2 || ps[0].ID != ids[0] || ids[0] == ids[1] {
+		t.Errorf("the prompt's recorded id %+v, want the first of the sent uuids %v", ps, ids)
+	}
 	if !approx(r.CostUSD, plainCost) || r.Usage != (turn.Usage{InputTokens: 10, OutputTokens: 9}) || r.NumTurns != 2 {
 		t.Errorf("cost %v, usage %+v, turns %d: want both turns' (the refused one cost nothing)", r.CostUSD, r.Usage, r.NumTurns)
 	}

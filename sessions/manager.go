@@ -116,6 +116,10 @@ type Config struct {
 	// private directory, and under "no programs" no program through the
 	// loader either).
 	Jail bool
+	// FileCheckpoints makes every CLI keep a copy of the files its tools
+	// change, per prompt, so that Session.Rewind can restore them
+	// (--file-checkpoints).
+	FileCheckpoints bool
 	// Env is added to every CLI's environment.
 	Env map[string]string
 	// MaxSteerBytes bounds the messages steered into one turn, in all

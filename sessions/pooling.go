@@ -1,9 +1,12 @@
 package sessions
 
 import (
+	"context"
+	"log/slog"
 	"time"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/claudeagent"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/live"
 )
 
@@ -26,10 +29,20 @@ func newLive(m *Manager) {
 		Log:          m.log,
 		Options:      m.freshOptions,
 		Validate:     m.Validate,
-		Start:        m.cli.Start,
+		Start:        m.startSpare,
 		Begin:        m.quiet.Begin,
 		End:          m.quiet.End,
 	})
+}
+
+// startSpare starts a warm spare's CLI as a session's starts (see
+// Session.projectAlone): in the jail its project's transcripts and its
+// conversation's file checkpoints alone in view.
+func (m *Manager) startSpare(ctx context.Context, opts claudeagent.Options, log *slog.Logger) (*claudeagent.Process, *claudeagent.InitializeResponse, error) {
+	if opts.Cwd != "" { // validated options have one
+		viewAlone(&opts, history.TranscriptPath(mergeEnv(m.cfg.Env, opts.Env), opts.Cwd, "-"), log, nil)
+	}
+	return m.cli.Start(ctx, opts, log)
 }
 
 // sessionHolder is a session as the pool sees it (live.Holder); the

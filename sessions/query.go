@@ -73,6 +73,7 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (re
 	s.retrace(ctx, p)
 	started = time.Now()
 	dl.Arm(s.m.now())
+	promptID := t.ID() // a continuation after a usage limit goes with another
 	replay := s.send(ctx, t, p, prompt, qo)
 	s.wait(ctx, t, p, dl)
 	p, prevCost = lw.After(ctx, t, p, dl, prevCost)
@@ -84,7 +85,7 @@ func (s *Session) Query(ctx context.Context, prompt string, qo QueryOptions) (re
 			s.log.Warn("restoring the session's effort after the query", "err", err)
 		}
 	}
-	return s.finish(t, turnEnd{prompt: prompt, started: started, prevCost: prevCost, replayed: replay, thinking: qo.thinking()}), nil
+	return s.finish(t, turnEnd{prompt: prompt, promptID: promptID, started: started, prevCost: prevCost, replayed: replay, thinking: qo.thinking()}), nil
 }
 
 // check refuses a query the budgets do not allow, or whose effort is
@@ -136,6 +137,7 @@ func (s *Session) send(ctx context.Context, t *turn.Turn, p *claudeagent.Process
 // turnEnd is how a query's turn came about, for finish.
 type turnEnd struct {
 	prompt   string    // the prompt sent; "" for one held back
+	promptID string    // the uuid it was sent with
 	started  time.Time // when the prompt went out
 	prevCost float64   // the process's cost before the turn
 	replayed bool      // the prompt carried the recorded history (a lost transcript)
@@ -178,7 +180,7 @@ func (s *Session) finish(t *turn.Turn, end turnEnd) *turn.Result {
 	case end.followUp:
 		s.recordSteps(t)
 	case end.prompt != "":
-		s.recordTurn(end.prompt, end.started, t)
+		s.recordTurn(end.prompt, end.promptID, end.started, t)
 	}
 	r.FollowUp = fu != nil && fu.after == t
 	s.limits.Note(t.LimitOutcome(), s.m.now(), s.log)

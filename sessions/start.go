@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"path/filepath"
 	"strings"
@@ -220,22 +221,50 @@ func (s *Session) launch(ctx context.Context, opts claudeagent.Options) (*claude
 // projectAlone makes a jailed process see its own project's directory of
 // transcripts alone in its CLI config directory's projects/ (the CLI keeps
 // a project's sessions together; the other projects' transcripts are
-// hidden). The directory is made beneath the config directory without
-// following a link; one the session planted leaves the others in view,
-// and says so.
+// hidden), and with file checkpoints its own conversation's copies alone
+// in file-history/. The directories are made beneath the config directory
+// without following a link; one the session planted leaves the others in
+// view, and says so.
 func (s *Session) projectAlone(opts *claudeagent.Options) {
-	if !opts.Jail {
-		return
-	}
 	s.mu.Lock()
 	t := s.transcriptPathFor("-")
 	s.mu.Unlock()
-	project := beneath.Path{Dir: t.Dir, Rel: filepath.Dir(t.Rel)}
-	if err := beneath.MkdirAll(project); err != nil {
-		s.log.Warn("the session's project directory of transcripts cannot be made; the other projects' stay in its view", "err", err)
+	viewAlone(opts, t, s.log, s.inheritCopies)
+}
+
+// viewAlone is projectAlone for a process whose transcripts would be
+// named by t (a transcript's path in its project's directory); inherit
+// copies a fork's parent's checkpoints (nil: none to copy).
+func viewAlone(opts *claudeagent.Options, t beneath.Path, log *slog.Logger, inherit func(configDir, parent, fork string)) {
+	if !opts.Jail || t.IsZero() {
 		return
 	}
-	opts.Alone = append(opts.Alone, project.String())
+	project := beneath.Path{Dir: t.Dir, Rel: filepath.Dir(t.Rel)}
+	if err := beneath.MkdirAll(project); err != nil {
+		log.Warn("the session's project directory of transcripts cannot be made; the other projects' stay in its view", "err", err)
+	} else {
+		opts.Alone = append(opts.Alone, project.String())
+	}
+	if !opts.FileCheckpoints {
+		return
+	}
+	// The copies of the files a conversation changed (file checkpoints):
+	// another session's it could read, or change so that that session's
+	// rewind restores what it wrote. A fork gets a copy of its parent's,
+	// which its CLI would link itself.
+	id := opts.SessionID // a fresh conversation's, or a fork's
+	if id == "" {
+		id = opts.Resume
+	}
+	copies := beneath.Path{Dir: t.Dir, Rel: filepath.Join("file-history", id)}
+	if err := beneath.MkdirAll(copies); err != nil {
+		log.Warn("the session's directory of file checkpoints cannot be made; the other sessions' stay in its view", "err", err)
+		return
+	}
+	if opts.ForkSession && opts.Resume != "" && inherit != nil {
+		inherit(t.Dir, opts.Resume, id)
+	}
+	opts.Alone = append(opts.Alone, copies.String())
 }
 
 // startFailed gives the live place back and leaves the session dormant,
@@ -305,6 +334,7 @@ func (s *Session) processOptions() claudeagent.Options {
 		OnControlRequest:       s.onControl,
 		Ceiling:                s.m.policy.Ceiling(&o, s.cwdLocked()),
 		Jail:                   s.m.cfg.Jail,
+		FileCheckpoints:        s.m.cfg.FileCheckpoints,
 	}
 	opts.SettingSources = s.m.policy.SettingSources(&o)
 	if opts.Tools == nil && s.m.cfg.ToolsCeiling != nil {

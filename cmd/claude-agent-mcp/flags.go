@@ -50,6 +50,7 @@ type config struct {
 	profiles          string
 	stateFile         string
 	persist           bool
+	fileCheckpoints   bool
 	store             string
 	storeRecover      string
 	maxResultChars    int
@@ -124,6 +125,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.storeRecover, "store-recover", "", "when the SQLite --store file is damaged (empty, truncated, not a database): backup restores its backup, fresh starts an empty store; either keeps the damaged file aside (default: refuse to start, naming the file and its backup)")
 	fs.StringVar(&c.stateFile, "state-file", "", "old session registry imported into an empty --store at start (default: $XDG_STATE_HOME/claude-agent-mcp/sessions.json)")
 	fs.BoolVar(&c.persist, "persist", true, "keep sessions in the store so they survive a restart")
+	fs.BoolVar(&c.fileCheckpoints, "file-checkpoints", true, "start every claude CLI with file checkpoints (a copy of each file its tools change, per prompt, in its config directory), so that claude_session_rewind can restore the files as they were before a prompt")
 	fs.IntVar(&c.maxResultChars, "max-result-chars", 60000, "cut a query's final text beyond this many characters (naming the transcript that holds all of it); -1 never")
 	fs.DurationVar(&c.defaultWait, "default-wait", 0, "how long a query call waits before returning status running when it gives no waitSeconds (e.g. 100s for clients without MCP tasks); 0 waits for the end")
 	fs.DurationVar(&c.heartbeat, "heartbeat-interval", 15*time.Second, "how often a running query sends a progress notification when the call has a progress token")

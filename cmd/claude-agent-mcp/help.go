@@ -18,7 +18,7 @@ type flagGroup struct {
 // (TestHelpGroups); one left out is still shown, under "Other".
 var flagGroups = []flagGroup{
 	{"Sessions", []string{"claude-path", "pass-env", "max-sessions", "query-timeout", "max-limit-wait", "default-wait", "max-result-chars",
-		"heartbeat-interval", "profiles", "store", "store-recover", "state-file", "persist"}},
+		"heartbeat-interval", "profiles", "store", "store-recover", "state-file", "persist", "file-checkpoints"}},
 	{"Policy", []string{"permission-policy", "permission-timeout", "unanswered-questions", "allowed-permission-modes", "allowed-roots",
 		"allowed-tools-ceiling", "allow-session-mcp-servers", "setting-sources", "accept-no-landlock", "max-depth", "max-session-budget-usd", "max-total-budget-usd"}},
 	{"Tasks (MCP tasks, for clients that take them)", []string{"tasks", "task-after", "task-ttl"}},

@@ -193,7 +193,7 @@ func (c *config) baseSettings(userMaxLive int, allow []string) *settings {
 			OnIdle:  debug.FreeOSMemory,
 			CLIPath: c.claudePath, MaxSessions: c.maxSessions, MaxLive: c.maxLive, MaxQueue: c.maxQueue, WarmSpares: c.warmSpares,
 			IdleTimeout: c.idleTimeout, QueryTimeout: c.queryTimeout, PermissionTimeout: c.permissionTimeout, MaxLimitWait: limitWait(c.maxLimitWait),
-			MaxDepth: c.maxDepth, NoSessionMCPServers: !c.sessionMCP,
+			MaxDepth: c.maxDepth, NoSessionMCPServers: !c.sessionMCP, FileCheckpoints: c.fileCheckpoints,
 			MaxSessionBudgetUSD: c.sessionBudget, MaxTotalBudgetUSD: c.totalBudget,
 			UserMaxSessions: c.userMaxSessions, UserMaxLive: userMaxLive, UserMaxBudgetUSD: c.userBudget,
 			Remote: c.http != "", RemoteAllow: allow, MaxSteerBytes: c.maxPromptBytes,

@@ -16,7 +16,7 @@ import (
 // The dashboard's actions: start a session (a POST to /ui/new), and on a
 // session (a POST to /ui/s/<id>/<action>) send a prompt to it when idle,
 // steer its running turn, interrupt it, close it, answer a permission
-// question or the model's clarifying questions (questions.go). Each must carry the sign-in cookie, a same-origin Origin
+// question or the model's clarifying questions (questions.go), rewind its files (rewind.go). Each must carry the sign-in cookie, a same-origin Origin
 // header and the token of the page it came from; the action must be
 // classified (actions); the session must be the user's (an admin may
 // interrupt and close anyone's; a prompt, a steer and an answer act as
@@ -35,10 +35,11 @@ var actions = map[string]string{
 	"interrupt": "steer",
 	"close":     "steer",
 	"answer":    "steer",
+	"rewind":    "run", // as claude_session_rewind
 }
 
 // ownerOnly are the actions that act as the session's owner.
-var ownerOnly = map[string]bool{"prompt": true, "steer": true, "answer": true}
+var ownerOnly = map[string]bool{"prompt": true, "steer": true, "answer": true, "rewind": true}
 
 // The answers a page offers to a permission question: the decisions of
 // the client's elicitation form (mcptools' permission.go), which
@@ -102,6 +103,10 @@ func (d *Dashboard) serveAction(w http.ResponseWriter, r *http.Request, si *sign
 	start := time.Now()
 	if err := d.audit(si.user, action, id, start, "started", ""); err != nil {
 		http.Error(w, "refused: "+err.Error()+"; nothing was done", http.StatusInternalServerError)
+		return
+	}
+	if action == "rewind" { // answered with a page of its own (rewind.go)
+		d.serveRewind(w, r, si, s, start)
 		return
 	}
 	msg, code := d.act(r, si, s, action)

@@ -3,6 +3,9 @@ package dashboard
 import (
 	"regexp"
 	"testing"
+
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 )
 
 // TestEveryDashboardActionClassified: every action a page's form posts is
@@ -14,12 +17,14 @@ func TestEveryDashboardActionClassified(t *testing.T) {
 	re := regexp.MustCompile(`action="/ui/(?:s/[^"/]+/([a-z]+)|(new))"`)
 	base := pageBase{Title: "t", CSRF: "c", User: "u", HTTP: true}
 	row := sessionRow{ID: "0123456789", State: "running", Running: true}
-	page := sessionPage{pageBase: base, Row: row, Questions: []shownQuestion{{ID: "q", Tool: "Bash"}}, Older: -1, Newer: -1, CanAnswer: true}
+	page := sessionPage{pageBase: base, Row: row, Questions: []shownQuestion{{ID: "q", Tool: "Bash"}}, Older: -1, Newer: -1, CanAnswer: true,
+		History: []history.Entry{{Kind: "prompt"}}, CanRewind: true}
 	found := map[string]bool{}
 	for name, write := range map[string]func(*htmlWriter){
 		"session": page.write,
 		"list":    listPage{pageBase: base, Rows: []sessionRow{row}}.write,
 		"error":   errorPage{pageBase: base}.write,
+		"rewind":  rewindPage{pageBase: base, Session: row.ID, Result: &sessions.RewindResult{Prompt: 1, Files: []string{"/f"}}}.write,
 	} {
 		w := htmlWriter{root: uiPrefix}
 		write(&w)

@@ -80,8 +80,12 @@ func (p sessionPage) writeHistory(w *htmlWriter) {
 		w.m(" ")
 		p.pageLink(w, p.Newer, "newer")
 	})
+	n := p.Prompts
 	for _, e := range p.History {
-		historyEntry(w, e)
+		if e.Kind == "prompt" {
+			n++ // numbered from 1, as claude_session_rewind counts them
+		}
+		p.historyEntry(w, e, n)
 	}
 }
 
@@ -102,9 +106,10 @@ func (p sessionPage) pageLink(w *htmlWriter, cursor int, label markup) {
 	w.elMarkup("a", attrs{at("href", w.sessionLink(p.Row.ID, "?before="+strconv.Itoa(cursor)))}, label)
 }
 
-// historyEntry writes an entry of the history: a prompt, a tool call, or
-// Claude's text.
-func historyEntry(w *htmlWriter, e history.Entry) {
+// historyEntry writes an entry of the history: a prompt (the n-th, with
+// its Rewind button where the page's user may), a tool call, or Claude's
+// text.
+func (p sessionPage) historyEntry(w *htmlWriter, e history.Entry, n int) {
 	w.el("div", attrs{at("class", "entry entry-"+e.Kind)}, func() {
 		switch e.Kind {
 		case "prompt", "steer":
@@ -112,10 +117,13 @@ func historyEntry(w *htmlWriter, e history.Entry) {
 				if e.Kind == "steer" {
 					w.m("steered into the turn")
 				} else {
-					w.m("prompt")
+					w.text("prompt " + strconv.Itoa(n))
 				}
 				if !e.Time.IsZero() {
 					w.text(" · " + e.Time.Local().Format(time.TimeOnly))
+				}
+				if e.Kind == "prompt" && p.CanRewind {
+					p.rewindButton(w, n)
 				}
 			})
 			w.elText("pre", nil, e.Text)

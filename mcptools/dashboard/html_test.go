@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/worktree"
 )
@@ -70,7 +71,10 @@ func hostilePages() map[string]string {
 	history[2].Input = json.RawMessage(hostile + "Input")
 	list := listPage{pageBase: base, Rows: rows, Others: others, Query: query, Next: next, Charts: charts}
 	refused := listPage{pageBase: base, Rows: rows, Query: query, Error: listErr + "Error"}
-	session := sessionPage{pageBase: base, Row: rows[0], Questions: questions, History: history, Older: 1, Newer: 3, Total: 9, From: 1, CanAnswer: true}
+	session := sessionPage{pageBase: base, Row: rows[0], Questions: questions, History: history, Older: 1, Newer: 3, Total: 9, From: 1, CanAnswer: true, CanRewind: true}
+	rewind := rewindPage{pageBase: base, Session: rows[0].ID, Cwd: rows[0].Cwd, Result: &sessions.RewindResult{Prompt: 2, Files: []string{rows[0].Cwd + "/a", rows[1].Cwd}}}
+	rewound := rewind
+	rewound.Done = true
 	readOnly := session
 	readOnly.CanAnswer, readOnly.Row = false, rows[1]
 	out := map[string]string{}
@@ -85,6 +89,8 @@ func hostilePages() map[string]string {
 		"panel":              session.writePanel,
 		"history":            session.writeHistory,
 		"session, read-only": readOnly.write,
+		"rewind":             rewind.write,
+		"rewound":            rewound.write,
 	} {
 		w := htmlWriter{root: testRoot}
 		write(&w)

@@ -90,6 +90,8 @@ type sessionPage struct {
 	From      int // the index of History[0]
 	ReadOnly  bool
 	CanAnswer bool
+	Prompts   int  // the prompts before History[0]
+	CanRewind bool // the owner's page, the server keeps file checkpoints
 }
 
 func (d *Dashboard) base(si *signin, title string) pageBase {
@@ -219,6 +221,7 @@ func (d *Dashboard) serveSession(w http.ResponseWriter, r *http.Request, si *sig
 	}
 	page := sessionPage{pageBase: d.base(si, "Session "+id), Row: d.row(r.Context(), s, true)}
 	page.CanAnswer = page.Row.Owner == si.user
+	page.CanRewind = page.CanAnswer && d.mgr.Config().FileCheckpoints
 	page.Questions = d.questions(id)
 	if page.Row.Name != "" {
 		page.Title = page.Row.Name
@@ -237,6 +240,11 @@ func (d *Dashboard) serveSession(w http.ResponseWriter, r *http.Request, si *sig
 	}
 	start := max(end-historyPage, 0)
 	page.History, page.From = all[start:end], start
+	for _, e := range all[:start] {
+		if e.Kind == "prompt" {
+			page.Prompts++
+		}
+	}
 	page.Older, page.Newer = -1, -1
 	if start > 0 {
 		page.Older = start

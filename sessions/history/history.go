@@ -28,6 +28,9 @@ type Entry struct {
 	Result  string          `json:"result,omitempty"`
 	IsError bool            `json:"isError,omitempty"`
 	Time    time.Time       `json:"time,omitzero"`
+	// ID is a prompt's uuid: the one its user message went to the CLI
+	// with, by which the CLI knows the prompt's file checkpoint.
+	ID string `json:"id,omitempty"`
 	// TextBytes is how long Text was before the history in memory cut it
 	// (0: it is whole).
 	TextBytes int `json:"-"`
@@ -107,5 +110,5 @@ func (b *Buffer) Dropped() int { return b.dropped }
 
 // entrySize is about what an entry holds in memory.
 func entrySize(e Entry) int {
-	return len(e.Text) + len(e.Input) + len(e.Result) + len(e.Tool) + len(e.ToolID) + 64
+	return len(e.Text) + len(e.Input) + len(e.Result) + len(e.Tool) + len(e.ToolID) + len(e.ID) + 64
 }

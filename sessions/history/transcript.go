@@ -93,6 +93,7 @@ func Load(path beneath.Path) ([]Entry, error) {
 func appendTranscriptLine(out []Entry, tools map[string]int, line []byte) []Entry {
 	var e struct {
 		Type      string    `json:"type"`
+		UUID      string    `json:"uuid"`
 		IsMeta    bool      `json:"isMeta"`
 		Timestamp time.Time `json:"timestamp"`
 		Message   struct {
@@ -113,7 +114,7 @@ func appendTranscriptLine(out []Entry, tools map[string]int, line []byte) []Entr
 		switch {
 		case e.Type == "user" && b.Type == "text":
 			if t := strings.TrimSpace(b.Text); t != "" && !strings.HasPrefix(t, "<") {
-				out = append(out, Entry{Kind: "prompt", Text: b.Text, Time: e.Timestamp})
+				out = append(out, Entry{Kind: "prompt", Text: b.Text, Time: e.Timestamp, ID: e.UUID})
 			}
 		case e.Type == "user" && b.Type == "tool_result":
 			if i, ok := tools[b.ToolUseID]; ok {

@@ -167,10 +167,12 @@ func (sp *Spare) onControl(ctx context.Context, req *claudeagent.ControlRequest)
 // SpareKey identifies the process a fresh session with opts starts: its
 // arguments (without its own session id), what it is given besides them
 // (the session options, the MCP configuration: the texts and documents the
-// command line does not carry), directory, environment and ceiling. The
-// display name is not part of it: a spare starts without one and the
-// session that takes it names it (Process.Rename), so a named session is
-// served as fast as an unnamed one.
+// command line does not carry), directory, environment (file checkpoints
+// too: a server-wide setting today, but a spare started without them would
+// give a session nothing to rewind) and ceiling. The display name is not
+// part of it: a spare starts without one and the session that takes it
+// names it (Process.Rename), so a named session is served as fast as an
+// unnamed one.
 func SpareKey(o claudeagent.Options) string {
 	o.Name = ""
 	var args []string
@@ -180,14 +182,15 @@ func SpareKey(o claudeagent.Options) string {
 		}
 	}
 	b, _ := json.Marshal(struct {
-		Args      []string
-		Session   claudeagent.SessionOptions
-		MCPConfig string
-		Cwd       string
-		Env       map[string]string
-		Ceiling   *ceiling.Ceiling
-		Jail      bool
-	}{args, o.SessionOptions, o.MCPConfig, o.Cwd, o.Env, o.Ceiling, o.Jail})
+		Args        []string
+		Session     claudeagent.SessionOptions
+		MCPConfig   string
+		Cwd         string
+		Env         map[string]string
+		Ceiling     *ceiling.Ceiling
+		Jail        bool
+		Checkpoints bool
+	}{args, o.SessionOptions, o.MCPConfig, o.Cwd, o.Env, o.Ceiling, o.Jail, o.FileCheckpoints})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
 }

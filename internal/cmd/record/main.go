@@ -31,6 +31,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -140,6 +141,37 @@ var scenarios = []scenario{
 	}},
 	{name: "steer_answer", opts: claudeagent.Options{IncludePartialMessages: true},
 		run: func(s *session) error { return s.steer("SLOW6", "STEERED also say hi", 1, true) }},
+	// File checkpoints: a turn that writes a file under a uuid, then
+	// rewind_files to it (a dry run, the rewind) and to an unknown uuid
+	// (a dry run's refusal, a rewind's error); without checkpoints the CLI
+	// refuses both.
+	{name: "rewind_files", opts: claudeagent.Options{SessionOptions: claudeagent.SessionOptions{PermissionMode: "acceptEdits"}, FileCheckpoints: true},
+		run: func(s *session) error {
+			const prompt, unknown = "00000000-0000-4000-8000-000000000001", "00000000-0000-4000-8000-00000000000f"
+			if err := s.sendUserUUID("TOOL_WRITE["+filepath.Join(s.cwd, "a.txt")+"|alpha]", prompt); err != nil {
+				return err
+			}
+			if _, err := s.until(isResult); err != nil {
+				return err
+			}
+			return s.rewinds(prompt, unknown)
+		}},
+	{name: "rewind_off", run: func(s *session) error {
+		return s.rewinds("00000000-0000-4000-8000-000000000001")
+	}},
+}
+
+// rewinds sends rewind_files for each uuid, a dry run then a rewind, and
+// records the answers, refusals included.
+func (s *session) rewinds(uuids ...string) error {
+	for _, id := range uuids {
+		for _, dry := range []bool{true, false} {
+			if _, err := s.request("rewind_files", map[string]any{"user_message_id": id, "dry_run": dry}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // steer sends prompt, then message once the turn's first assistant text
@@ -277,6 +309,7 @@ func record(sc scenario, bin, file string, limit time.Duration) (int, int64, err
 		return 0, 0, err
 	}
 	s := newSession(ctx, stdin, stdout, f, scrubber(home, cwd))
+	s.cwd = cwd
 	runErr := s.run(sc)
 	readErr := <-s.readErr
 	waitErr := cmd.Wait()
@@ -311,9 +344,14 @@ func command(ctx context.Context, sc scenario, bin, home, cwd, apiURL string) *e
 	if sc.oauth {
 		opts.Env["CLAUDE_CODE_OAUTH_TOKEN"] = "sk-ant-oat01-fake" // read by the CLI, sent to the fake API alone
 	}
+	keep := maps.Clone(opts.Env)
+	if opts.FileCheckpoints {
+		// The scenario's, which Environ sets; never the recorder's own.
+		keep["CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING"] = ""
+	}
 	cmd := exec.CommandContext(ctx, bin, opts.Args()...)
 	cmd.Dir = cwd
-	cmd.Env = offline(opts.Environ(cwd), opts.Env)
+	cmd.Env = offline(opts.Environ(cwd), keep)
 	cmd.WaitDelay = 5 * time.Second
 	return cmd
 }

@@ -29,6 +29,7 @@ type session struct {
 	seq      int
 	scrub    func([]byte) []byte
 	answered map[string]bool
+	cwd      string // the CLI's working directory
 }
 
 // newSession records the CLI whose stdin and stdout are given into the
@@ -195,8 +196,22 @@ func (s *session) turn(text string) error {
 	return err
 }
 
-// control sends a control request and records up to its response.
+// control sends a control request and records up to its response, which
+// must be a success.
 func (s *session) control(subtype string, body map[string]any) (map[string]any, error) {
+	m, err := s.request(subtype, body)
+	if err != nil {
+		return nil, err
+	}
+	if r, _ := m["response"].(map[string]any); r["subtype"] != "success" {
+		return nil, fmt.Errorf("%s refused: %v", subtype, r["error"])
+	}
+	return m, nil
+}
+
+// request sends a control request and records up to its response, a
+// success or an error.
+func (s *session) request(subtype string, body map[string]any) (map[string]any, error) {
 	s.seq++
 	id := fmt.Sprintf("req_%d_record", s.seq)
 	req := map[string]any{"subtype": subtype}
@@ -206,17 +221,10 @@ func (s *session) control(subtype string, body map[string]any) (map[string]any, 
 	if err := s.send(map[string]any{"type": "control_request", "request_id": id, "request": req}); err != nil {
 		return nil, err
 	}
-	m, err := s.until(func(m map[string]any) bool {
+	return s.until(func(m map[string]any) bool {
 		r, _ := m["response"].(map[string]any)
 		return m["type"] == "control_response" && r["request_id"] == id
 	})
-	if err != nil {
-		return nil, err
-	}
-	if r, _ := m["response"].(map[string]any); r["subtype"] != "success" {
-		return nil, fmt.Errorf("%s refused: %v", subtype, r["error"])
-	}
-	return m, nil
 }
 
 // until records lines until one satisfies done, and returns it.

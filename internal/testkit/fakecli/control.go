@@ -57,26 +57,7 @@ func (f *fake) control(id string, req json.RawMessage) {
 		}
 		f.controlSuccess(id, nil)
 	case "set_permission_mode":
-		if r.Mode == "bypassPermissions" && !f.bypass {
-			f.controlError(id, "Cannot set permission mode to bypassPermissions because the session was not launched with --dangerously-skip-permissions")
-			return
-		}
-		f.mu.Lock()
-		f.mode = r.Mode
-		f.mu.Unlock()
-		payload, _ := json.Marshal(map[string]string{"mode": r.Mode})
-		f.controlSuccess(id, payload)
-		switch r.Mode {
-		case "default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto":
-			f.emitLine(marshal(struct {
-				Type           string  `json:"type"`
-				Subtype        string  `json:"subtype"`
-				Status         *string `json:"status"`
-				PermissionMode string  `json:"permissionMode"`
-				UUID           string  `json:"uuid"`
-				SessionID      string  `json:"session_id"`
-			}{"system", "status", nil, r.Mode, newUUID(), f.sid}))
-		}
+		f.setPermissionMode(id, r.Mode)
 	case "rename_session":
 		var rn struct {
 			Title *string `json:"title"`
@@ -96,8 +77,35 @@ func (f *fake) control(id string, req json.RawMessage) {
 			return
 		}
 		f.controlSuccess(id, nil)
+	case "rewind_files":
+		f.rewindFiles(id, req)
 	default:
 		f.controlError(id, "Unsupported control request subtype: "+r.Subtype)
+	}
+}
+
+// setPermissionMode answers set_permission_mode: {"mode":…}, then, for a
+// mode the CLI knows, a system/status line.
+func (f *fake) setPermissionMode(id, mode string) {
+	if mode == "bypassPermissions" && !f.bypass {
+		f.controlError(id, "Cannot set permission mode to bypassPermissions because the session was not launched with --dangerously-skip-permissions")
+		return
+	}
+	f.mu.Lock()
+	f.mode = mode
+	f.mu.Unlock()
+	payload, _ := json.Marshal(map[string]string{"mode": mode})
+	f.controlSuccess(id, payload)
+	switch mode {
+	case "default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto":
+		f.emitLine(marshal(struct {
+			Type           string  `json:"type"`
+			Subtype        string  `json:"subtype"`
+			Status         *string `json:"status"`
+			PermissionMode string  `json:"permissionMode"`
+			UUID           string  `json:"uuid"`
+			SessionID      string  `json:"session_id"`
+		}{"system", "status", nil, mode, newUUID(), f.sid}))
 	}
 }
 

@@ -25,8 +25,11 @@
 //   - Control requests from the host are answered at once, even mid-turn:
 //     initialize (the recorded payload, with the fake's own pid), interrupt,
 //     set_model (preceded by the "Set model to" replay line, as recorded),
-//     set_permission_mode ({"mode":…}, then a system/status line);
-//     anything else gets "Unsupported control request subtype: X".
+//     set_permission_mode ({"mode":…}, then a system/status line),
+//     rewind_files (rewind.go: with CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING
+//     every user message that starts a turn is a checkpoint, its turn
+//     standing for one new file /CWD/turn<n>.txt; else the recorded
+//     refusals); anything else gets "Unsupported control request subtype: X".
 //   - A user message starts a turn (turns queue). The capture is picked by
 //     keyword: TOOL_BASH → tool_use (max_turns with --max-turns; can_use_tool
 //     with --permission-prompt-tool stdio unless in bypassPermissions),
@@ -243,6 +246,7 @@ type fake struct {
 	sid        string
 	paths      *strings.Replacer // /CWD, /HOME placeholders → real paths
 	trans      *transcript       // the transcript it keeps (transcript.go)
+	ckpt       checkpoints       // file checkpoints (rewind.go)
 	stdio      bool              // --permission-prompt-tool stdio
 	maxT       bool              // --max-turns given
 	bypass     bool              // bypassPermissions may be set later
@@ -434,6 +438,8 @@ func newFake(flags flagSet, dir string, stdout, stderr io.Writer) *fake {
 	if name := flags.value("--name"); name != "" {
 		f.trans.title(f.sid, name)
 	}
+	f.ckpt.on = checkpointsOn()
+	f.resumeCheckpoints(flags.value("--resume"))
 	cwd, _ := os.Getwd()
 	home := os.Getenv("HOME")
 	f.paths = strings.NewReplacer(
@@ -497,6 +503,7 @@ func (f *fake) serve(stdin io.Reader) int {
 func (f *fake) input(line []byte, queue chan<- string) (code int, fatal bool) {
 	var in struct {
 		Type      string          `json:"type"`
+		UUID      string          `json:"uuid"`
 		RequestID string          `json:"request_id"`
 		Request   json.RawMessage `json:"request"`
 		Response  json.RawMessage `json:"response"`
@@ -527,6 +534,7 @@ func (f *fake) input(line []byte, queue chan<- string) (code int, fatal bool) {
 		}
 		f.mu.Unlock()
 		if !fold {
+			f.checkpoint(in.UUID)
 			queue <- contentText(in.Message.Content)
 		}
 	case "control_request":

@@ -45,7 +45,7 @@ func newTranscript(sid string) *transcript {
 // the control request rename_session: a custom-title line.
 func (t *transcript) title(sid, title string) {
 	line, _ := json.Marshal(map[string]string{"type": "custom-title", "customTitle": title, "sessionId": sid})
-	t.write(append(line, '\n'))
+	t.write(line)
 }
 
 // note writes line to the transcript when it is a user message or an
@@ -55,16 +55,24 @@ func (t *transcript) note(line []byte) {
 		bytes.Contains(line, []byte(`"parent_tool_use_id":null`))) {
 		return
 	}
-	line = append(bytes.Clone(line), '\n')
-	if t.lag > 0 {
-		time.AfterFunc(t.lag, func() { t.write(line) })
-		return
-	}
 	t.write(line)
 }
 
-// write appends line to the transcript.
+// write appends line to the transcript (after the lag, if any).
 func (t *transcript) write(line []byte) {
+	if t == nil {
+		return
+	}
+	line = append(bytes.Clone(line), '\n')
+	if t.lag > 0 {
+		time.AfterFunc(t.lag, func() { t.appendLine(line) })
+		return
+	}
+	t.appendLine(line)
+}
+
+// appendLine appends line, newline included, to the transcript.
+func (t *transcript) appendLine(line []byte) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err := os.MkdirAll(filepath.Dir(t.path), 0o700); err != nil {
