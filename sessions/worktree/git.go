@@ -45,9 +45,25 @@ const gitTimeout = 30 * time.Second
 // are the directories git may write (none: it only reads; optional locks
 // are off).
 func git(ctx context.Context, dir string, write []string, args ...string) (string, error) {
+	return gitWith(ctx, dir, gitOpts{write: write}, args...)
+}
+
+// gitOpts are what some gits need beyond git's: directories to write,
+// variables (a temporary index), settings (an identity, a protocol).
+type gitOpts struct {
+	write, env, config []string
+	// shell lets git run /bin/sh too: git starts a local push's
+	// git-receive-pack through it, with a command the caller pinned on the
+	// command line (no configuration of the repository's).
+	shell bool
+}
+
+// gitWith is git with opts. Its output is returned with an error too (git
+// merge-tree reports conflicts with exit status 1).
+func gitWith(ctx context.Context, dir string, opts gitOpts, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
-	drivers, err := run(ctx, dir, nil, nil, "config", "-z", "--get-regexp", driverKeys)
+	drivers, err := run(ctx, dir, gitOpts{}, nil, "config", "-z", "--get-regexp", driverKeys)
 	if err != nil && !strings.Contains(err.Error(), "exit status 1") { // 1: none
 		return "", err
 	}
@@ -57,22 +73,23 @@ func git(ctx context.Context, dir string, write []string, args ...string) (strin
 			off = append(off, "-c", key+"=")
 		}
 	}
-	return run(ctx, dir, write, off, args...)
+	return run(ctx, dir, opts, append(off, opts.config...), args...)
 }
 
-// run runs one git with safeConfig and extra settings, writing write.
-func run(ctx context.Context, dir string, write, extra []string, args ...string) (string, error) {
+// run runs one git with safeConfig and extra settings and variables,
+// writing write.
+func run(ctx context.Context, dir string, opts gitOpts, extra []string, args ...string) (string, error) {
 	full := append(append(append([]string{"--no-pager", "-C", dir}, safeConfig...), extra...), args...)
 	cmd := exec.CommandContext(ctx, "git", full...)
-	cmd.Env = gitEnv()
+	cmd.Env = append(gitEnv(), opts.env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := startJailed(cmd, write)
+	err := startJailed(cmd, opts.write, opts.shell)
 	if err == nil {
 		err = cmd.Wait()
 	}
 	if err != nil {
-		return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+		return strings.TrimRight(out.String(), "\n"), fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
 	}
 	return strings.TrimRight(out.String(), "\n"), nil
 }
@@ -91,7 +108,7 @@ func gitEnv() []string {
 
 // startJailed starts cmd in a jail of its own where the kernel can: git's
 // own binaries alone executable, write alone writable.
-func startJailed(cmd *exec.Cmd, write []string) error {
+func startJailed(cmd *exec.Cmd, write []string, shell bool) error {
 	bin, err := exec.LookPath("git")
 	if err != nil {
 		return fmt.Errorf("git is not on the server's PATH: %w", err)
@@ -103,6 +120,11 @@ func startJailed(cmd *exec.Cmd, write []string) error {
 	c := *gitCeiling(bin)
 	c.Files, c.Read = true, []string{"/"}
 	c.Write = append(slices.Clip(write), "/dev/null")
+	if shell {
+		c.Exec = append(slices.Clip(c.Exec), "/bin/sh")
+		c.Exec = append(c.Exec, ceiling.Interpreters("/bin/sh", "")...)
+		c.Map = append(slices.Clip(c.Map), ceiling.Libraries("/bin/sh")...)
+	}
 	return c.Start(cmd)
 }
 

@@ -77,11 +77,12 @@ func (w *Option) UnmarshalJSON(b []byte) error {
 
 // Worktree is a session's worktree.
 type Worktree struct {
-	Path   string `json:"path"`   // the worktree's root
-	Branch string `json:"branch"` // the branch it is on
-	Base   string `json:"base"`   // the commit it started from
-	Repo   string `json:"repo"`   // the root of the repository it belongs to
-	Rel    string `json:"rel"`    // where in it the session works (cwd's place in the repository)
+	Path   string `json:"path"`           // the worktree's root
+	Branch string `json:"branch"`         // the branch it is on
+	Base   string `json:"base"`           // the commit it started from
+	Repo   string `json:"repo"`           // the root of the repository it belongs to
+	From   string `json:"from,omitempty"` // the branch the repository was on when it was made (where Land lands)
+	Rel    string `json:"rel"`            // where in it the session works (cwd's place in the repository)
 	// ByHook: the repository's WorktreeCreate hook made it (MakeByHooks);
 	// its WorktreeRemove hooks remove it.
 	ByHook bool `json:"byHook,omitempty"`
@@ -140,7 +141,8 @@ func Make(ctx context.Context, cwd, name string, check func(what, path string) e
 	if err != nil || strings.HasPrefix(rel, "..") {
 		rel = "."
 	}
-	w := &Worktree{Path: filepath.Join(root, worktreesDir, name), Branch: "worktree-" + name, Base: base, Repo: root, Rel: rel}
+	from, _ := git(ctx, root, nil, "symbolic-ref", "--quiet", "--short", "HEAD") // "" on a detached HEAD
+	w := &Worktree{Path: filepath.Join(root, worktreesDir, name), Branch: "worktree-" + name, Base: base, Repo: root, Rel: rel, From: from}
 	if err := check("the repository of the worktree", root); err != nil {
 		return nil, fmt.Errorf("the worktree would be made at %s: %w", w.Path, err)
 	}
