@@ -64,6 +64,7 @@ var argCases = []struct {
 		`cursor: expected a string, got the number 5; limit: expected a whole number, got the string "3"`},
 	{"claude_session_rewind", map[string]any{"sessionId": "x", "prompt": "2", "dryrun": true},
 		`unknown parameter "dryrun" for claude_session_rewind (did you mean "dryRun"?); prompt: expected a whole number, got the string "2"`},
+	{"claude_session_land", map[string]any{"sessionId": "x", "how": "sqash"}, `how: "sqash" is not one of fast-forward, merge, squash, pull-request, discard (did you mean "squash"?)`},
 }
 
 // TestArgumentErrors: every tool's refused arguments get the text of

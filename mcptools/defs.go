@@ -97,6 +97,14 @@ func (h *handlers) tools() []tool {
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},
 		}, h.history),
 		h.rewindTool(),
+		newTool(&mcp.Tool{
+			Name:  "claude_session_land",
+			Title: "Land",
+			Description: `Land a worktree session's work in its origin branch, or discard it; then worktree, branch, session end. ` +
+				`Diff: resource …/{id}/diff. Example: {"sessionId": "4b1c…", "how": "squash"}`,
+			// No annotations: the defaults are right (destructive; open
+			// world: a pull request goes to the remote).
+		}, h.land),
 	}
 }
 
@@ -250,6 +258,9 @@ func shape(s *jsonschema.Schema, keys []string) {
 		keep[name] = p
 	}
 	s.Properties, s.Required = keep, nil
+	if len(keep) == 0 {
+		s.Properties = nil // an object, its fields unlisted
+	}
 	s.Description, s.AdditionalProperties = "", nil
 }
 
@@ -266,6 +277,7 @@ var outputKeys = map[reflect.Type][]string{
 	reflect.TypeFor[HistoryOutput]():   {"entries"},
 	reflect.TypeFor[ListOutput]():      {"sessions"},
 	reflect.TypeFor[RewindOutput]():    {"files"},
+	reflect.TypeFor[LandOutput]():      {}, // its fields unlisted, for size
 }
 
 func flat(s *jsonschema.Schema) {
@@ -281,6 +293,7 @@ var inputProperties = map[string]func(*jsonschema.Schema){
 	"permissionMode": func(s *jsonschema.Schema) { s.Enum = enumOf(options.PermissionModes) },
 	"effort":         func(s *jsonschema.Schema) { s.Enum = enumOf(options.EffortLevels) },
 	"onUsageLimit":   func(s *jsonschema.Schema) { s.Enum = enumOf(sessions.OnLimits) },
+	"how":            func(s *jsonschema.Schema) { s.Enum = enumOf(worktree.Hows) },
 	"settingSources": func(s *jsonschema.Schema) {
 		s.Items = &jsonschema.Schema{Type: "string", Enum: enumOf(options.SettingSources)}
 	},

@@ -43,8 +43,9 @@ func TestResources(t *testing.T) {
 		t.Errorf("resources capability %+v, want subscribe and no listChanged", caps)
 	}
 	tmpls, err := cs.ListResourceTemplates(ctx, nil)
-	if err != nil || len(tmpls.ResourceTemplates) != 2 ||
-		tmpls.ResourceTemplates[0].URITemplate+" "+tmpls.ResourceTemplates[1].URITemplate != "claude-agent-mcp://sessions/{sessionId}/answer claude-agent-mcp://sessions/{sessionId}/transcript{?page}" {
+	if err != nil || len(tmpls.ResourceTemplates) != 3 ||
+		tmpls.ResourceTemplates[0].URITemplate+" "+tmpls.ResourceTemplates[1].URITemplate+" "+tmpls.ResourceTemplates[2].URITemplate !=
+			"claude-agent-mcp://sessions/{sessionId}/answer claude-agent-mcp://sessions/{sessionId}/diff{?page} claude-agent-mcp://sessions/{sessionId}/transcript{?page}" {
 		t.Fatalf("templates: %v %+v", err, tmpls)
 	}
 

@@ -239,9 +239,10 @@ func TestToolDefinitions(t *testing.T) {
 		// Annotations are left out only where the protocol's defaults
 		// (destructive, open world, not read-only) are what the tool is,
 		// or err on the side of care (claude_session_rewind: destructive,
-		// its listing within 450 bytes).
+		// its listing within 450 bytes; claude_session_land: destructive,
+		// open world for a pull request).
 		if tool.Annotations == nil && tool.Name != "claude_chat_query" && tool.Name != "claude_direct_query" && tool.Name != "claude_chat_steer" &&
-			tool.Name != "claude_session_rewind" {
+			tool.Name != "claude_session_rewind" && tool.Name != "claude_session_land" {
 			t.Errorf("%s: no annotations", tool.Name)
 		}
 		if tool.OutputSchema == nil {

@@ -92,6 +92,9 @@ func (s *Session) close() {
 		s.idleTimer.Stop()
 	}
 	w := s.worktree
+	if s.worktreeFinal != nil {
+		w = nil // landed or discarded (land.go): gone already
+	}
 	s.mu.Unlock()
 	s.shutdown()
 	if w != nil {

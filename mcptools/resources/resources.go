@@ -1,5 +1,6 @@
 // Package resources serves the sessions as MCP resources: each session's
-// transcript (its history as text, in pages) and its last answer, under
+// transcript (its history as text, in pages), its last answer and, for a
+// session with a worktree, its diff (in pages), under
 // the URI templates Templates lists, for the sessions the caller may see
 // (the same rule as the tools: over --http a user's own only). A client
 // that subscribes to a session's transcript or answer gets
@@ -73,6 +74,13 @@ func Templates() []*mcp.ResourceTemplate {
 		Title:       "Session answer",
 		Description: "A session's last answer: what Claude said last after the latest prompt.",
 		MIMEType:    mimeType,
+	}, {
+		URITemplate: prefix + "{sessionId}/diff{?page}",
+		Name:        "session-diff",
+		Title:       "Session worktree diff",
+		Description: "A worktree session's changes against the commit it branched from, uncommitted and untracked files included: " +
+			"a summary of the files changed, then each file's patch, in pages of at most 40 KB (without page: the first).",
+		MIMEType: mimeType,
 	}}
 }
 
@@ -165,20 +173,28 @@ func (r *Resources) list(ctx context.Context, req *mcp.ListResourcesRequest, nex
 	return out, nil
 }
 
-// listed is a session's two resources in resources/list.
+// listed is a session's resources in resources/list: its transcript and
+// answer, and with a worktree its diff.
 func listed(s *sessions.Session) []*mcp.Resource {
 	i := s.Info()
 	name := i.Name
 	if name == "" {
 		name = s.ID
 	}
-	return []*mcp.Resource{{
+	out := []*mcp.Resource{{
 		URI: transcriptURI(s.ID), Name: name, Title: name + ": transcript", MIMEType: mimeType,
 		Description: fmt.Sprintf("The conversation of session %s (in %s): prompts, answers and tool calls; the newest page, ?page=N for the others.", s.ID, i.Cwd),
 	}, {
 		URI: answerURI(s.ID), Name: name, Title: name + ": last answer", MIMEType: mimeType,
 		Description: fmt.Sprintf("The last answer of session %s (in %s).", s.ID, i.Cwd),
 	}}
+	if w := i.Worktree; w != nil {
+		out = append(out, &mcp.Resource{
+			URI: diffURI(s.ID), Name: name, Title: name + ": diff", MIMEType: mimeType,
+			Description: fmt.Sprintf("The changes of session %s in its worktree (branch %s): files changed, then patches; ?page=N.", s.ID, w.Branch),
+		})
+	}
+	return out
 }
 
 // read answers resources/read of a session's resource.
@@ -196,9 +212,15 @@ func (r *Resources) read(ctx context.Context, req *mcp.ReadResourceRequest) (*mc
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
 	var text string
-	if ref.answer {
+	switch {
+	case ref.answer:
 		text = answerText(s)
-	} else if text, err = transcriptPage(s, ref.page, DefaultPageBytes); err != nil {
+	case ref.diff:
+		text, err = diffPage(ctx, s, ref.page, DefaultPageBytes)
+	default:
+		text, err = transcriptPage(s, ref.page, DefaultPageBytes)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return &mcp.ReadResourceResult{Cacheable: mcp.Cacheable{CacheScope: private}, Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: mimeType, Text: text}}}, nil
@@ -217,7 +239,11 @@ func (r *Resources) Subscribe(ctx context.Context, req *mcp.SubscribeRequest) er
 	case err != nil:
 		return err
 	case ref.page != 0:
-		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("subscribe to %s instead of one page: its update covers every page", transcriptURI(ref.session))}
+		whole := transcriptURI(ref.session)
+		if ref.diff {
+			whole = diffURI(ref.session)
+		}
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("subscribe to %s instead of one page: its update covers every page", whole)}
 	}
 	if _, ok := r.visible(ctx, ref.session); !ok {
 		return mcp.ResourceNotFoundError(uri)
@@ -260,7 +286,7 @@ func (r *Resources) send() {
 		r.pending = r.pending[1:]
 		delete(r.queued, id)
 		r.mu.Unlock()
-		for _, uri := range []string{transcriptURI(id), answerURI(id)} {
+		for _, uri := range []string{transcriptURI(id), answerURI(id), diffURI(id)} {
 			_ = r.srv.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: uri})
 		}
 	}

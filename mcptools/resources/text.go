@@ -22,6 +22,7 @@ const (
 
 func transcriptURI(id string) string { return prefix + id + "/transcript" }
 func answerURI(id string) string     { return prefix + id + "/answer" }
+func diffURI(id string) string       { return prefix + id + "/diff" }
 
 // pageURI is the URI of a transcript's page.
 func pageURI(id string, page int) string { return transcriptURI(id) + "?page=" + strconv.Itoa(page) }
@@ -33,7 +34,8 @@ var errForeign = errors.New("not a session's resource")
 type ref struct {
 	session string
 	answer  bool // the answer, else the transcript
-	page    int  // a transcript's page; 0: the newest
+	diff    bool // the worktree's diff, else the transcript
+	page    int  // a transcript's or diff's page; 0: the newest (the diff's first)
 }
 
 // parse reads a URI of ours: errForeign for another one, a clear
@@ -51,22 +53,22 @@ func parse(uri string) (ref, error) {
 		return r, malformed(uri, "no session id")
 	case kind == "answer" && !hasQuery:
 		return ref{session: id, answer: true}, nil
-	case kind != "transcript":
-		return r, malformed(uri, "it names neither a transcript nor an answer")
+	case kind != "transcript" && kind != "diff":
+		return r, malformed(uri, "it names neither a transcript, an answer nor a diff")
 	case !hasQuery:
-		return ref{session: id}, nil
+		return ref{session: id, diff: kind == "diff"}, nil
 	}
 	v, ok := strings.CutPrefix(query, "page=")
 	n, err := strconv.Atoi(v)
 	if !ok || err != nil || n < 1 || strconv.Itoa(n) != v {
 		return r, malformed(uri, "the page is a whole number from 1, and nothing else follows the ?")
 	}
-	return ref{session: id, page: n}, nil
+	return ref{session: id, page: n, diff: kind == "diff"}, nil
 }
 
 func malformed(uri, why string) error {
-	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("malformed resource URI %q: %s; use %s or %s",
-		uri, why, prefix+"{sessionId}/transcript[?page=N]", prefix+"{sessionId}/answer")}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("malformed resource URI %q: %s; use %s, %s or %s",
+		uri, why, prefix+"{sessionId}/transcript[?page=N]", prefix+"{sessionId}/answer", prefix+"{sessionId}/diff[?page=N]")}
 }
 
 // answerText is a session's last answer: the last text Claude wrote after
