@@ -1,10 +1,11 @@
 // Package worktree makes, inspects and finishes the isolated git worktrees
 // sessions may run in, and copies into a new one the ignored files its
 // repository's .worktreeinclude names; or has the repository's
-// WorktreeCreate hooks make it (MakeByHooks). It is git and those hooks:
-// it knows nothing of sessions, the CLI or MCP; the caller checks paths
-// against its policy (Make's check) and starts a hook (under the
-// session's ceiling).
+// WorktreeCreate hooks make it (MakeByHooks); it reads a worktree's diff
+// and lands its work in the branch it came from (or discards it). It is
+// git and those hooks: it knows nothing of sessions, the CLI or MCP; the
+// caller checks paths against its policy (Make's check) and starts a hook
+// (under the session's ceiling).
 package worktree
 
 import (
