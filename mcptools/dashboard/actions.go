@@ -16,7 +16,7 @@ import (
 // The dashboard's actions: start a session (a POST to /ui/new), and on a
 // session (a POST to /ui/s/<id>/<action>) send a prompt to it when idle,
 // steer its running turn, interrupt it, close it, answer a permission
-// question or the model's clarifying questions (questions.go), rewind its files (rewind.go). Each must carry the sign-in cookie, a same-origin Origin
+// question or the model's clarifying questions (questions.go), rewind its files (rewind.go), land its worktree (land.go). Each must carry the sign-in cookie, a same-origin Origin
 // header and the token of the page it came from; the action must be
 // classified (actions); the session must be the user's (an admin may
 // interrupt and close anyone's; a prompt, a steer and an answer act as
@@ -36,10 +36,11 @@ var actions = map[string]string{
 	"close":     "steer",
 	"answer":    "steer",
 	"rewind":    "run", // as claude_session_rewind
+	"land":      "run", // as claude_session_land (a commit message may be a turn)
 }
 
 // ownerOnly are the actions that act as the session's owner.
-var ownerOnly = map[string]bool{"prompt": true, "steer": true, "answer": true, "rewind": true}
+var ownerOnly = map[string]bool{"prompt": true, "steer": true, "answer": true, "rewind": true, "land": true}
 
 // The answers a page offers to a permission question: the decisions of
 // the client's elicitation form (mcptools' permission.go), which
@@ -135,7 +136,7 @@ func (d *Dashboard) finishAction(w http.ResponseWriter, r *http.Request, si *sig
 		return
 	}
 	to := d.root + "/s/" + url.PathEscape(id)
-	if action == "close" {
+	if action == "close" || action == "land" {
 		to = d.root + "/"
 	}
 	http.Redirect(w, r, to, http.StatusSeeOther)
@@ -173,6 +174,8 @@ func (d *Dashboard) act(r *http.Request, si *signin, s *sessions.Session, action
 			msg += fmt.Sprintf(" Its worktree is kept: %s (branch %s).", w.Path, w.Branch)
 		}
 		return msg, http.StatusOK
+	case "land":
+		return d.land(r, s)
 	case "prompt":
 		return d.prompt(r, s, r.PostFormValue("message"))
 	case "steer":

@@ -6,6 +6,7 @@ import (
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/history"
+	"github.com/claude-agent-mcp/claude-agent-mcp/sessions/worktree"
 )
 
 // TestEveryDashboardActionClassified: every action a page's form posts is
@@ -16,7 +17,7 @@ import (
 func TestEveryDashboardActionClassified(t *testing.T) {
 	re := regexp.MustCompile(`action="/ui/(?:s/[^"/]+/([a-z]+)|(new))"`)
 	base := pageBase{Title: "t", CSRF: "c", User: "u", HTTP: true}
-	row := sessionRow{ID: "0123456789", State: "running", Running: true}
+	row := sessionRow{ID: "0123456789", State: "running", Running: true, Worktree: &worktree.Info{Path: "/r/w", Branch: "worktree-w"}}
 	page := sessionPage{pageBase: base, Row: row, Questions: []shownQuestion{{ID: "q", Tool: "Bash"}}, Older: -1, Newer: -1, CanAnswer: true,
 		History: []history.Entry{{Kind: "prompt"}}, CanRewind: true}
 	found := map[string]bool{}
@@ -25,6 +26,7 @@ func TestEveryDashboardActionClassified(t *testing.T) {
 		"list":    listPage{pageBase: base, Rows: []sessionRow{row}}.write,
 		"error":   errorPage{pageBase: base}.write,
 		"rewind":  rewindPage{pageBase: base, Session: row.ID, Result: &sessions.RewindResult{Prompt: 1, Files: []string{"/f"}}}.write,
+		"diff":    diffPage{pageBase: base, Row: row, Diff: &worktree.Diff{Base: "abc"}, CanLand: true}.write,
 	} {
 		w := htmlWriter{root: uiPrefix}
 		write(&w)

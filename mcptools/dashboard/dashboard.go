@@ -285,6 +285,8 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		switch frag {
 		case "", "panel", "history":
 			d.serveSession(w, r, si, id, frag)
+		case "diff":
+			d.serveDiff(w, r, si, id)
 		default:
 			http.NotFound(w, r)
 		}

@@ -222,6 +222,14 @@ func (p sessionPage) actions(w *htmlWriter) {
 			w.elMarkup("button", attrs{at("id", "close"), at("class", "danger")}, "Close the session")
 		})
 	})
+	if p.Row.Worktree != nil && !p.Row.Worktree.Removed {
+		w.el("div", attrs{at("class", "actions")}, func() {
+			w.elMarkup("a", attrs{at("id", "diff-link"), at("href", w.sessionLink(p.Row.ID, "/diff"))}, "Review the diff")
+			if p.CanAnswer {
+				landForms(w, p.Row.ID, p.CSRF)
+			}
+		})
+	}
 	for _, q := range p.Questions {
 		p.question(w, q)
 	}
