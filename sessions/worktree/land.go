@@ -111,24 +111,31 @@ func (w *Worktree) Land(ctx context.Context, o LandOptions) (*Landed, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A first plan, with a provisional message, finds a conflict before
-	// the session is asked for a message.
+	// A first plan finds a conflict before the session is asked for a
+	// message (with a provisional one then).
 	s, err := w.snap(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := w.plan(ctx, o.How, target, s, "provisional"); err != nil {
+	first := o.Message
+	if first == "" {
+		first = "provisional"
+	}
+	p, err := w.plan(ctx, o.How, target, s, first)
+	if err != nil {
 		return nil, err
 	}
-	msg, by := w.message(ctx, o, s.dirty || o.How == Squash)
+	needed := s.dirty || o.How == Squash
+	msg, by := w.message(ctx, o, needed)
 	if by == BySession { // its turn may have written more
 		if s, err = w.snap(ctx); err != nil {
 			return nil, err
 		}
 	}
-	p, err := w.plan(ctx, o.How, target, s, msg)
-	if err != nil {
-		return nil, err
+	if by == BySession || needed && msg != first {
+		if p, err = w.plan(ctx, o.How, target, s, msg); err != nil {
+			return nil, err
+		}
 	}
 	checkout, err := w.apply(ctx, p, common, o.Check)
 	if err != nil {

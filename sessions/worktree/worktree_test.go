@@ -49,7 +49,7 @@ func hostileRepo(t *testing.T) (repo, markers string) {
 	return repo, markers
 }
 
-func write(t *testing.T, path, content string) {
+func write(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
