@@ -119,28 +119,7 @@ func TestE2ELand(t *testing.T) {
 	}
 	landedGone(t, ctx, e, sid, path)
 
-	// Both add notes.txt (a new file: the CLI writes no file it has not
-	// read).
-	sid, path = worked(t, ctx, e, repo, "conflict", "notes.txt", "the session's")
-	if err := os.WriteFile(filepath.Join(repo, "notes.txt"), []byte("main's\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	gitRun(t, repo, "add", "notes.txt")
-	gitRun(t, repo, "commit", "--quiet", "-m", "main's notes", "notes.txt")
-	before := gitRun(t, repo, "rev-parse", "main")
-	if isErr, msg, _ := e.land(t, ctx, map[string]any{"sessionId": sid, "how": "merge", "message": "m"}); !isErr || !strings.Contains(msg, "1 file(s): notes.txt") || !strings.Contains(msg, "nothing was changed") {
-		t.Errorf("a conflict: %s", msg)
-	}
-	if gitRun(t, repo, "rev-parse", "main") != before {
-		t.Error("a conflicting land moved main")
-	}
-	if _, err := os.Stat(filepath.Join(path, "notes.txt")); err != nil {
-		t.Errorf("the worktree after a refused land: %v", err)
-	}
-	if isErr, msg, out := e.land(t, ctx, map[string]any{"sessionId": sid, "how": "discard"}); isErr || out["worktreeRemoved"] != true || gitRun(t, repo, "rev-parse", "main") != before {
-		t.Fatalf("discard: %s", msg)
-	}
-	landedGone(t, ctx, e, sid, path)
+	conflictThenDiscard(t, ctx, e, repo)
 
 	sid, path = worked(t, ctx, e, repo, "pr", "pr.txt", "for review")
 	isErr, msg, out = e.land(t, ctx, map[string]any{"sessionId": sid, "how": "pull-request", "message": "Add pr.txt"})
@@ -177,4 +156,32 @@ func landedGone(t *testing.T, ctx context.Context, e *e2e, sid, path string) {
 	if strings.Contains(text(res), sid) {
 		t.Errorf("the landed session %s is still listed", sid)
 	}
+}
+
+// conflictThenDiscard: a session and main both add notes.txt; a merge is
+// refused before anything changed, naming it; discard drops the work.
+func conflictThenDiscard(t *testing.T, ctx context.Context, e *e2e, repo string) {
+	t.Helper()
+	// Both add notes.txt (a new file: the CLI writes no file it has not
+	// read).
+	sid, path := worked(t, ctx, e, repo, "conflict", "notes.txt", "the session's")
+	if err := os.WriteFile(filepath.Join(repo, "notes.txt"), []byte("main's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitRun(t, repo, "add", "notes.txt")
+	gitRun(t, repo, "commit", "--quiet", "-m", "main's notes", "notes.txt")
+	before := gitRun(t, repo, "rev-parse", "main")
+	if isErr, msg, _ := e.land(t, ctx, map[string]any{"sessionId": sid, "how": "merge", "message": "m"}); !isErr || !strings.Contains(msg, "1 file(s): notes.txt") || !strings.Contains(msg, "nothing was changed") {
+		t.Errorf("a conflict: %s", msg)
+	}
+	if gitRun(t, repo, "rev-parse", "main") != before {
+		t.Error("a conflicting land moved main")
+	}
+	if _, err := os.Stat(filepath.Join(path, "notes.txt")); err != nil {
+		t.Errorf("the worktree after a refused land: %v", err)
+	}
+	if isErr, msg, out := e.land(t, ctx, map[string]any{"sessionId": sid, "how": "discard"}); isErr || out["worktreeRemoved"] != true || gitRun(t, repo, "rev-parse", "main") != before {
+		t.Fatalf("discard: %s", msg)
+	}
+	landedGone(t, ctx, e, sid, path)
 }
