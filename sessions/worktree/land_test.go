@@ -371,3 +371,20 @@ func TestDiff(t *testing.T) {
 		t.Error("reading the diff changed the worktree's status")
 	}
 }
+
+// TestLandOutsideRoots: a repository the policy no longer lets the server
+// write is refused by Check, for every how, before anything changed.
+func TestLandOutsideRoots(t *testing.T) {
+	repo, w, g := landRepo(t)
+	write(t, filepath.Join(w.Path, "x.txt"), "x\n")
+	before := g(repo, "rev-parse", "main")
+	deny := func(what, path string) error { return errors.New(what + " " + path + " is outside the allowed roots") }
+	for _, how := range Hows {
+		if _, err := w.Land(ctxFor(t), LandOptions{How: how, Message: "m", Check: deny}); err == nil || !strings.Contains(err.Error(), "outside the allowed roots") {
+			t.Errorf("%s outside the roots: %v", how, err)
+		}
+	}
+	if g(repo, "rev-parse", "main") != before || read(t, filepath.Join(w.Path, "x.txt")) != "x\n" {
+		t.Error("a refused land changed something")
+	}
+}
