@@ -15,6 +15,8 @@ func TestParse(t *testing.T) {
 		prefix + "abc/transcript":         {session: "abc"},
 		prefix + "abc/transcript?page=12": {session: "abc", page: 12},
 		prefix + "abc/answer":             {session: "abc", answer: true},
+		prefix + "abc/diff":               {session: "abc", diff: true},
+		prefix + "abc/diff?page=3":        {session: "abc", diff: true, page: 3},
 	} {
 		if got, err := parse(uri); err != nil || got != want {
 			t.Errorf("parse(%q) = %+v, %v; want %+v", uri, got, err, want)
@@ -27,7 +29,7 @@ func TestParse(t *testing.T) {
 	}
 	for _, uri := range []string{prefix, prefix + "abc", prefix + "abc/", prefix + "abc/log", prefix + "/answer", prefix + "a%2Fb/answer",
 		prefix + "abc/answer?page=1", prefix + "abc/transcript?page=0", prefix + "abc/transcript?page=01", prefix + "abc/transcript?page=-1",
-		prefix + "abc/transcript?page=1&x=2", prefix + "abc/transcript?p=1", prefix + "abc/transcript/x"} {
+		prefix + "abc/transcript?page=1&x=2", prefix + "abc/transcript?p=1", prefix + "abc/transcript/x", prefix + "abc/diff?page=0", prefix + "abc/diffs"} {
 		_, err := parse(uri)
 		if err == nil || err == errForeign || !strings.Contains(err.Error(), "malformed resource URI") {
 			t.Errorf("parse(%q): %v, want a malformed URI error", uri, err)
