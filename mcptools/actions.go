@@ -26,7 +26,7 @@ var toolActions = map[string]string{
 	"claude_chat_wait":       actionRead,
 	"claude_session_history": actionRead,
 	"claude_session_rewind":  actionRun, // may resume a dormant session's process; changes its files
-	"claude_session_land":    actionSteer,
+	"claude_session_land":    actionRun, // the session may be asked for a commit message, a turn
 }
 
 // toolAction is the class of a registered tool; ok is false for one that

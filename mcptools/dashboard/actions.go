@@ -16,11 +16,13 @@ import (
 // The dashboard's actions: start a session (a POST to /ui/new), and on a
 // session (a POST to /ui/s/<id>/<action>) send a prompt to it when idle,
 // steer its running turn, interrupt it, close it, answer a permission
-// question or the model's clarifying questions (questions.go), rewind its files (rewind.go), land its worktree (land.go). Each must carry the sign-in cookie, a same-origin Origin
-// header and the token of the page it came from; the action must be
-// classified (actions); the session must be the user's (an admin may
-// interrupt and close anyone's; a prompt, a steer and an answer act as
-// the session's owner, so only they may); the options, the prompt's
+// question or the model's clarifying questions (questions.go), rewind its
+// files (rewind.go), land its worktree (land.go). Each must carry the
+// sign-in cookie, a same-origin Origin header and the token of the page it
+// came from; the action must be classified (actions); the session must be
+// the user's (an admin may interrupt and close anyone's; a prompt, a
+// steer, an answer, a rewind and a land act as the session's owner, so
+// only they may); the options, the prompt's
 // process, go through the sessions' gate as a tool call's do; and it is
 // audited like a tool call, "started" first (an action whose line cannot
 // be written is refused).
