@@ -350,6 +350,7 @@ func TestE2EHTTPUsers(t *testing.T) {
 		"claude_session_close":   {"sessionId": sid},
 		"claude_session_history": {"sessionId": sid},
 		"claude_chat_model":      {"sessionId": sid, "model": "opus"},
+		"claude_session_land":    {"sessionId": sid, "how": "discard"},
 	} {
 		res, _ := call(bob, tool, args)
 		if !res.IsError || !strings.Contains(text(res), "session not found") {
