@@ -101,10 +101,13 @@ func (w *Worktree) Land(ctx context.Context, o LandOptions) (*Landed, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch o.How {
-	case Discard:
-		return &Landed{How: Discard, Files: []FileChange{}, Removed: true}, w.remove(ctx, common)
-	case PullRequest:
+	switch {
+	case o.How == Discard:
+		err := w.remove(ctx, common)
+		return &Landed{How: Discard, Files: []FileChange{}, Removed: err == nil}, err
+	case w.Branch == "" || w.Base == "":
+		return nil, fmt.Errorf("the worktree %s, made by the repository's WorktreeCreate hook, is not a git worktree on a branch of its own, so it cannot be landed here: land its work yourself, or use how discard", w.Path)
+	case o.How == PullRequest:
 		return w.pullRequest(ctx, o, common)
 	}
 	target, err := w.target(ctx)

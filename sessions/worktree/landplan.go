@@ -200,8 +200,21 @@ func checkedOut(ctx context.Context, repo, ref string) (string, error) {
 }
 
 // remove removes the worktree (its files, ignored ones too) and its
-// branch.
+// branch; one the repository's WorktreeCreate hooks made, by its
+// WorktreeRemove hooks (the branch is theirs), else as a git worktree.
 func (w *Worktree) remove(ctx context.Context, common string) error {
+	if w.ByHook && w.Start != nil {
+		ran, err := w.removeByHooks(ctx, w.Start)
+		if err != nil {
+			return fmt.Errorf("removing worktree %s by the repository's WorktreeRemove hooks: %w", w.Path, err)
+		}
+		if ran {
+			return nil
+		}
+	}
+	if w.ByHook && w.Branch == "" {
+		return fmt.Errorf("the worktree %s, made by the repository's WorktreeCreate hook, has no WorktreeRemove hook to run here and is no git worktree: remove it yourself", w.Path)
+	}
 	write := []string{w.Repo, common}
 	if _, err := git(ctx, w.Repo, write, "worktree", "remove", "--force", w.Path); err != nil {
 		return fmt.Errorf("removing worktree %s: %w", w.Path, err)
