@@ -103,8 +103,10 @@ func (w *Worktree) Land(ctx context.Context, o LandOptions) (*Landed, error) {
 	}
 	switch {
 	case o.How == Discard:
-		err := w.remove(ctx, common)
-		return &Landed{How: Discard, Files: []FileChange{}, Removed: err == nil}, err
+		if err := w.remove(ctx, common); err != nil {
+			return nil, err
+		}
+		return &Landed{How: Discard, Files: []FileChange{}, Removed: true}, nil
 	case w.Branch == "" || w.Base == "":
 		return nil, fmt.Errorf("the worktree %s, made by the repository's WorktreeCreate hook, is not a git worktree on a branch of its own, so it cannot be landed here: land its work yourself, or use how discard", w.Path)
 	case o.How == PullRequest:
