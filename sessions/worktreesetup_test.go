@@ -38,7 +38,7 @@ func hookedRepo(t *testing.T) (repo, wt, marker string) {
 // saying why and what to do.
 func TestWorktreeByHook(t *testing.T) {
 	t.Parallel()
-	repo, wt, marker := hookedRepo(t)
+	repo, wt, _ := hookedRepo(t)
 	m := newManager(t, Config{})
 	s := create(t, m, CreateOptions{Cwd: repo, Worktree: worktree.Option{On: true, Name: "feature"}})
 	w := s.Info().Worktree
@@ -49,7 +49,7 @@ func TestWorktreeByHook(t *testing.T) {
 		t.Errorf("query in the hook's worktree: %+v", r)
 	}
 
-	repo, _, marker = hookedRepo(t)
+	repo, _, marker := hookedRepo(t)
 	m = newManager(t, Config{ToolsCeiling: []string{"Read", "Grep"}})
 	_, err := m.Create(context.Background(), CreateOptions{Cwd: repo, Worktree: worktree.Option{On: true, Name: "feature"}})
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "WorktreeCreate hook") || !strings.Contains(err.Error(), "may run none") {
