@@ -233,6 +233,7 @@ type hostOptions struct {
 	env          map[string]string      // added to the host's (and so the server's) environment
 	serverArgs   []string
 	settings     map[string]any // the host's own settings (--settings), e.g. its hooks
+	childCLI     string         // the CLI the server runs (default: the host's)
 }
 
 // requireHostCLI returns the CLI to drive as the host. A CLI older than
@@ -311,7 +312,11 @@ func startHost(t *testing.T, o hostOptions) *host {
 
 	// The server runs behind two tees, so that the test sees the JSON-RPC
 	// both ways, with its stderr in a file.
-	serverArgs := append([]string{"--claude-path", claude, "--log-level", "debug",
+	child := claude
+	if o.childCLI != "" {
+		child = o.childCLI
+	}
+	serverArgs := append([]string{"--claude-path", child, "--log-level", "debug",
 		"--store", filepath.Join(home, "state", "sessions.db")}, o.serverArgs...)
 	tap := fmt.Sprintf(`tee -a %s | "$0" "$@" 2>>%s | tee -a %s`, shellQuote(h.rpcIn), shellQuote(h.logPath), shellQuote(h.rpcOut))
 	mcpConfig, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{hostServerName: map[string]any{
