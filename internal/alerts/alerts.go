@@ -29,7 +29,7 @@ const (
 	Finished Kind = "finished" // a turn answered
 	Failed   Kind = "failed"   // a turn ended in an error
 	Budget   Kind = "budget"   // a turn stopped on a budget
-	Waiting  Kind = "waiting"  // a turn waits for a permission answer
+	Waiting  Kind = "waiting"  // a turn waits for an answer: a permission, or the model's questions (Tool "AskUserQuestion")
 )
 
 // AnswerChars is how much of the answer an event carries, in characters.

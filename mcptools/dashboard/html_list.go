@@ -206,7 +206,7 @@ func (r sessionRow) write(w *htmlWriter, admin bool) {
 			w.state(r.State)
 			if r.Questions != 0 {
 				w.m(" ")
-				w.elText("span", attrs{at("class", "ask")}, "waits for a permission answer: "+strconv.Itoa(r.Questions)+" question(s)")
+				w.elText("span", attrs{at("class", "ask")}, "waits for an answer: "+strconv.Itoa(r.Questions)+" question(s)")
 			}
 			if r.Task != "" {
 				w.elText("div", attrs{at("class", "task")}, "task "+short(r.Task))

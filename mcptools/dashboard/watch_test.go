@@ -319,7 +319,7 @@ func TestDashboardWaitingFirst(t *testing.T) {
 	if i, j := strings.Index(rows, `data-session="`+waiting+`"`), strings.Index(rows, `data-session="`+first+`"`); i < 0 || i > j {
 		t.Errorf("the waiting session is not listed first:\n%s", rows)
 	}
-	if !strings.Contains(rows, `class="session waiting"`) || !strings.Contains(rows, `data-waiting="1"`) || !strings.Contains(rows, "waits for a permission answer") {
+	if !strings.Contains(rows, `class="session waiting"`) || !strings.Contains(rows, `data-waiting="1"`) || !strings.Contains(rows, "waits for an answer: 1 question(s)") {
 		t.Errorf("the waiting session is not marked:\n%s", rows)
 	}
 }
