@@ -20,7 +20,9 @@ import (
 // .worktreeinclude names its ignored .env, finds a copy of .env in its
 // worktree, mode kept, which the real CLI reads there; create reports the
 // copy; an untracked file the list names that git does not ignore is not
-// copied. The copy is no change: close removes the worktree.
+// copied, nor is a pattern that leaves the repository or an ignored link
+// to a file of the server's (both reported as skipped). The copy is no
+// change: close removes the worktree.
 func TestE2EWorktreeInclude(t *testing.T) {
 	t.Parallel()
 	requireGit(t)
@@ -30,7 +32,13 @@ func TestE2EWorktreeInclude(t *testing.T) {
 
 	repo := filepath.Join(e.home, "repo")
 	const secret = "E2E_WORKTREE_SECRET=42\n"
-	for name, content := range map[string]string{".gitignore": ".env\n", ".worktreeinclude": "# what a build needs\n.env\nnotes.txt\n",
+	// Beside what it may copy, the list names a place outside the
+	// repository, and an ignored link to a file of the server's.
+	serverFile := filepath.Join(e.home, "server-secret")
+	if err := os.WriteFile(serverFile, []byte("the server's\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{".gitignore": ".env\n*.link\n", ".worktreeinclude": "# what a build needs\n.env\nnotes.txt\n../server-secret\ntoken.link\n",
 		"README": "base\n", ".env": secret, "notes.txt": "untracked, not ignored\n"} {
 		if err := os.MkdirAll(repo, 0o755); err != nil {
 			t.Fatal(err)
@@ -38,6 +46,9 @@ func TestE2EWorktreeInclude(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(repo, name), []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := os.Symlink(serverFile, filepath.Join(repo, "token.link")); err != nil {
+		t.Fatal(err)
 	}
 	gitRun(t, repo, "init", "--quiet")
 	gitRun(t, repo, "add", ".gitignore", ".worktreeinclude", "README")
@@ -51,9 +62,16 @@ func TestE2EWorktreeInclude(t *testing.T) {
 	w, _ := out["worktree"].(map[string]any)
 	path, _ := w["path"].(string)
 	copied, _ := w["copied"].(map[string]any)
+	skipped := strings.Join(toStrings(copied["skipped"]), "\n")
 	if path != filepath.Join(repo, ".claude", "worktrees", "env") || copied["count"] != 1.0 || !slices.Equal(toStrings(copied["files"]), []string{".env"}) ||
-		copied["skipped"] != nil || !strings.Contains(text(res), "got 1 git-ignored file(s) that .worktreeinclude names") {
+		!strings.Contains(skipped, `the pattern "../server-secret"`) || !strings.Contains(skipped, "token.link: a symbolic link") ||
+		!strings.Contains(text(res), "got 1 git-ignored file(s) that .worktreeinclude names") {
 		t.Fatalf("create: %s; worktree %v", text(res), w)
+	}
+	for _, name := range []string{"token.link", "server-secret"} {
+		if _, err := os.Lstat(filepath.Join(path, name)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s reached the worktree (%v)", name, err)
+		}
 	}
 	if fi, err := os.Lstat(filepath.Join(path, ".env")); err != nil || fi.Mode() != 0o600 {
 		t.Errorf("the worktree's .env: %v, want a regular file of mode 0600 (%v)", fi, err)
