@@ -200,22 +200,8 @@ func TestQuestionsRefused(t *testing.T) {
 func TestTaskQuestions(t *testing.T) {
 	t.Parallel()
 	c := newRawClient(t, "2026-07-28", tasksCaps, sessions.Config{}, taskOpts)
-	sid := c.create(map[string]any{})
-	res := c.tool("claude_chat_query", map[string]any{"sessionId": sid, "prompt": "TOOL_ASK"})
-	if res["resultType"] != "task" {
-		t.Fatalf("a query that asks: %v", res)
-	}
-	id := res["taskId"].(string)
-	st := c.pollTask(id, taskInputRequired)
-	reqs, _ := st["inputRequests"].(map[string]any)
-	if len(reqs) != 1 {
-		t.Fatalf("inputRequests = %v", st["inputRequests"])
-	}
-	var key string
-	var req map[string]any
-	for k, v := range reqs {
-		key, req = k, v.(map[string]any)
-	}
+	a := c.taskAsking("TOOL_ASK")
+	id, key, req, st, sid := a.id, a.key, a.req, a.status, a.sid
 	params, _ := req["params"].(map[string]any)
 	if !strings.Contains(fmt.Sprint(params["message"]), askDB) || !strings.Contains(fmt.Sprint(params["requestedSchema"]), "q2_other") {
 		t.Fatalf("input request = %v", req)

@@ -21,6 +21,34 @@ var taskOpts = Options{TaskAfter: 100 * time.Millisecond}
 
 // pollTask polls tasks/get until the task's status is want (or a terminal
 // status), and returns the last state.
+// asking is a task that asks: its session, its id, the input request's
+// key and the request, and the task's status then.
+type asking struct {
+	sid, id, key string
+	req, status  map[string]any
+}
+
+// taskAsking starts a new session's query of prompt as a task and waits
+// for it to ask (input_required with one input request).
+func (c *rawClient) taskAsking(prompt string) asking {
+	c.t.Helper()
+	a := asking{sid: c.create(map[string]any{})}
+	res := c.tool("claude_chat_query", map[string]any{"sessionId": a.sid, "prompt": prompt})
+	if res["resultType"] != "task" {
+		c.t.Fatalf("a query that asks (%s): %v", prompt, res)
+	}
+	a.id = res["taskId"].(string)
+	a.status = c.pollTask(a.id, taskInputRequired)
+	reqs, _ := a.status["inputRequests"].(map[string]any)
+	if len(reqs) != 1 {
+		c.t.Fatalf("inputRequests = %v", a.status["inputRequests"])
+	}
+	for k, v := range reqs {
+		a.key, a.req = k, v.(map[string]any)
+	}
+	return a
+}
+
 func (c *rawClient) pollTask(id string, want ...string) map[string]any {
 	c.t.Helper()
 	var st map[string]any
@@ -185,22 +213,8 @@ func TestTaskNotForEveryone(t *testing.T) {
 func TestTaskInputRequired(t *testing.T) {
 	t.Parallel()
 	c := newRawClient(t, "2026-07-28", tasksCaps, sessions.Config{}, taskOpts)
-	sid := c.create(map[string]any{})
-	res := c.tool("claude_chat_query", map[string]any{"sessionId": sid, "prompt": "TOOL_BASH[touch made_by_tool.txt && echo hi]"})
-	if res["resultType"] != "task" {
-		t.Fatalf("a query that asks for permission: %v", res)
-	}
-	id := res["taskId"].(string)
-	st := c.pollTask(id, taskInputRequired)
-	reqs, _ := st["inputRequests"].(map[string]any)
-	if len(reqs) != 1 {
-		t.Fatalf("inputRequests = %v", st["inputRequests"])
-	}
-	var key string
-	var req map[string]any
-	for k, v := range reqs {
-		key, req = k, v.(map[string]any)
-	}
+	a := c.taskAsking("TOOL_BASH[touch made_by_tool.txt && echo hi]")
+	id, key, req, st, sid := a.id, a.key, a.req, a.status, a.sid
 	params, _ := req["params"].(map[string]any)
 	if req["method"] != "elicitation/create" || params["mode"] != "form" || !strings.Contains(fmt.Sprint(params["message"]), "Claude Code wants to use Bash") ||
 		!strings.Contains(fmt.Sprint(params["requestedSchema"]), "allow_session") {
