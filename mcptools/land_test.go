@@ -2,7 +2,6 @@ package mcptools
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,33 +9,15 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/mcptest"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
-// gitRepo is a repository on main with one commit, made without the
-// user's git configuration.
+// gitRepo is a repository on main whose first commit holds a.txt.
 func gitRepo(t *testing.T) (string, func(args ...string) string) {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Fatalf("git is needed: %v", err)
-	}
-	repo := t.TempDir()
-	g := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command("git", append([]string{"-C", repo, "-c", "user.email=t@example.com", "-c", "user.name=t"}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v %s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	g("init", "-q", "-b", "main")
-	if err := os.WriteFile(filepath.Join(repo, "a.txt"), []byte("one\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	g("add", ".")
-	g("commit", "-qm", "first")
-	return repo, g
+	return testkit.GitRepo(t, map[string]string{"a.txt": "one\n"})
 }
 
 // worktreeSession creates a session with a worktree of repo and writes

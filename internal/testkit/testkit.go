@@ -1,6 +1,7 @@
 // Package testkit holds the tests' small helpers: polling for state
 // another goroutine changes (Until, Within), a buffer for concurrent
-// writers (Buffer), and the --tokens-file of tests (WriteTokens). Its
+// writers (Buffer), the --tokens-file of tests (WriteTokens), and a git
+// repository to work in (GitRepo). Its
 // subpackages are the fakes and harnesses: the fake CLI and API, the MCP
 // test client, PostgreSQL, the leak check, the real CLI's environment.
 package testkit
@@ -10,6 +11,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -81,4 +84,36 @@ func WriteTokens(t testing.TB, file string, users ...string) {
 	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// GitRepo makes a repository on main whose first commit holds files (name
+// to content; an empty commit when there are none), without the user's
+// git configuration, and returns it with a git that runs there and fails
+// tb when git fails.
+func GitRepo(tb testing.TB, files map[string]string) (string, func(args ...string) string) {
+	tb.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		tb.Fatalf("git is needed: %v", err)
+	}
+	repo := tb.TempDir()
+	git := func(args ...string) string {
+		tb.Helper()
+		out, err := exec.Command("git", append([]string{"-C", repo, "-c", "user.email=t@example.com", "-c", "user.name=t"}, args...)...).CombinedOutput()
+		if err != nil {
+			tb.Fatalf("git %v: %v %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("init", "-q", "-b", "main")
+	for name, content := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(repo, name)), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(repo, name), []byte(content), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+		git("add", name)
+	}
+	git("commit", "-q", "--allow-empty", "-m", "first")
+	return repo, git
 }

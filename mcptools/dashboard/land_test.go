@@ -4,30 +4,19 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit"
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/testkit/mcptest"
 	"github.com/claude-agent-mcp/claude-agent-mcp/sessions"
 )
 
-// landRepo is a repository on main with one commit.
+// landRepo is a repository on main with one (empty) commit.
 func landRepo(t *testing.T) (string, func(args ...string) string) {
 	t.Helper()
-	repo := t.TempDir()
-	g := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command("git", append([]string{"-C", repo, "-c", "user.email=t@example.com", "-c", "user.name=t"}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v %s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	g("init", "-q", "-b", "main")
-	g("commit", "-q", "--allow-empty", "-m", "first")
-	return repo, g
+	return testkit.GitRepo(t, nil)
 }
 
 // worktreeSession is a session with a worktree of repo in which file was
