@@ -4,7 +4,6 @@ package e2e_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -119,7 +118,7 @@ func TestE2EWorktreeHook(t *testing.T) {
 	repo := func(e *e2e) (dir, wt, marker string) {
 		dir, wt, marker = filepath.Join(e.home, "repo"), filepath.Join(e.home, "hooked-wt"), filepath.Join(e.home, "hook-ran")
 		hook := "touch " + marker + " && git -c core.hooksPath=/dev/null worktree add -q -b hooked " + wt + " >&2 && echo E2E_HOOK_SETUP=1 > " + wt + "/.env && echo " + wt
-		settings := `{"hooks":{"WorktreeCreate":[{"hooks":[{"type":"command","command":` + strconvQuote(hook) + `}]}]}}`
+		settings := `{"hooks":{"WorktreeCreate":[{"hooks":[{"type":"command","command":` + jsString(hook) + `}]}]}}`
 		for name, content := range map[string]string{".gitignore": ".env\n", "README": "base\n", ".claude/settings.json": settings} {
 			if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
 				t.Fatal(err)
@@ -159,10 +158,4 @@ func TestE2EWorktreeHook(t *testing.T) {
 	if _, err := os.Stat(marker); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the refused hook ran (%v)", err)
 	}
-}
-
-// strconvQuote is s as a JSON string.
-func strconvQuote(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
 }

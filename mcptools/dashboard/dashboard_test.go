@@ -591,14 +591,7 @@ func TestDashboardPermission(t *testing.T) {
 			e.signIn(t, c)
 			page := openSSE(t, c, e.ui+"/events?session="+sid)
 			// openSSE returned with the stream's headers: the page watches.
-			done := make(chan *mcp.CallToolResult, 1)
-			go func() {
-				res, err := e.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "claude_chat_query", Arguments: map[string]any{"sessionId": sid, "prompt": "TOOL_BASH[echo hi]"}})
-				if err != nil {
-					res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
-				}
-				done <- res
-			}()
+			done := e.startQuery(sid, "TOOL_BASH[echo hi]")
 			answerOnPage(t, e, c, page, sid, dashboard.DecisionAllowOnce)
 			res := <-done
 			var out mcptools.QueryOutput
@@ -627,14 +620,7 @@ func TestDashboardPermission(t *testing.T) {
 		c := browser(t)
 		e.signIn(t, c)
 		page := openSSE(t, c, e.ui+"/events?session="+sid)
-		done := make(chan *mcp.CallToolResult, 1)
-		go func() {
-			res, err := e.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "claude_chat_query", Arguments: map[string]any{"sessionId": sid, "prompt": "TOOL_BASH[echo hi]"}})
-			if err != nil {
-				res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
-			}
-			done <- res
-		}()
+		done := e.startQuery(sid, "TOOL_BASH[echo hi]")
 		answerOnPage(t, e, c, page, sid, dashboard.DecisionAllowOnce)
 		close(release)
 		res := <-done

@@ -50,14 +50,7 @@ func TestDashboardQuestions(t *testing.T) {
 			c := browser(t)
 			e.signIn(t, c)
 			page := openSSE(t, c, e.ui+"/events?session="+sid)
-			done := make(chan *mcp.CallToolResult, 1)
-			go func() {
-				res, err := e.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "claude_chat_query", Arguments: map[string]any{"sessionId": sid, "prompt": "TOOL_ASK"}})
-				if err != nil {
-					res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
-				}
-				done <- res
-			}()
+			done := e.startQuery(sid, "TOOL_ASK")
 			body := ""
 			for {
 				if len(e.d.Questions(sid)) > 0 {
