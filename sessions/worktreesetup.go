@@ -33,7 +33,7 @@ func (m *Manager) makeWorktree(ctx context.Context, opts *CreateOptions, name st
 			ErrRefused, hooks[0].Command, filepath.Join(root, hooks[0].File))
 	}
 	start := m.hookStarter(opts)
-	w, err := worktree.MakeByHooks(ctx, opts.Cwd, name, hooks, m.checkPath, start)
+	w, err := worktree.MakeByHooks(ctx, root, name, hooks, m.checkPath, start)
 	if err != nil {
 		return nil, err
 	}

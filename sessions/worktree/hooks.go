@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/claude-agent-mcp/claude-agent-mcp/internal/beneath"
 )
@@ -89,7 +90,8 @@ func Hooks(root, event string) ([]Hook, error) {
 }
 
 // Root is the root of the git repository holding cwd (found with the
-// hardened git), else cwd: where a repository's settings are.
+// hardened git), else cwd itself (a repository of another VCS, which its
+// hooks know): where a repository's settings are.
 func Root(ctx context.Context, cwd string) string {
 	if root, err := git(ctx, cwd, nil, "rev-parse", "--show-toplevel"); err == nil {
 		return root
@@ -148,17 +150,16 @@ func hookPath(out string) string {
 	return strings.TrimSpace(lines[len(lines)-1])
 }
 
-// MakeByHooks makes the worktree named name of the repository holding cwd
-// as Claude Code would with the repository's WorktreeCreate hooks: each
+// MakeByHooks makes the worktree named name of the repository at root (see
+// Root) as Claude Code would with the repository's WorktreeCreate hooks: each
 // runs in turn until one prints the path of a directory it made, which
 // must be absolute, not reached through a link, and pass check. When it is
 // a git worktree, its branch and base are read, so that it can be
 // reviewed, landed and finished like one the server made.
-func MakeByHooks(ctx context.Context, cwd, name string, hooks []Hook, check func(what, path string) error, start Starter) (*Worktree, error) {
+func MakeByHooks(ctx context.Context, root, name string, hooks []Hook, check func(what, path string) error, start Starter) (*Worktree, error) {
 	if !nameRE().MatchString(name) {
 		return nil, fmt.Errorf("invalid worktree name %q: use letters, digits, '.', '_' and '-' (at most 64)", name)
 	}
-	root := Root(ctx, cwd) // cwd itself in a repository of another VCS: its hooks know it
 	var failures []string
 	for _, h := range hooks {
 		out, err := runHook(ctx, root, h, map[string]string{"cwd": root, "hook_event_name": "WorktreeCreate", "name": name}, start)
@@ -236,7 +237,11 @@ func (c *capped) Write(p []byte) (int, error) {
 func tail(s string) string {
 	s = strings.TrimSpace(s)
 	if len(s) > 500 {
-		s = "…" + s[len(s)-500:]
+		i := len(s) - 500
+		for i < len(s) && !utf8.RuneStart(s[i]) {
+			i++ // not into a character
+		}
+		s = "…" + s[i:]
 	}
 	return s
 }
